@@ -1,0 +1,21 @@
+//! The rcud wire protocol.
+//!
+//! A connection starts with a versioned handshake ([`handshake`]), then carries
+//! frames ([`frame`]): a fixed header, a small encoded body, and optionally a bulk
+//! payload (the bytes of a memory copy) that the transport streams in chunks.
+//! Each CUDA operation is one request and one reply, declared once in [`ops`].
+//! Nothing here performs I/O.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod codec;
+pub mod cuda_error;
+pub mod device;
+pub mod frame;
+pub mod handshake;
+pub mod ops;
+
+pub use codec::{DecodeError, Reader, Wire, Writer};
+pub use cuda_error::CudaError;
+pub use device::{DeviceAttr, DeviceProps};
+pub use frame::{FrameHeader, FrameKind};

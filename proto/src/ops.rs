@@ -1,0 +1,224 @@
+//! The table of operations: one request and one reply per CUDA operation.
+//!
+//! Everything about an operation — its id, its request fields, its reply fields,
+//! and whether a bulk payload travels with the request or the reply — is declared
+//! once in the [`ops!`] table below; the request enum, the codec and the
+//! dispatch helpers are generated from it. Op ids are explicit and never reused.
+//!
+//! On the wire a reply body is a status (`u32`, a `cudaError_t`) followed by the
+//! reply fields only when the status is `cudaSuccess`.
+
+use crate::codec::{DecodeError, Reader, Wire, Writer};
+use crate::cuda_error::CudaError;
+use crate::device::DeviceProps;
+
+/// Operation id carried in every frame header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct OpId(pub u16);
+
+/// Which side of an operation carries a bulk payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bulk {
+    /// Neither request nor reply.
+    None,
+    /// The request carries the bytes (host to device).
+    Request,
+    /// The reply carries the bytes (device to host).
+    Reply,
+}
+
+/// A request type of the table, tied to its id and reply.
+pub trait Op: Wire + Into<Request> {
+    /// Wire id.
+    const ID: OpId;
+    /// Where this operation's bulk payload goes.
+    const BULK: Bulk;
+    /// The fields of a successful reply.
+    type Reply: Wire;
+}
+
+macro_rules! ops {
+    ($(
+        $(#[$doc:meta])*
+        $id:literal $name:ident { $($field:ident : $ty:ty),* $(,)? }
+            -> { $($rfield:ident : $rty:ty),* $(,)? } bulk $bulk:ident;
+    )*) => {
+        /// Request bodies, one struct per operation.
+        pub mod req {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                crate::wire_struct! {
+                    $(#[$doc])*
+                    #[derive(Debug, Clone, PartialEq, Eq)]
+                    pub struct $name { $(#[allow(missing_docs)] pub $field: $ty),* }
+                }
+                impl super::Op for $name {
+                    const ID: super::OpId = super::OpId($id);
+                    const BULK: super::Bulk = super::Bulk::$bulk;
+                    type Reply = super::rep::$name;
+                }
+                impl From<$name> for super::Request {
+                    fn from(r: $name) -> Self { super::Request::$name(r) }
+                }
+            )*
+        }
+
+        /// Successful reply bodies, one struct per operation.
+        pub mod rep {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                crate::wire_struct! {
+                    #[doc = concat!("Reply to [`req::", stringify!($name), "`](super::req::", stringify!($name), ").")]
+                    #[derive(Debug, Clone, PartialEq)]
+                    pub struct $name { $(#[allow(missing_docs)] pub $rfield: $rty),* }
+                }
+            )*
+        }
+
+        /// Any request of the table.
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        #[allow(missing_docs)]
+        pub enum Request { $($name(req::$name)),* }
+
+        impl Request {
+            /// The operation's wire id.
+            pub fn op(&self) -> OpId {
+                match self { $(Request::$name(_) => OpId($id)),* }
+            }
+
+            /// Where the operation's bulk payload travels.
+            pub fn bulk(&self) -> Bulk {
+                match self { $(Request::$name(_) => Bulk::$bulk),* }
+            }
+
+            /// The operation's name, for logs.
+            pub fn name(&self) -> &'static str {
+                match self { $(Request::$name(_) => stringify!($name)),* }
+            }
+
+            /// Appends the request body (not the header).
+            pub fn encode(&self, w: &mut Writer<'_>) {
+                match self { $(Request::$name(r) => r.encode(w)),* }
+            }
+
+            /// Decodes the body of a request whose header named `op`.
+            pub fn decode(op: u16, body: &[u8]) -> Result<Self, DecodeError> {
+                let mut r = Reader::new(body);
+                let req = match op {
+                    $($id => Request::$name(req::$name::decode(&mut r)?),)*
+                    _ => return Err(DecodeError::Invalid("operation id")),
+                };
+                r.finish()?;
+                Ok(req)
+            }
+        }
+    };
+}
+
+ops! {
+    /// Bind this connection to one GPU of the server; memory operations need it.
+    0x0001 Attach { gpu: u32 } -> {} bulk None;
+    /// Properties and attribute table of one GPU (no attach needed).
+    0x0002 GetDeviceInfo { gpu: u32 } -> { props: DeviceProps, attributes: Vec<(i32, i32)> } bulk None;
+    /// Free and total memory of the attached GPU.
+    0x0003 MemGetInfo {} -> { free: u64, total: u64 } bulk None;
+    /// Wait for all work of this client on the attached GPU.
+    0x0004 DeviceSynchronize {} -> {} bulk None;
+    /// Release everything this client holds on the attached GPU.
+    0x0005 DeviceReset {} -> {} bulk None;
+    /// Allocate device memory.
+    0x0010 Malloc { size: u64 } -> { ptr: u64 } bulk None;
+    /// Free device memory; `ptr` must be the start of an allocation.
+    0x0011 Free { ptr: u64 } -> {} bulk None;
+    /// Copy `len` bytes, sent as the bulk payload, to device address `dst`.
+    0x0012 MemcpyHtoD { dst: u64, len: u64 } -> {} bulk Request;
+    /// Copy `len` bytes from device address `src`; they come back as the bulk payload.
+    0x0013 MemcpyDtoH { src: u64, len: u64 } -> {} bulk Reply;
+    /// Copy between two device addresses of the attached GPU.
+    0x0014 MemcpyDtoD { dst: u64, src: u64, len: u64 } -> {} bulk None;
+    /// Fill `len` bytes at `dst` with the low byte of `value`.
+    0x0015 Memset { dst: u64, value: u8, len: u64 } -> {} bulk None;
+}
+
+/// Encodes a reply body: the status, then the fields when it is a success.
+pub fn encode_reply<R: Wire>(status: CudaError, reply: Option<&R>, out: &mut Vec<u8>) {
+    let mut w = Writer::new(out);
+    status.0.encode(&mut w);
+    if let (CudaError::SUCCESS, Some(reply)) = (status, reply) {
+        reply.encode(&mut w);
+    }
+}
+
+/// Decodes a reply body into `Ok(fields)` or `Err(status)`.
+pub fn decode_reply<R: Wire>(body: &[u8]) -> Result<Result<R, CudaError>, DecodeError> {
+    let mut r = Reader::new(body);
+    let status = CudaError(u32::decode(&mut r)?);
+    if status != CudaError::SUCCESS {
+        r.finish()?;
+        return Ok(Err(status));
+    }
+    let reply = R::decode(&mut r)?;
+    r.finish()?;
+    Ok(Ok(reply))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::to_vec;
+
+    #[test]
+    fn requests_round_trip_through_their_op_id() {
+        let reqs: Vec<Request> = vec![
+            req::Attach { gpu: 3 }.into(),
+            req::Malloc { size: 1 << 30 }.into(),
+            req::MemcpyDtoD {
+                dst: 0x7000_0000_0100,
+                src: 0x7000_0000_0000,
+                len: 17,
+            }
+            .into(),
+            req::Memset {
+                dst: 1,
+                value: 0xAB,
+                len: 9,
+            }
+            .into(),
+        ];
+        for req in reqs {
+            let mut body = Vec::new();
+            req.encode(&mut Writer::new(&mut body));
+            assert_eq!(Request::decode(req.op().0, &body), Ok(req));
+        }
+    }
+
+    #[test]
+    fn unknown_ops_and_trailing_bytes_are_rejected() {
+        assert_eq!(
+            Request::decode(0xFFFF, &[]),
+            Err(DecodeError::Invalid("operation id"))
+        );
+        let mut body = to_vec(&req::Free { ptr: 5 });
+        body.push(0);
+        assert_eq!(Request::decode(0x0011, &body), Err(DecodeError::Trailing(1)));
+    }
+
+    #[test]
+    fn replies_carry_fields_only_on_success() {
+        let mut ok = Vec::new();
+        encode_reply(CudaError::SUCCESS, Some(&rep::Malloc { ptr: 42 }), &mut ok);
+        assert_eq!(
+            decode_reply::<rep::Malloc>(&ok),
+            Ok(Ok(rep::Malloc { ptr: 42 }))
+        );
+        let mut err = Vec::new();
+        encode_reply::<rep::Malloc>(CudaError::MEMORY_ALLOCATION, None, &mut err);
+        assert_eq!(err.len(), 4);
+        assert_eq!(
+            decode_reply::<rep::Malloc>(&err),
+            Ok(Err(CudaError::MEMORY_ALLOCATION))
+        );
+    }
+}
