@@ -1,1 +1,47 @@
-fn main() {}
+//! `rcud`: run unmodified CUDA programs on remote GPUs.
+#![forbid(unsafe_code)]
+
+mod info;
+mod run;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Remote GPU virtualization: CUDA programs on machines without a GPU.
+#[derive(Debug, Parser)]
+#[command(name = "rcud", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a CUDA program with its CUDA runtime calls sent to remote GPUs.
+    Run(run::RunArgs),
+    /// Show the GPUs a server offers.
+    Info(info::InfoArgs),
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("RCUD_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run::run(args),
+        Command::Info(args) => info::info(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("rcud: {e}");
+            ExitCode::from(127)
+        }
+    }
+}

@@ -277,10 +277,7 @@ mod tests {
             from_slice::<u64>(&[1, 2, 3]),
             Err(DecodeError::Truncated { needed: 5 })
         );
-        assert_eq!(
-            from_slice::<u16>(&[1, 2, 3]),
-            Err(DecodeError::Trailing(1))
-        );
+        assert_eq!(from_slice::<u16>(&[1, 2, 3]), Err(DecodeError::Trailing(1)));
     }
 
     #[test]

@@ -202,7 +202,10 @@ mod tests {
         );
         let mut body = to_vec(&req::Free { ptr: 5 });
         body.push(0);
-        assert_eq!(Request::decode(0x0011, &body), Err(DecodeError::Trailing(1)));
+        assert_eq!(
+            Request::decode(0x0011, &body),
+            Err(DecodeError::Trailing(1))
+        );
     }
 
     #[test]

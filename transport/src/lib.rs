@@ -1,1 +1,18 @@
-//! placeholder
+//! Transports move rcud frames between a client and a server.
+//!
+//! A [`Channel`] carries frames (header, small body, bulk payload). Bulk payloads
+//! are never buffered whole: a sender streams them straight from the caller's
+//! memory in chunks, and a receiver reads them straight into the destination
+//! (device memory for the emulated device, the user's buffer on the client).
+//! The transport knows nothing about CUDA beyond frame kinds.
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod channel;
+pub mod tcp;
+
+pub use channel::{Channel, TransportError};
+pub use tcp::{TcpChannel, TcpOptions};
+
+/// Default chunk size for bulk transfers.
+pub const DEFAULT_CHUNK: usize = 1 << 20;

@@ -1,0 +1,134 @@
+//! `rcud run`: put the rcud CUDA runtime in front of a program.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use rcud_server::backend::{BackendKind, EmuSettings};
+use rcud_server::{select_backend, Server, ServerHandle};
+use thiserror::Error;
+
+/// Arguments of `rcud run`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct RunArgs {
+    /// Remote GPU server(s), `host:port[#gpu]`, comma-separated. Without it an
+    /// embedded server on loopback serves the best local backend.
+    #[arg(long, env = "RCUD_SERVERS")]
+    server: Option<String>,
+    /// Backend of the embedded server.
+    #[arg(long, value_enum, default_value_t = BackendKind::Auto)]
+    backend: BackendKind,
+    /// Memory of the embedded server's emulated GPU, e.g. 8GiB.
+    #[arg(long, default_value = "8GiB")]
+    emu_memory: bytesize::ByteSize,
+    /// The rcud CUDA runtime library to use (default: next to this executable).
+    #[arg(long, env = "RCUD_LIBRARY")]
+    library: Option<PathBuf>,
+    /// The program and its arguments.
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    program: Vec<OsString>,
+}
+
+#[derive(Debug, Error)]
+pub(crate) enum RunError {
+    #[error("the rcud CUDA runtime library was not found at {0} (build it with `cargo build`, or pass --library)")]
+    NoLibrary(PathBuf),
+    #[error("cannot start the embedded server: {0}")]
+    Server(String),
+    #[error("cannot prepare the library directory: {0}")]
+    LibDir(std::io::Error),
+    #[error("cannot start {program}: {source}")]
+    Spawn {
+        program: String,
+        source: std::io::Error,
+    },
+}
+
+/// File name of the library cargo builds.
+const LIBRARY_FILE: &str = "librcudart.so";
+/// The soname programs linked with `-cudart shared` ask for.
+const SONAME: &str = "libcudart.so.13";
+
+pub(crate) fn run(args: RunArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    let library = match args.library {
+        Some(p) => p,
+        None => default_library()?,
+    };
+    if !library.is_file() {
+        return Err(RunError::NoLibrary(library).into());
+    }
+    let library = library.canonicalize()?;
+
+    // Keep the embedded server alive until the program has exited.
+    let (servers, _embedded): (String, Option<ServerHandle>) = match args.server {
+        Some(s) => (s, None),
+        None => {
+            let handle = embedded_server(args.backend, args.emu_memory.as_u64())?;
+            (handle.addr().to_string(), Some(handle))
+        }
+    };
+
+    // A directory holding `libcudart.so.13`, so that programs start on
+    // machines without any CUDA toolkit even when LD_PRELOAD is dropped
+    // (setuid helpers, programs that sanitise their environment).
+    let libdir = tempfile::Builder::new()
+        .prefix("rcud-lib-")
+        .tempdir()
+        .map_err(RunError::LibDir)?;
+    std::os::unix::fs::symlink(&library, libdir.path().join(SONAME)).map_err(RunError::LibDir)?;
+
+    let program = &args.program[0];
+    let mut cmd = Command::new(program);
+    cmd.args(&args.program[1..])
+        .env("RCUD_SERVERS", &servers)
+        .env("LD_PRELOAD", prepend("LD_PRELOAD", &library, ' '))
+        .env(
+            "LD_LIBRARY_PATH",
+            prepend("LD_LIBRARY_PATH", libdir.path(), ':'),
+        );
+    tracing::debug!(?cmd, "starting program");
+    let status = cmd.status().map_err(|source| RunError::Spawn {
+        program: program.to_string_lossy().into_owned(),
+        source,
+    })?;
+    Ok(exit_code(status))
+}
+
+/// The library next to the running `rcud` executable (`target/<profile>/`).
+fn default_library() -> Result<PathBuf, std::io::Error> {
+    let exe = std::env::current_exe()?;
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    Ok(dir.join(LIBRARY_FILE))
+}
+
+pub(crate) fn embedded_server(backend: BackendKind, memory: u64) -> Result<ServerHandle, RunError> {
+    let emu = EmuSettings {
+        memory,
+        ..EmuSettings::default()
+    };
+    let backend = select_backend(backend, &emu).map_err(|e| RunError::Server(e.to_string()))?;
+    let server =
+        Server::bind("127.0.0.1:0", backend).map_err(|e| RunError::Server(e.to_string()))?;
+    server.spawn().map_err(|e| RunError::Server(e.to_string()))
+}
+
+/// `value` followed by the current contents of the variable `var`.
+fn prepend(var: &str, value: &Path, sep: char) -> OsString {
+    let mut out = value.as_os_str().to_owned();
+    if let Some(old) = std::env::var_os(var).filter(|v| !v.is_empty()) {
+        out.push(sep.to_string());
+        out.push(old);
+    }
+    out
+}
+
+/// The program's exit status; a program killed by a signal exits 128 + signal,
+/// as a shell reports it.
+fn exit_code(status: std::process::ExitStatus) -> ExitCode {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => ExitCode::from(code as u8),
+        (None, Some(sig)) => ExitCode::from(128u8.wrapping_add(sig as u8)),
+        (None, None) => ExitCode::FAILURE,
+    }
+}

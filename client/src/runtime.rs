@@ -1,0 +1,607 @@
+//! CUDA runtime semantics over remote GPUs.
+//!
+//! One [`Runtime`] per process (see [`Runtime::global`]) holds the device table
+//! built from `RCUD_SERVERS`, one lazily connected session per device, the
+//! process-wide map of device allocations (for unified addressing and
+//! `cudaMemcpyDefault`), and the page-locked host memory table. The current
+//! device and the last error are per host thread, as in CUDA.
+
+use std::cell::Cell;
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
+use std::sync::OnceLock;
+
+use parking_lot::{Mutex, RwLock};
+use rcud_proto::ops::{req, Op};
+use rcud_proto::{CudaError, DeviceProps};
+
+use crate::config::{parse_servers, ServerEntry};
+use crate::hostmem::{HostMemory, HostRegion, HOST_ALLOC_FLAGS};
+use crate::session::Session;
+use crate::ClientError;
+
+/// The CUDA runtime version this library implements (`cudaRuntimeGetVersion`).
+pub const RUNTIME_VERSION: i32 = 13000;
+
+/// `cudaSetDeviceFlags` flags this runtime accepts: schedule mask, MapHost,
+/// LmemResizeToMax, SyncMemops.
+const DEVICE_FLAGS: u32 = 0x07 | 0x08 | 0x10 | 0x80;
+
+/// `cudaMemcpyKind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemcpyKind {
+    /// `cudaMemcpyHostToHost`.
+    HostToHost,
+    /// `cudaMemcpyHostToDevice`.
+    HostToDevice,
+    /// `cudaMemcpyDeviceToHost`.
+    DeviceToHost,
+    /// `cudaMemcpyDeviceToDevice`.
+    DeviceToDevice,
+    /// `cudaMemcpyDefault`: inferred from the pointers (unified addressing).
+    Default,
+}
+
+impl MemcpyKind {
+    /// Converts the C enum value.
+    pub fn from_raw(kind: i32) -> Result<Self, CudaError> {
+        Ok(match kind {
+            0 => Self::HostToHost,
+            1 => Self::HostToDevice,
+            2 => Self::DeviceToHost,
+            3 => Self::DeviceToDevice,
+            4 => Self::Default,
+            _ => return Err(CudaError::INVALID_MEMCPY_DIRECTION),
+        })
+    }
+}
+
+/// Where a copy goes, with device ordinals resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// A plain host copy.
+    HostToHost,
+    /// To device `0`.
+    HostToDevice(usize),
+    /// From device `0`.
+    DeviceToHost(usize),
+    /// Between devices (possibly the same one).
+    DeviceToDevice {
+        /// Destination device.
+        dst: usize,
+        /// Source device.
+        src: usize,
+    },
+}
+
+/// A remote GPU as enumerated at start-up.
+#[derive(Debug, Clone)]
+pub struct RemoteDevice {
+    /// `host:port` of its server.
+    pub server: String,
+    /// Its index on that server.
+    pub gpu: u32,
+    /// Its properties.
+    pub props: DeviceProps,
+    /// `cudaDeviceAttr` values it answers.
+    pub attributes: HashMap<i32, i32>,
+    /// Driver version on its server.
+    pub driver_version: i32,
+    /// Backend serving it (`emu`, `cuda`).
+    pub backend: String,
+}
+
+#[derive(Debug, Default)]
+struct DeviceState {
+    session: Option<Session>,
+    attached: bool,
+    flags: u32,
+    /// An error that every call on this device returns until `cudaDeviceReset`.
+    sticky: Option<CudaError>,
+}
+
+thread_local! {
+    static CURRENT_DEVICE: Cell<usize> = const { Cell::new(0) };
+    static LAST_ERROR: Cell<CudaError> = const { Cell::new(CudaError::SUCCESS) };
+}
+
+/// The client runtime of one process.
+#[derive(Debug)]
+pub struct Runtime {
+    devices: Vec<RemoteDevice>,
+    states: Vec<Mutex<DeviceState>>,
+    /// Set when no device could be enumerated; every device call returns it.
+    init_error: Option<CudaError>,
+    /// Device allocations of every device: start -> (length, device ordinal).
+    allocs: RwLock<BTreeMap<u64, (u64, usize)>>,
+    host: Mutex<HostMemory>,
+    client_name: String,
+}
+
+impl Runtime {
+    /// The process-wide runtime, built from the environment on first use.
+    pub fn global() -> &'static Runtime {
+        static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+        RUNTIME.get_or_init(Runtime::from_env)
+    }
+
+    fn from_env() -> Self {
+        let name = format!(
+            "{} (pid {})",
+            std::env::args().next().unwrap_or_default(),
+            std::process::id()
+        );
+        match std::env::var("RCUD_SERVERS") {
+            Err(_) => {
+                report("RCUD_SERVERS is not set: no remote GPU to use (start the program with `rcud run`)");
+                Self::empty(name, CudaError::NO_DEVICE)
+            }
+            Ok(value) => match parse_servers(&value) {
+                Ok(entries) => Self::connect(&entries, name),
+                Err(e) => {
+                    report(&e.to_string());
+                    Self::empty(name, CudaError::NO_DEVICE)
+                }
+            },
+        }
+    }
+
+    fn empty(client_name: String, error: CudaError) -> Self {
+        Self {
+            devices: Vec::new(),
+            states: Vec::new(),
+            init_error: Some(error),
+            allocs: RwLock::default(),
+            host: Mutex::default(),
+            client_name,
+        }
+    }
+
+    /// Enumerates the GPUs of `entries`. Unreachable servers are reported on
+    /// stderr and contribute no device.
+    pub fn connect(entries: &[ServerEntry], client_name: String) -> Self {
+        let mut devices = Vec::new();
+        let mut states = Vec::new();
+        for entry in entries {
+            let probe = match Session::connect(&entry.addr, &client_name) {
+                Ok(s) => s,
+                Err(e) => {
+                    report(&e.to_string());
+                    continue;
+                }
+            };
+            let hello = probe.server_hello().clone();
+            let gpus: Vec<u32> = match entry.gpu {
+                Some(g) if g < hello.gpu_count => vec![g],
+                Some(g) => {
+                    report(&format!(
+                        "server {} has {} GPU(s), no GPU #{g}",
+                        entry.addr, hello.gpu_count
+                    ));
+                    continue;
+                }
+                None => (0..hello.gpu_count).collect(),
+            };
+            let first = devices.len();
+            let mut probe = Some(probe);
+            for &gpu in &gpus {
+                let Some(session) = probe.as_mut() else { break };
+                match session.call(&req::GetDeviceInfo { gpu }, &[], &mut []) {
+                    Ok(Ok(info)) => {
+                        devices.push(RemoteDevice {
+                            server: entry.addr.clone(),
+                            gpu,
+                            props: info.props,
+                            attributes: info.attributes.into_iter().collect(),
+                            driver_version: hello.driver_version,
+                            backend: hello.backend.clone(),
+                        });
+                        states.push(Mutex::new(DeviceState::default()));
+                    }
+                    Ok(Err(e)) => report(&format!("{} GPU #{gpu}: {e}", entry.addr)),
+                    Err(e) => {
+                        report(&e.to_string());
+                        probe = None;
+                    }
+                }
+            }
+            // The probe connection becomes the session of the entry's first device.
+            if let (Some(session), Some(state)) = (probe, states.get_mut(first)) {
+                state.get_mut().session = Some(session);
+            }
+        }
+        let init_error = devices.is_empty().then_some(CudaError::NO_DEVICE);
+        Self {
+            devices,
+            states,
+            init_error,
+            allocs: RwLock::default(),
+            host: Mutex::default(),
+            client_name,
+        }
+    }
+
+    // ---- devices -------------------------------------------------------
+
+    /// The enumerated devices.
+    pub fn devices(&self) -> &[RemoteDevice] {
+        &self.devices
+    }
+
+    /// `cudaGetDeviceCount`.
+    pub fn device_count(&self) -> Result<usize, CudaError> {
+        match self.init_error {
+            Some(e) => Err(e),
+            None => Ok(self.devices.len()),
+        }
+    }
+
+    fn check_device(&self, device: i32) -> Result<usize, CudaError> {
+        self.device_count()?;
+        usize::try_from(device)
+            .ok()
+            .filter(|&d| d < self.devices.len())
+            .ok_or(CudaError::INVALID_DEVICE)
+    }
+
+    /// The calling thread's current device.
+    pub fn current_device(&self) -> Result<usize, CudaError> {
+        self.device_count()?;
+        Ok(CURRENT_DEVICE.with(Cell::get))
+    }
+
+    /// `cudaSetDevice`.
+    pub fn set_device(&self, device: i32) -> Result<(), CudaError> {
+        let d = self.check_device(device)?;
+        CURRENT_DEVICE.with(|c| c.set(d));
+        Ok(())
+    }
+
+    /// `cudaGetDeviceProperties`.
+    pub fn props(&self, device: i32) -> Result<&DeviceProps, CudaError> {
+        let d = self.check_device(device)?;
+        Ok(&self.devices[d].props)
+    }
+
+    /// `cudaDeviceGetAttribute`.
+    pub fn attribute(&self, attr: i32, device: i32) -> Result<i32, CudaError> {
+        let d = self.check_device(device)?;
+        self.devices[d]
+            .attributes
+            .get(&attr)
+            .copied()
+            .ok_or(CudaError::INVALID_VALUE)
+    }
+
+    /// `cudaDriverGetVersion`: the oldest driver among the servers, 0 without any.
+    pub fn driver_version(&self) -> i32 {
+        self.devices
+            .iter()
+            .map(|d| d.driver_version)
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// `cudaChooseDevice`: the first device with exactly the requested compute
+    /// capability, else the first one at least as capable, else device 0.
+    pub fn choose_device(&self, major: i32, minor: i32) -> Result<i32, CudaError> {
+        self.device_count()?;
+        let cc = |d: &RemoteDevice| (d.props.major, d.props.minor);
+        let pick = self
+            .devices
+            .iter()
+            .position(|d| cc(d) == (major, minor))
+            .or_else(|| self.devices.iter().position(|d| cc(d) >= (major, minor)))
+            .unwrap_or(0);
+        Ok(pick as i32)
+    }
+
+    /// `cudaSetDeviceFlags` for the current device.
+    pub fn set_device_flags(&self, flags: u32) -> Result<(), CudaError> {
+        if flags & !DEVICE_FLAGS != 0 || (flags & 0x07).count_ones() > 1 {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        let d = self.current_device()?;
+        self.states[d].lock().flags = flags;
+        Ok(())
+    }
+
+    /// `cudaGetDeviceFlags` of the current device.
+    pub fn device_flags(&self) -> Result<u32, CudaError> {
+        let d = self.current_device()?;
+        Ok(self.states[d].lock().flags)
+    }
+
+    // ---- remote calls --------------------------------------------------
+
+    /// Runs `req` on device `d`, connecting and attaching on first use.
+    fn call<O: Op>(
+        &self,
+        d: usize,
+        req: &O,
+        bulk_out: &[u8],
+        bulk_in: &mut [u8],
+    ) -> Result<O::Reply, CudaError> {
+        let mut guard = self.states[d].lock();
+        let st = &mut *guard;
+        if let Some(e) = st.sticky {
+            return Err(e);
+        }
+        let dev = &self.devices[d];
+        if st.session.is_none() {
+            match Session::connect(&dev.server, &self.client_name) {
+                Ok(s) => st.session = Some(s),
+                Err(e) => return Err(self.lost(st, d, &e)),
+            }
+        }
+        let Some(session) = st.session.as_mut() else {
+            return Err(CudaError::DEVICES_UNAVAILABLE);
+        };
+        let mut result = Ok(Ok(()));
+        if !st.attached {
+            result = session
+                .call(&req::Attach { gpu: dev.gpu }, &[], &mut [])
+                .map(|r| r.map(|_| ()));
+        }
+        let result = match result {
+            Ok(Ok(())) => {
+                st.attached = true;
+                session.call(req, bulk_out, bulk_in)
+            }
+            Ok(Err(e)) => Ok(Err(e)),
+            Err(e) => Err(e),
+        };
+        match result {
+            Ok(r) => r,
+            Err(e) => Err(self.lost(st, d, &e)),
+        }
+    }
+
+    /// Marks device `d` unusable after a connection failure.
+    fn lost(&self, st: &mut DeviceState, d: usize, err: &ClientError) -> CudaError {
+        report(&format!("device {d}: {err}"));
+        st.session = None;
+        st.attached = false;
+        let code = err.cuda_error();
+        st.sticky = Some(code);
+        code
+    }
+
+    /// `cudaMalloc` on the current device.
+    pub fn malloc(&self, size: u64) -> Result<u64, CudaError> {
+        let d = self.current_device()?;
+        if size == 0 {
+            return Ok(0);
+        }
+        let ptr = self.call(d, &req::Malloc { size }, &[], &mut [])?.ptr;
+        self.allocs.write().insert(ptr, (size, d));
+        Ok(ptr)
+    }
+
+    /// `cudaFree`: frees on the device that owns `ptr`.
+    pub fn free(&self, ptr: u64) -> Result<(), CudaError> {
+        let d = self.current_device()?;
+        if ptr == 0 {
+            return Ok(());
+        }
+        let owner = self.allocs.read().get(&ptr).map(|&(_, d)| d);
+        // Unknown pointers go to the current device, which rejects them; a
+        // pointer freed twice gets the same answer.
+        self.call(owner.unwrap_or(d), &req::Free { ptr }, &[], &mut [])?;
+        self.allocs.write().remove(&ptr);
+        Ok(())
+    }
+
+    /// The device that owns the allocation containing `ptr`.
+    pub fn device_of(&self, ptr: u64) -> Option<usize> {
+        self.allocs
+            .read()
+            .range((Bound::Unbounded, Bound::Included(ptr)))
+            .next_back()
+            .filter(|(&base, &(len, _))| ptr < base + len)
+            .map(|(_, &(_, d))| d)
+    }
+
+    /// `cudaMemGetInfo` of the current device: (free, total).
+    pub fn mem_get_info(&self) -> Result<(u64, u64), CudaError> {
+        let d = self.current_device()?;
+        let r = self.call(d, &req::MemGetInfo {}, &[], &mut [])?;
+        Ok((r.free, r.total))
+    }
+
+    /// `cudaDeviceSynchronize` on the current device.
+    pub fn synchronize(&self) -> Result<(), CudaError> {
+        let d = self.current_device()?;
+        self.call(d, &req::DeviceSynchronize {}, &[], &mut [])?;
+        Ok(())
+    }
+
+    /// `cudaDeviceReset`: releases everything this process holds on the current
+    /// device and clears its errors; the next call reconnects.
+    pub fn reset(&self) -> Result<(), CudaError> {
+        let d = self.current_device()?;
+        let mut guard = self.states[d].lock();
+        let st = &mut *guard;
+        if let (Some(session), true) = (st.session.as_mut(), st.attached) {
+            // Closing the connection frees everything server-side anyway; the
+            // explicit reset keeps the connection for the next call.
+            match session.call(&req::DeviceReset {}, &[], &mut []) {
+                Ok(_) => {}
+                Err(_) => {
+                    st.session = None;
+                    st.attached = false;
+                }
+            }
+        }
+        st.sticky = None;
+        st.flags = 0;
+        drop(guard);
+        self.allocs.write().retain(|_, &mut (_, owner)| owner != d);
+        Ok(())
+    }
+
+    /// Resolves a `cudaMemcpy` direction to devices.
+    pub fn memcpy_route(&self, dst: u64, src: u64, kind: MemcpyKind) -> Result<Route, CudaError> {
+        let current = || self.current_device();
+        let on = |ptr: u64| -> Result<usize, CudaError> {
+            match self.device_of(ptr) {
+                Some(d) => Ok(d),
+                None => current(),
+            }
+        };
+        Ok(match kind {
+            MemcpyKind::HostToHost => Route::HostToHost,
+            MemcpyKind::HostToDevice => Route::HostToDevice(on(dst)?),
+            MemcpyKind::DeviceToHost => Route::DeviceToHost(on(src)?),
+            MemcpyKind::DeviceToDevice => Route::DeviceToDevice {
+                dst: on(dst)?,
+                src: on(src)?,
+            },
+            MemcpyKind::Default => match (self.device_of(dst), self.device_of(src)) {
+                (None, None) => Route::HostToHost,
+                (Some(d), None) => Route::HostToDevice(d),
+                (None, Some(s)) => Route::DeviceToHost(s),
+                (Some(d), Some(s)) => Route::DeviceToDevice { dst: d, src: s },
+            },
+        })
+    }
+
+    /// Host-to-device copy of `src` to `dst` on device `d`.
+    pub fn memcpy_htod(&self, d: usize, dst: u64, src: &[u8]) -> Result<(), CudaError> {
+        let len = src.len() as u64;
+        self.call(d, &req::MemcpyHtoD { dst, len }, src, &mut [])?;
+        Ok(())
+    }
+
+    /// Device-to-host copy from `src` on device `d` into `dst`.
+    pub fn memcpy_dtoh(&self, d: usize, dst: &mut [u8], src: u64) -> Result<(), CudaError> {
+        let len = dst.len() as u64;
+        self.call(d, &req::MemcpyDtoH { src, len }, &[], dst)?;
+        Ok(())
+    }
+
+    /// Device-to-device copy. Between devices of different sessions the bytes
+    /// travel through this host, in bounded pieces.
+    pub fn memcpy_dtod(
+        &self,
+        dst_dev: usize,
+        dst: u64,
+        src_dev: usize,
+        src: u64,
+        len: u64,
+    ) -> Result<(), CudaError> {
+        if dst_dev == src_dev {
+            self.call(dst_dev, &req::MemcpyDtoD { dst, src, len }, &[], &mut [])?;
+            return Ok(());
+        }
+        const PIECE: u64 = 8 << 20;
+        let mut staging = vec![0u8; len.min(PIECE) as usize];
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(PIECE) as usize;
+            self.memcpy_dtoh(src_dev, &mut staging[..n], src + done)?;
+            self.memcpy_htod(dst_dev, dst + done, &staging[..n])?;
+            done += n as u64;
+        }
+        Ok(())
+    }
+
+    /// `cudaMemset` of `len` bytes at `dst`.
+    pub fn memset(&self, dst: u64, value: u8, len: u64) -> Result<(), CudaError> {
+        let d = match self.device_of(dst) {
+            Some(d) => d,
+            None => self.current_device()?,
+        };
+        self.call(d, &req::Memset { dst, value, len }, &[], &mut [])?;
+        Ok(())
+    }
+
+    // ---- page-locked host memory ---------------------------------------
+
+    /// Validates `cudaHostAlloc` flags.
+    pub fn check_host_alloc_flags(flags: u32) -> Result<(), CudaError> {
+        if flags & !HOST_ALLOC_FLAGS != 0 {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        Ok(())
+    }
+
+    /// Records memory the C layer allocated for `cudaHostAlloc`.
+    pub fn host_alloc_insert(&self, base: u64, len: u64, flags: u32) {
+        self.host.lock().insert_allocated(base, len, flags);
+    }
+
+    /// Forgets an allocation for `cudaFreeHost`, returning it for release.
+    pub fn host_alloc_remove(&self, base: u64) -> Result<HostRegion, CudaError> {
+        self.host.lock().remove_allocated(base)
+    }
+
+    /// `cudaHostRegister`.
+    pub fn host_register(&self, base: u64, len: u64, flags: u32) -> Result<(), CudaError> {
+        self.host.lock().register(base, len, flags)
+    }
+
+    /// `cudaHostUnregister`.
+    pub fn host_unregister(&self, base: u64) -> Result<(), CudaError> {
+        self.host.lock().unregister(base)
+    }
+
+    /// `cudaHostGetDevicePointer`: with unified addressing, the device address
+    /// of page-locked host memory is its host address.
+    pub fn host_device_pointer(&self, host: u64, flags: u32) -> Result<u64, CudaError> {
+        if flags != 0 {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        self.host
+            .lock()
+            .lookup(host)
+            .map(|_| host)
+            .ok_or(CudaError::INVALID_VALUE)
+    }
+
+    // ---- errors --------------------------------------------------------
+
+    /// Records the outcome of an API call as the thread's last error and
+    /// returns its code.
+    pub fn record(result: Result<(), CudaError>) -> CudaError {
+        match result {
+            Ok(()) => CudaError::SUCCESS,
+            Err(e) => {
+                LAST_ERROR.with(|c| c.set(e));
+                e
+            }
+        }
+    }
+
+    /// `cudaGetLastError`: returns and clears the thread's last error; a sticky
+    /// error of the current device is returned and stays.
+    pub fn take_last_error(&self) -> CudaError {
+        let last = LAST_ERROR.with(|c| c.replace(CudaError::SUCCESS));
+        if last == CudaError::SUCCESS {
+            self.sticky_error().unwrap_or(last)
+        } else {
+            last
+        }
+    }
+
+    /// `cudaPeekAtLastError`.
+    pub fn peek_last_error(&self) -> CudaError {
+        let last = LAST_ERROR.with(Cell::get);
+        if last == CudaError::SUCCESS {
+            self.sticky_error().unwrap_or(last)
+        } else {
+            last
+        }
+    }
+
+    fn sticky_error(&self) -> Option<CudaError> {
+        let d = self.current_device().ok()?;
+        self.states[d].lock().sticky
+    }
+}
+
+/// Tells the user, on the application's stderr, why remote GPUs misbehave.
+fn report(message: &str) {
+    tracing::error!("{message}");
+    eprintln!("rcud: {message}");
+}

@@ -1,0 +1,195 @@
+//! Device memory, copies, memset and page-locked host memory.
+
+use std::alloc::{self, Layout};
+use std::ffi::c_void;
+use std::os::raw::{c_int, c_uint};
+
+use rcud_client::runtime::Route;
+use rcud_client::{MemcpyKind, Runtime};
+use rcud_proto::CudaError;
+
+use crate::ffi::{byte_count, guard, write_out, CudaErrorT};
+
+fn rt() -> &'static Runtime {
+    Runtime::global()
+}
+
+#[no_mangle]
+pub extern "C" fn cudaMalloc(dev_ptr: *mut *mut c_void, size: usize) -> CudaErrorT {
+    guard(|| {
+        if dev_ptr.is_null() {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        let ptr = rt().malloc(size as u64)?;
+        write_out(dev_ptr, ptr as *mut c_void)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaFree(dev_ptr: *mut c_void) -> CudaErrorT {
+    guard(|| rt().free(dev_ptr as u64))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaMemGetInfo(free: *mut usize, total: *mut usize) -> CudaErrorT {
+    guard(|| {
+        let (f, t) = rt().mem_get_info()?;
+        write_out(free, f as usize)?;
+        write_out(total, t as usize)
+    })
+}
+
+/// The common body of the synchronous copies.
+fn memcpy(
+    dst: *mut c_void,
+    src: *const c_void,
+    count: usize,
+    kind: c_int,
+) -> Result<(), CudaError> {
+    let kind = MemcpyKind::from_raw(kind)?;
+    let count = byte_count(count)?;
+    if count == 0 {
+        return Ok(());
+    }
+    if dst.is_null() || src.is_null() {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    let rt = rt();
+    match rt.memcpy_route(dst as u64, src as u64, kind)? {
+        Route::HostToHost => {
+            // SAFETY: both are host pointers valid for `count` bytes by the
+            // cudaMemcpy contract; `copy` tolerates overlap.
+            unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, count) };
+            Ok(())
+        }
+        Route::HostToDevice(d) => {
+            // SAFETY: `src` is host memory readable for `count` bytes by the
+            // cudaMemcpy contract, and is not written while the call runs.
+            let bytes = unsafe { std::slice::from_raw_parts(src as *const u8, count) };
+            rt.memcpy_htod(d, dst as u64, bytes)
+        }
+        Route::DeviceToHost(d) => {
+            // SAFETY: `dst` is host memory writable for `count` bytes by the
+            // cudaMemcpy contract, owned by the caller for the call's duration.
+            let bytes = unsafe { std::slice::from_raw_parts_mut(dst as *mut u8, count) };
+            rt.memcpy_dtoh(d, bytes, src as u64)
+        }
+        Route::DeviceToDevice { dst: dd, src: sd } => {
+            rt.memcpy_dtod(dd, dst as u64, sd, src as u64, count as u64)
+        }
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn cudaMemcpy(
+    dst: *mut c_void,
+    src: *const c_void,
+    count: usize,
+    kind: c_int,
+) -> CudaErrorT {
+    guard(|| memcpy(dst, src, count, kind))
+}
+
+/// `cudaMemcpy` of programs built with `--default-stream per-thread`; without
+/// streams the two are the same synchronous copy.
+#[no_mangle]
+pub extern "C" fn cudaMemcpy_ptds(
+    dst: *mut c_void,
+    src: *const c_void,
+    count: usize,
+    kind: c_int,
+) -> CudaErrorT {
+    guard(|| memcpy(dst, src, count, kind))
+}
+
+fn memset(dev_ptr: *mut c_void, value: c_int, count: usize) -> Result<(), CudaError> {
+    if count == 0 {
+        return Ok(());
+    }
+    // Only the low byte of the value counts, as in CUDA.
+    rt().memset(dev_ptr as u64, value as u8, count as u64)
+}
+
+#[no_mangle]
+pub extern "C" fn cudaMemset(dev_ptr: *mut c_void, value: c_int, count: usize) -> CudaErrorT {
+    guard(|| memset(dev_ptr, value, count))
+}
+
+/// See [`cudaMemcpy_ptds`].
+#[no_mangle]
+pub extern "C" fn cudaMemset_ptds(dev_ptr: *mut c_void, value: c_int, count: usize) -> CudaErrorT {
+    guard(|| memset(dev_ptr, value, count))
+}
+
+// ---- page-locked host memory ---------------------------------------------
+
+/// Alignment of host allocations: a page, as the driver's pinned memory.
+const HOST_ALIGN: usize = 4096;
+
+fn host_alloc(ptr: *mut *mut c_void, size: usize, flags: c_uint) -> Result<(), CudaError> {
+    if ptr.is_null() {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    Runtime::check_host_alloc_flags(flags)?;
+    if size == 0 {
+        return write_out(ptr, std::ptr::null_mut());
+    }
+    let layout =
+        Layout::from_size_align(size, HOST_ALIGN).map_err(|_| CudaError::MEMORY_ALLOCATION)?;
+    // SAFETY: the layout has a non-zero size.
+    let mem = unsafe { alloc::alloc(layout) };
+    if mem.is_null() {
+        return Err(CudaError::MEMORY_ALLOCATION);
+    }
+    rt().host_alloc_insert(mem as u64, size as u64, flags);
+    write_out(ptr, mem as *mut c_void)
+}
+
+#[no_mangle]
+pub extern "C" fn cudaMallocHost(ptr: *mut *mut c_void, size: usize) -> CudaErrorT {
+    guard(|| host_alloc(ptr, size, 0))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaHostAlloc(ptr: *mut *mut c_void, size: usize, flags: c_uint) -> CudaErrorT {
+    guard(|| host_alloc(ptr, size, flags))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaFreeHost(ptr: *mut c_void) -> CudaErrorT {
+    guard(|| {
+        if ptr.is_null() {
+            return Ok(());
+        }
+        let region = rt().host_alloc_remove(ptr as u64)?;
+        let layout = Layout::from_size_align(region.len as usize, HOST_ALIGN)
+            .map_err(|_| CudaError::INVALID_VALUE)?;
+        // SAFETY: the table only holds allocations made by `host_alloc` with
+        // this size and alignment, and the entry was just removed, so the
+        // memory is released exactly once.
+        unsafe { alloc::dealloc(ptr as *mut u8, layout) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaHostRegister(ptr: *mut c_void, size: usize, flags: c_uint) -> CudaErrorT {
+    guard(|| rt().host_register(ptr as u64, size as u64, flags))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaHostUnregister(ptr: *mut c_void) -> CudaErrorT {
+    guard(|| rt().host_unregister(ptr as u64))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaHostGetDevicePointer(
+    dev_ptr: *mut *mut c_void,
+    host: *mut c_void,
+    flags: c_uint,
+) -> CudaErrorT {
+    guard(|| {
+        let dev = rt().host_device_pointer(host as u64, flags)?;
+        write_out(dev_ptr, dev as *mut c_void)
+    })
+}

@@ -1,0 +1,225 @@
+//! One client's device memory on an emulated GPU.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::Arc;
+
+use rcud_proto::CudaError;
+
+use crate::buffer::{Buffer, ALIGN};
+use crate::EmuGpu;
+
+/// Device addresses of GPU `n` start at `BASE + n * SPAN`, so pointers of
+/// different emulated GPUs never collide (unified addressing).
+const BASE: u64 = 0x7000_0000_0000;
+const SPAN: u64 = 1 << 40;
+/// Unmapped gap after every allocation: an access just past the end of one
+/// allocation never lands in the next one.
+const GUARD: u64 = 4096;
+
+/// The allocations one client holds on one emulated GPU. Dropping it frees
+/// them all and returns their bytes to the GPU's budget.
+#[derive(Debug)]
+pub struct DeviceMemory {
+    gpu: Arc<EmuGpu>,
+    allocs: BTreeMap<u64, Buffer>,
+    next: u64,
+    held: u64,
+}
+
+impl DeviceMemory {
+    /// An empty allocation table on `gpu`, whose index is `index`.
+    pub fn new(gpu: Arc<EmuGpu>, index: u32) -> Self {
+        Self {
+            gpu,
+            allocs: BTreeMap::new(),
+            next: BASE + u64::from(index) * SPAN,
+            held: 0,
+        }
+    }
+
+    /// The GPU this memory lives on.
+    pub fn gpu(&self) -> &Arc<EmuGpu> {
+        &self.gpu
+    }
+
+    /// Bytes currently allocated by this client.
+    pub fn held(&self) -> u64 {
+        self.held
+    }
+
+    /// Allocates `size` bytes (`size > 0`) and returns the device address.
+    pub fn malloc(&mut self, size: u64) -> Result<u64, CudaError> {
+        if size == 0 {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        let len = usize::try_from(size).map_err(|_| CudaError::MEMORY_ALLOCATION)?;
+        self.gpu.reserve(size)?;
+        let Some(buffer) = Buffer::zeroed(len) else {
+            self.gpu.release(size);
+            return Err(CudaError::MEMORY_ALLOCATION);
+        };
+        let addr = self.next;
+        // Addresses are never reused, so a stale pointer never aliases new memory.
+        self.next = addr + size.div_ceil(ALIGN as u64) * ALIGN as u64 + GUARD;
+        self.allocs.insert(addr, buffer);
+        self.held += size;
+        Ok(addr)
+    }
+
+    /// Frees the allocation that starts at `ptr`.
+    pub fn free(&mut self, ptr: u64) -> Result<(), CudaError> {
+        let buffer = self.allocs.remove(&ptr).ok_or(CudaError::INVALID_VALUE)?;
+        let size = buffer.as_slice().len() as u64;
+        self.held -= size;
+        self.gpu.release(size);
+        Ok(())
+    }
+
+    /// Frees every allocation.
+    pub fn reset(&mut self) {
+        self.allocs.clear();
+        self.gpu.release(self.held);
+        self.held = 0;
+    }
+
+    /// Finds the allocation holding `[ptr, ptr + len)` and the offset of `ptr` in it.
+    fn locate(&self, ptr: u64, len: u64) -> Result<(u64, usize), CudaError> {
+        let (&base, buffer) = self
+            .allocs
+            .range((Bound::Unbounded, Bound::Included(ptr)))
+            .next_back()
+            .ok_or(CudaError::INVALID_VALUE)?;
+        let offset = ptr - base;
+        let end = offset.checked_add(len).ok_or(CudaError::INVALID_VALUE)?;
+        if end > buffer.as_slice().len() as u64 {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        Ok((base, offset as usize))
+    }
+
+    /// Checks that `[ptr, ptr + len)` lies inside one allocation.
+    pub fn check(&self, ptr: u64, len: u64) -> Result<(), CudaError> {
+        self.locate(ptr, len).map(|_| ())
+    }
+
+    /// The bytes at `[ptr, ptr + len)`.
+    pub fn slice(&self, ptr: u64, len: u64) -> Result<&[u8], CudaError> {
+        let (base, off) = self.locate(ptr, len)?;
+        let buffer = &self.allocs[&base];
+        Ok(&buffer.as_slice()[off..off + len as usize])
+    }
+
+    /// The bytes at `[ptr, ptr + len)`, writable.
+    pub fn slice_mut(&mut self, ptr: u64, len: u64) -> Result<&mut [u8], CudaError> {
+        let (base, off) = self.locate(ptr, len)?;
+        let buffer = self.allocs.get_mut(&base).ok_or(CudaError::INVALID_VALUE)?;
+        Ok(&mut buffer.as_mut_slice()[off..off + len as usize])
+    }
+
+    /// Copies `len` bytes from `src` to `dst`; the ranges may overlap.
+    pub fn copy(&mut self, dst: u64, src: u64, len: u64) -> Result<(), CudaError> {
+        let (src_base, src_off) = self.locate(src, len)?;
+        let (dst_base, dst_off) = self.locate(dst, len)?;
+        let len = len as usize;
+        if src_base == dst_base {
+            let buf = self
+                .allocs
+                .get_mut(&dst_base)
+                .ok_or(CudaError::INVALID_VALUE)?;
+            buf.as_mut_slice()
+                .copy_within(src_off..src_off + len, dst_off);
+            return Ok(());
+        }
+        // Two distinct allocations: take the source out briefly to borrow both.
+        let src_buf = self
+            .allocs
+            .remove(&src_base)
+            .ok_or(CudaError::INVALID_VALUE)?;
+        let result = match self.allocs.get_mut(&dst_base) {
+            Some(dst_buf) => {
+                dst_buf.as_mut_slice()[dst_off..dst_off + len]
+                    .copy_from_slice(&src_buf.as_slice()[src_off..src_off + len]);
+                Ok(())
+            }
+            None => Err(CudaError::INVALID_VALUE),
+        };
+        self.allocs.insert(src_base, src_buf);
+        result
+    }
+
+    /// Sets `len` bytes at `dst` to `value`.
+    pub fn fill(&mut self, dst: u64, value: u8, len: u64) -> Result<(), CudaError> {
+        self.slice_mut(dst, len)?.fill(value);
+        Ok(())
+    }
+}
+
+impl Drop for DeviceMemory {
+    fn drop(&mut self) {
+        self.reset();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mem(total: u64) -> DeviceMemory {
+        DeviceMemory::new(EmuGpu::new(0, total), 0)
+    }
+
+    #[test]
+    fn accesses_are_checked_against_allocations() {
+        let mut m = mem(1 << 20);
+        let a = m.malloc(100).unwrap();
+        assert_eq!(a % ALIGN as u64, 0);
+        assert!(m.check(a, 100).is_ok());
+        assert!(m.check(a + 99, 1).is_ok());
+        assert_eq!(m.check(a + 99, 2), Err(CudaError::INVALID_VALUE));
+        assert_eq!(m.check(a - 1, 1), Err(CudaError::INVALID_VALUE));
+        assert_eq!(m.check(u64::MAX, 2), Err(CudaError::INVALID_VALUE));
+        assert_eq!(m.check(a + 50, u64::MAX), Err(CudaError::INVALID_VALUE));
+        let b = m.malloc(100).unwrap();
+        assert!(b >= a + 100 + GUARD);
+        assert_eq!(m.check(a + 100, 1), Err(CudaError::INVALID_VALUE));
+    }
+
+    #[test]
+    fn copies_fill_and_overlap() {
+        let mut m = mem(1 << 20);
+        let a = m.malloc(64).unwrap();
+        let b = m.malloc(64).unwrap();
+        m.slice_mut(a, 64)
+            .unwrap()
+            .iter_mut()
+            .enumerate()
+            .for_each(|(i, x)| *x = i as u8);
+        m.copy(b + 1, a, 10).unwrap();
+        assert_eq!(
+            m.slice(b, 12).unwrap(),
+            &[0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0]
+        );
+        m.copy(a + 2, a, 4).unwrap();
+        assert_eq!(m.slice(a, 6).unwrap(), &[0, 1, 0, 1, 2, 3]);
+        m.fill(a + 60, 0xAB, 4).unwrap();
+        assert_eq!(m.slice(a + 60, 4).unwrap(), &[0xAB; 4]);
+        assert_eq!(m.copy(b, a, 65), Err(CudaError::INVALID_VALUE));
+    }
+
+    #[test]
+    fn budget_is_shared_and_returned() {
+        let gpu = EmuGpu::new(0, 1000);
+        let mut m1 = DeviceMemory::new(gpu.clone(), 0);
+        let mut m2 = DeviceMemory::new(gpu.clone(), 0);
+        let a = m1.malloc(600).unwrap();
+        assert_eq!(m2.malloc(600), Err(CudaError::MEMORY_ALLOCATION));
+        assert_eq!(gpu.free_memory(), 400);
+        m1.free(a).unwrap();
+        assert_eq!(m1.free(a), Err(CudaError::INVALID_VALUE));
+        m2.malloc(600).unwrap();
+        drop(m2);
+        assert_eq!(gpu.free_memory(), 1000);
+        assert_eq!(m1.malloc(u64::MAX), Err(CudaError::MEMORY_ALLOCATION));
+    }
+}

@@ -1,0 +1,309 @@
+//! The agent: serves one client connection.
+//!
+//! It performs the handshake, then reads requests one at a time, validates them
+//! (framing, operation id, payload length, device ranges against the client's
+//! own allocations), runs them on the backend and replies. A malformed request
+//! ends the connection; an invalid but well-formed one gets a CUDA error reply.
+//! The client's device contexts are dropped, releasing everything it held,
+//! when the agent returns, whatever the reason.
+
+use std::io::{Read, Write};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rcud_proto::codec::Wire;
+use rcud_proto::frame::{FrameHeader, FrameKind};
+use rcud_proto::handshake::{self, ClientHello, ServerHello, PROTOCOL_VERSION};
+use rcud_proto::ops::{self, rep, Request};
+use rcud_proto::CudaError;
+use rcud_transport::{Channel, TransportError};
+use thiserror::Error;
+
+use crate::backend::{Backend, CopyError, DeviceContext, HostSource};
+
+/// How long a new connection may take to say hello.
+pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why an agent stopped serving its connection.
+#[derive(Debug, Error)]
+pub enum AgentError {
+    /// The connection failed.
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    /// The peer broke the protocol; the connection was closed.
+    #[error("protocol violation: {0}")]
+    Protocol(String),
+}
+
+/// Reads the client's hello from a raw stream and answers it. Returns the
+/// client's self-description when it was accepted.
+pub fn handshake<S: Read + Write>(
+    stream: &mut S,
+    backend: &dyn Backend,
+) -> Result<String, AgentError> {
+    let mut prefix = [0u8; 4];
+    read_exact(stream, &mut prefix)?;
+    let len = handshake::hello_len(prefix).map_err(|e| AgentError::Protocol(e.to_string()))?;
+    let mut body = vec![0u8; len];
+    read_exact(stream, &mut body)?;
+    let hello: ClientHello =
+        handshake::decode_hello(&body).map_err(|e| AgentError::Protocol(format!("hello: {e}")))?;
+    let verdict = hello.validate();
+    let reply = ServerHello {
+        version: PROTOCOL_VERSION,
+        accepted: verdict.is_ok(),
+        gpu_count: backend.gpu_count(),
+        driver_version: backend.driver_version(),
+        backend: backend.name().into(),
+        message: match &verdict {
+            Ok(()) => "welcome".into(),
+            Err(why) => why.clone(),
+        },
+    };
+    stream
+        .write_all(&handshake::encode_hello(&reply))
+        .map_err(|e| AgentError::Transport(e.into()))?;
+    verdict.map_err(AgentError::Protocol)?;
+    Ok(hello.client)
+}
+
+fn read_exact<S: Read>(stream: &mut S, buf: &mut [u8]) -> Result<(), AgentError> {
+    stream.read_exact(buf).map_err(|e| match e.kind() {
+        std::io::ErrorKind::UnexpectedEof => TransportError::Closed.into(),
+        _ => TransportError::Io(e).into(),
+    })
+}
+
+/// Serves one connection after a successful handshake.
+pub struct Agent {
+    backend: Arc<dyn Backend>,
+    chan: Box<dyn Channel>,
+    ctx: Option<Box<dyn DeviceContext>>,
+    body: Vec<u8>,
+}
+
+impl Agent {
+    /// An agent for `chan`, running requests on `backend`.
+    pub fn new(backend: Arc<dyn Backend>, chan: Box<dyn Channel>) -> Self {
+        Self {
+            backend,
+            chan,
+            ctx: None,
+            body: Vec::with_capacity(256),
+        }
+    }
+
+    /// Serves requests until the client disconnects (`Ok`) or fails.
+    pub fn run(mut self) -> Result<(), AgentError> {
+        loop {
+            let header = match self.chan.recv_header() {
+                Ok(h) => h,
+                Err(TransportError::Closed) => return Ok(()),
+                Err(e) => return Err(e.into()),
+            };
+            if header.kind != FrameKind::REQUEST {
+                return Err(AgentError::Protocol(format!(
+                    "expected a request, got frame kind {}",
+                    header.kind.0
+                )));
+            }
+            self.handle(header)?;
+        }
+    }
+
+    fn handle(&mut self, header: FrameHeader) -> Result<(), AgentError> {
+        let body = self.chan.recv_body(header.body_len)?;
+        let req = Request::decode(header.op, body)
+            .map_err(|e| AgentError::Protocol(format!("request op {:#06x}: {e}", header.op)))?;
+        let expected_bulk = match &req {
+            Request::MemcpyHtoD(r) => r.len,
+            _ => 0,
+        };
+        if header.bulk_len != expected_bulk {
+            return Err(AgentError::Protocol(format!(
+                "{} announced {} payload bytes, expected {expected_bulk}",
+                req.name(),
+                header.bulk_len
+            )));
+        }
+        tracing::trace!(op = req.name(), id = header.id, "request");
+        match req {
+            Request::Attach(r) => {
+                let res = if self.ctx.is_some() {
+                    Err(CudaError::INVALID_VALUE)
+                } else {
+                    self.backend.open(r.gpu).map(|ctx| self.ctx = Some(ctx))
+                };
+                self.reply(&header, res.map(|()| rep::Attach {}))
+            }
+            Request::GetDeviceInfo(r) => {
+                let res = self
+                    .backend
+                    .device_info(r.gpu)
+                    .map(|(props, attributes)| rep::GetDeviceInfo { props, attributes });
+                self.reply(&header, res)
+            }
+            Request::MemGetInfo(_) => {
+                let res = self.ctx().map(|c| {
+                    let (free, total) = c.mem_info();
+                    rep::MemGetInfo { free, total }
+                });
+                self.reply(&header, res)
+            }
+            Request::DeviceSynchronize(_) => {
+                let res = self.ctx_mut().and_then(|c| c.synchronize());
+                self.reply(&header, res.map(|()| rep::DeviceSynchronize {}))
+            }
+            Request::DeviceReset(_) => {
+                let res = self.ctx_mut().map(|c| c.reset());
+                self.reply(&header, res.map(|()| rep::DeviceReset {}))
+            }
+            Request::Malloc(r) => {
+                let res = self.ctx_mut().and_then(|c| c.malloc(r.size));
+                self.reply(&header, res.map(|ptr| rep::Malloc { ptr }))
+            }
+            Request::Free(r) => {
+                let res = self.ctx_mut().and_then(|c| c.free(r.ptr));
+                self.reply(&header, res.map(|()| rep::Free {}))
+            }
+            Request::MemcpyDtoD(r) => {
+                let res = self
+                    .ctx_mut()
+                    .and_then(|c| c.copy_device(r.dst, r.src, r.len));
+                self.reply(&header, res.map(|()| rep::MemcpyDtoD {}))
+            }
+            Request::Memset(r) => {
+                let res = self.ctx_mut().and_then(|c| c.memset(r.dst, r.value, r.len));
+                self.reply(&header, res.map(|()| rep::Memset {}))
+            }
+            Request::MemcpyHtoD(r) => self.memcpy_htod(&header, r.dst, r.len),
+            Request::MemcpyDtoH(r) => self.memcpy_dtoh(&header, r.src, r.len),
+        }
+    }
+
+    fn ctx(&self) -> Result<&dyn DeviceContext, CudaError> {
+        self.ctx.as_deref().ok_or(CudaError::INVALID_DEVICE)
+    }
+
+    fn ctx_mut(&mut self) -> Result<&mut (dyn DeviceContext + 'static), CudaError> {
+        self.ctx.as_deref_mut().ok_or(CudaError::INVALID_DEVICE)
+    }
+
+    fn memcpy_htod(&mut self, header: &FrameHeader, dst: u64, len: u64) -> Result<(), AgentError> {
+        let mut source = PayloadSource {
+            chan: self.chan.as_mut(),
+            remaining: len,
+        };
+        let res = match self.ctx.as_deref_mut() {
+            None => Err(CopyError::Cuda(CudaError::INVALID_DEVICE)),
+            Some(ctx) => ctx.copy_from_host(dst, len, &mut source),
+        };
+        let remaining = source.remaining;
+        let status = match res {
+            Ok(()) => Ok(rep::MemcpyHtoD {}),
+            Err(CopyError::Transport(e)) => return Err(e.into()),
+            Err(CopyError::Cuda(e)) => Err(e),
+        };
+        // Whatever the backend did not consume is still on the wire.
+        self.chan.discard_bulk(remaining)?;
+        self.reply(header, status)
+    }
+
+    fn memcpy_dtoh(&mut self, header: &FrameHeader, src: u64, len: u64) -> Result<(), AgentError> {
+        let checked = self.ctx().and_then(|c| c.check(src, len));
+        if let Err(e) = checked {
+            return self.reply::<rep::MemcpyDtoH>(header, Err(e));
+        }
+        self.body.clear();
+        ops::encode_reply(
+            CudaError::SUCCESS,
+            Some(&rep::MemcpyDtoH {}),
+            &mut self.body,
+        );
+        let mut out = ReplyStream {
+            chan: self.chan.as_mut(),
+            header: reply_header(header, &self.body, len),
+            body: &self.body,
+            started: false,
+        };
+        let Some(ctx) = self.ctx.as_deref_mut() else {
+            return Err(AgentError::Protocol("context vanished".into()));
+        };
+        match ctx.copy_to_host(src, len, &mut |piece| out.push(piece)) {
+            Ok(()) if out.started => Ok(()),
+            Ok(()) if len == 0 => Ok(out.push(&[])?),
+            Ok(()) => Err(AgentError::Protocol("backend produced no data".into())),
+            Err(CopyError::Transport(e)) => Err(e.into()),
+            // The reply promised `len` bytes; a device failure after the range
+            // check cannot be reported in-band any more.
+            Err(CopyError::Cuda(e)) => Err(AgentError::Protocol(format!(
+                "device-to-host copy failed after it started: {e}"
+            ))),
+        }
+    }
+
+    fn reply<R: Wire>(
+        &mut self,
+        header: &FrameHeader,
+        result: Result<R, CudaError>,
+    ) -> Result<(), AgentError> {
+        self.body.clear();
+        match &result {
+            Ok(r) => ops::encode_reply(CudaError::SUCCESS, Some(r), &mut self.body),
+            Err(e) => ops::encode_reply::<R>(*e, None, &mut self.body),
+        }
+        let reply = reply_header(header, &self.body, 0);
+        self.chan.send_frame(&reply, &self.body, &[])?;
+        Ok(())
+    }
+}
+
+fn reply_header(request: &FrameHeader, body: &[u8], bulk_len: u64) -> FrameHeader {
+    FrameHeader {
+        kind: FrameKind::REPLY,
+        op: request.op,
+        body_len: body.len() as u32,
+        id: request.id,
+        bulk_len,
+    }
+}
+
+/// A reply whose payload is produced in pieces: the first piece goes out with
+/// the header and body, the rest follow.
+struct ReplyStream<'a> {
+    chan: &'a mut dyn Channel,
+    header: FrameHeader,
+    body: &'a [u8],
+    started: bool,
+}
+
+impl ReplyStream<'_> {
+    fn push(&mut self, piece: &[u8]) -> Result<(), TransportError> {
+        if self.started {
+            self.chan.send_bulk(piece)
+        } else {
+            self.started = true;
+            self.chan.send_frame(&self.header, self.body, piece)
+        }
+    }
+}
+
+/// The payload of the request being served, read on demand by the backend.
+struct PayloadSource<'a> {
+    chan: &'a mut dyn Channel,
+    remaining: u64,
+}
+
+impl HostSource for PayloadSource<'_> {
+    fn read_into(&mut self, dst: &mut [u8]) -> Result<(), TransportError> {
+        let n = dst.len() as u64;
+        if n > self.remaining {
+            return Err(TransportError::Io(std::io::Error::other(
+                "backend read past the end of the payload",
+            )));
+        }
+        self.chan.recv_bulk_into(dst)?;
+        self.remaining -= n;
+        Ok(())
+    }
+}

@@ -1,0 +1,60 @@
+//! The transport-independent channel interface.
+
+use rcud_proto::frame::{FrameHeader, HEADER_LEN};
+use rcud_proto::DecodeError;
+use thiserror::Error;
+
+/// Why a channel operation failed. Any error leaves the channel unusable.
+#[derive(Debug, Error)]
+pub enum TransportError {
+    /// The peer closed the connection.
+    #[error("connection closed by peer")]
+    Closed,
+    /// An I/O error from the operating system.
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    /// The peer sent bytes that are not a valid frame.
+    #[error("malformed frame: {0}")]
+    Malformed(#[from] DecodeError),
+}
+
+/// A bidirectional, ordered, reliable frame channel.
+///
+/// A frame is written with one [`Channel::send_frame`] call. A frame is read with
+/// [`Channel::recv_header`], then [`Channel::recv_body`], then exactly
+/// `bulk_len` bytes through [`Channel::recv_bulk_into`] or
+/// [`Channel::discard_bulk`] (in any number of calls).
+pub trait Channel: Send {
+    /// Sends a frame header, its body and the first `bulk.len()` bytes of its
+    /// payload; `header.body_len` must equal `body.len()`. When `bulk` is shorter
+    /// than `header.bulk_len`, the rest follows through [`Channel::send_bulk`].
+    fn send_frame(
+        &mut self,
+        header: &FrameHeader,
+        body: &[u8],
+        bulk: &[u8],
+    ) -> Result<(), TransportError>;
+
+    /// Sends the next piece of the payload of the frame being sent.
+    fn send_bulk(&mut self, bulk: &[u8]) -> Result<(), TransportError>;
+
+    /// Reads and validates the next frame header.
+    fn recv_header(&mut self) -> Result<FrameHeader, TransportError>;
+
+    /// Reads a body of `len` bytes into a buffer owned by the channel.
+    fn recv_body(&mut self, len: u32) -> Result<&[u8], TransportError>;
+
+    /// Reads the next `dst.len()` bytes of the current bulk payload into `dst`.
+    fn recv_bulk_into(&mut self, dst: &mut [u8]) -> Result<(), TransportError>;
+
+    /// Reads and drops the next `len` bytes of the current bulk payload.
+    fn discard_bulk(&mut self, len: u64) -> Result<(), TransportError>;
+
+    /// A short description of the peer, for logs.
+    fn peer(&self) -> String;
+}
+
+/// Decodes a header from raw bytes read off a channel.
+pub(crate) fn parse_header(raw: &[u8; HEADER_LEN]) -> Result<FrameHeader, TransportError> {
+    Ok(FrameHeader::from_bytes(raw)?)
+}
