@@ -1,0 +1,86 @@
+//! The built library exports every libcudart.so.13 function, each with the
+//! default version `libcudart.so.13`, under the soname `libcudart.so.13`: the
+//! three things the dynamic linker checks when a program linked against
+//! NVIDIA's library loads ours instead.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::process::Command;
+
+/// `target/<profile>/librcudart.so`, beside this test's `deps/` directory.
+fn library() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>/deps layout");
+    let lib = profile_dir.join("librcudart.so");
+    assert!(
+        lib.is_file(),
+        "{} is missing: build the workspace first (cargo build --workspace)",
+        lib.display()
+    );
+    lib
+}
+
+fn readelf(args: &[&str]) -> String {
+    let out = Command::new("readelf")
+        .args(args)
+        .arg(library())
+        .output()
+        .expect("readelf (binutils) must be installed to check the library");
+    assert!(out.status.success(), "readelf {args:?} failed");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn soname_is_libcudart_so_13() {
+    let dynamic = readelf(&["-d"]);
+    assert!(
+        dynamic.contains("Library soname: [libcudart.so.13]"),
+        "{dynamic}"
+    );
+}
+
+#[test]
+fn every_cudart_function_is_exported_with_its_version() {
+    let syms = readelf(&["-W", "--dyn-syms"]);
+    let versioned: HashSet<&str> = syms
+        .lines()
+        .filter(|l| l.contains(" FUNC ") && !l.contains(" UND "))
+        .filter_map(|l| l.split_whitespace().last())
+        .filter_map(|s| s.strip_suffix("@@libcudart.so.13"))
+        .collect();
+    let list = include_str!("../exports/cudart13.txt");
+    let expected: Vec<&str> = list
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && *l != "libcudart.so.13")
+        .collect();
+    assert_eq!(expected.len(), 458);
+    let missing: Vec<_> = expected
+        .iter()
+        .filter(|s| !versioned.contains(*s))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "not exported as NAME@@libcudart.so.13: {missing:?}"
+    );
+    let versions = readelf(&["-V"]);
+    assert!(versions.contains("Name: libcudart.so.13"), "{versions}");
+}
+
+#[test]
+fn nothing_but_the_cuda_api_is_exported() {
+    let syms = readelf(&["-W", "--dyn-syms"]);
+    let leaked: Vec<&str> = syms
+        .lines()
+        .filter(|l| (l.contains(" FUNC ") || l.contains(" OBJECT ")) && !l.contains(" UND "))
+        .filter_map(|l| l.split_whitespace().last())
+        .filter(|s| !s.ends_with("@@libcudart.so.13"))
+        .collect();
+    assert!(
+        leaked.is_empty(),
+        "exported beyond the CUDA API: {leaked:?}"
+    );
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Runs every test of rcud on a fresh machine: formatting and lint checks, the
+# unit tests of each crate, and the end-to-end tests that compile the CUDA
+# programs in tests/cuda with `nvcc -cudart shared` and run them, unmodified,
+# under `rcud run`. Installs the CUDA compiler from PyPI into .venv-cuda when
+# `nvcc` is not on PATH. No GPU or RDMA hardware is needed.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+nvcc="$(scripts/ensure-nvcc.sh)"
+export RCUD_NVCC="$nvcc"
+export RCUD_CUDA_INCLUDE="$(dirname "$nvcc")/../include"
+# The CUDA toolkit is installed above: tests that need it must not skip.
+export RCUD_REQUIRE_CUDA=1
+
+cargo fmt --all --check
+cargo clippy --workspace --all-targets --release -- -D warnings
+# The end-to-end tests run the release binaries and library built here.
+cargo build --workspace --release
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+status=0
+cargo test --workspace --release 2>&1 | tee "$log" || status=$?
+# One closing line for the whole run, summed over every test binary.
+awk '/^test result:/ { p += $4; f += $6; s += $8 }
+     END { printf "all crates: %d passed, %d failed, %d skipped\n", p, f, s }' "$log"
+exit "$status"
