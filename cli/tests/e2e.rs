@@ -894,3 +894,31 @@ fn server_survives_garbage() {
     server.assert_running();
     drop(stalled);
 }
+
+#[test]
+fn unimplemented_functions_fail_loudly_and_are_logged_once() {
+    let Some(env) = setup("unimplemented") else {
+        return;
+    };
+    let program = build(env, "unimplemented");
+    let mut cmd = Command::new(&env.rcud);
+    cmd.env_remove("LD_PRELOAD")
+        .env_remove("RCUD_SERVERS")
+        .env("RCUD_LOG", "warn")
+        .arg("run")
+        .arg("--")
+        .arg(&program);
+    let run = run_with_timeout(cmd, RUN_TIMEOUT);
+    run.assert_pass(None);
+    run.assert_line("cudaGraphCreate(&graph, 0) -> cudaErrorNotSupported");
+    let mentions = run
+        .stderr
+        .matches("cudaGraphCreate is not implemented")
+        .count();
+    if mentions != 1 {
+        run.fail(
+            &format!("expected the log to name cudaGraphCreate once, it did {mentions} times"),
+            None,
+        );
+    }
+}
