@@ -222,6 +222,9 @@ fn compile(env: &Env, name: &str) -> Result<PathBuf, String> {
     let out_dir = cuda_build_dir();
     let out = out_dir.join(name);
     let src_time = modified(&src).ok_or_else(|| format!("{} does not exist", src.display()))?;
+    // The shared header counts as a source of every program.
+    let header = repo_root().join("tests").join("cuda").join("check.h");
+    let src_time = modified(&header).map_or(src_time, |h| h.max(src_time));
     if modified(&out).is_some_and(|t| t > src_time) {
         return Ok(out);
     }

@@ -1,6 +1,7 @@
 //! A session: one connection to one rcud server, optionally attached to one GPU.
 
 use std::io::{Read, Write};
+use std::time::Duration;
 
 use rcud_proto::codec::Writer;
 use rcud_proto::frame::{FrameHeader, FrameKind};
@@ -10,6 +11,9 @@ use rcud_proto::CudaError;
 use rcud_transport::{Channel, TcpChannel, TcpOptions};
 
 use crate::ClientError;
+
+/// How long a server may take to answer the hello.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The result of a remote call: transport failures outside, CUDA errors inside.
 pub type CallResult<T> = Result<Result<T, CudaError>, ClientError>;
@@ -41,6 +45,10 @@ impl Session {
         };
         let mut chan = TcpChannel::connect(server, &opts).map_err(connect_err)?;
         let stream = chan.stream();
+        // Something that is not an rcud server may never answer a hello.
+        stream
+            .set_read_timeout(Some(HANDSHAKE_TIMEOUT))
+            .map_err(connect_err)?;
         let hello = handshake::encode_hello(&ClientHello::new(client_name));
         stream.write_all(&hello).map_err(connect_err)?;
         let mut prefix = [0u8; 4];
@@ -54,6 +62,7 @@ impl Session {
         stream.read_exact(&mut body).map_err(connect_err)?;
         let hello: ServerHello =
             handshake::decode_hello(&body).map_err(|e| protocol(e.to_string()))?;
+        stream.set_read_timeout(None).map_err(connect_err)?;
         if !hello.accepted {
             return Err(ClientError::Refused {
                 server: server.to_string(),

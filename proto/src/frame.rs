@@ -5,7 +5,7 @@
 //! raw memory contents and is never buffered whole by the transport. Limits are
 //! enforced when the header is decoded, before anything is allocated.
 
-use crate::codec::{DecodeError, Reader, Wire, Writer};
+use crate::codec::{DecodeError, Reader, Wire};
 
 /// Size of an encoded [`FrameHeader`].
 pub const HEADER_LEN: usize = 24;
@@ -48,18 +48,14 @@ impl FrameHeader {
     /// magic u16, kind u8, flags u8, op u16, reserved u16, body_len u32, id u32,
     /// bulk_len u64.
     pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
-        let mut buf = Vec::with_capacity(HEADER_LEN);
-        let mut w = Writer::new(&mut buf);
-        MAGIC.encode(&mut w);
-        self.kind.0.encode(&mut w);
-        0u8.encode(&mut w);
-        self.op.encode(&mut w);
-        0u16.encode(&mut w);
-        self.body_len.encode(&mut w);
-        self.id.encode(&mut w);
-        self.bulk_len.encode(&mut w);
+        // Built in place: this runs for every request and reply.
         let mut out = [0u8; HEADER_LEN];
-        out.copy_from_slice(&buf);
+        out[0..2].copy_from_slice(&MAGIC.to_le_bytes());
+        out[2] = self.kind.0;
+        out[4..6].copy_from_slice(&self.op.to_le_bytes());
+        out[8..12].copy_from_slice(&self.body_len.to_le_bytes());
+        out[12..16].copy_from_slice(&self.id.to_le_bytes());
+        out[16..24].copy_from_slice(&self.bulk_len.to_le_bytes());
         out
     }
 

@@ -5,7 +5,7 @@
 //! are length-prefixed so that a peer speaking something else entirely is
 //! rejected after a few bytes.
 
-use crate::codec::{DecodeError, Reader, Wire, Writer};
+use crate::codec::{DecodeError, Wire};
 
 /// Magic bytes at the start of a client hello.
 pub const MAGIC: [u8; 4] = *b"RCUD";
@@ -74,8 +74,7 @@ impl ClientHello {
 
 /// Frames a hello message: `u32` length, then the encoded message.
 pub fn encode_hello<T: Wire>(msg: &T) -> Vec<u8> {
-    let mut body = Vec::new();
-    msg.encode(&mut Writer::new(&mut body));
+    let body = crate::codec::to_vec(msg);
     let mut out = Vec::with_capacity(4 + body.len());
     out.extend_from_slice(&(body.len() as u32).to_le_bytes());
     out.extend_from_slice(&body);
@@ -97,10 +96,7 @@ pub fn hello_len(prefix: [u8; 4]) -> Result<usize, DecodeError> {
 
 /// Decodes a hello body.
 pub fn decode_hello<T: Wire>(body: &[u8]) -> Result<T, DecodeError> {
-    let mut r = Reader::new(body);
-    let v = T::decode(&mut r)?;
-    r.finish()?;
-    Ok(v)
+    crate::codec::from_slice(body)
 }
 
 #[cfg(test)]

@@ -24,27 +24,7 @@ extern "C" cudaError_t CUDARTAPI cudaProfilerStop(void);
 #include <cstdlib>
 #include <cstring>
 
-#define CHECK(call)                                                                 \
-    do {                                                                            \
-        cudaError_t err_ = (call);                                                  \
-        if (err_ != cudaSuccess) {                                                  \
-            printf("FAIL: %s returned %s (%d) at line %d\n", #call,                 \
-                   cudaGetErrorName(err_), (int)err_, __LINE__);                    \
-            fflush(stdout);                                                         \
-            exit(1);                                                                \
-        }                                                                           \
-    } while (0)
-
-#define EXPECT(cond, ...)                                                           \
-    do {                                                                            \
-        if (!(cond)) {                                                              \
-            printf("FAIL: ");                                                       \
-            printf(__VA_ARGS__);                                                    \
-            printf(" (%s, line %d)\n", #cond, __LINE__);                            \
-            fflush(stdout);                                                         \
-            exit(1);                                                                \
-        }                                                                           \
-    } while (0)
+#include "check.h"
 
 // Checks that cudaDeviceGetAttribute(attr) equals the given cudaDeviceProp field.
 static void check_attr(int dev, cudaDeviceAttr attr, const char *attr_name,

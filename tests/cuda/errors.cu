@@ -12,43 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#define CHECK(call)                                                                 \
-    do {                                                                            \
-        cudaError_t err_ = (call);                                                  \
-        if (err_ != cudaSuccess) {                                                  \
-            printf("FAIL: %s returned %s (%d) at line %d\n", #call,                 \
-                   cudaGetErrorName(err_), (int)err_, __LINE__);                    \
-            fflush(stdout);                                                         \
-            exit(1);                                                                \
-        }                                                                           \
-    } while (0)
-
-#define EXPECT(cond, ...)                                                           \
-    do {                                                                            \
-        if (!(cond)) {                                                              \
-            printf("FAIL: ");                                                       \
-            printf(__VA_ARGS__);                                                    \
-            printf(" (%s, line %d)\n", #cond, __LINE__);                            \
-            fflush(stdout);                                                         \
-            exit(1);                                                                \
-        }                                                                           \
-    } while (0)
-
-// Runs `call`, prints `<label> -> <error name>`, checks the result against
-// `expected`, and clears the last error so that cases do not leak into each other.
-#define EXPECT_ERR(label, call, expected)                                           \
-    do {                                                                            \
-        cudaError_t err_ = (call);                                                  \
-        printf("%s -> %s\n", label, cudaGetErrorName(err_));                        \
-        fflush(stdout);                                                             \
-        if (err_ != (expected)) {                                                   \
-            printf("FAIL: %s returned %s (%d), expected %s at line %d\n", #call,    \
-                   cudaGetErrorName(err_), (int)err_, #expected, __LINE__);         \
-            fflush(stdout);                                                         \
-            exit(1);                                                                \
-        }                                                                           \
-        (void)cudaGetLastError();                                                   \
-    } while (0)
+#include "check.h"
 
 // A host-to-device-to-host round trip that must work whatever failed before.
 static void round_trip(const char *when) {
@@ -78,26 +42,26 @@ int main() {
     round_trip("before errors");
 
     // Invalid device ordinals.
-    EXPECT_ERR("cudaSetDevice(count)", cudaSetDevice(count), cudaErrorInvalidDevice);
+    EXPECT_ERR_AS("cudaSetDevice(count)", cudaSetDevice(count), cudaErrorInvalidDevice);
     int current = -1;
     CHECK(cudaGetDevice(&current));
     EXPECT(current == 0, "a failed cudaSetDevice changed the current device to %d", current);
     cudaDeviceProp prop;
-    EXPECT_ERR("cudaGetDeviceProperties(&prop, -1)", cudaGetDeviceProperties(&prop, -1),
+    EXPECT_ERR_AS("cudaGetDeviceProperties(&prop, -1)", cudaGetDeviceProperties(&prop, -1),
                cudaErrorInvalidDevice);
 
     // Allocation failure.
     void *huge = NULL;
-    EXPECT_ERR("cudaMalloc(&p, 1<<50)", cudaMalloc(&huge, (size_t)1 << 50),
+    EXPECT_ERR_AS("cudaMalloc(&p, 1<<50)", cudaMalloc(&huge, (size_t)1 << 50),
                cudaErrorMemoryAllocation);
 
     // Frees.
-    EXPECT_ERR("cudaFree((void*)0x1234)", cudaFree((void *)0x1234), cudaErrorInvalidValue);
-    EXPECT_ERR("cudaFree(NULL)", cudaFree(NULL), cudaSuccess);
+    EXPECT_ERR_AS("cudaFree((void*)0x1234)", cudaFree((void *)0x1234), cudaErrorInvalidValue);
+    EXPECT_ERR_AS("cudaFree(NULL)", cudaFree(NULL), cudaSuccess);
     void *d = NULL;
     CHECK(cudaMalloc(&d, 4096));
     CHECK(cudaFree(d));
-    EXPECT_ERR("cudaFree(p) twice", cudaFree(d), cudaErrorInvalidValue);
+    EXPECT_ERR_AS("cudaFree(p) twice", cudaFree(d), cudaErrorInvalidValue);
 
     // Copies and memsets outside any allocation.
     const size_t n = 4096;
@@ -105,11 +69,11 @@ int main() {
     EXPECT(host != NULL, "host calloc failed");
     unsigned char *buf = NULL;
     CHECK(cudaMalloc((void **)&buf, n));
-    EXPECT_ERR("cudaMemcpy(H2D, invalid device pointer)",
+    EXPECT_ERR_AS("cudaMemcpy(H2D, invalid device pointer)",
                cudaMemcpy((void *)0x1234, host, n, cudaMemcpyHostToDevice), cudaErrorInvalidValue);
-    EXPECT_ERR("cudaMemcpy(D2H, past the end of the allocation)",
+    EXPECT_ERR_AS("cudaMemcpy(D2H, past the end of the allocation)",
                cudaMemcpy(host, buf + n / 2, n, cudaMemcpyDeviceToHost), cudaErrorInvalidValue);
-    EXPECT_ERR("cudaMemset(past the end of the allocation)", cudaMemset(buf + 1, 0, n),
+    EXPECT_ERR_AS("cudaMemset(past the end of the allocation)", cudaMemset(buf + 1, 0, n),
                cudaErrorInvalidValue);
 
     // cudaGetLastError returns the last error, then cudaSuccess; a successful

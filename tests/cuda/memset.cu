@@ -11,27 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#define CHECK(call)                                                                 \
-    do {                                                                            \
-        cudaError_t err_ = (call);                                                  \
-        if (err_ != cudaSuccess) {                                                  \
-            printf("FAIL: %s returned %s (%d) at line %d\n", #call,                 \
-                   cudaGetErrorName(err_), (int)err_, __LINE__);                    \
-            fflush(stdout);                                                         \
-            exit(1);                                                                \
-        }                                                                           \
-    } while (0)
-
-#define EXPECT(cond, ...)                                                           \
-    do {                                                                            \
-        if (!(cond)) {                                                              \
-            printf("FAIL: ");                                                       \
-            printf(__VA_ARGS__);                                                    \
-            printf(" (%s, line %d)\n", #cond, __LINE__);                            \
-            fflush(stdout);                                                         \
-            exit(1);                                                                \
-        }                                                                           \
-    } while (0)
+#include "check.h"
 
 static const size_t GUARD = 32;
 

@@ -12,42 +12,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#define CHECK(call)                                                                 \
-    do {                                                                            \
-        cudaError_t err_ = (call);                                                  \
-        if (err_ != cudaSuccess) {                                                  \
-            printf("FAIL: %s returned %s (%d) at line %d\n", #call,                 \
-                   cudaGetErrorName(err_), (int)err_, __LINE__);                    \
-            fflush(stdout);                                                         \
-            exit(1);                                                                \
-        }                                                                           \
-    } while (0)
-
-#define EXPECT(cond, ...)                                                           \
-    do {                                                                            \
-        if (!(cond)) {                                                              \
-            printf("FAIL: ");                                                       \
-            printf(__VA_ARGS__);                                                    \
-            printf(" (%s, line %d)\n", #cond, __LINE__);                            \
-            fflush(stdout);                                                         \
-            exit(1);                                                                \
-        }                                                                           \
-    } while (0)
+#include "check.h"
 
 // Runs `call`, prints `<call> -> <error name>` and checks the result.
-#define EXPECT_ERR(call, expected)                                                  \
-    do {                                                                            \
-        cudaError_t err_ = (call);                                                  \
-        printf("%s -> %s\n", #call, cudaGetErrorName(err_));                        \
-        if (err_ != (expected)) {                                                   \
-            printf("FAIL: %s returned %s (%d), expected %s at line %d\n", #call,    \
-                   cudaGetErrorName(err_), (int)err_, #expected, __LINE__);         \
-            fflush(stdout);                                                         \
-            exit(1);                                                                \
-        }                                                                           \
-        (void)cudaGetLastError();                                                   \
-    } while (0)
-
 static const size_t BIG = 32u << 20;
 
 static void fill(unsigned char *p, size_t n, unsigned seed) {
