@@ -12,6 +12,7 @@
 pub mod config;
 pub mod error;
 pub mod hostmem;
+pub mod modules;
 pub mod runtime;
 pub mod session;
 

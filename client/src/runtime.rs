@@ -9,14 +9,19 @@
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::{Mutex, RwLock};
 use rcud_proto::ops::{req, Op};
 use rcud_proto::{CudaError, DeviceProps};
 
 use crate::config::{parse_servers, ServerEntry};
+use rcud_fatbin::ParamLayout;
+use rcud_proto::codec::Blob;
+use rcud_proto::ops::{FuncAttributes, ATTR_CARVEOUT, ATTR_MAX_DYNAMIC_SHARED};
+
 use crate::hostmem::{HostMemory, HostRegion, HOST_ALLOC_FLAGS};
+use crate::modules::{ModuleImage, Registry};
 use crate::session::Session;
 use crate::ClientError;
 
@@ -98,6 +103,49 @@ struct DeviceState {
     flags: u32,
     /// An error that every call on this device returns until `cudaDeviceReset`.
     sticky: Option<CudaError>,
+    /// The sticky error came from a kernel launch and no call has seen it yet:
+    /// like an asynchronous fault on a GPU, `cudaGetLastError` does not report
+    /// it before the next call that reaches the device.
+    sticky_unseen: bool,
+    /// Registry module index -> module id on the server.
+    modules: HashMap<usize, u32>,
+    /// Host stub -> the kernel on the server.
+    kernels: HashMap<u64, Arc<RemoteKernel>>,
+    /// Host shadow -> (device address, size) of a variable.
+    variables: HashMap<u64, (u64, u64)>,
+}
+
+impl DeviceState {
+    /// Forgets everything the server held for this process.
+    fn forget_remote(&mut self) {
+        self.modules.clear();
+        self.kernels.clear();
+        self.variables.clear();
+    }
+}
+
+/// A kernel loaded on one device.
+#[derive(Debug)]
+pub struct RemoteKernel {
+    /// Function id on the server.
+    pub function: u32,
+    /// Parameter offsets and sizes.
+    pub layout: ParamLayout,
+    /// What `cudaFuncGetAttributes` reports.
+    pub attributes: FuncAttributes,
+}
+
+/// `<<<grid, block, shared, stream>>>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchConfig {
+    /// Grid dimensions in blocks.
+    pub grid: [u32; 3],
+    /// Block dimensions in threads.
+    pub block: [u32; 3],
+    /// Dynamic shared memory per block, in bytes.
+    pub shared_mem: u64,
+    /// Stream handle (0: the default stream).
+    pub stream: u64,
 }
 
 thread_local! {
@@ -115,6 +163,7 @@ pub struct Runtime {
     /// Device allocations of every device: start -> (length, device ordinal).
     allocs: RwLock<BTreeMap<u64, (u64, usize)>>,
     host: Mutex<HostMemory>,
+    registry: RwLock<Registry>,
     client_name: String,
 }
 
@@ -153,6 +202,7 @@ impl Runtime {
             init_error: Some(error),
             allocs: RwLock::default(),
             host: Mutex::default(),
+            registry: RwLock::default(),
             client_name,
         }
     }
@@ -217,6 +267,7 @@ impl Runtime {
             init_error,
             allocs: RwLock::default(),
             host: Mutex::default(),
+            registry: RwLock::default(),
             client_name,
         }
     }
@@ -325,6 +376,7 @@ impl Runtime {
         let mut guard = self.states[d].lock();
         let st = &mut *guard;
         if let Some(e) = st.sticky {
+            st.sticky_unseen = false;
             return Err(e);
         }
         let dev = &self.devices[d];
@@ -352,7 +404,16 @@ impl Runtime {
             Err(e) => Err(e),
         };
         match result {
-            Ok(r) => r,
+            Ok(Ok(reply)) => Ok(reply),
+            Ok(Err(failure)) => {
+                if !failure.message.is_empty() {
+                    report(&format!("device {d}: {failure}"));
+                }
+                if failure.code.is_sticky() {
+                    st.sticky = Some(failure.code);
+                }
+                Err(failure.code)
+            }
             Err(e) => Err(self.lost(st, d, &e)),
         }
     }
@@ -362,6 +423,7 @@ impl Runtime {
         report(&format!("device {d}: {err}"));
         st.session = None;
         st.attached = false;
+        st.forget_remote();
         let code = err.cuda_error();
         st.sticky = Some(code);
         code
@@ -434,7 +496,9 @@ impl Runtime {
             }
         }
         st.sticky = None;
+        st.sticky_unseen = false;
         st.flags = 0;
+        st.forget_remote();
         drop(guard);
         self.allocs.write().retain(|_, &mut (_, owner)| owner != d);
         Ok(())
@@ -559,6 +623,213 @@ impl Runtime {
             .ok_or(CudaError::INVALID_VALUE)
     }
 
+    // ---- device code ---------------------------------------------------
+
+    /// `__cudaRegisterFatBinary`: records a fat binary; returns its index.
+    pub fn register_module(&self, image: Vec<u8>) -> usize {
+        self.registry.write().add_module(image)
+    }
+
+    /// `__cudaUnregisterFatBinary`.
+    pub fn unregister_module(&self, index: usize) {
+        self.registry.write().remove_module(index);
+    }
+
+    /// `__cudaRegisterFunction`.
+    pub fn register_kernel(&self, module: usize, host_stub: u64, name: String) {
+        self.registry.write().add_kernel(module, host_stub, name);
+    }
+
+    /// `__cudaRegisterVar`.
+    pub fn register_variable(&self, module: usize, host_var: u64, name: String, size: u64) {
+        self.registry
+            .write()
+            .add_variable(module, host_var, name, size);
+    }
+
+    /// Whether `host_stub` is a registered kernel.
+    pub fn is_kernel(&self, host_stub: u64) -> bool {
+        self.registry.read().kernel(host_stub).is_some()
+    }
+
+    /// The module id of registry module `index` on device `d`, shipping the
+    /// fat binary there unless the server already has it.
+    fn remote_module(&self, d: usize, index: usize, image: &ModuleImage) -> Result<u32, CudaError> {
+        if let Some(&id) = self.states[d].lock().modules.get(&index) {
+            return Ok(id);
+        }
+        let cached = self.call(d, &req::ModuleLoadCached { hash: image.hash }, &[], &mut []);
+        let id = match cached {
+            Ok(r) => r.module,
+            Err(CudaError::INVALID_VALUE) => {
+                let len = image.bytes.len() as u64;
+                let load = req::ModuleLoad {
+                    hash: image.hash,
+                    len,
+                };
+                self.call(d, &load, &image.bytes, &mut [])?.module
+            }
+            Err(e) => return Err(e),
+        };
+        self.states[d].lock().modules.insert(index, id);
+        Ok(id)
+    }
+
+    /// The kernel `host_stub` on device `d`, loading it there on first use.
+    fn remote_kernel(&self, d: usize, host_stub: u64) -> Result<Arc<RemoteKernel>, CudaError> {
+        if let Some(k) = self.states[d].lock().kernels.get(&host_stub) {
+            return Ok(k.clone());
+        }
+        let (entry, image) = {
+            let registry = self.registry.read();
+            let entry = registry
+                .kernel(host_stub)
+                .cloned()
+                .ok_or(CudaError::INVALID_DEVICE_FUNCTION)?;
+            let image = registry
+                .module(entry.module)
+                .cloned()
+                .ok_or(CudaError::INVALID_DEVICE_FUNCTION)?;
+            (entry, image)
+        };
+        let layout = image.param_layout(&entry.name).map_err(|message| {
+            report(&message);
+            CudaError::INVALID_KERNEL_IMAGE
+        })?;
+        let module = self.remote_module(d, entry.module, &image)?;
+        let reply = self.call(
+            d,
+            &req::ModuleGetFunction {
+                module,
+                name: entry.name,
+            },
+            &[],
+            &mut [],
+        )?;
+        let kernel = Arc::new(RemoteKernel {
+            function: reply.function,
+            layout,
+            attributes: reply.attributes,
+        });
+        self.states[d]
+            .lock()
+            .kernels
+            .insert(host_stub, kernel.clone());
+        Ok(kernel)
+    }
+
+    /// Launches kernel `host_stub` on the current device. `read_arg(i, dst)`
+    /// fills `dst` with the bytes of parameter `i`. Returns the kernel's device
+    /// `printf` output.
+    pub fn launch(
+        &self,
+        host_stub: u64,
+        config: &LaunchConfig,
+        read_arg: &mut dyn FnMut(usize, &mut [u8]),
+    ) -> Result<Vec<u8>, CudaError> {
+        let d = self.current_device()?;
+        let kernel = self.remote_kernel(d, host_stub)?;
+        let mut params = vec![0u8; kernel.layout.total_size];
+        for (i, p) in kernel.layout.params.iter().enumerate() {
+            let dst = params
+                .get_mut(p.offset..p.offset + p.size)
+                .ok_or(CudaError::INVALID_KERNEL_IMAGE)?;
+            read_arg(i, dst);
+        }
+        let shared_mem = u32::try_from(config.shared_mem).map_err(|_| CudaError::INVALID_VALUE)?;
+        let req = req::LaunchKernel {
+            function: kernel.function,
+            grid: config.grid,
+            block: config.block,
+            shared_mem,
+            stream: config.stream,
+            params: Blob(params),
+        };
+        match self.call(d, &req, &[], &mut []) {
+            Ok(reply) => Ok(reply.printf.0),
+            // A fault while the kernel ran is not the launch's error: as on a
+            // GPU, it surfaces at the next call, sticky (`call` recorded it).
+            Err(code) if code.is_sticky() => {
+                self.states[d].lock().sticky_unseen = true;
+                Ok(Vec::new())
+            }
+            Err(code) => Err(code),
+        }
+    }
+
+    /// `cudaFuncGetAttributes` on the current device.
+    pub fn kernel_attributes(&self, host_stub: u64) -> Result<FuncAttributes, CudaError> {
+        let d = self.current_device()?;
+        Ok(self.remote_kernel(d, host_stub)?.attributes.clone())
+    }
+
+    /// `cudaFuncSetAttribute` on the current device.
+    pub fn set_kernel_attribute(
+        &self,
+        host_stub: u64,
+        attr: i32,
+        value: i32,
+    ) -> Result<(), CudaError> {
+        let d = self.current_device()?;
+        let kernel = self.remote_kernel(d, host_stub)?;
+        let req = req::FuncSetAttribute {
+            function: kernel.function,
+            attr,
+            value,
+        };
+        self.call(d, &req, &[], &mut [])?;
+        let mut attributes = kernel.attributes.clone();
+        match attr {
+            ATTR_MAX_DYNAMIC_SHARED => attributes.max_dynamic_shared_size_bytes = value,
+            ATTR_CARVEOUT => attributes.preferred_shmem_carveout = value,
+            _ => {}
+        }
+        let updated = Arc::new(RemoteKernel {
+            function: kernel.function,
+            layout: kernel.layout.clone(),
+            attributes,
+        });
+        self.states[d].lock().kernels.insert(host_stub, updated);
+        Ok(())
+    }
+
+    /// Device address and size of the variable whose host shadow is
+    /// `host_var`, on the current device (`cudaGetSymbolAddress`).
+    pub fn symbol(&self, host_var: u64) -> Result<(usize, u64, u64), CudaError> {
+        let d = self.current_device()?;
+        if let Some(&(ptr, size)) = self.states[d].lock().variables.get(&host_var) {
+            return Ok((d, ptr, size));
+        }
+        let (entry, image) = {
+            let registry = self.registry.read();
+            let entry = registry
+                .variable(host_var)
+                .cloned()
+                .ok_or(CudaError::INVALID_SYMBOL)?;
+            let image = registry
+                .module(entry.module)
+                .cloned()
+                .ok_or(CudaError::INVALID_SYMBOL)?;
+            (entry, image)
+        };
+        let module = self.remote_module(d, entry.module, &image)?;
+        let reply = self.call(
+            d,
+            &req::ModuleGetGlobal {
+                module,
+                name: entry.name,
+            },
+            &[],
+            &mut [],
+        )?;
+        self.states[d]
+            .lock()
+            .variables
+            .insert(host_var, (reply.ptr, reply.size));
+        self.allocs.write().insert(reply.ptr, (reply.size, d));
+        Ok((d, reply.ptr, reply.size))
+    }
+
     // ---- errors --------------------------------------------------------
 
     /// Records the outcome of an API call as the thread's last error and
@@ -596,7 +867,8 @@ impl Runtime {
 
     fn sticky_error(&self) -> Option<CudaError> {
         let d = self.current_device().ok()?;
-        self.states[d].lock().sticky
+        let st = self.states[d].lock();
+        st.sticky.filter(|_| !st.sticky_unseen)
     }
 }
 

@@ -6,8 +6,7 @@ use std::time::Duration;
 use rcud_proto::codec::Writer;
 use rcud_proto::frame::{FrameHeader, FrameKind};
 use rcud_proto::handshake::{self, ClientHello, ServerHello};
-use rcud_proto::ops::{self, Bulk, Op};
-use rcud_proto::CudaError;
+use rcud_proto::ops::{self, Bulk, Failure, Op};
 use rcud_transport::{Channel, TcpChannel, TcpOptions};
 
 use crate::ClientError;
@@ -16,7 +15,7 @@ use crate::ClientError;
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The result of a remote call: transport failures outside, CUDA errors inside.
-pub type CallResult<T> = Result<Result<T, CudaError>, ClientError>;
+pub type CallResult<T> = Result<Result<T, Failure>, ClientError>;
 
 /// A connection to one server.
 pub struct Session {

@@ -13,13 +13,17 @@ use rcud_client::session::Session;
 use rcud_client::Runtime;
 use rcud_proto::frame::{FrameHeader, FrameKind, MAX_BODY};
 use rcud_proto::handshake::{encode_hello, ClientHello};
-use rcud_proto::ops::{req, Op};
+use rcud_proto::ops::{req, Failure, Op};
 use rcud_proto::CudaError;
 use rcud_server::backend::{BackendKind, EmuSettings};
 use rcud_server::{select_backend, Server, ServerHandle};
 
 fn server(memory: u64) -> ServerHandle {
-    let emu = EmuSettings { gpus: 2, memory };
+    let emu = EmuSettings {
+        gpus: 2,
+        memory,
+        ..EmuSettings::default()
+    };
     let backend = select_backend(BackendKind::Emu, &emu).unwrap();
     Server::bind("127.0.0.1:0", backend)
         .unwrap()
@@ -29,6 +33,11 @@ fn server(memory: u64) -> ServerHandle {
 
 fn session(addr: SocketAddr) -> Session {
     Session::connect(&addr.to_string(), "test").unwrap()
+}
+
+/// The CUDA error of a failed call, without its message.
+fn code<T>(r: Result<T, Failure>) -> Result<(), CudaError> {
+    r.map(|_| ()).map_err(|f| f.code)
 }
 
 fn attach(s: &mut Session, gpu: u32) {
@@ -167,13 +176,11 @@ fn invalid_requests_get_cuda_errors_and_the_session_survives() {
     let mut s = session(srv.addr());
     // Memory operations need an attached GPU.
     assert_eq!(
-        s.call(&req::Malloc { size: 16 }, &[], &mut []).unwrap(),
+        code(s.call(&req::Malloc { size: 16 }, &[], &mut []).unwrap()),
         Err(CudaError::INVALID_DEVICE)
     );
     assert_eq!(
-        s.call(&req::Attach { gpu: 9 }, &[], &mut [])
-            .unwrap()
-            .map(|_| ()),
+        code(s.call(&req::Attach { gpu: 9 }, &[], &mut []).unwrap()),
         Err(CudaError::INVALID_DEVICE)
     );
     attach(&mut s, 1);
@@ -192,7 +199,7 @@ fn invalid_requests_get_cuda_errors_and_the_session_survives() {
             &mut [],
         )
         .unwrap();
-    assert_eq!(bad.map(|_| ()), Err(CudaError::INVALID_VALUE));
+    assert_eq!(code(bad), Err(CudaError::INVALID_VALUE));
     let mut out = [0u8; 8];
     let bad = s
         .call(
@@ -204,11 +211,12 @@ fn invalid_requests_get_cuda_errors_and_the_session_survives() {
             &mut out,
         )
         .unwrap();
-    assert_eq!(bad.map(|_| ()), Err(CudaError::INVALID_VALUE));
+    assert_eq!(code(bad), Err(CudaError::INVALID_VALUE));
     assert_eq!(
-        s.call(&req::Malloc { size: 1 << 40 }, &[], &mut [])
-            .unwrap()
-            .map(|_| ()),
+        code(
+            s.call(&req::Malloc { size: 1 << 40 }, &[], &mut [])
+                .unwrap()
+        ),
         Err(CudaError::MEMORY_ALLOCATION)
     );
     // Still in sync after the rejected payload.

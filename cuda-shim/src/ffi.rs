@@ -64,3 +64,23 @@ pub(crate) fn byte_count(count: usize) -> Result<usize, CudaError> {
     }
     Ok(count)
 }
+
+extern "C" {
+    /// glibc's `stdout` stream of the application.
+    static mut stdout: *mut libc::FILE;
+}
+
+/// Writes device `printf` output to the application's C `stdout`, after what
+/// the program itself printed there, as CUDA does.
+pub(crate) fn write_stdout(bytes: &[u8]) {
+    if bytes.is_empty() {
+        return;
+    }
+    // SAFETY: `stdout` is glibc's stream for the process, valid while the
+    // program runs; fwrite and fflush lock it internally.
+    unsafe {
+        let out = stdout;
+        libc::fwrite(bytes.as_ptr() as *const libc::c_void, 1, bytes.len(), out);
+        libc::fflush(out);
+    }
+}

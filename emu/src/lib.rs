@@ -8,8 +8,10 @@
 #![warn(missing_docs)]
 
 mod buffer;
+pub mod kernel;
 pub mod memory;
 pub mod properties;
+pub mod ptx;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,7 +19,9 @@ use std::sync::Arc;
 
 use rcud_proto::{CudaError, DeviceProps};
 
-pub use memory::DeviceMemory;
+pub use kernel::{launch, KernelError, LaunchConfig, LaunchOutput, Limits};
+pub use memory::{DeviceMemory, MemoryView};
+pub use ptx::{Module, PtxError};
 
 /// Driver version the emulated device reports (`cudaDriverGetVersion`).
 pub const DRIVER_VERSION: i32 = 13000;

@@ -1,7 +1,9 @@
 //! One client's device memory on an emulated GPU.
 
 use std::collections::BTreeMap;
+use std::marker::PhantomData;
 use std::ops::Bound;
+use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8};
 use std::sync::Arc;
 
 use rcud_proto::CudaError;
@@ -155,6 +157,147 @@ impl DeviceMemory {
     }
 }
 
+impl DeviceMemory {
+    /// A view of every allocation that many threads can use at once, for the
+    /// duration of a kernel launch. Holding it borrows this table mutably, so
+    /// no allocation can be freed, resized or accessed by other means while
+    /// kernels run; every access through the view is an atomic access of its
+    /// own size, so racing accesses from different threads (the kernel's own
+    /// data races) are never undefined behaviour in the server.
+    pub fn launch_view(&mut self) -> MemoryView<'_> {
+        let regions = self
+            .allocs
+            .iter_mut()
+            .map(|(&base, buf)| {
+                let s = buf.as_mut_slice();
+                RawRegion {
+                    base,
+                    len: s.len() as u64,
+                    ptr: s.as_mut_ptr(),
+                }
+            })
+            .collect();
+        MemoryView {
+            regions,
+            _mem: PhantomData,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct RawRegion {
+    base: u64,
+    len: u64,
+    ptr: *mut u8,
+}
+
+/// Every allocation of one client, shareable between the threads that run a
+/// launch. See [`DeviceMemory::launch_view`].
+#[derive(Debug)]
+pub struct MemoryView<'a> {
+    /// Sorted by base address.
+    regions: Vec<RawRegion>,
+    _mem: PhantomData<&'a mut DeviceMemory>,
+}
+
+// SAFETY: the view only hands out atomic accesses to the buffers it points
+// into (see `Region`), which the `&'a mut DeviceMemory` borrow keeps alive and
+// unaliased by anything but this view for 'a.
+unsafe impl Send for MemoryView<'_> {}
+// SAFETY: as above: shared use from many threads only performs atomic accesses.
+unsafe impl Sync for MemoryView<'_> {}
+
+impl<'a> MemoryView<'a> {
+    /// The allocation that contains `addr`, if any.
+    #[inline]
+    pub fn region(&self, addr: u64) -> Option<Region<'a>> {
+        let i = self.regions.partition_point(|r| r.base <= addr);
+        let r = self.regions.get(i.checked_sub(1)?)?;
+        if addr - r.base < r.len {
+            Some(Region {
+                raw: *r,
+                _view: PhantomData,
+            })
+        } else {
+            None
+        }
+    }
+
+    /// Number of allocations.
+    pub fn len(&self) -> usize {
+        self.regions.len()
+    }
+
+    /// Whether there are no allocations.
+    pub fn is_empty(&self) -> bool {
+        self.regions.is_empty()
+    }
+}
+
+/// One allocation seen through a [`MemoryView`]. Every accessor checks that
+/// the access lies inside the allocation and is aligned to its size, and
+/// returns `None` otherwise.
+#[derive(Debug, Clone, Copy)]
+pub struct Region<'a> {
+    raw: RawRegion,
+    _view: PhantomData<&'a ()>,
+}
+
+// SAFETY: see `MemoryView`: only atomic accesses are handed out.
+unsafe impl Send for Region<'_> {}
+// SAFETY: see `MemoryView`.
+unsafe impl Sync for Region<'_> {}
+
+macro_rules! region_atomic {
+    ($name:ident, $atomic:ty, $size:expr) => {
+        /// The naturally aligned atomic of this size at device address `addr`.
+        #[inline]
+        pub fn $name(&self, addr: u64) -> Option<&'a $atomic> {
+            let off = addr.wrapping_sub(self.raw.base);
+            if off >= self.raw.len || self.raw.len - off < $size || !addr.is_multiple_of($size) {
+                return None;
+            }
+            // SAFETY: `off + size <= len`, so the bytes lie inside the
+            // allocation, which lives (and is not freed or moved) for 'a
+            // because the view borrows the DeviceMemory mutably for 'a. The
+            // buffer is 256-byte aligned and device addresses of allocations
+            // are 256-byte aligned, so `addr % size == 0` makes the host
+            // pointer aligned for the atomic type. All accesses during 'a go
+            // through such atomics, so there is no non-atomic data race.
+            Some(unsafe { <$atomic>::from_ptr(self.raw.ptr.add(off as usize).cast()) })
+        }
+    };
+}
+
+impl<'a> Region<'a> {
+    /// Device address of the allocation's first byte.
+    pub fn base(&self) -> u64 {
+        self.raw.base
+    }
+
+    /// Size of the allocation in bytes.
+    pub fn len(&self) -> u64 {
+        self.raw.len
+    }
+
+    /// Whether the allocation is empty (never: allocations have a size).
+    pub fn is_empty(&self) -> bool {
+        self.raw.len == 0
+    }
+
+    /// Whether `[addr, addr + size)` lies inside this allocation.
+    #[inline]
+    pub fn contains(&self, addr: u64, size: u64) -> bool {
+        let off = addr.wrapping_sub(self.raw.base);
+        off < self.raw.len && self.raw.len - off >= size
+    }
+
+    region_atomic!(atomic_u8, AtomicU8, 1);
+    region_atomic!(atomic_u16, AtomicU16, 2);
+    region_atomic!(atomic_u32, AtomicU32, 4);
+    region_atomic!(atomic_u64, AtomicU64, 8);
+}
+
 impl Drop for DeviceMemory {
     fn drop(&mut self) {
         self.reset();
@@ -205,6 +348,31 @@ mod tests {
         m.fill(a + 60, 0xAB, 4).unwrap();
         assert_eq!(m.slice(a + 60, 4).unwrap(), &[0xAB; 4]);
         assert_eq!(m.copy(b, a, 65), Err(CudaError::INVALID_VALUE));
+    }
+
+    #[test]
+    fn launch_view_checks_bounds_and_alignment() {
+        use std::sync::atomic::Ordering::Relaxed;
+        let mut m = mem(1 << 20);
+        let a = m.malloc(16).unwrap();
+        let b = m.malloc(8).unwrap();
+        {
+            let v = m.launch_view();
+            assert_eq!(v.len(), 2);
+            let r = v.region(a + 15).unwrap();
+            assert_eq!(r.base(), a);
+            r.atomic_u32(a + 4).unwrap().store(0x0403_0201, Relaxed);
+            assert!(r.atomic_u32(a + 2).is_none());
+            assert!(r.atomic_u64(a + 16).is_none());
+            assert!(r.atomic_u64(a + 8).is_some());
+            assert!(v.region(a + 16).is_none());
+            assert!(v.region(a - 1).is_none());
+            assert!(v.region(b + 8).is_none());
+            let rb = v.region(b).unwrap();
+            assert!(rb.atomic_u64(b).is_some());
+            assert!(rb.atomic_u8(a).is_none());
+        }
+        assert_eq!(m.slice(a + 4, 4).unwrap(), &[1, 2, 3, 4]);
     }
 
     #[test]

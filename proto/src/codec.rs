@@ -134,27 +134,45 @@ impl Wire for bool {
     }
 }
 
-impl<const N: usize> Wire for [u8; N] {
-    fn encode(&self, w: &mut Writer<'_>) {
-        w.put(self)
-    }
-    fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
-        r.array()
-    }
-}
-
-impl<const N: usize> Wire for [i32; N] {
+impl<T: Wire + Copy + Default, const N: usize> Wire for [T; N] {
     fn encode(&self, w: &mut Writer<'_>) {
         for v in self {
             v.encode(w);
         }
     }
     fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
-        let mut out = [0i32; N];
+        let mut out = [T::default(); N];
         for v in &mut out {
-            *v = i32::decode(r)?;
+            *v = T::decode(r)?;
         }
         Ok(out)
+    }
+}
+
+/// An opaque byte string of at most [`MAX_BLOB`] bytes (kernel parameters,
+/// device `printf` output).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Blob(pub Vec<u8>);
+
+/// Longest [`Blob`] accepted.
+pub const MAX_BLOB: usize = 1 << 20;
+
+impl Wire for Blob {
+    fn encode(&self, w: &mut Writer<'_>) {
+        let bytes = &self.0[..self.0.len().min(MAX_BLOB)];
+        (bytes.len() as u32).encode(w);
+        w.put(bytes);
+    }
+    fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let len = u32::decode(r)? as usize;
+        if len > MAX_BLOB {
+            return Err(DecodeError::TooLong {
+                what: "blob",
+                len: len as u64,
+                limit: MAX_BLOB as u64,
+            });
+        }
+        Ok(Blob(r.take(len)?.to_vec()))
     }
 }
 

@@ -8,9 +8,39 @@
 //! On the wire a reply body is a status (`u32`, a `cudaError_t`) followed by the
 //! reply fields only when the status is `cudaSuccess`.
 
-use crate::codec::{DecodeError, Reader, Wire, Writer};
+use crate::codec::{Blob, DecodeError, Reader, Wire, Writer};
 use crate::cuda_error::CudaError;
 use crate::device::DeviceProps;
+
+/// `cudaFuncAttributeMaxDynamicSharedMemorySize`.
+pub const ATTR_MAX_DYNAMIC_SHARED: i32 = 8;
+/// `cudaFuncAttributePreferredSharedMemoryCarveout`.
+pub const ATTR_CARVEOUT: i32 = 9;
+
+crate::wire_struct! {
+    /// What `cudaFuncGetAttributes` reports about a kernel.
+    #[derive(Debug, Clone, PartialEq, Eq, Default)]
+    pub struct FuncAttributes {
+        /// Static shared memory per block, in bytes.
+        pub shared_size_bytes: u64,
+        /// Constant memory the kernel uses, in bytes.
+        pub const_size_bytes: u64,
+        /// Local memory per thread, in bytes.
+        pub local_size_bytes: u64,
+        /// Largest block the kernel can be launched with.
+        pub max_threads_per_block: i32,
+        /// Registers per thread.
+        pub num_regs: i32,
+        /// PTX version the kernel was compiled for (e.g. 80).
+        pub ptx_version: i32,
+        /// Binary architecture (e.g. 80).
+        pub binary_version: i32,
+        /// Largest dynamic shared memory a launch may request.
+        pub max_dynamic_shared_size_bytes: i32,
+        /// Preferred shared-memory carveout, in percent (-1: no preference).
+        pub preferred_shmem_carveout: i32,
+    }
+}
 
 /// Operation id carried in every frame header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -140,28 +170,90 @@ ops! {
     0x0014 MemcpyDtoD { dst: u64, src: u64, len: u64 } -> {} bulk None;
     /// Fill `len` bytes at `dst` with the low byte of `value`.
     0x0015 Memset { dst: u64, value: u8, len: u64 } -> {} bulk None;
+    /// Load a fat binary the server already holds, by content hash; fails with
+    /// `cudaErrorInvalidValue` when the server does not have it.
+    0x0020 ModuleLoadCached { hash: [u8; 32] } -> { module: u32 } bulk None;
+    /// Load a fat binary image of `len` bytes, sent as the bulk payload.
+    0x0021 ModuleLoad { hash: [u8; 32], len: u64 } -> { module: u32 } bulk Request;
+    /// Look up a kernel of a loaded module by its mangled name.
+    0x0022 ModuleGetFunction { module: u32, name: String } -> { function: u32, attributes: FuncAttributes } bulk None;
+    /// Device address and size of a module-scope variable.
+    0x0023 ModuleGetGlobal { module: u32, name: String } -> { ptr: u64, size: u64 } bulk None;
+    /// `cudaFuncSetAttribute`.
+    0x0024 FuncSetAttribute { function: u32, attr: i32, value: i32 } -> {} bulk None;
+    /// Launch a kernel; `params` are packed at the kernel's parameter offsets.
+    /// The reply carries the kernel's device `printf` output.
+    0x0025 LaunchKernel { function: u32, grid: [u32; 3], block: [u32; 3], shared_mem: u32, stream: u64, params: Blob } -> { printf: Blob } bulk None;
 }
 
-/// Encodes a reply body: the status, then the fields when it is a success.
-pub fn encode_reply<R: Wire>(status: CudaError, reply: Option<&R>, out: &mut Vec<u8>) {
+/// A failed operation as the server reports it: the CUDA error and, when the
+/// server has more to say (an unsupported instruction, a faulting address), a
+/// message for the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// The error the CUDA call returns.
+    pub code: CudaError,
+    /// Details, or empty.
+    pub message: String,
+}
+
+impl From<CudaError> for Failure {
+    fn from(code: CudaError) -> Self {
+        Self {
+            code,
+            message: String::new(),
+        }
+    }
+}
+
+impl Failure {
+    /// A failure with a message.
+    pub fn new(code: CudaError, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.message.is_empty() {
+            write!(f, "{}", self.code)
+        } else {
+            write!(f, "{}: {}", self.code, self.message)
+        }
+    }
+}
+
+/// Encodes a reply body: status `cudaSuccess` and the fields, or the error
+/// status and its message.
+pub fn encode_reply<R: Wire>(result: Result<&R, &Failure>, out: &mut Vec<u8>) {
     let mut w = Writer::new(out);
-    status.0.encode(&mut w);
-    if let (CudaError::SUCCESS, Some(reply)) = (status, reply) {
-        reply.encode(&mut w);
+    match result {
+        Ok(reply) => {
+            CudaError::SUCCESS.0.encode(&mut w);
+            reply.encode(&mut w);
+        }
+        Err(failure) => {
+            failure.code.0.encode(&mut w);
+            failure.message.encode(&mut w);
+        }
     }
 }
 
-/// Decodes a reply body into `Ok(fields)` or `Err(status)`.
-pub fn decode_reply<R: Wire>(body: &[u8]) -> Result<Result<R, CudaError>, DecodeError> {
+/// Decodes a reply body into `Ok(fields)` or `Err(failure)`.
+pub fn decode_reply<R: Wire>(body: &[u8]) -> Result<Result<R, Failure>, DecodeError> {
     let mut r = Reader::new(body);
-    let status = CudaError(u32::decode(&mut r)?);
-    if status != CudaError::SUCCESS {
-        r.finish()?;
-        return Ok(Err(status));
-    }
-    let reply = R::decode(&mut r)?;
+    let code = CudaError(u32::decode(&mut r)?);
+    let result = if code == CudaError::SUCCESS {
+        Ok(R::decode(&mut r)?)
+    } else {
+        let message = String::decode(&mut r)?;
+        Err(Failure { code, message })
+    };
     r.finish()?;
-    Ok(Ok(reply))
+    Ok(result)
 }
 
 #[cfg(test)]
@@ -184,6 +276,20 @@ mod tests {
                 dst: 1,
                 value: 0xAB,
                 len: 9,
+            }
+            .into(),
+            req::LaunchKernel {
+                function: 2,
+                grid: [4, 2, 1],
+                block: [128, 1, 1],
+                shared_mem: 4096,
+                stream: 0,
+                params: Blob(vec![1, 2, 3]),
+            }
+            .into(),
+            req::ModuleGetFunction {
+                module: 1,
+                name: "_Z6vecAddPfS_S_i".into(),
             }
             .into(),
         ];
@@ -211,17 +317,17 @@ mod tests {
     #[test]
     fn replies_carry_fields_only_on_success() {
         let mut ok = Vec::new();
-        encode_reply(CudaError::SUCCESS, Some(&rep::Malloc { ptr: 42 }), &mut ok);
+        encode_reply(Ok(&rep::Malloc { ptr: 42 }), &mut ok);
         assert_eq!(
             decode_reply::<rep::Malloc>(&ok),
             Ok(Ok(rep::Malloc { ptr: 42 }))
         );
         let mut err = Vec::new();
-        encode_reply::<rep::Malloc>(CudaError::MEMORY_ALLOCATION, None, &mut err);
-        assert_eq!(err.len(), 4);
-        assert_eq!(
-            decode_reply::<rep::Malloc>(&err),
-            Ok(Err(CudaError::MEMORY_ALLOCATION))
-        );
+        let failure = Failure::new(CudaError::ILLEGAL_ADDRESS, "kernel k read 0x10");
+        encode_reply::<rep::Malloc>(Err(&failure), &mut err);
+        assert_eq!(decode_reply::<rep::Malloc>(&err), Ok(Err(failure)));
+        let mut bare = Vec::new();
+        encode_reply::<rep::Malloc>(Err(&CudaError::MEMORY_ALLOCATION.into()), &mut bare);
+        assert_eq!(bare.len(), 8);
     }
 }

@@ -11,15 +11,19 @@ use std::io::{Read, Write};
 use std::sync::Arc;
 use std::time::Duration;
 
+use rcud_proto::codec::Blob;
 use rcud_proto::codec::Wire;
 use rcud_proto::frame::{FrameHeader, FrameKind};
 use rcud_proto::handshake::{self, ClientHello, ServerHello, PROTOCOL_VERSION};
-use rcud_proto::ops::{self, rep, Request};
+use rcud_proto::ops::{self, rep, Failure, Request};
 use rcud_proto::CudaError;
 use rcud_transport::{Channel, TransportError};
 use thiserror::Error;
 
-use crate::backend::{Backend, CopyError, DeviceContext, HostSource};
+use crate::backend::{Backend, CopyError, DeviceContext, HostSource, KernelLaunch};
+
+/// Largest fat binary a client may ship.
+pub const MAX_MODULE: u64 = 256 << 20;
 
 /// How long a new connection may take to say hello.
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
@@ -79,6 +83,9 @@ pub struct Agent {
     backend: Arc<dyn Backend>,
     chan: Box<dyn Channel>,
     ctx: Option<Box<dyn DeviceContext>>,
+    /// An error that corrupted the client's context (an illegal address in a
+    /// kernel): every later operation fails with it until `cudaDeviceReset`.
+    sticky: Option<Failure>,
     body: Vec<u8>,
 }
 
@@ -89,6 +96,7 @@ impl Agent {
             backend,
             chan,
             ctx: None,
+            sticky: None,
             body: Vec::with_capacity(256),
         }
     }
@@ -117,6 +125,7 @@ impl Agent {
             .map_err(|e| AgentError::Protocol(format!("request op {:#06x}: {e}", header.op)))?;
         let expected_bulk = match &req {
             Request::MemcpyHtoD(r) => r.len,
+            Request::ModuleLoad(r) => r.len,
             _ => 0,
         };
         if header.bulk_len != expected_bulk {
@@ -127,6 +136,15 @@ impl Agent {
             )));
         }
         tracing::trace!(op = req.name(), id = header.id, "request");
+        let exempt = matches!(
+            req,
+            Request::Attach(_) | Request::GetDeviceInfo(_) | Request::DeviceReset(_)
+        );
+        if let (Some(failure), false) = (&self.sticky, exempt) {
+            let failure = failure.clone();
+            self.chan.discard_bulk(header.bulk_len)?;
+            return self.reply::<rep::Malloc, Failure>(&header, Err(failure));
+        }
         match req {
             Request::Attach(r) => {
                 let res = if self.ctx.is_some() {
@@ -155,6 +173,7 @@ impl Agent {
                 self.reply(&header, res.map(|()| rep::DeviceSynchronize {}))
             }
             Request::DeviceReset(_) => {
+                self.sticky = None;
                 let res = self.ctx_mut().map(|c| c.reset());
                 self.reply(&header, res.map(|()| rep::DeviceReset {}))
             }
@@ -178,6 +197,76 @@ impl Agent {
             }
             Request::MemcpyHtoD(r) => self.memcpy_htod(&header, r.dst, r.len),
             Request::MemcpyDtoH(r) => self.memcpy_dtoh(&header, r.src, r.len),
+            Request::ModuleLoadCached(r) => {
+                let res = self
+                    .ctx_mut()
+                    .map_err(Failure::from)
+                    .and_then(|c| c.load_module(r.hash, None));
+                self.reply(&header, res.map(|module| rep::ModuleLoadCached { module }))
+            }
+            Request::ModuleLoad(r) => {
+                if r.len > MAX_MODULE {
+                    return Err(AgentError::Protocol(format!(
+                        "module of {} bytes exceeds the limit of {MAX_MODULE}",
+                        r.len
+                    )));
+                }
+                let mut image = vec![0u8; r.len as usize];
+                self.chan.recv_bulk_into(&mut image)?;
+                let res = self
+                    .ctx_mut()
+                    .map_err(Failure::from)
+                    .and_then(|c| c.load_module(r.hash, Some(image)));
+                self.reply(&header, res.map(|module| rep::ModuleLoad { module }))
+            }
+            Request::ModuleGetFunction(r) => {
+                let res = self
+                    .ctx_mut()
+                    .map_err(Failure::from)
+                    .and_then(|c| c.get_function(r.module, &r.name));
+                let res = res.map(|(function, attributes)| rep::ModuleGetFunction {
+                    function,
+                    attributes,
+                });
+                self.reply(&header, res)
+            }
+            Request::ModuleGetGlobal(r) => {
+                let res = self
+                    .ctx_mut()
+                    .map_err(Failure::from)
+                    .and_then(|c| c.get_global(r.module, &r.name));
+                self.reply(
+                    &header,
+                    res.map(|(ptr, size)| rep::ModuleGetGlobal { ptr, size }),
+                )
+            }
+            Request::FuncSetAttribute(r) => {
+                let res = self
+                    .ctx_mut()
+                    .map_err(Failure::from)
+                    .and_then(|c| c.set_function_attribute(r.function, r.attr, r.value));
+                self.reply(&header, res.map(|()| rep::FuncSetAttribute {}))
+            }
+            Request::LaunchKernel(r) => {
+                let launch = KernelLaunch {
+                    function: r.function,
+                    grid: r.grid,
+                    block: r.block,
+                    shared_mem: r.shared_mem,
+                    params: &r.params.0,
+                };
+                let res = self
+                    .ctx_mut()
+                    .map_err(Failure::from)
+                    .and_then(|c| c.launch(&launch));
+                if let Err(f) = &res {
+                    tracing::info!(function = r.function, "kernel failed: {f}");
+                }
+                self.reply(
+                    &header,
+                    res.map(|out| rep::LaunchKernel { printf: Blob(out) }),
+                )
+            }
         }
     }
 
@@ -212,14 +301,10 @@ impl Agent {
     fn memcpy_dtoh(&mut self, header: &FrameHeader, src: u64, len: u64) -> Result<(), AgentError> {
         let checked = self.ctx().and_then(|c| c.check(src, len));
         if let Err(e) = checked {
-            return self.reply::<rep::MemcpyDtoH>(header, Err(e));
+            return self.reply::<rep::MemcpyDtoH, CudaError>(header, Err(e));
         }
         self.body.clear();
-        ops::encode_reply(
-            CudaError::SUCCESS,
-            Some(&rep::MemcpyDtoH {}),
-            &mut self.body,
-        );
+        ops::encode_reply(Ok(&rep::MemcpyDtoH {}), &mut self.body);
         let mut out = ReplyStream {
             chan: self.chan.as_mut(),
             header: reply_header(header, &self.body, len),
@@ -242,16 +327,19 @@ impl Agent {
         }
     }
 
-    fn reply<R: Wire>(
+    fn reply<R: Wire, E: Into<Failure>>(
         &mut self,
         header: &FrameHeader,
-        result: Result<R, CudaError>,
+        result: Result<R, E>,
     ) -> Result<(), AgentError> {
-        self.body.clear();
-        match &result {
-            Ok(r) => ops::encode_reply(CudaError::SUCCESS, Some(r), &mut self.body),
-            Err(e) => ops::encode_reply::<R>(*e, None, &mut self.body),
+        let result = result.map_err(Into::into);
+        if let Err(f) = &result {
+            if f.code.is_sticky() {
+                self.sticky = Some(f.clone());
+            }
         }
+        self.body.clear();
+        ops::encode_reply(result.as_ref(), &mut self.body);
         let reply = reply_header(header, &self.body, 0);
         self.chan.send_frame(&reply, &self.body, &[])?;
         Ok(())

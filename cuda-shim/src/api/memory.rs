@@ -40,7 +40,7 @@ pub extern "C" fn cudaMemGetInfo(free: *mut usize, total: *mut usize) -> CudaErr
 }
 
 /// The common body of the synchronous copies.
-fn memcpy(
+pub(super) fn memcpy(
     dst: *mut c_void,
     src: *const c_void,
     count: usize,

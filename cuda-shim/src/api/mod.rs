@@ -5,5 +5,7 @@
 
 mod device;
 mod error;
+mod launch;
 mod memory;
 mod registration;
+mod symbols;

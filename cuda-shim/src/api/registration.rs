@@ -1,35 +1,41 @@
 //! Registration of device code, called by nvcc-generated start-up code in
-//! every program, kernels or not. The fat binaries and the host-to-device
-//! names of functions and variables are recorded; shipping them to the
-//! server and launching kernels build on this table.
+//! every program before `main`. The fat binary is copied into the client's
+//! registry; nothing is sent to a server until a kernel or variable is used.
 
 use std::ffi::{c_char, c_void, CStr};
 use std::os::raw::c_int;
 
-use parking_lot::Mutex;
+use rcud_client::Runtime;
 
-/// What one `__cudaRegisterFatBinary` handle has registered.
-#[derive(Debug, Default)]
-struct Module {
-    /// Address of the `__fatBinC_Wrapper_t` nvcc emitted.
-    wrapper: usize,
-    /// Host stub address -> device function name.
-    functions: Vec<(usize, String)>,
-    /// Host shadow address -> (device variable name, size).
-    variables: Vec<(usize, String, usize)>,
-}
-
-/// The handle returned to nvcc's code is the address of a heap cell holding
-/// the module's index; it is never dereferenced by the program.
-static MODULES: Mutex<Vec<Option<Module>>> = Mutex::new(Vec::new());
-
-fn handle_index(handle: *mut *mut c_void) -> Option<usize> {
-    if handle.is_null() {
-        return None;
+/// Reads the fat binary a `__fatBinC_Wrapper_t` points to.
+fn read_fatbin(wrapper: *const c_void) -> Result<Vec<u8>, String> {
+    if wrapper.is_null() {
+        return Err("NULL fat binary wrapper".into());
     }
-    // SAFETY: handles are only created by `__cudaRegisterFatBinary` below,
-    // which stores the index in the cell, and stay valid until unregistered.
-    Some(unsafe { *handle } as usize)
+    // SAFETY: nvcc passes the address of its 24-byte `__fatBinC_Wrapper_t`,
+    // static data of the program.
+    let raw: [u8; 24] = unsafe { std::ptr::read_unaligned(wrapper as *const [u8; 24]) };
+    let wrapper = rcud_fatbin::parse_wrapper(&raw).map_err(|e| e.to_string())?;
+    let data = wrapper.data as *const u8;
+    if data.is_null() {
+        return Err("fat binary wrapper without data".into());
+    }
+    // The wrapper gives no length: read container headers until the parser
+    // knows how long the containers are.
+    let mut want = 16;
+    loop {
+        // SAFETY: `data` points to the fat binary nvcc embedded; the parser
+        // only asks for bytes announced by headers it has already read.
+        let prefix = unsafe { std::slice::from_raw_parts(data, want) };
+        match rcud_fatbin::containers_len(prefix) {
+            Ok(len) => {
+                // SAFETY: as above; `len` covers exactly the containers.
+                return Ok(unsafe { std::slice::from_raw_parts(data, len) }.to_vec());
+            }
+            Err(rcud_fatbin::FatbinError::NeedMore(n)) if n > want => want = n,
+            Err(e) => return Err(e.to_string()),
+        }
+    }
 }
 
 fn c_string(p: *const c_char) -> String {
@@ -40,42 +46,39 @@ fn c_string(p: *const c_char) -> String {
     unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
 }
 
+/// The handle nvcc's code keeps is the address of a heap cell holding the
+/// registry index; only this library reads it.
+fn handle_index(handle: *mut *mut c_void) -> Option<usize> {
+    if handle.is_null() {
+        return None;
+    }
+    // SAFETY: handles are only created by `__cudaRegisterFatBinary` below and
+    // stay valid until `__cudaUnregisterFatBinary`.
+    Some(unsafe { *handle } as usize)
+}
+
 #[no_mangle]
 pub extern "C" fn __cudaRegisterFatBinary(fat_cubin: *mut c_void) -> *mut *mut c_void {
-    let mut modules = MODULES.lock();
-    let index = modules.len();
-    modules.push(Some(Module {
-        wrapper: fat_cubin as usize,
-        ..Module::default()
-    }));
-    tracing::debug!(index, "fat binary registered");
+    let index = match std::panic::catch_unwind(|| read_fatbin(fat_cubin)) {
+        Ok(Ok(image)) => Runtime::global().register_module(image),
+        Ok(Err(e)) => {
+            eprintln!("rcud: cannot read the program's device code: {e}");
+            usize::MAX
+        }
+        Err(_) => usize::MAX,
+    };
     Box::into_raw(Box::new(index as *mut c_void))
 }
 
 #[no_mangle]
-pub extern "C" fn __cudaRegisterFatBinaryEnd(handle: *mut *mut c_void) {
-    let Some(index) = handle_index(handle) else {
-        return;
-    };
-    if let Some(Some(m)) = MODULES.lock().get(index) {
-        tracing::debug!(
-            index,
-            wrapper = format_args!("{:#x}", m.wrapper),
-            functions = m.functions.len(),
-            variables = m.variables.len(),
-            "fat binary registration complete"
-        );
-    }
-}
+pub extern "C" fn __cudaRegisterFatBinaryEnd(_handle: *mut *mut c_void) {}
 
 #[no_mangle]
 pub extern "C" fn __cudaUnregisterFatBinary(handle: *mut *mut c_void) {
     let Some(index) = handle_index(handle) else {
         return;
     };
-    if let Some(slot) = MODULES.lock().get_mut(index) {
-        *slot = None;
-    }
+    Runtime::global().unregister_module(index);
     // SAFETY: created by Box::into_raw in __cudaRegisterFatBinary; nvcc's code
     // unregisters each handle once, at exit.
     drop(unsafe { Box::from_raw(handle) });
@@ -86,8 +89,8 @@ pub extern "C" fn __cudaUnregisterFatBinary(handle: *mut *mut c_void) {
 pub extern "C" fn __cudaRegisterFunction(
     handle: *mut *mut c_void,
     host_fun: *const c_char,
-    _device_fun: *mut c_char,
-    device_name: *const c_char,
+    device_fun: *mut c_char,
+    _device_name: *const c_char,
     _thread_limit: c_int,
     _tid: *mut c_void,
     _bid: *mut c_void,
@@ -95,11 +98,8 @@ pub extern "C" fn __cudaRegisterFunction(
     _grid_dim: *mut c_void,
     _warp_size: *mut c_int,
 ) {
-    let Some(index) = handle_index(handle) else {
-        return;
-    };
-    if let Some(Some(m)) = MODULES.lock().get_mut(index) {
-        m.functions.push((host_fun as usize, c_string(device_name)));
+    if let Some(index) = handle_index(handle) {
+        Runtime::global().register_kernel(index, host_fun as u64, c_string(device_fun));
     }
 }
 
@@ -108,18 +108,19 @@ pub extern "C" fn __cudaRegisterFunction(
 pub extern "C" fn __cudaRegisterVar(
     handle: *mut *mut c_void,
     host_var: *mut c_char,
-    _device_address: *mut c_char,
-    device_name: *const c_char,
+    device_address: *mut c_char,
+    _device_name: *const c_char,
     _ext: c_int,
     size: usize,
     _constant: c_int,
     _global: c_int,
 ) {
-    let Some(index) = handle_index(handle) else {
-        return;
-    };
-    if let Some(Some(m)) = MODULES.lock().get_mut(index) {
-        m.variables
-            .push((host_var as usize, c_string(device_name), size));
+    if let Some(index) = handle_index(handle) {
+        Runtime::global().register_variable(
+            index,
+            host_var as u64,
+            c_string(device_address),
+            size as u64,
+        );
     }
 }

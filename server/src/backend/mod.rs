@@ -4,6 +4,7 @@ pub mod emu;
 
 use std::sync::Arc;
 
+use rcud_proto::ops::{Failure, FuncAttributes};
 use rcud_proto::{CudaError, DeviceProps};
 use thiserror::Error;
 
@@ -73,6 +74,39 @@ pub trait DeviceContext: Send {
     fn copy_device(&mut self, dst: u64, src: u64, len: u64) -> Result<(), CudaError>;
     /// `cudaMemset`.
     fn memset(&mut self, dst: u64, value: u8, len: u64) -> Result<(), CudaError>;
+
+    /// Loads a fat binary into this context and returns its module id. With
+    /// `image` `None`, the backend's cache is asked for `hash` and a miss is
+    /// `cudaErrorInvalidValue`; otherwise the image is parsed and cached.
+    fn load_module(&mut self, hash: [u8; 32], image: Option<Vec<u8>>) -> Result<u32, Failure>;
+    /// A kernel of a loaded module: its id and attributes.
+    fn get_function(&mut self, module: u32, name: &str) -> Result<(u32, FuncAttributes), Failure>;
+    /// Device address and size of a module-scope variable.
+    fn get_global(&mut self, module: u32, name: &str) -> Result<(u64, u64), Failure>;
+    /// `cudaFuncSetAttribute`.
+    fn set_function_attribute(
+        &mut self,
+        function: u32,
+        attr: i32,
+        value: i32,
+    ) -> Result<(), Failure>;
+    /// Runs a kernel to completion; returns its device `printf` output.
+    fn launch(&mut self, launch: &KernelLaunch<'_>) -> Result<Vec<u8>, Failure>;
+}
+
+/// One kernel launch as the client asked for it.
+#[derive(Debug, Clone, Copy)]
+pub struct KernelLaunch<'a> {
+    /// Function id from [`DeviceContext::get_function`].
+    pub function: u32,
+    /// Grid dimensions in blocks.
+    pub grid: [u32; 3],
+    /// Block dimensions in threads.
+    pub block: [u32; 3],
+    /// Dynamic shared memory per block, in bytes.
+    pub shared_mem: u32,
+    /// Parameters packed at the kernel's parameter offsets.
+    pub params: &'a [u8],
 }
 
 /// Which backend the server runs.
@@ -93,6 +127,8 @@ pub struct EmuSettings {
     pub gpus: u32,
     /// Memory of each emulated GPU, in bytes.
     pub memory: u64,
+    /// Longest a kernel may run before it is stopped with `cudaErrorLaunchTimeout`.
+    pub kernel_timeout: std::time::Duration,
 }
 
 impl Default for EmuSettings {
@@ -100,6 +136,7 @@ impl Default for EmuSettings {
         Self {
             gpus: 1,
             memory: rcud_emu::DEFAULT_MEMORY,
+            kernel_timeout: std::time::Duration::from_secs(120),
         }
     }
 }

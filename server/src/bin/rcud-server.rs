@@ -22,6 +22,10 @@ struct Args {
     /// Memory of each emulated GPU, e.g. 8GiB.
     #[arg(long, default_value = "8GiB")]
     emu_memory: bytesize::ByteSize,
+    /// Seconds a kernel may run on the emulated device before it is stopped
+    /// with cudaErrorLaunchTimeout.
+    #[arg(long, default_value_t = 120)]
+    kernel_timeout: u64,
 }
 
 fn main() -> ExitCode {
@@ -36,6 +40,7 @@ fn main() -> ExitCode {
     let emu = EmuSettings {
         gpus: args.emu_gpus,
         memory: args.emu_memory.as_u64(),
+        kernel_timeout: std::time::Duration::from_secs(args.kernel_timeout),
     };
     let backend = match select_backend(args.backend, &emu) {
         Ok(b) => b,

@@ -1,0 +1,390 @@
+//! Kernel launches end to end: the self-checking CUDA programs
+//! `tests/cuda/k_*.cu`, each built in four variants (nvcc's default fatbin
+//! compression and `--compress-mode none`, `speed`, `size`, all for sm_80),
+//! run unmodified under `rcud run` with its embedded server. Every run must
+//! exit with status 0 and print `PASS` last; each test also checks the
+//! program's own lines.
+//!
+//! Requirements and skipping as in `e2e.rs` (see `common/mod.rs`): without
+//! nvcc the tests print `skipped: ...` and pass, unless `RCUD_REQUIRE_CUDA=1`.
+//! Binaries go to `<repo>/target/cuda-tests/<program>-<variant>`.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use common::{build_as, rcud_run_within, setup, Env, Run};
+
+/// Limit for one run: the emulated device interprets the kernels on the CPU.
+const KERNEL_RUN_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// nvcc arguments of every variant: the emulated device is compute capability
+/// 8.0, and host-code warnings show up in a failed build's output.
+const COMMON_ARGS: &[&str] = &["-arch=sm_80", "-Xcompiler", "-Wall"];
+
+/// Each variant's name (the suffix of the binary) and its extra nvcc arguments.
+const VARIANTS: [(&str, &[&str]); 4] = [
+    ("default", &[]),
+    ("none", &["--compress-mode", "none"]),
+    ("speed", &["--compress-mode", "speed"]),
+    ("size", &["--compress-mode", "size"]),
+];
+
+/// `tests/cuda/<name>.cu` built in every variant, all built before any runs.
+fn build_variants(env: &Env, name: &str) -> Vec<(&'static str, PathBuf)> {
+    VARIANTS
+        .iter()
+        .map(|&(variant, extra)| {
+            let args: Vec<&str> = COMMON_ARGS.iter().chain(extra).copied().collect();
+            let bin = build_as(env, name, &format!("{name}-{variant}"), &args);
+            (variant, bin)
+        })
+        .collect()
+}
+
+/// Runs every variant of `tests/cuda/<name>.cu` under `rcud run -- BIN ARGS`
+/// (once per entry of `arg_sets`), asserts that each passes, and hands each run
+/// with its arguments to `check`.
+fn run_variants(name: &str, arg_sets: &[&[&str]], check: impl Fn(&[&str], &Run)) {
+    let Some(env) = setup(name) else { return };
+    for (variant, bin) in build_variants(env, name) {
+        for &args in arg_sets {
+            let run = rcud_run_within(env, None, &bin, args, KERNEL_RUN_TIMEOUT);
+            run.assert_pass(None);
+            check(args, &run);
+            eprintln!("{name} [{variant}] {args:?}: passed");
+        }
+    }
+}
+
+/// Runs every variant without arguments and asserts each of `lines`.
+fn run_and_expect(name: &str, lines: &[String]) {
+    run_variants(name, &[&[]], |_, run| assert_lines(run, lines));
+}
+
+fn assert_lines(run: &Run, lines: &[String]) {
+    for line in lines {
+        run.assert_line(line);
+    }
+}
+
+fn owned(lines: &[&str]) -> Vec<String> {
+    lines.iter().map(|l| l.to_string()).collect()
+}
+
+#[test]
+fn k_vector_add() {
+    let mut lines = Vec::new();
+    for n in [1usize, 255, 256, 257, 1000, 4097, 65539] {
+        for block in [256usize, 128, 1024, 32] {
+            let grid = n.div_ceil(block);
+            for how in ["<<<>>>", "cudaLaunchKernel"] {
+                lines.push(format!(
+                    "vector_add n={n} block={block} grid={grid} {how}: ok"
+                ));
+            }
+        }
+    }
+    for n in [1, 95, 10001] {
+        lines.push(format!("vector_add_int n={n} cudaLaunchKernel: ok"));
+    }
+    run_and_expect("k_vector_add", &lines);
+}
+
+#[test]
+fn k_saxpy() {
+    let mut lines = Vec::new();
+    for (n, grid, block) in [
+        (1, 1, 32),
+        (4099, 1, 64),
+        (4099, 4, 128),
+        (100003, 7, 96),
+        (100003, 32, 256),
+        (31, 2, 1024),
+    ] {
+        for ty in ["float", "double"] {
+            lines.push(format!("saxpy<{ty}> n={n} grid={grid} block={block}: ok"));
+        }
+    }
+    run_and_expect("k_saxpy", &lines);
+}
+
+#[test]
+fn k_struct_args() {
+    let kernels = [
+        "k_awkward",
+        "k_awkward via cudaLaunchKernel",
+        "k_nested",
+        "k_tiny",
+        "k_with_array",
+        "k_small_ints",
+        "k_mixed",
+        "k_aligned",
+        "k_big",
+    ];
+    let lines: Vec<String> = kernels.iter().map(|k| format!("{k}: ok")).collect();
+    run_and_expect("k_struct_args", &lines);
+}
+
+#[test]
+fn k_math() {
+    let lines = owned(&[
+        "int32: 15 ops ok",
+        "uint32: 12 ops ok",
+        "int64: 14 ops ok",
+        "uint64: 8 ops ok",
+        "float: 30 ops ok",
+        "double: 23 ops ok",
+        "half: 8 ops ok",
+    ]);
+    run_and_expect("k_math", &lines);
+}
+
+#[test]
+fn k_device_functions() {
+    let lines = owned(&[
+        "inline helpers: ok",
+        "noinline dot/cross/divmod/mix: ok",
+        "noinline struct result: ok",
+        "recursive factorial: ok",
+        "recursive fib: ok",
+        "recursive ackermann: ok",
+        "mutual recursion: ok",
+    ]);
+    run_and_expect("k_device_functions", &lines);
+}
+
+#[test]
+fn k_symbols() {
+    let lines = owned(&[
+        "cudaGetSymbolSize(c_coeffs) = 64",
+        "cudaGetSymbolSize(c_table) = 1024",
+        "cudaGetSymbolSize(c_shorts) = 6",
+        "cudaGetSymbolSize(d_counter) = 4",
+        "cudaGetSymbolSize(d_array) = 256",
+        "cudaGetSymbolSize(d_ull) = 8",
+        "initialisers: ok",
+        "cudaMemcpyToSymbol/FromSymbol with offsets: ok",
+        "kernel reads __constant__ and updates __device__: ok (d_counter = 1005)",
+        "cudaGetSymbolAddress(d_array): ok",
+        "cudaMemcpyToSymbolAsync/FromSymbolAsync on stream 0: ok",
+        "cudaMemcpy through the symbol address: ok",
+        "device-to-device symbol copies: ok",
+        "cudaMemcpyToSymbol(past the end of c_coeffs) -> cudaErrorInvalidValue",
+        "cudaGetSymbolAddress(host variable) -> cudaErrorInvalidSymbol",
+        "symbol errors: ok",
+    ]);
+    run_and_expect("k_symbols", &lines);
+}
+
+#[test]
+fn k_grid2d() {
+    let mut lines = Vec::new();
+    for (rows, cols, bx, by) in [
+        (37, 100, 16, 8),
+        (128, 33, 32, 4),
+        (1, 257, 64, 2),
+        (300, 200, 8, 16),
+    ] {
+        lines.push(format!("transpose {rows}x{cols} block {bx}x{by}: ok"));
+        lines.push(format!("transpose_tiled {rows}x{cols}: ok"));
+    }
+    for (h, w, bx, by) in [(45, 70, 32, 4), (3, 200, 16, 16), (129, 17, 8, 8)] {
+        lines.push(format!("stencil {h}x{w} block {bx}x{by}: ok"));
+    }
+    for (grid, block) in [
+        ((3, 2, 4), (4, 3, 5)),
+        ((1, 5, 1), (33, 1, 2)),
+        ((2, 1, 3), (1, 1, 64)),
+    ] {
+        lines.push(format!(
+            "grid3d grid ({},{},{}) block ({},{},{}): ok",
+            grid.0, grid.1, grid.2, block.0, block.1, block.2
+        ));
+    }
+    run_and_expect("k_grid2d", &lines);
+}
+
+#[test]
+fn k_matmul_tiled() {
+    let mut lines = Vec::new();
+    for (m, k, n) in [
+        (37, 50, 29),
+        (64, 64, 64),
+        (100, 3, 77),
+        (1, 130, 1),
+        (17, 16, 33),
+    ] {
+        lines.push(format!("matmul<float> {m}x{k} * {k}x{n} (tile 16): ok"));
+    }
+    for (m, k, n) in [(37, 50, 29), (20, 9, 70)] {
+        lines.push(format!("matmul<double> {m}x{k} * {k}x{n} (tile 8): ok"));
+    }
+    run_and_expect("k_matmul_tiled", &lines);
+}
+
+#[test]
+fn k_reduction() {
+    let mut lines = Vec::new();
+    for n in [1usize, 31, 32, 33, 1000, 65537, 100000] {
+        for (kind, ty, block) in [
+            ("reduce_shared", "int", 256usize),
+            ("reduce_shared", "float", 128),
+            ("reduce_shared", "double", 1024),
+            ("reduce_shuffle", "int", 96),
+            ("reduce_shuffle", "float", 256),
+            ("reduce_shuffle", "double", 1024),
+        ] {
+            let grid = n.div_ceil(block).min(64);
+            lines.push(format!("{kind}<{ty}> n={n} block={block} grid={grid}: ok"));
+        }
+    }
+    lines.extend(owned(&[
+        "warp allreduce xor: ok",
+        "warp scan shfl_up: ok",
+        "warp broadcast shfl: ok",
+    ]));
+    run_and_expect("k_reduction", &lines);
+}
+
+#[test]
+fn k_histogram() {
+    let mut lines = Vec::new();
+    for n in [1, 1000, 100003] {
+        lines.push(format!("histogram shared+global n={n}: ok"));
+        lines.push(format!("histogram global n={n}: ok"));
+    }
+    for place in ["global", "shared"] {
+        for ty in ["int", "unsigned", "ull", "float", "double"] {
+            lines.push(format!("atomics {ty} {place}: ok"));
+        }
+        lines.push(format!("atomicExch/atomicInc old values {place}: ok"));
+    }
+    run_and_expect("k_histogram", &lines);
+}
+
+#[test]
+fn k_warp_vote() {
+    let lines: Vec<String> = [(1, 64), (1, 48), (3, 40), (2, 7), (1, 1), (2, 1024)]
+        .iter()
+        .map(|(grid, block)| format!("warp vote block={block} grid={grid}: ok"))
+        .collect();
+    run_and_expect("k_warp_vote", &lines);
+}
+
+/// The lines the kernels of k_printf.cu print, each exactly once.
+fn printf_expected() -> Vec<String> {
+    let names = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"];
+    let mut lines = Vec::new();
+    for block in 0..2u32 {
+        for thread in 0..3u32 {
+            let g = 3 * block + thread;
+            let d = 7 - 1000 * i64::from(g);
+            let u = 4_000_000_000u64 + u64::from(g);
+            let x = 0xdead_be00u32 + g;
+            let f = f64::from(g) * 1.25;
+            let c = char::from(b'A' + g as u8);
+            let lld = -1_234_567_890_123i64 * (i64::from(g) + 1);
+            lines.push(format!(
+                "[dev] block {block} thread {thread}: d={d} u={u} x={x:x} f={f:.6} s={} c={c} \
+                 lld={lld}",
+                names[g as usize]
+            ));
+        }
+    }
+    lines.extend(owned(&[
+        "[dev] hello from the device",
+        "[dev] 100% done, %d is literal",
+        "[dev] padded: [   42] [42   ] [0000beef] [3.142] [     right]",
+        "[dev] double 0.67 and float 0.5, end",
+    ]));
+    for g in (0..128).filter(|g| g % 3 != 1) {
+        lines.push(format!("[dev] many {g}"));
+    }
+    lines
+}
+
+#[test]
+fn k_printf() {
+    let expected = printf_expected();
+    run_variants("k_printf", &[&[]], |_, run| {
+        // The order between threads is unspecified: compare the multisets.
+        let mut counts: HashMap<&str, i64> = HashMap::new();
+        for line in &expected {
+            *counts.entry(line.as_str()).or_default() += 1;
+        }
+        for line in run.stdout.lines().map(str::trim_end) {
+            if line.starts_with("[dev]") {
+                *counts.entry(line).or_default() -= 1;
+            }
+        }
+        let mut wrong: Vec<String> = counts
+            .iter()
+            .filter(|(_, &n)| n != 0)
+            .map(|(line, &n)| {
+                if n > 0 {
+                    format!("missing: `{line}`")
+                } else {
+                    format!("unexpected or repeated {}x: `{line}`", -n)
+                }
+            })
+            .collect();
+        if !wrong.is_empty() {
+            wrong.sort();
+            run.fail(
+                &format!("device printf output differs:\n{}", wrong.join("\n")),
+                None,
+            );
+        }
+    });
+}
+
+#[test]
+fn k_errors() {
+    let fault = owned(&[
+        "launch -> cudaSuccess",
+        "cudaDeviceSynchronize -> cudaErrorIllegalAddress",
+        "cudaMalloc after the fault -> cudaErrorIllegalAddress",
+        "cudaMemcpy after the fault -> cudaErrorIllegalAddress",
+        "cudaMemset after the fault -> cudaErrorIllegalAddress",
+        "cudaDeviceSynchronize again -> cudaErrorIllegalAddress",
+    ]);
+    let config = owned(&[
+        "before the invalid configurations: launch ok",
+        "block of 2048 threads -> cudaErrorInvalidConfiguration",
+        "cudaGetLastError again -> cudaSuccess",
+        "cudaDeviceSynchronize -> cudaSuccess",
+        "block z of 65 -> cudaErrorInvalidConfiguration",
+        "grid y of 65536 -> cudaErrorInvalidConfiguration",
+        "empty grid -> cudaErrorInvalidConfiguration",
+        "cudaLaunchKernel with 2048 threads -> cudaErrorInvalidConfiguration",
+        "after the invalid configurations: launch ok",
+    ]);
+    run_variants("k_errors", &[&["fault"], &["config"]], |args, run| {
+        assert_lines(run, if args == ["config"] { &config } else { &fault });
+    });
+}
+
+#[test]
+fn k_func_attrs() {
+    let lines = owned(&[
+        "cudaFuncGetAttributes: ok",
+        "static shared launch: ok",
+        "cudaFuncSetAttribute(MaxDynamicSharedMemorySize, 65536): ok",
+        "launch with 65536 bytes of dynamic shared memory: ok",
+        "cudaFuncSetCacheConfig: ok",
+        "cudaOccupancyMaxActiveBlocksPerMultiprocessor: ok",
+        "cudaLaunchKernelExC: ok",
+        "cudaLaunchKernelEx: ok",
+    ]);
+    run_variants("k_func_attrs", &[&[]], |_, run| {
+        assert_lines(run, &lines);
+        run.assert_contains("static_shared: numRegs=");
+        run.assert_contains("sharedSizeBytes=1056");
+        run.assert_contains("bounded: numRegs=");
+        run.assert_contains("maxThreadsPerBlock=128");
+        run.assert_contains("maxDynamicSharedSizeBytes=65536");
+    });
+}

@@ -1,0 +1,295 @@
+//! Kernel launches, kernel attributes and occupancy.
+
+use std::cell::RefCell;
+use std::ffi::c_void;
+use std::os::raw::{c_int, c_uint};
+
+use rcud_client::runtime::LaunchConfig;
+use rcud_client::Runtime;
+use rcud_proto::ops::{ATTR_CARVEOUT, ATTR_MAX_DYNAMIC_SHARED};
+use rcud_proto::CudaError;
+
+use crate::abi::launch::{CudaFuncAttributes, CudaLaunchConfig, Dim3};
+use crate::ffi::{guard, write_out, CudaErrorT};
+
+fn rt() -> &'static Runtime {
+    Runtime::global()
+}
+
+thread_local! {
+    /// Configurations pushed by `<<<...>>>` and not yet popped by the stub.
+    static CALL_CONFIGS: RefCell<Vec<LaunchConfig>> = const { RefCell::new(Vec::new()) };
+}
+
+/// `<<<grid, block, shared, stream>>>` starts here. A non-zero return makes
+/// nvcc's code skip the launch.
+#[no_mangle]
+pub extern "C" fn __cudaPushCallConfiguration(
+    grid: Dim3,
+    block: Dim3,
+    shared_mem: usize,
+    stream: *mut c_void,
+) -> c_uint {
+    CALL_CONFIGS.with(|c| {
+        c.borrow_mut().push(LaunchConfig {
+            grid: grid.into(),
+            block: block.into(),
+            shared_mem: shared_mem as u64,
+            stream: stream as u64,
+        })
+    });
+    0
+}
+
+#[no_mangle]
+pub extern "C" fn __cudaPopCallConfiguration(
+    grid: *mut Dim3,
+    block: *mut Dim3,
+    shared_mem: *mut usize,
+    stream: *mut *mut c_void,
+) -> CudaErrorT {
+    guard(|| {
+        let config = CALL_CONFIGS
+            .with(|c| c.borrow_mut().pop())
+            .ok_or(CudaError::MISSING_CONFIGURATION)?;
+        write_out(grid, Dim3::from(config.grid))?;
+        write_out(block, Dim3::from(config.block))?;
+        write_out(shared_mem, config.shared_mem as usize)?;
+        write_out(stream, config.stream as *mut c_void)
+    })
+}
+
+/// The kernel handle nvcc's launch code passes back is the host stub itself.
+#[no_mangle]
+pub extern "C" fn __cudaGetKernel(kernel: *mut *mut c_void, func: *const c_void) -> CudaErrorT {
+    guard(|| {
+        if !rt().is_kernel(func as u64) {
+            return Err(CudaError::INVALID_DEVICE_FUNCTION);
+        }
+        write_out(kernel, func as *mut c_void)
+    })
+}
+
+/// Launches the kernel whose host stub is `func` with `args`, one pointer per
+/// parameter, and writes its device `printf` output to the program's stdout.
+fn launch(
+    func: *const c_void,
+    config: LaunchConfig,
+    args: *mut *mut c_void,
+) -> Result<(), CudaError> {
+    let mut read_arg = |i: usize, dst: &mut [u8]| {
+        if args.is_null() {
+            return;
+        }
+        // SAFETY: nvcc's stubs and the cudaLaunchKernel contract pass one
+        // pointer per kernel parameter, each to a value of the parameter's size.
+        unsafe {
+            let src = *args.add(i) as *const u8;
+            if !src.is_null() {
+                std::ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), dst.len());
+            }
+        }
+    };
+    let output = rt().launch(func as u64, &config, &mut read_arg)?;
+    crate::ffi::write_stdout(&output);
+    Ok(())
+}
+
+fn config(grid: Dim3, block: Dim3, shared_mem: usize, stream: *mut c_void) -> LaunchConfig {
+    LaunchConfig {
+        grid: grid.into(),
+        block: block.into(),
+        shared_mem: shared_mem as u64,
+        stream: stream as u64,
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn __cudaLaunchKernel(
+    kernel: *const c_void,
+    grid: Dim3,
+    block: Dim3,
+    args: *mut *mut c_void,
+    shared_mem: usize,
+    stream: *mut c_void,
+) -> CudaErrorT {
+    guard(|| launch(kernel, config(grid, block, shared_mem, stream), args))
+}
+
+/// Per-thread default stream form; the same launch without streams.
+#[no_mangle]
+pub extern "C" fn __cudaLaunchKernel_ptsz(
+    kernel: *const c_void,
+    grid: Dim3,
+    block: Dim3,
+    args: *mut *mut c_void,
+    shared_mem: usize,
+    stream: *mut c_void,
+) -> CudaErrorT {
+    guard(|| launch(kernel, config(grid, block, shared_mem, stream), args))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaLaunchKernel(
+    func: *const c_void,
+    grid: Dim3,
+    block: Dim3,
+    args: *mut *mut c_void,
+    shared_mem: usize,
+    stream: *mut c_void,
+) -> CudaErrorT {
+    guard(|| launch(func, config(grid, block, shared_mem, stream), args))
+}
+
+/// See [`cudaLaunchKernel`].
+#[no_mangle]
+pub extern "C" fn cudaLaunchKernel_ptsz(
+    func: *const c_void,
+    grid: Dim3,
+    block: Dim3,
+    args: *mut *mut c_void,
+    shared_mem: usize,
+    stream: *mut c_void,
+) -> CudaErrorT {
+    guard(|| launch(func, config(grid, block, shared_mem, stream), args))
+}
+
+fn launch_ex(
+    cfg: *const CudaLaunchConfig,
+    func: *const c_void,
+    args: *mut *mut c_void,
+) -> Result<(), CudaError> {
+    if cfg.is_null() {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    // SAFETY: non-NULL, and the API requires a valid cudaLaunchConfig_t.
+    let cfg = unsafe { &*cfg };
+    if cfg.num_attrs > 0 {
+        // Launch attributes (clusters, priorities, programmatic serialization,
+        // ...) change scheduling guarantees that rcud cannot promise yet.
+        // SAFETY: `attrs` holds `num_attrs` entries by the API contract; the
+        // id is the first field of each.
+        let first = unsafe { cfg.attrs.as_ref().map(|a| a.id) };
+        eprintln!(
+            "rcud: cudaLaunchKernelExC: launch attributes are not supported (first attribute id {first:?})"
+        );
+        return Err(CudaError::NOT_SUPPORTED);
+    }
+    launch(
+        func,
+        config(
+            cfg.grid_dim,
+            cfg.block_dim,
+            cfg.dynamic_smem_bytes,
+            cfg.stream,
+        ),
+        args,
+    )
+}
+
+#[no_mangle]
+pub extern "C" fn cudaLaunchKernelExC(
+    cfg: *const CudaLaunchConfig,
+    func: *const c_void,
+    args: *mut *mut c_void,
+) -> CudaErrorT {
+    guard(|| launch_ex(cfg, func, args))
+}
+
+/// See [`cudaLaunchKernelExC`].
+#[no_mangle]
+pub extern "C" fn cudaLaunchKernelExC_ptsz(
+    cfg: *const CudaLaunchConfig,
+    func: *const c_void,
+    args: *mut *mut c_void,
+) -> CudaErrorT {
+    guard(|| launch_ex(cfg, func, args))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaFuncGetAttributes(
+    attr: *mut CudaFuncAttributes,
+    func: *const c_void,
+) -> CudaErrorT {
+    guard(|| {
+        let a = rt().kernel_attributes(func as u64)?;
+        write_out(attr, CudaFuncAttributes::from_wire(&a))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaFuncSetAttribute(
+    func: *const c_void,
+    attr: c_int,
+    value: c_int,
+) -> CudaErrorT {
+    guard(|| match attr {
+        ATTR_MAX_DYNAMIC_SHARED | ATTR_CARVEOUT => {
+            rt().set_kernel_attribute(func as u64, attr, value)
+        }
+        _ => Err(CudaError::INVALID_VALUE),
+    })
+}
+
+/// A cache-configuration hint: accepted and ignored, as CUDA does on devices
+/// without a configurable L1/shared split.
+#[no_mangle]
+pub extern "C" fn cudaFuncSetCacheConfig(func: *const c_void, _config: c_int) -> CudaErrorT {
+    guard(|| {
+        if !rt().is_kernel(func as u64) {
+            return Err(CudaError::INVALID_DEVICE_FUNCTION);
+        }
+        Ok(())
+    })
+}
+
+/// Active blocks per multiprocessor, from the device's limits and the
+/// kernel's block size, static and dynamic shared memory, and registers.
+fn occupancy(
+    func: *const c_void,
+    block_size: c_int,
+    dynamic_smem: usize,
+) -> Result<c_int, CudaError> {
+    if block_size <= 0 {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    let rt = rt();
+    let attrs = rt.kernel_attributes(func as u64)?;
+    let props = rt.props(rt.current_device()? as c_int)?;
+    let warps_per_block = (block_size as u64).div_ceil(props.warp_size.max(1) as u64);
+    let max_warps = (props.max_threads_per_multi_processor / props.warp_size.max(1)) as u64;
+    let by_threads = max_warps / warps_per_block.max(1);
+    let shared = attrs.shared_size_bytes + dynamic_smem as u64;
+    let by_shared = match shared {
+        0 => u64::MAX,
+        s => props.shared_mem_per_multiprocessor / s,
+    };
+    let regs = attrs.num_regs.max(1) as u64 * block_size as u64;
+    let by_regs = props.regs_per_multiprocessor as u64 / regs.max(1);
+    let blocks = by_threads
+        .min(by_shared)
+        .min(by_regs)
+        .min(props.max_blocks_per_multi_processor as u64);
+    Ok(blocks as c_int)
+}
+
+#[no_mangle]
+pub extern "C" fn cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+    num_blocks: *mut c_int,
+    func: *const c_void,
+    block_size: c_int,
+    dynamic_smem: usize,
+) -> CudaErrorT {
+    guard(|| write_out(num_blocks, occupancy(func, block_size, dynamic_smem)?))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+    num_blocks: *mut c_int,
+    func: *const c_void,
+    block_size: c_int,
+    dynamic_smem: usize,
+    _flags: c_uint,
+) -> CudaErrorT {
+    guard(|| write_out(num_blocks, occupancy(func, block_size, dynamic_smem)?))
+}

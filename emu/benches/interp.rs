@@ -1,0 +1,189 @@
+//! PTX interpreter throughput: thread-instructions per second on real nvcc
+//! kernels (emu/tests/ptx), on one host thread and on all cores.
+//!
+//!     CARGO_TARGET_DIR=/tmp/target-ptx cargo bench -p rcud-emu --bench interp
+//!
+//! Criterion's "thrpt" figure is in PTX instructions (per thread) per second.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use rcud_emu::kernel::{self, LaunchConfig, Limits};
+use rcud_emu::ptx::Module;
+use rcud_emu::{DeviceMemory, EmuGpu};
+
+struct Case {
+    name: &'static str,
+    module: Module,
+    kernel: &'static str,
+    config: LaunchConfig,
+    params: Vec<u8>,
+    mem: DeviceMemory,
+}
+
+fn load(file: &str) -> Module {
+    let path = format!("{}/tests/ptx/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(path).expect("test PTX");
+    Module::parse(&text).expect("parse")
+}
+
+fn upload_f32(mem: &mut DeviceMemory, v: &[f32]) -> u64 {
+    let a = mem.malloc((v.len() * 4) as u64).expect("malloc");
+    let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+    mem.slice_mut(a, bytes.len() as u64)
+        .expect("slice")
+        .copy_from_slice(&bytes);
+    a
+}
+
+fn pack(module: &Module, kernel: &str, args: &[Vec<u8>]) -> Vec<u8> {
+    let layout = module.kernel_params(kernel).expect("kernel");
+    let size = layout.iter().map(|(o, s)| o + s).max().unwrap_or(0);
+    let mut buf = vec![0u8; size];
+    for ((off, _), a) in layout.iter().zip(args) {
+        buf[*off..*off + a.len()].copy_from_slice(a);
+    }
+    buf
+}
+
+fn cases() -> Vec<Case> {
+    let mut out = Vec::new();
+
+    let n: usize = 1 << 20;
+    let mut mem = DeviceMemory::new(EmuGpu::new(0, 1 << 30), 0);
+    let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let a = upload_f32(&mut mem, &x);
+    let b = upload_f32(&mut mem, &x);
+    let c = mem.malloc((n * 4) as u64).expect("malloc");
+    let module = load("basic.ptx");
+    let params = pack(
+        &module,
+        "vec_add",
+        &[
+            a.to_le_bytes().to_vec(),
+            b.to_le_bytes().to_vec(),
+            c.to_le_bytes().to_vec(),
+            (n as i32).to_le_bytes().to_vec(),
+        ],
+    );
+    out.push(Case {
+        name: "vec_add_1M",
+        module,
+        kernel: "vec_add",
+        config: LaunchConfig {
+            grid: [(n / 256) as u32, 1, 1],
+            block: [256, 1, 1],
+            dynamic_shared: 0,
+        },
+        params,
+        mem,
+    });
+
+    let dim: usize = 128;
+    let mut mem = DeviceMemory::new(EmuGpu::new(0, 1 << 30), 0);
+    let m: Vec<f32> = (0..dim * dim).map(|i| (i % 17) as f32 * 0.25).collect();
+    let a = upload_f32(&mut mem, &m);
+    let b = upload_f32(&mut mem, &m);
+    let c = mem.malloc((dim * dim * 4) as u64).expect("malloc");
+    let module = load("matmul.ptx");
+    let d = (dim as i32).to_le_bytes().to_vec();
+    let params = pack(
+        &module,
+        "matmul",
+        &[
+            a.to_le_bytes().to_vec(),
+            b.to_le_bytes().to_vec(),
+            c.to_le_bytes().to_vec(),
+            d.clone(),
+            d.clone(),
+            d,
+        ],
+    );
+    out.push(Case {
+        name: "matmul_tile16_128",
+        module,
+        kernel: "matmul",
+        config: LaunchConfig {
+            grid: [(dim / 16) as u32, (dim / 16) as u32, 1],
+            block: [16, 16, 1],
+            dynamic_shared: 0,
+        },
+        params,
+        mem,
+    });
+
+    let n: usize = 1 << 20;
+    let mut mem = DeviceMemory::new(EmuGpu::new(0, 1 << 30), 0);
+    let x: Vec<f32> = (0..n).map(|i| (i % 7) as f32).collect();
+    let a = upload_f32(&mut mem, &x);
+    let o = mem.malloc(64 * 4).expect("malloc");
+    let module = load("reduce.ptx");
+    let params = pack(
+        &module,
+        "reduce_sum",
+        &[
+            a.to_le_bytes().to_vec(),
+            o.to_le_bytes().to_vec(),
+            (n as i32).to_le_bytes().to_vec(),
+        ],
+    );
+    out.push(Case {
+        name: "reduce_shfl_1M",
+        module,
+        kernel: "reduce_sum",
+        config: LaunchConfig {
+            grid: [64, 1, 1],
+            block: [256, 1, 1],
+            dynamic_shared: 32,
+        },
+        params,
+        mem,
+    });
+    out
+}
+
+fn bench(c: &mut Criterion) {
+    let symbols = HashMap::new();
+    for mut case in cases() {
+        for (label, threads) in [("1 thread", 1usize), ("all cores", 0)] {
+            let limits = Limits {
+                timeout: Duration::from_secs(600),
+                threads,
+                ..Limits::default()
+            };
+            let once = kernel::launch(
+                &case.module,
+                case.kernel,
+                &case.config,
+                &case.params,
+                &symbols,
+                &mut case.mem,
+                &limits,
+            )
+            .expect("launch");
+            let mut g = c.benchmark_group(case.name);
+            g.sample_size(10);
+            g.measurement_time(Duration::from_secs(4));
+            g.throughput(Throughput::Elements(once.instructions));
+            g.bench_function(label, |b| {
+                b.iter(|| {
+                    kernel::launch(
+                        &case.module,
+                        case.kernel,
+                        &case.config,
+                        &case.params,
+                        &symbols,
+                        &mut case.mem,
+                        &limits,
+                    )
+                    .expect("launch")
+                })
+            });
+            g.finish();
+        }
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

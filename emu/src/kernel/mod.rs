@@ -1,0 +1,662 @@
+//! Kernel launches on the CPU: validates the launch, resolves symbols,
+//! runs the grid's blocks in parallel on host threads (each block's warps
+//! interleaved on one thread, honouring barriers), and collects `printf`
+//! output, the instruction count and the first error.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+mod exec;
+mod num;
+mod printf;
+
+pub use exec::{LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW};
+
+use crate::memory::DeviceMemory;
+use crate::ptx::ir::{ConstVal, Msp};
+use crate::ptx::{Module, SymKind};
+use exec::{BlockEnv, Ctx, Exc, ExcKind, Status, WState, Warp};
+
+/// Grid and block dimensions and dynamic shared memory of a launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchConfig {
+    /// Blocks in x, y, z.
+    pub grid: [u32; 3],
+    /// Threads per block in x, y, z.
+    pub block: [u32; 3],
+    /// Bytes of dynamic (`extern __shared__`) shared memory per block.
+    pub dynamic_shared: u32,
+}
+
+/// Limits of one launch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Wall-clock time after which the launch stops with [`KernelError::Timeout`].
+    pub timeout: Duration,
+    /// Host worker threads (0: all available cores).
+    pub threads: usize,
+    /// The kernel's `cudaFuncAttributeMaxDynamicSharedMemorySize`: dynamic
+    /// shared memory above 48 KiB (static + dynamic) is allowed up to this
+    /// many bytes, and never past 163 KiB in all.
+    pub max_dynamic_shared: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            timeout: Duration::from_secs(60),
+            threads: 0,
+            max_dynamic_shared: DEFAULT_SHARED,
+        }
+    }
+}
+
+/// Bytes of device `printf` output one launch keeps (the device's default
+/// `cudaLimitPrintfFifoSize`); later output is dropped.
+pub const PRINTF_LIMIT: usize = 1 << 20;
+
+/// Shared memory a block may use without opting in (48 KiB).
+pub const DEFAULT_SHARED: u32 = 48 * 1024;
+/// Most shared memory per block on compute capability 8.0 (163 KiB).
+pub const MAX_SHARED: u32 = 163 * 1024;
+
+/// What a successful launch produced.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LaunchOutput {
+    /// Device `printf` output: each block's output in block order, each
+    /// thread's calls in the order it made them.
+    pub printf: String,
+    /// PTX instructions executed, counted per thread.
+    pub instructions: u64,
+}
+
+/// Where a kernel failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fault {
+    /// Kernel name.
+    pub kernel: String,
+    /// Function the failing instruction is in (the kernel or a device function).
+    pub function: String,
+    /// blockIdx of the failing thread.
+    pub block: [u32; 3],
+    /// threadIdx of the failing thread.
+    pub thread: [u32; 3],
+    /// The instruction's opcode, as written in the PTX.
+    pub instruction: String,
+    /// Its line in the PTX text.
+    pub line: u32,
+    /// The faulting address (memory errors).
+    pub address: u64,
+    /// Access size in bytes (memory errors).
+    pub size: u32,
+    /// State space of the access (`global`, `shared`, `local`, ...).
+    pub space: &'static str,
+    /// Extra detail (assertion text, reason).
+    pub message: String,
+}
+
+/// Why a launch failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KernelError {
+    /// An access outside every allocation or outside its space's bounds
+    /// (`cudaErrorIllegalAddress`).
+    IllegalAddress(Box<Fault>),
+    /// An access not aligned to its size (`cudaErrorMisalignedAddress`).
+    MisalignedAddress(Box<Fault>),
+    /// Bad grid/block dimensions or shared memory size
+    /// (`cudaErrorInvalidConfiguration`).
+    InvalidConfiguration(String),
+    /// Bad launch arguments: parameter buffer too small, unknown kernel
+    /// (`cudaErrorInvalidValue`).
+    InvalidValue(String),
+    /// The kernel ran past the time limit (`cudaErrorLaunchTimeout`).
+    Timeout(Box<str>),
+    /// `trap` (`cudaErrorLaunchFailure`).
+    Trap(Box<Fault>),
+    /// A device-side `assert` failed (`cudaErrorAssert`).
+    Assert(Box<Fault>),
+    /// The call stack grew past its limit (`cudaErrorLaunchFailure`).
+    StackOverflow(Box<Fault>),
+    /// The kernel uses PTX the interpreter does not support, or a global
+    /// variable was not loaded (`cudaErrorNotSupported` / `cudaErrorInvalidPtx`).
+    Unsupported(String),
+    /// A bug in the interpreter (a caught panic).
+    Internal(String),
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "kernel {}, block ({},{},{}), thread ({},{},{}), '{}' (line {}",
+            self.kernel,
+            self.block[0],
+            self.block[1],
+            self.block[2],
+            self.thread[0],
+            self.thread[1],
+            self.thread[2],
+            self.instruction,
+            self.line
+        )?;
+        if self.function != self.kernel {
+            write!(f, " in function {}", self.function)?;
+        }
+        write!(f, ")")
+    }
+}
+
+impl fmt::Display for KernelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KernelError::IllegalAddress(x) => write!(
+                f,
+                "illegal address: {}-byte {} access at {:#x}: {x}",
+                x.size, x.space, x.address
+            ),
+            KernelError::MisalignedAddress(x) => write!(
+                f,
+                "misaligned address: {}-byte {} access at {:#x}: {x}",
+                x.size, x.space, x.address
+            ),
+            KernelError::InvalidConfiguration(s) => write!(f, "invalid configuration: {s}"),
+            KernelError::InvalidValue(s) => write!(f, "invalid launch: {s}"),
+            KernelError::Timeout(k) => write!(f, "kernel {k} ran past the time limit"),
+            KernelError::Trap(x) => write!(f, "trap: {x}"),
+            KernelError::Assert(x) => write!(f, "assertion failed: {}: {x}", x.message),
+            KernelError::StackOverflow(x) => write!(f, "stack overflow ({}): {x}", x.message),
+            KernelError::Unsupported(s) => write!(f, "{s}"),
+            KernelError::Internal(s) => write!(f, "internal interpreter error: {s}"),
+        }
+    }
+}
+
+impl std::error::Error for KernelError {}
+
+/// A launch's output and its error, if any: `printf` output made before a
+/// failure is kept.
+#[derive(Debug)]
+pub struct LaunchResult {
+    /// Output of the blocks that finished (all of them on success).
+    pub output: LaunchOutput,
+    /// The first error.
+    pub error: Option<KernelError>,
+}
+
+/// Warp instructions a warp runs before the block's next warp gets a turn.
+const SLICE: u64 = 1024;
+
+/// Runs kernel `kernel` of `module`. `params` is the parameter buffer packed
+/// at the offsets of [`Module::kernel_params`]; `symbols` maps each of
+/// [`Module::globals`] to its device address.
+pub fn launch(
+    module: &Module,
+    kernel: &str,
+    config: &LaunchConfig,
+    params: &[u8],
+    symbols: &HashMap<String, u64>,
+    memory: &mut DeviceMemory,
+    limits: &Limits,
+) -> Result<LaunchOutput, KernelError> {
+    let r = launch_detailed(module, kernel, config, params, symbols, memory, limits);
+    match r.error {
+        None => Ok(r.output),
+        Some(e) => Err(e),
+    }
+}
+
+/// Like [`launch`], but keeps the `printf` output of a failed launch.
+pub fn launch_detailed(
+    module: &Module,
+    kernel: &str,
+    config: &LaunchConfig,
+    params: &[u8],
+    symbols: &HashMap<String, u64>,
+    memory: &mut DeviceMemory,
+    limits: &Limits,
+) -> LaunchResult {
+    match prepare(module, kernel, config, params, symbols, limits) {
+        Ok(p) => run_grid(module, kernel, config, p, memory, limits),
+        Err(e) => LaunchResult {
+            output: LaunchOutput::default(),
+            error: Some(e),
+        },
+    }
+}
+
+/// Checks a launch configuration against the kernel and the limits.
+pub fn check_config(
+    module: &Module,
+    kernel: &str,
+    config: &LaunchConfig,
+    limits: &Limits,
+) -> Result<(), KernelError> {
+    let Some(meta) = module.kernels.get(kernel) else {
+        return Err(KernelError::InvalidValue(format!(
+            "no kernel named {kernel}"
+        )));
+    };
+    let [bx, by, bz] = config.block;
+    let [gx, gy, gz] = config.grid;
+    let bad = |s: String| Err(KernelError::InvalidConfiguration(s));
+    if bx == 0 || by == 0 || bz == 0 || gx == 0 || gy == 0 || gz == 0 {
+        return bad(format!(
+            "grid ({gx},{gy},{gz}) and block ({bx},{by},{bz}) dimensions must be positive"
+        ));
+    }
+    if bx > 1024 || by > 1024 || bz > 64 {
+        return bad(format!("block ({bx},{by},{bz}) exceeds (1024,1024,64)"));
+    }
+    let threads = u64::from(bx) * u64::from(by) * u64::from(bz);
+    if threads > 1024 {
+        return bad(format!("block of {threads} threads exceeds 1024"));
+    }
+    if threads > u64::from(meta.info.max_threads) {
+        return bad(format!(
+            "block of {threads} threads exceeds the kernel's limit of {}",
+            meta.info.max_threads
+        ));
+    }
+    if let Some(req) = module.funcs[meta.func as usize].reqntid {
+        if req != config.block {
+            return bad(format!(
+                "block ({bx},{by},{bz}) differs from the kernel's .reqntid ({},{},{})",
+                req[0], req[1], req[2]
+            ));
+        }
+    }
+    if gx > i32::MAX as u32 || gy > 65535 || gz > 65535 {
+        return bad(format!(
+            "grid ({gx},{gy},{gz}) exceeds (2^31-1,65535,65535)"
+        ));
+    }
+    let total = u64::from(meta.dyn_base) + u64::from(config.dynamic_shared);
+    let stat = u64::from(meta.static_shared);
+    if stat > u64::from(DEFAULT_SHARED) {
+        return bad(format!(
+            "{stat} bytes of static shared memory exceed 48 KiB"
+        ));
+    }
+    if total > u64::from(DEFAULT_SHARED)
+        && (config.dynamic_shared > limits.max_dynamic_shared || total > u64::from(MAX_SHARED))
+    {
+        return bad(format!(
+            "{} bytes of dynamic shared memory (plus {stat} static) exceed the limit of {} bytes",
+            config.dynamic_shared,
+            limits
+                .max_dynamic_shared
+                .min(MAX_SHARED.saturating_sub(meta.dyn_base))
+                .max(DEFAULT_SHARED.saturating_sub(meta.dyn_base))
+        ));
+    }
+    Ok(())
+}
+
+struct Prepared {
+    func: u32,
+    consts: Vec<Vec<(u32, u64)>>,
+    params: Vec<u8>,
+    shared_bytes: u32,
+}
+
+fn prepare(
+    module: &Module,
+    kernel: &str,
+    config: &LaunchConfig,
+    params: &[u8],
+    symbols: &HashMap<String, u64>,
+    limits: &Limits,
+) -> Result<Prepared, KernelError> {
+    check_config(module, kernel, config, limits)?;
+    let Some(meta) = module.kernels.get(kernel) else {
+        return Err(KernelError::InvalidValue(format!(
+            "no kernel named {kernel}"
+        )));
+    };
+    if let Some(e) = module.kernel_error(kernel) {
+        return Err(KernelError::Unsupported(e.to_string()));
+    }
+    let frame = module.funcs[meta.func as usize].frame_size as usize;
+    if frame > exec::LOCAL_LIMIT {
+        return Err(KernelError::Unsupported(format!(
+            "kernel {kernel} needs {frame} bytes of local memory per thread, more than {}",
+            exec::LOCAL_LIMIT
+        )));
+    }
+    let need = meta.info.param_bytes as usize;
+    if params.len() < need {
+        return Err(KernelError::InvalidValue(format!(
+            "kernel {kernel} takes {need} bytes of parameters, {} given",
+            params.len()
+        )));
+    }
+    let mut consts = vec![Vec::new(); module.funcs.len()];
+    for &fi in &meta.reach {
+        let f = &module.funcs[fi as usize];
+        let mut out = Vec::with_capacity(f.consts.len());
+        for &(slot, cv) in &f.consts {
+            let v = match cv {
+                ConstVal::Imm(v) => v,
+                ConstVal::Sym(id, add) => {
+                    let sym = &module.syms[id as usize];
+                    let base = match &sym.kind {
+                        SymKind::Var => *symbols.get(&sym.name).ok_or_else(|| {
+                            KernelError::Unsupported(format!(
+                                "kernel {kernel} uses module variable '{}', which was not loaded",
+                                sym.name
+                            ))
+                        })?,
+                        SymKind::Shared { .. } | SymKind::ExternShared { .. } => {
+                            meta.shared.get(&id).copied().unwrap_or(0)
+                        }
+                        // Function addresses: tokens that no access can use.
+                        SymKind::Func(i) => 0xF000_0000_0000_0000 | u64::from(*i) << 4,
+                        SymKind::Extern => {
+                            return Err(KernelError::Unsupported(format!(
+                                "kernel {kernel} takes the address of external symbol '{}'",
+                                sym.name
+                            )))
+                        }
+                    };
+                    base.wrapping_add(add as u64)
+                }
+            };
+            out.push((slot, v));
+        }
+        consts[fi as usize] = out;
+    }
+    let mut p = params.to_vec();
+    p.resize(need.max(params.len()).div_ceil(8) * 8, 0);
+    Ok(Prepared {
+        func: meta.func,
+        consts,
+        params: p,
+        shared_bytes: meta.dyn_base + config.dynamic_shared,
+    })
+}
+
+fn run_grid(
+    module: &Module,
+    kernel: &str,
+    config: &LaunchConfig,
+    prep: Prepared,
+    memory: &mut DeviceMemory,
+    limits: &Limits,
+) -> LaunchResult {
+    let view = memory.launch_view();
+    let total_blocks =
+        u64::from(config.grid[0]) * u64::from(config.grid[1]) * u64::from(config.grid[2]);
+    let cores = if limits.threads == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        limits.threads
+    };
+    let nworkers = cores.clamp(1, 1024).min(total_blocks.max(1) as usize);
+    let nthreads = config.block.iter().product::<u32>();
+    let cx = Ctx {
+        module,
+        kernel: prep.func,
+        consts: prep.consts,
+        view: &view,
+        params: &prep.params,
+        grid: config.grid,
+        block: config.block,
+        shared_bytes: prep.shared_bytes,
+        dyn_shared: config.dynamic_shared,
+        nwarps: nthreads.div_ceil(32),
+        nworkers: nworkers as u32,
+        start: Instant::now(),
+        printf_left: AtomicI64::new(PRINTF_LIMIT as i64),
+    };
+    let shared = Shared {
+        next: AtomicU64::new(0),
+        total: total_blocks,
+        stop: AtomicBool::new(false),
+        deadline: Instant::now() + limits.timeout,
+        outputs: Mutex::new(Vec::new()),
+        error: Mutex::new(None),
+        insts: AtomicU64::new(0),
+        kernel,
+    };
+    if nworkers == 1 {
+        worker(&cx, &shared, 0);
+    } else {
+        std::thread::scope(|s| {
+            for wi in 0..nworkers {
+                let (cx, shared) = (&cx, &shared);
+                s.spawn(move || worker(cx, shared, wi as u32));
+            }
+        });
+    }
+    let mut outputs = shared
+        .outputs
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner());
+    outputs.sort_unstable_by_key(|(b, _)| *b);
+    let mut text = Vec::new();
+    for (_, o) in outputs {
+        text.extend_from_slice(&o);
+    }
+    LaunchResult {
+        output: LaunchOutput {
+            printf: String::from_utf8_lossy(&text).into_owned(),
+            instructions: shared.insts.load(Ordering::Relaxed),
+        },
+        error: shared.error.into_inner().unwrap_or_else(|e| e.into_inner()),
+    }
+}
+
+/// State the workers of one launch share.
+struct Shared<'k> {
+    next: AtomicU64,
+    total: u64,
+    stop: AtomicBool,
+    deadline: Instant,
+    outputs: Mutex<Vec<(u64, Vec<u8>)>>,
+    error: Mutex<Option<KernelError>>,
+    insts: AtomicU64,
+    kernel: &'k str,
+}
+
+impl Shared<'_> {
+    fn fail(&self, e: KernelError) {
+        let mut slot = self.error.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_none() {
+            *slot = Some(e);
+        }
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Why a block stopped early.
+enum BlockStop {
+    Error(KernelError),
+    /// Another worker failed, or the deadline passed.
+    Stopped,
+}
+
+fn worker<'m>(cx: &Ctx<'_, 'm>, sh: &Shared<'_>, wi: u32) {
+    let mut warps: Vec<Warp> = Vec::new();
+    let mut env: BlockEnv<'m> = BlockEnv {
+        shared: Vec::new(),
+        printf: Vec::new(),
+        ctaid: [0; 3],
+        cache: None,
+        insts: 0,
+        bar_popc: 0,
+        bar_and: true,
+        bar_or: false,
+        worker: wi,
+    };
+    let result = catch_unwind(AssertUnwindSafe(|| loop {
+        if sh.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let b = sh.next.fetch_add(1, Ordering::Relaxed);
+        if b >= sh.total {
+            break;
+        }
+        let out = run_block(cx, sh, &mut warps, &mut env, b);
+        if !env.printf.is_empty() {
+            let text = std::mem::take(&mut env.printf);
+            sh.outputs
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((b, text));
+        }
+        match out {
+            Ok(()) => {}
+            Err(BlockStop::Error(e)) => {
+                sh.fail(e);
+                break;
+            }
+            Err(BlockStop::Stopped) => break,
+        }
+    }));
+    if let Err(panic) = result {
+        let msg = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "panic".into());
+        sh.fail(KernelError::Internal(format!(
+            "kernel {}: {msg}",
+            sh.kernel
+        )));
+    }
+    sh.insts.fetch_add(env.insts, Ordering::Relaxed);
+}
+
+fn run_block<'m>(
+    cx: &Ctx<'_, 'm>,
+    sh: &Shared<'_>,
+    warps: &mut Vec<Warp>,
+    env: &mut BlockEnv<'m>,
+    b: u64,
+) -> Result<(), BlockStop> {
+    let [gx, gy, _] = cx.grid;
+    let (gx, gy) = (u64::from(gx), u64::from(gy));
+    env.ctaid = [
+        (b % gx) as u32,
+        ((b / gx) % gy) as u32,
+        (b / (gx * gy)) as u32,
+    ];
+    env.shared.clear();
+    env.shared.resize(cx.shared_bytes as usize, 0);
+    env.bar_popc = 0;
+    env.bar_and = true;
+    env.bar_or = false;
+    let n = cx.nwarps as usize;
+    while warps.len() < n {
+        warps.push(Warp::new());
+    }
+    for (i, w) in warps.iter_mut().take(n).enumerate() {
+        w.start(cx, i as u32);
+    }
+    loop {
+        let mut running = 0;
+        let mut waiting = 0;
+        for w in warps.iter_mut().take(n) {
+            match w.state {
+                WState::Done => continue,
+                WState::Barrier => {
+                    waiting += 1;
+                    continue;
+                }
+                WState::Running => {}
+            }
+            match exec::run(w, cx, env, SLICE) {
+                Ok(Status::Yield) => running += 1,
+                Ok(Status::Barrier) => {
+                    w.state = WState::Barrier;
+                    waiting += 1;
+                }
+                Ok(Status::Done) => w.state = WState::Done,
+                Err(e) => return Err(BlockStop::Error(kernel_error(cx, sh, env, w, &e))),
+            }
+        }
+        if sh.stop.load(Ordering::Relaxed) {
+            return Err(BlockStop::Stopped);
+        }
+        if Instant::now() >= sh.deadline {
+            return Err(BlockStop::Error(KernelError::Timeout(sh.kernel.into())));
+        }
+        if running == 0 {
+            if waiting == 0 {
+                return Ok(());
+            }
+            // Every warp that has not finished waits at a barrier.
+            let (popc, all, any) = (env.bar_popc, env.bar_and, env.bar_or);
+            env.bar_popc = 0;
+            env.bar_and = true;
+            env.bar_or = false;
+            for w in warps.iter_mut().take(n) {
+                if w.state == WState::Barrier {
+                    w.release(popc, all, any);
+                }
+            }
+        }
+    }
+}
+
+fn space_name(s: Msp) -> &'static str {
+    match s {
+        Msp::Generic => "generic",
+        Msp::Global => "global",
+        Msp::Const => "const",
+        Msp::Shared => "shared",
+        Msp::Local | Msp::Frame => "local",
+        Msp::Param => "param",
+    }
+}
+
+fn kernel_error(
+    cx: &Ctx<'_, '_>,
+    sh: &Shared<'_>,
+    env: &BlockEnv<'_>,
+    w: &Warp,
+    e: &Exc,
+) -> KernelError {
+    let m = cx.module;
+    let func = m.funcs.get(e.func as usize);
+    let pos = func.and_then(|f| f.src.get(e.pc as usize));
+    let l = (e.lane as usize) & 31;
+    let fault = Box::new(Fault {
+        kernel: sh.kernel.to_string(),
+        function: func.map_or_else(String::new, |f| f.name.clone()),
+        block: env.ctaid,
+        thread: [w.tid[0][l], w.tid[1][l], w.tid[2][l]],
+        instruction: pos
+            .and_then(|p| m.opcodes.get(p.opcode as usize))
+            .cloned()
+            .unwrap_or_default(),
+        line: pos.map_or(0, |p| p.line),
+        address: e.addr,
+        size: e.size,
+        space: space_name(e.space),
+        message: e.msg.clone(),
+    });
+    match e.kind {
+        ExcKind::Illegal => KernelError::IllegalAddress(fault),
+        ExcKind::Misaligned => KernelError::MisalignedAddress(fault),
+        ExcKind::Trap => KernelError::Trap(fault),
+        ExcKind::Assert => KernelError::Assert(fault),
+        ExcKind::StackOverflow => KernelError::StackOverflow(fault),
+        ExcKind::Unsupported => KernelError::Unsupported(format!("{}: {fault}", e.msg)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_is_small() {
+        assert!(std::mem::size_of::<KernelError>() <= 32);
+        assert!(std::mem::size_of::<Result<(), Box<Exc>>>() <= 8);
+    }
+}

@@ -1,0 +1,811 @@
+//! The interpreter's register IR: one `Inst` per PTX instruction (a few PTX
+//! instructions expand to two), labels resolved to instruction indices,
+//! registers to dense slots, types and modifiers to enums, immediates and
+//! symbol addresses to constant slots filled when a frame is created.
+//!
+//! Every value slot holds 64 bits per lane. An instruction of a narrower type
+//! reads the low bits of its sources and may leave anything in the high bits
+//! of its destination; readers never rely on them. Predicates live in a
+//! separate file, one 32-bit lane mask per predicate register.
+
+use super::types::{Space, Ty};
+
+/// A value slot.
+pub(crate) type R = u32;
+/// A predicate slot.
+pub(crate) type P = u32;
+/// "No register": sinks, absent operands, absent guards.
+pub(crate) const NONE: u32 = u32::MAX;
+/// Guard bit: the guard predicate is negated (`@!%p`).
+pub(crate) const GUARD_NEG: u32 = 1 << 31;
+
+/// Integer type of an operation: width and signedness.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Iw {
+    U8,
+    U16,
+    U32,
+    U64,
+    S8,
+    S16,
+    S32,
+    S64,
+}
+
+impl Iw {
+    pub(crate) fn from_ty(t: Ty) -> Option<Iw> {
+        Some(match t {
+            Ty::U8 | Ty::B8 => Iw::U8,
+            Ty::U16 | Ty::B16 => Iw::U16,
+            Ty::U32 | Ty::B32 => Iw::U32,
+            Ty::U64 | Ty::B64 => Iw::U64,
+            Ty::S8 => Iw::S8,
+            Ty::S16 => Iw::S16,
+            Ty::S32 => Iw::S32,
+            Ty::S64 => Iw::S64,
+            _ => return None,
+        })
+    }
+
+    pub(crate) fn bits(self) -> u32 {
+        match self {
+            Iw::U8 | Iw::S8 => 8,
+            Iw::U16 | Iw::S16 => 16,
+            Iw::U32 | Iw::S32 => 32,
+            Iw::U64 | Iw::S64 => 64,
+        }
+    }
+
+    pub(crate) fn signed(self) -> bool {
+        matches!(self, Iw::S8 | Iw::S16 | Iw::S32 | Iw::S64)
+    }
+}
+
+/// Float type of an operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ft {
+    F16,
+    BF16,
+    F16x2,
+    BF16x2,
+    F32,
+    F64,
+}
+
+impl Ft {
+    pub(crate) fn from_ty(t: Ty) -> Option<Ft> {
+        Some(match t {
+            Ty::F16 => Ft::F16,
+            Ty::BF16 => Ft::BF16,
+            Ty::F16x2 => Ft::F16x2,
+            Ty::BF16x2 => Ft::BF16x2,
+            Ty::F32 => Ft::F32,
+            Ty::F64 => Ft::F64,
+            _ => return None,
+        })
+    }
+}
+
+/// Rounding modifier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rnd {
+    /// None given: the instruction's default.
+    Default,
+    Rn,
+    Rz,
+    Rm,
+    Rp,
+    /// Round to an integral value: nearest even, zero, down, up.
+    Rni,
+    Rzi,
+    Rmi,
+    Rpi,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Int2 {
+    Add,
+    Sub,
+    AddSat,
+    SubSat,
+    MulLo,
+    MulHi,
+    /// Destination twice as wide as the sources.
+    MulWide,
+    Mul24Lo,
+    Mul24Hi,
+    Div,
+    Rem,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+    Shl,
+    Shr,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Int1 {
+    Not,
+    Neg,
+    Abs,
+    Popc,
+    Clz,
+    Brev,
+    Cnot,
+    Bfind,
+    BfindShift,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mad {
+    Lo,
+    Hi,
+    Wide,
+    Lo24,
+    /// `sad`: |a - b| + c.
+    Sad,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum F2 {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    /// Approximate division (`div.approx`, `div.full`).
+    DivApprox,
+    Min,
+    Max,
+    MinNaN,
+    MaxNaN,
+    /// `copysign d, a, b`: magnitude of b, sign of a.
+    Copysign,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum F1 {
+    Neg,
+    Abs,
+    Sqrt,
+    SqrtApprox,
+    Rsqrt,
+    Rcp,
+    RcpApprox,
+    Ex2,
+    Lg2,
+    Sin,
+    Cos,
+    Tanh,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Testp {
+    Finite,
+    Infinite,
+    Number,
+    NotANumber,
+    Normal,
+    Subnormal,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Lo,
+    Ls,
+    Hi,
+    Hs,
+    Equ,
+    Neu,
+    Ltu,
+    Leu,
+    Gtu,
+    Geu,
+    Num,
+    Nan,
+}
+
+impl Cmp {
+    pub(crate) fn from_name(s: &str) -> Option<Cmp> {
+        Some(match s {
+            "eq" => Cmp::Eq,
+            "ne" => Cmp::Ne,
+            "lt" => Cmp::Lt,
+            "le" => Cmp::Le,
+            "gt" => Cmp::Gt,
+            "ge" => Cmp::Ge,
+            "lo" => Cmp::Lo,
+            "ls" => Cmp::Ls,
+            "hi" => Cmp::Hi,
+            "hs" => Cmp::Hs,
+            "equ" => Cmp::Equ,
+            "neu" => Cmp::Neu,
+            "ltu" => Cmp::Ltu,
+            "leu" => Cmp::Leu,
+            "gtu" => Cmp::Gtu,
+            "geu" => Cmp::Geu,
+            "num" => Cmp::Num,
+            "nan" => Cmp::Nan,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BoolOp {
+    None,
+    And,
+    Or,
+    Xor,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PredOp {
+    And,
+    Or,
+    Xor,
+    Not,
+    Mov,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AtomOp {
+    Add,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+    Exch,
+    Cas,
+    Inc,
+    Dec,
+}
+
+/// Operand type of an atomic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AtomTy {
+    U32,
+    S32,
+    U64,
+    S64,
+    F32,
+    F64,
+    /// Packed halves (`atom.add.noftz.f16` and friends): addition only.
+    F16,
+    BF16,
+    F16x2,
+    BF16x2,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shfl {
+    Up,
+    Down,
+    Bfly,
+    Idx,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Vote {
+    All,
+    Any,
+    Uni,
+    Ballot,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Redux {
+    Add,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Bar {
+    Sync,
+    Arrive,
+    Popc,
+    And,
+    Or,
+}
+
+/// Special registers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sreg {
+    Tid(u8),
+    Ntid(u8),
+    Ctaid(u8),
+    Nctaid(u8),
+    Laneid,
+    Warpid,
+    Nwarpid,
+    Smid,
+    Nsmid,
+    Gridid,
+    Clock,
+    Clock64,
+    Globaltimer,
+    GlobaltimerLo,
+    GlobaltimerHi,
+    LanemaskEq,
+    LanemaskLe,
+    LanemaskLt,
+    LanemaskGe,
+    LanemaskGt,
+    DynamicSmem,
+    TotalSmem,
+}
+
+impl Sreg {
+    pub(crate) fn from_name(s: &str) -> Option<Sreg> {
+        let dim = |c: &str| match c {
+            "x" => Some(0u8),
+            "y" => Some(1),
+            "z" => Some(2),
+            _ => None,
+        };
+        if let Some((base, c)) = s.split_once('.') {
+            let d = dim(c)?;
+            return Some(match base {
+                "%tid" => Sreg::Tid(d),
+                "%ntid" => Sreg::Ntid(d),
+                "%ctaid" => Sreg::Ctaid(d),
+                "%nctaid" => Sreg::Nctaid(d),
+                _ => return None,
+            });
+        }
+        Some(match s {
+            "%laneid" => Sreg::Laneid,
+            "%warpid" => Sreg::Warpid,
+            "%nwarpid" => Sreg::Nwarpid,
+            "%smid" => Sreg::Smid,
+            "%nsmid" => Sreg::Nsmid,
+            "%gridid" => Sreg::Gridid,
+            "%clock" => Sreg::Clock,
+            "%clock64" => Sreg::Clock64,
+            "%globaltimer" => Sreg::Globaltimer,
+            "%globaltimer_lo" => Sreg::GlobaltimerLo,
+            "%globaltimer_hi" => Sreg::GlobaltimerHi,
+            "%lanemask_eq" => Sreg::LanemaskEq,
+            "%lanemask_le" => Sreg::LanemaskLe,
+            "%lanemask_lt" => Sreg::LanemaskLt,
+            "%lanemask_ge" => Sreg::LanemaskGe,
+            "%lanemask_gt" => Sreg::LanemaskGt,
+            "%dynamic_smem_size" => Sreg::DynamicSmem,
+            "%total_smem_size" => Sreg::TotalSmem,
+            _ => return None,
+        })
+    }
+}
+
+/// Address space of a memory instruction, as executed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Msp {
+    Generic,
+    Global,
+    Const,
+    Shared,
+    Local,
+    /// Kernel parameter space (the launch's parameter buffer).
+    Param,
+    /// A variable of the current frame (function parameters, call
+    /// arguments, the local depot): address = frame base + offset.
+    Frame,
+}
+
+impl Msp {
+    pub(crate) fn from_space(s: Space) -> Msp {
+        match s {
+            Space::Generic | Space::Reg => Msp::Generic,
+            Space::Global => Msp::Global,
+            Space::Const => Msp::Const,
+            Space::Shared => Msp::Shared,
+            Space::Local => Msp::Local,
+            Space::Param => Msp::Param,
+        }
+    }
+}
+
+/// One IR operation. Register fields are slots of the current frame.
+#[derive(Debug, Clone)]
+pub(crate) enum Op {
+    Nop,
+    Mov {
+        d: R,
+        a: R,
+    },
+    Special {
+        d: R,
+        sr: Sreg,
+    },
+    /// d = local-space address of the current frame + off.
+    FrameAddr {
+        d: R,
+        off: u32,
+    },
+    /// d = {src[0], src[1], ...}, element `bits` wide, first element lowest.
+    Pack {
+        d: R,
+        src: [R; 4],
+        n: u8,
+        bits: u8,
+    },
+    Unpack {
+        d: [R; 4],
+        n: u8,
+        bits: u8,
+        a: R,
+    },
+    Int2 {
+        op: Int2,
+        w: Iw,
+        d: R,
+        a: R,
+        b: R,
+    },
+    Int1 {
+        op: Int1,
+        w: Iw,
+        d: R,
+        a: R,
+    },
+    Mad {
+        op: Mad,
+        w: Iw,
+        d: R,
+        a: R,
+        b: R,
+        c: R,
+    },
+    /// add/sub/mad with carry: `cc` is the frame's carry slot.
+    Carry {
+        kind: CarryKind,
+        cin: bool,
+        cout: bool,
+        wide: bool,
+        d: R,
+        a: R,
+        b: R,
+        c: R,
+        cc: R,
+    },
+    Bfe {
+        wide: bool,
+        signed: bool,
+        d: R,
+        a: R,
+        b: R,
+        c: R,
+    },
+    Bfi {
+        wide: bool,
+        d: R,
+        a: R,
+        b: R,
+        c: R,
+        e: R,
+    },
+    Prmt {
+        mode: u8,
+        d: R,
+        a: R,
+        b: R,
+        c: R,
+    },
+    Shf {
+        left: bool,
+        clamp: bool,
+        d: R,
+        a: R,
+        b: R,
+        c: R,
+    },
+    /// bmsk: `b` one bits starting at bit `a`.
+    Bmsk {
+        clamp: bool,
+        d: R,
+        a: R,
+        b: R,
+    },
+    Lop3 {
+        lut: u8,
+        d: R,
+        a: R,
+        b: R,
+        c: R,
+    },
+    Dp4a {
+        us: bool,
+        ut: bool,
+        d: R,
+        a: R,
+        b: R,
+        c: R,
+    },
+    Setp {
+        cmp: Cmp,
+        ty: Ty,
+        bop: BoolOp,
+        d: P,
+        dn: P,
+        a: R,
+        b: R,
+        /// Combining predicate, with `GUARD_NEG` when negated.
+        c: P,
+    },
+    /// `set`: d = cmp ? all ones (or 1.0f) : 0.
+    Set {
+        cmp: Cmp,
+        ty: Ty,
+        float_dst: bool,
+        d: R,
+        a: R,
+        b: R,
+    },
+    Selp {
+        d: R,
+        a: R,
+        b: R,
+        p: P,
+    },
+    Slct {
+        fsel: bool,
+        d: R,
+        a: R,
+        b: R,
+        c: R,
+    },
+    /// Predicate logic; `a`/`b` carry `GUARD_NEG` when negated.
+    Pred {
+        op: PredOp,
+        d: P,
+        a: P,
+        b: P,
+    },
+    PredConst {
+        d: P,
+        v: bool,
+    },
+    /// d = p ? 1 : 0 (cvt/selp of a predicate).
+    FromPred {
+        d: R,
+        p: P,
+    },
+    /// p = a & 1 (a register moved into a predicate).
+    ToPred {
+        d: P,
+        a: R,
+    },
+    F2 {
+        op: F2,
+        t: Ft,
+        rnd: Rnd,
+        ftz: bool,
+        sat: bool,
+        d: R,
+        a: R,
+        b: R,
+    },
+    F1 {
+        op: F1,
+        t: Ft,
+        rnd: Rnd,
+        ftz: bool,
+        sat: bool,
+        d: R,
+        a: R,
+    },
+    Fma {
+        t: Ft,
+        rnd: Rnd,
+        ftz: bool,
+        sat: bool,
+        d: R,
+        a: R,
+        b: R,
+        c: R,
+    },
+    Testp {
+        op: Testp,
+        t: Ft,
+        d: P,
+        a: R,
+    },
+    Cvt {
+        dt: Ty,
+        st: Ty,
+        rnd: Rnd,
+        sat: bool,
+        ftz: bool,
+        d: R,
+        a: R,
+    },
+    /// cvt.rn.f16x2.f32 d, a, b: d = {b (low), a (high)}.
+    CvtPack {
+        dt: Ty,
+        rnd: Rnd,
+        relu: bool,
+        d: R,
+        a: R,
+        b: R,
+    },
+    Ld {
+        sp: Msp,
+        size: u8,
+        signed: bool,
+        n: u8,
+        d: [R; 4],
+        base: R,
+        off: i64,
+    },
+    St {
+        sp: Msp,
+        size: u8,
+        n: u8,
+        s: [R; 4],
+        base: R,
+        off: i64,
+    },
+    Atom {
+        sp: Msp,
+        op: AtomOp,
+        ty: AtomTy,
+        d: R,
+        base: R,
+        off: i64,
+        b: R,
+        c: R,
+    },
+    /// cp.async: copy `size` bytes from global to shared now (bytes past
+    /// `src_size` are zero); commit/wait are no-ops.
+    CpAsync {
+        dbase: R,
+        doff: i64,
+        sbase: R,
+        soff: i64,
+        size: u8,
+        src_size: R,
+    },
+    Cvta {
+        to: bool,
+        sp: Msp,
+        d: R,
+        a: R,
+    },
+    Isspacep {
+        sp: Msp,
+        d: P,
+        a: R,
+    },
+    Bra {
+        target: u32,
+    },
+    /// Index into the function's call-site table.
+    Call {
+        site: u32,
+    },
+    Ret,
+    Exit,
+    Trap,
+    /// membar/fence: a sequentially consistent fence on the host.
+    Fence,
+    Bar {
+        kind: Bar,
+        d: R,
+        p: P,
+    },
+    Shfl {
+        mode: Shfl,
+        d: R,
+        dp: P,
+        a: R,
+        b: R,
+        c: R,
+    },
+    Vote {
+        mode: Vote,
+        d: u32,
+        a: P,
+    },
+    Match {
+        all: bool,
+        wide: bool,
+        d: R,
+        dp: P,
+        a: R,
+    },
+    Activemask {
+        d: R,
+    },
+    Redux {
+        op: Redux,
+        signed: bool,
+        d: R,
+        a: R,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CarryKind {
+    Add,
+    Sub,
+    MadLo,
+    MadHi,
+}
+
+/// One instruction: an operation and its guard (`NONE`, or a predicate slot
+/// with `GUARD_NEG` when negated).
+#[derive(Debug, Clone)]
+pub(crate) struct Inst {
+    pub(crate) op: Op,
+    pub(crate) guard: u32,
+}
+
+/// What a call site calls.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Callee {
+    Func(u32),
+    Vprintf,
+    AssertFail,
+    Malloc,
+    Free,
+}
+
+/// A call site: frame offsets and sizes of its argument and return
+/// variables in the caller's frame.
+#[derive(Debug, Clone)]
+pub(crate) struct CallSite {
+    pub(crate) callee: Callee,
+    pub(crate) args: Vec<(u32, u32)>,
+    pub(crate) rets: Vec<(u32, u32)>,
+}
+
+/// A value a constant slot holds: an immediate, or a symbol's address
+/// plus an addend, resolved at launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum ConstVal {
+    Imm(u64),
+    Sym(u32, i64),
+}
+
+/// Source position of an instruction, for error messages.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SrcPos {
+    pub(crate) line: u32,
+    /// Index into the module's opcode strings.
+    pub(crate) opcode: u32,
+}
+
+/// A translated function.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Function {
+    pub(crate) name: String,
+    pub(crate) is_entry: bool,
+    pub(crate) code: Vec<Inst>,
+    pub(crate) src: Vec<SrcPos>,
+    pub(crate) nslots: u32,
+    pub(crate) npreds: u32,
+    pub(crate) consts: Vec<(R, ConstVal)>,
+    /// Bytes of this function's frame in local memory.
+    pub(crate) frame_size: u32,
+    /// Frame offsets and sizes of the formal parameters (functions) or
+    /// parameter-buffer offsets and sizes (kernels).
+    pub(crate) params: Vec<(u32, u32)>,
+    pub(crate) rets: Vec<(u32, u32)>,
+    pub(crate) calls: Vec<CallSite>,
+    /// Module symbols this function's code refers to.
+    pub(crate) syms: Vec<u32>,
+    pub(crate) maxntid: Option<[u32; 3]>,
+    pub(crate) reqntid: Option<[u32; 3]>,
+}

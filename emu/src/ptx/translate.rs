@@ -1,0 +1,1737 @@
+//! Syntax tree of one function → IR.
+
+use std::collections::HashMap;
+
+use super::ir::*;
+use super::parser::{FuncDecl, FuncKind, Inst as PInst, Operand, Stmt, VarDecl};
+use super::types::{Space, Ty};
+use super::PtxError;
+
+/// Module-wide names the translator resolves against.
+pub(crate) struct ModCtx<'a> {
+    /// Module-scope symbols (variables and functions) → symbol id.
+    pub(crate) syms: &'a HashMap<String, u32>,
+    /// Functions with bodies → function index.
+    pub(crate) funcs: &'a HashMap<String, u32>,
+    /// Declared functions without bodies (extern).
+    pub(crate) externs: &'a HashMap<String, ()>,
+    /// Shared opcode-string table.
+    pub(crate) opcodes: &'a mut Vec<String>,
+    pub(crate) opcode_ids: &'a mut HashMap<String, u32>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Binding {
+    Reg(Option<R>),
+    Pred(Option<P>),
+    Frame { off: u32, size: u32 },
+}
+
+#[derive(Default)]
+struct Scope {
+    names: HashMap<String, Binding>,
+    /// `%r<N>`-style ranges: prefix, count, predicate?
+    ranges: Vec<(String, u32, bool)>,
+    frame_mark: u32,
+}
+
+struct Tr<'m, 'a> {
+    m: &'m mut ModCtx<'a>,
+    f: Function,
+    scopes: Vec<Scope>,
+    kparams: HashMap<String, (u32, u32)>,
+    frame_cur: u32,
+    frame_max: u32,
+    labels: HashMap<String, u32>,
+    fixups: Vec<(usize, String, u32)>,
+    const_cache: HashMap<ConstVal, R>,
+    cc: Option<R>,
+    sink: Option<R>,
+    psink: Option<P>,
+    guard: u32,
+    line: u32,
+    opcode: u32,
+    opcode_text: String,
+}
+
+fn align_up(v: u32, a: u32) -> u32 {
+    let a = a.max(1);
+    v.div_ceil(a).saturating_mul(a)
+}
+
+/// Translates one function with a body.
+pub(crate) fn translate(m: &mut ModCtx<'_>, decl: &FuncDecl) -> Result<Function, PtxError> {
+    let is_entry = decl.kind == FuncKind::Entry;
+    let mut tr = Tr {
+        m,
+        f: Function {
+            name: decl.name.clone(),
+            is_entry,
+            maxntid: decl.maxntid,
+            reqntid: decl.reqntid,
+            ..Function::default()
+        },
+        scopes: vec![Scope::default()],
+        kparams: HashMap::new(),
+        frame_cur: 0,
+        frame_max: 0,
+        labels: HashMap::new(),
+        fixups: Vec::new(),
+        const_cache: HashMap::new(),
+        cc: None,
+        sink: None,
+        psink: None,
+        guard: NONE,
+        line: decl.line,
+        opcode: 0,
+        opcode_text: String::new(),
+    };
+    if is_entry {
+        // Kernel parameters: offsets in the launch's parameter buffer.
+        tr.f.params = entry_params(decl);
+        for (p, &layout) in decl.params.iter().zip(&tr.f.params) {
+            tr.kparams.insert(p.name.clone(), layout);
+        }
+    } else {
+        if decl
+            .params
+            .iter()
+            .chain(&decl.rets)
+            .any(|p| p.space == Space::Reg)
+        {
+            return Err(PtxError::unsupported_decl(
+                decl.line,
+                ".reg parameters of device functions",
+            ));
+        }
+        // Function parameters and return values live in the frame.
+        for r in &decl.rets {
+            let (off, size) = tr.frame_var(r)?;
+            tr.f.rets.push((off, size));
+        }
+        for p in &decl.params {
+            let (off, size) = tr.frame_var(p)?;
+            tr.f.params.push((off, size));
+        }
+    }
+    let body = decl.body.as_deref().unwrap_or(&[]);
+    for stmt in body {
+        tr.stmt(stmt)?;
+    }
+    // A body that falls off its end returns.
+    tr.guard = NONE;
+    tr.emit(Op::Ret);
+    for (at, label, line) in std::mem::take(&mut tr.fixups) {
+        let Some(&target) = tr.labels.get(&label) else {
+            return Err(PtxError::semantic(
+                line,
+                &decl.name,
+                format!("unknown label '{label}'"),
+            ));
+        };
+        if let Some(Inst {
+            op: Op::Bra { target: t },
+            ..
+        }) = tr.f.code.get_mut(at)
+        {
+            *t = target;
+        }
+    }
+    tr.f.frame_size = align_up(tr.frame_max, 16);
+    Ok(tr.f)
+}
+
+/// (offset, size) of each kernel parameter in the parameter buffer.
+pub(crate) fn entry_params(decl: &FuncDecl) -> Vec<(u32, u32)> {
+    let mut off = 0u32;
+    let mut out = Vec::new();
+    for p in &decl.params {
+        let size = u32::try_from(p.size()).unwrap_or(u32::MAX);
+        off = align_up(off, p.alignment());
+        out.push((off, size));
+        off = off.saturating_add(size);
+    }
+    out
+}
+
+fn split_opcode(op: &str) -> (&str, Vec<&str>) {
+    let mut it = op.split('.');
+    let base = it.next().unwrap_or("");
+    (base, it.collect())
+}
+
+fn types_of(mods: &[&str]) -> Vec<Ty> {
+    mods.iter().filter_map(|m| Ty::from_suffix(m)).collect()
+}
+
+fn rnd_of(mods: &[&str]) -> Rnd {
+    for m in mods {
+        match *m {
+            "rn" => return Rnd::Rn,
+            "rz" => return Rnd::Rz,
+            "rm" => return Rnd::Rm,
+            "rp" => return Rnd::Rp,
+            "rni" => return Rnd::Rni,
+            "rzi" => return Rnd::Rzi,
+            "rmi" => return Rnd::Rmi,
+            "rpi" => return Rnd::Rpi,
+            _ => {}
+        }
+    }
+    Rnd::Default
+}
+
+fn space_of(mods: &[&str]) -> Space {
+    for m in mods {
+        match *m {
+            "global" => return Space::Global,
+            "shared" | "shared::cta" => return Space::Shared,
+            "local" => return Space::Local,
+            "param" => return Space::Param,
+            "const" => return Space::Const,
+            _ => {}
+        }
+    }
+    Space::Generic
+}
+
+impl Tr<'_, '_> {
+    fn err<T>(&self, msg: impl Into<String>) -> Result<T, PtxError> {
+        Err(PtxError::semantic(self.line, &self.f.name, msg.into()))
+    }
+
+    fn unsupported<T>(&self) -> Result<T, PtxError> {
+        Err(PtxError::unsupported(
+            self.line,
+            &self.f.name,
+            self.f.is_entry,
+            &self.opcode_text,
+        ))
+    }
+
+    fn emit(&mut self, op: Op) {
+        self.f.code.push(Inst {
+            op,
+            guard: self.guard,
+        });
+        self.f.src.push(SrcPos {
+            line: self.line,
+            opcode: self.opcode,
+        });
+    }
+
+    fn new_slot(&mut self) -> R {
+        let s = self.f.nslots;
+        self.f.nslots += 1;
+        s
+    }
+
+    fn new_pred(&mut self) -> P {
+        let p = self.f.npreds;
+        self.f.npreds += 1;
+        p
+    }
+
+    fn frame_var(&mut self, v: &VarDecl) -> Result<(u32, u32), PtxError> {
+        let size = u32::try_from(v.size()).unwrap_or(u32::MAX);
+        if size > 1 << 24 {
+            return self.err(format!("variable '{}' is too large", v.name));
+        }
+        let off = align_up(self.frame_cur, v.alignment().min(256));
+        self.frame_cur = off.saturating_add(size);
+        self.frame_max = self.frame_max.max(self.frame_cur);
+        let scope = self.scopes.last_mut().map(|s| &mut s.names);
+        if let Some(names) = scope {
+            names.insert(v.name.clone(), Binding::Frame { off, size });
+        }
+        Ok((off, size))
+    }
+
+    fn stmt(&mut self, s: &Stmt) -> Result<(), PtxError> {
+        match s {
+            Stmt::Open => {
+                let frame_mark = self.frame_cur;
+                self.scopes.push(Scope {
+                    frame_mark,
+                    ..Scope::default()
+                });
+            }
+            Stmt::Close => {
+                if self.scopes.len() > 1 {
+                    if let Some(s) = self.scopes.pop() {
+                        // Call-site parameters of a closed scope are dead:
+                        // their frame bytes are reused.
+                        self.frame_cur = s.frame_mark;
+                    }
+                }
+            }
+            Stmt::Reg(ty, names, line) => {
+                self.line = *line;
+                let is_pred = *ty == Ty::Pred;
+                let Some(scope) = self.scopes.last_mut() else {
+                    return Ok(());
+                };
+                for (name, count) in names {
+                    match count {
+                        Some(n) => scope.ranges.push((name.clone(), *n, is_pred)),
+                        None => {
+                            let b = if is_pred {
+                                Binding::Pred(None)
+                            } else {
+                                Binding::Reg(None)
+                            };
+                            scope.names.insert(name.clone(), b);
+                        }
+                    }
+                }
+            }
+            Stmt::Var(v) => {
+                self.line = v.line;
+                match v.space {
+                    Space::Local | Space::Param => {
+                        self.frame_var(v)?;
+                    }
+                    // Registered as module symbols by the module parser.
+                    Space::Shared | Space::Global | Space::Const => {}
+                    _ => {
+                        return Err(PtxError::unsupported_decl(
+                            v.line,
+                            "function-scope .reg-space variables",
+                        ))
+                    }
+                }
+            }
+            Stmt::Label(l, line) => {
+                self.line = *line;
+                let at = self.f.code.len() as u32;
+                self.labels.insert(l.clone(), at);
+            }
+            Stmt::Inst(i) => self.inst(i)?,
+        }
+        Ok(())
+    }
+
+    /// Looks a name up in the scopes, allocating its slot on first use.
+    fn lookup(&mut self, name: &str) -> Option<Binding> {
+        for si in (0..self.scopes.len()).rev() {
+            if let Some(b) = self.scopes[si].names.get(name).copied() {
+                let b = match b {
+                    Binding::Reg(None) => {
+                        let s = self.new_slot();
+                        Binding::Reg(Some(s))
+                    }
+                    Binding::Pred(None) => {
+                        let p = self.new_pred();
+                        Binding::Pred(Some(p))
+                    }
+                    b => return Some(b),
+                };
+                self.scopes[si].names.insert(name.to_string(), b);
+                return Some(b);
+            }
+            let mut hit = None;
+            for (prefix, count, is_pred) in &self.scopes[si].ranges {
+                if let Some(rest) = name.strip_prefix(prefix.as_str()) {
+                    if !rest.is_empty() && rest.bytes().all(|c| c.is_ascii_digit()) {
+                        if let Ok(n) = rest.parse::<u32>() {
+                            if n < *count {
+                                hit = Some(*is_pred);
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+            if let Some(is_pred) = hit {
+                let b = if is_pred {
+                    Binding::Pred(Some(self.new_pred()))
+                } else {
+                    Binding::Reg(Some(self.new_slot()))
+                };
+                self.scopes[si].names.insert(name.to_string(), b);
+                return Some(b);
+            }
+        }
+        None
+    }
+
+    fn konst(&mut self, v: ConstVal) -> R {
+        if let Some(&r) = self.const_cache.get(&v) {
+            return r;
+        }
+        let r = self.new_slot();
+        self.f.consts.push((r, v));
+        self.const_cache.insert(v, r);
+        r
+    }
+
+    fn imm(&mut self, v: u64) -> R {
+        self.konst(ConstVal::Imm(v))
+    }
+
+    fn sym_ref(&mut self, id: u32, add: i64) -> R {
+        if !self.f.syms.contains(&id) {
+            self.f.syms.push(id);
+        }
+        self.konst(ConstVal::Sym(id, add))
+    }
+
+    fn sink(&mut self) -> R {
+        if let Some(s) = self.sink {
+            return s;
+        }
+        let s = self.new_slot();
+        self.sink = Some(s);
+        s
+    }
+
+    /// Bits of an immediate for an instruction of type `t`.
+    fn imm_bits(o: &Operand, t: Ty) -> Option<u64> {
+        let as_float = |v: f64| -> u64 {
+            match t {
+                Ty::F32 => u64::from((v as f32).to_bits()),
+                Ty::F16 => u64::from(half::f16::from_f64(v).to_bits()),
+                Ty::BF16 => u64::from(half::bf16::from_f64(v).to_bits()),
+                _ => v.to_bits(),
+            }
+        };
+        Some(match o {
+            Operand::Int(v) => {
+                if t.is_float() && !matches!(t, Ty::F16x2 | Ty::BF16x2) && *v != 0 {
+                    as_float(*v as i64 as f64)
+                } else {
+                    *v
+                }
+            }
+            Operand::F32(b) => match t {
+                Ty::F32 | Ty::B32 | Ty::U32 | Ty::S32 => u64::from(*b),
+                _ => as_float(f64::from(f32::from_bits(*b))),
+            },
+            Operand::F64(b) => match t {
+                Ty::F64 | Ty::B64 | Ty::U64 | Ty::S64 => *b,
+                _ => as_float(f64::from_bits(*b)),
+            },
+            _ => return None,
+        })
+    }
+
+    /// A source operand as a value slot.
+    fn src(&mut self, o: &Operand, t: Ty) -> Result<R, PtxError> {
+        if let Some(bits) = Self::imm_bits(o, t) {
+            return Ok(self.imm(bits));
+        }
+        match o {
+            Operand::Name(n) => self.name_value(n, 0),
+            Operand::SymOff(n, off) => self.name_value(n, *off),
+            _ => self.err(format!("bad source operand {o:?}")),
+        }
+    }
+
+    fn name_value(&mut self, n: &str, add: i64) -> Result<R, PtxError> {
+        match self.lookup(n) {
+            Some(Binding::Reg(Some(r))) if add == 0 => return Ok(r),
+            Some(Binding::Pred(Some(p))) if add == 0 => {
+                // A predicate used as a value (selp/cvt forms): 0 or 1.
+                let d = self.new_slot();
+                self.emit(Op::FromPred { d, p });
+                return Ok(d);
+            }
+            Some(Binding::Frame { off, .. }) => {
+                let d = self.new_slot();
+                let off = (i64::from(off) + add) as u32;
+                self.emit(Op::FrameAddr { d, off });
+                return Ok(d);
+            }
+            Some(_) => return self.err(format!("bad use of '{n}'")),
+            None => {}
+        }
+        if let Some(sr) = Sreg::from_name(n) {
+            let d = self.new_slot();
+            self.emit(Op::Special { d, sr });
+            return Ok(d);
+        }
+        if let Some(&(off, _)) = self.kparams.get(n) {
+            return Ok(self.imm((i64::from(off) + add) as u64));
+        }
+        if let Some(&id) = self.m.syms.get(n) {
+            return Ok(self.sym_ref(id, add));
+        }
+        self.err(format!("unknown name '{n}'"))
+    }
+
+    fn dst(&mut self, o: &Operand) -> Result<R, PtxError> {
+        match o {
+            Operand::Sink => Ok(self.sink()),
+            Operand::Name(n) => match self.lookup(n) {
+                Some(Binding::Reg(Some(r))) => Ok(r),
+                _ => self.err(format!("'{n}' is not a register")),
+            },
+            _ => self.err(format!("bad destination {o:?}")),
+        }
+    }
+
+    fn pred_dst(&mut self, o: &Operand) -> Result<P, PtxError> {
+        match o {
+            Operand::Sink => {
+                if let Some(p) = self.psink {
+                    return Ok(p);
+                }
+                let p = self.new_pred();
+                self.psink = Some(p);
+                Ok(p)
+            }
+            Operand::Name(n) => match self.lookup(n) {
+                Some(Binding::Pred(Some(p))) => Ok(p),
+                _ => self.err(format!("'{n}' is not a predicate")),
+            },
+            _ => self.err(format!("bad predicate destination {o:?}")),
+        }
+    }
+
+    /// A predicate source: slot, with `GUARD_NEG` for `!p`.
+    fn pred_src(&mut self, o: &Operand) -> Result<P, PtxError> {
+        match o {
+            Operand::Name(n) => match self.lookup(n) {
+                Some(Binding::Pred(Some(p))) => Ok(p),
+                Some(Binding::Reg(Some(r))) => {
+                    let d = self.new_pred();
+                    self.emit(Op::ToPred { d, a: r });
+                    Ok(d)
+                }
+                _ => self.err(format!("'{n}' is not a predicate")),
+            },
+            Operand::Not(n) => {
+                let p = self.pred_src(&Operand::Name(n.clone()))?;
+                Ok(p ^ GUARD_NEG)
+            }
+            Operand::Int(v) => {
+                let d = self.new_pred();
+                self.emit(Op::PredConst { d, v: *v != 0 });
+                Ok(d)
+            }
+            _ => self.err(format!("bad predicate operand {o:?}")),
+        }
+    }
+
+    /// A memory operand: space as executed, base slot (or NONE) and offset.
+    fn addr(&mut self, o: &Operand, sp: Space) -> Result<(Msp, R, i64), PtxError> {
+        let Operand::Addr(base, off) = o else {
+            return self.err(format!("expected an address, found {o:?}"));
+        };
+        let msp = Msp::from_space(sp);
+        let Some(name) = base else {
+            return Ok((msp, NONE, *off));
+        };
+        match self.lookup(name) {
+            Some(Binding::Reg(Some(r))) => {
+                // Function parameters live in the frame: a register pointing
+                // at one holds a local address.
+                let msp = if msp == Msp::Param && !self.f.is_entry {
+                    Msp::Local
+                } else {
+                    msp
+                };
+                return Ok((msp, r, *off));
+            }
+            Some(Binding::Frame { off: fo, .. }) => {
+                return match msp {
+                    Msp::Param | Msp::Local => Ok((Msp::Frame, NONE, i64::from(fo) + off)),
+                    _ => {
+                        let r = self.name_value(name, 0)?;
+                        Ok((Msp::Local, r, *off))
+                    }
+                };
+            }
+            Some(_) => return self.err(format!("bad address base '{name}'")),
+            None => {}
+        }
+        if let Some(&(po, _)) = self.kparams.get(name.as_str()) {
+            return Ok((Msp::Param, NONE, i64::from(po) + off));
+        }
+        if let Some(&id) = self.m.syms.get(name.as_str()) {
+            let r = self.sym_ref(id, 0);
+            return Ok((msp, r, *off));
+        }
+        self.err(format!("unknown name '{name}' in address"))
+    }
+
+    fn cc_slot(&mut self) -> R {
+        if let Some(c) = self.cc {
+            return c;
+        }
+        let c = self.new_slot();
+        self.cc = Some(c);
+        c
+    }
+
+    fn ops<'o>(&self, i: &'o PInst, n: usize) -> Result<&'o [Operand], PtxError> {
+        if i.operands.len() < n {
+            return self.err(format!(
+                "'{}' needs {n} operands, has {}",
+                i.opcode,
+                i.operands.len()
+            ));
+        }
+        Ok(&i.operands)
+    }
+
+    fn inst(&mut self, i: &PInst) -> Result<(), PtxError> {
+        self.line = i.line;
+        self.opcode_text = i.opcode.clone();
+        self.opcode = match self.m.opcode_ids.get(&i.opcode) {
+            Some(&id) => id,
+            None => {
+                let id = self.m.opcodes.len() as u32;
+                self.m.opcodes.push(i.opcode.clone());
+                self.m.opcode_ids.insert(i.opcode.clone(), id);
+                id
+            }
+        };
+        self.guard = match &i.guard {
+            None => NONE,
+            Some((p, neg)) => {
+                self.guard = NONE;
+                let p = match self.lookup(p) {
+                    Some(Binding::Pred(Some(p))) => p,
+                    _ => return self.err(format!("guard '{p}' is not a predicate")),
+                };
+                if *neg {
+                    p | GUARD_NEG
+                } else {
+                    p
+                }
+            }
+        };
+        let (base, mods) = split_opcode(&i.opcode);
+        let has = |m: &str| mods.contains(&m);
+        let tys = types_of(&mods);
+        let t0 = tys.first().copied();
+        match base {
+            "mov" => self.mov(i, t0),
+            "ld" | "ldu" => self.ld(i, &mods, t0),
+            "st" => self.st(i, &mods, t0),
+            "add" | "sub" | "addc" | "subc" | "mul" | "mad" | "madc" | "mul24" | "mad24"
+            | "div" | "rem" | "min" | "max" | "and" | "or" | "xor" | "not" | "cnot" | "neg"
+            | "abs" | "shl" | "shr" | "popc" | "clz" | "brev" | "bfind" | "sad" | "copysign"
+            | "fma" | "rcp" | "sqrt" | "rsqrt" | "ex2" | "lg2" | "sin" | "cos" | "tanh" => {
+                self.arith(i, base, &mods, t0)
+            }
+            "bfe" | "bfi" | "prmt" | "shf" | "lop3" | "dp4a" => self.bits(i, base, &mods, t0),
+            "bmsk" => {
+                let o = self.ops(i, 3)?;
+                let clamp = has("clamp");
+                let d = self.dst(&o[0])?;
+                let a = self.src(&o[1], Ty::U32)?;
+                let b = self.src(&o[2], Ty::U32)?;
+                self.emit(Op::Bmsk { clamp, d, a, b });
+                Ok(())
+            }
+            "setp" => self.setp(i, &mods, t0),
+            "set" => self.set(i, &mods, &tys),
+            "selp" => {
+                let o = self.ops(i, 4)?;
+                let t = t0.unwrap_or(Ty::B64);
+                let d = self.dst(&o[0])?;
+                let a = self.src(&o[1], t)?;
+                let b = self.src(&o[2], t)?;
+                let p = self.pred_src(&o[3])?;
+                self.emit(Op::Selp { d, a, b, p });
+                Ok(())
+            }
+            "slct" => {
+                let o = self.ops(i, 4)?;
+                let t = t0.unwrap_or(Ty::B32);
+                let fsel = tys.get(1) == Some(&Ty::F32);
+                let d = self.dst(&o[0])?;
+                let a = self.src(&o[1], t)?;
+                let b = self.src(&o[2], t)?;
+                let c = self.src(&o[3], tys.get(1).copied().unwrap_or(Ty::S32))?;
+                self.emit(Op::Slct { fsel, d, a, b, c });
+                Ok(())
+            }
+            "cvt" => self.cvt(i, &mods, &tys),
+            "cvta" => {
+                let o = self.ops(i, 2)?;
+                let to = has("to");
+                let sp = Msp::from_space(space_of(&mods));
+                let d = self.dst(&o[0])?;
+                let a = self.src(&o[1], Ty::U64)?;
+                self.emit(Op::Cvta { to, sp, d, a });
+                Ok(())
+            }
+            "isspacep" => {
+                let o = self.ops(i, 2)?;
+                let sp = Msp::from_space(space_of(&mods));
+                let d = self.pred_dst(&o[0])?;
+                let a = self.src(&o[1], Ty::U64)?;
+                self.emit(Op::Isspacep { sp, d, a });
+                Ok(())
+            }
+            "testp" => {
+                let o = self.ops(i, 2)?;
+                let op = match mods.first().copied() {
+                    Some("finite") => Testp::Finite,
+                    Some("infinite") => Testp::Infinite,
+                    Some("number") => Testp::Number,
+                    Some("notanumber") => Testp::NotANumber,
+                    Some("normal") => Testp::Normal,
+                    Some("subnormal") => Testp::Subnormal,
+                    _ => return self.unsupported(),
+                };
+                let Some(t) = t0.and_then(Ft::from_ty) else {
+                    return self.unsupported();
+                };
+                let d = self.pred_dst(&o[0])?;
+                let a = self.src(&o[1], t0.unwrap_or(Ty::F32))?;
+                self.emit(Op::Testp { op, t, d, a });
+                Ok(())
+            }
+            "bra" | "brx" => {
+                if base == "brx" {
+                    return self.unsupported();
+                }
+                let o = self.ops(i, 1)?;
+                let Operand::Name(l) = &o[0] else {
+                    return self.err("branch target must be a label");
+                };
+                let at = self.f.code.len();
+                self.fixups.push((at, l.clone(), self.line));
+                self.emit(Op::Bra { target: 0 });
+                Ok(())
+            }
+            "call" => self.call(i),
+            "ret" => {
+                self.emit(Op::Ret);
+                Ok(())
+            }
+            "exit" => {
+                self.emit(Op::Exit);
+                Ok(())
+            }
+            "trap" => {
+                self.emit(Op::Trap);
+                Ok(())
+            }
+            "brkpt" | "nanosleep" | "prefetch" | "prefetchu" | "pmevent" | "discard"
+            | "applypriority" => {
+                self.emit(Op::Nop);
+                Ok(())
+            }
+            "membar" | "fence" => {
+                self.emit(Op::Fence);
+                Ok(())
+            }
+            "createpolicy" => {
+                let o = self.ops(i, 1)?;
+                let d = self.dst(&o[0])?;
+                let a = self.imm(0);
+                self.emit(Op::Mov { d, a });
+                Ok(())
+            }
+            "bar" | "barrier" => self.bar(i, &mods),
+            "shfl" => {
+                let o = self.ops(i, 5)?;
+                if !has("sync") {
+                    return self.unsupported();
+                }
+                let mode = if has("up") {
+                    Shfl::Up
+                } else if has("down") {
+                    Shfl::Down
+                } else if has("bfly") {
+                    Shfl::Bfly
+                } else if has("idx") {
+                    Shfl::Idx
+                } else {
+                    return self.unsupported();
+                };
+                let (d, dp) = match &o[0] {
+                    Operand::Pair(d, p) => {
+                        let d = self.dst(&Operand::Name(d.clone()))?;
+                        let p = self.pred_dst(&Operand::Name(p.clone()))?;
+                        (d, p)
+                    }
+                    other => (self.dst(other)?, NONE),
+                };
+                let a = self.src(&o[1], Ty::B32)?;
+                let b = self.src(&o[2], Ty::B32)?;
+                let c = self.src(&o[3], Ty::B32)?;
+                self.emit(Op::Shfl {
+                    mode,
+                    d,
+                    dp,
+                    a,
+                    b,
+                    c,
+                });
+                Ok(())
+            }
+            "vote" => {
+                let o = self.ops(i, 2)?;
+                let mode = if has("all") {
+                    Vote::All
+                } else if has("any") {
+                    Vote::Any
+                } else if has("uni") {
+                    Vote::Uni
+                } else if has("ballot") {
+                    Vote::Ballot
+                } else {
+                    return self.unsupported();
+                };
+                let a = self.pred_src(&o[1])?;
+                let d = if mode == Vote::Ballot {
+                    self.dst(&o[0])?
+                } else {
+                    self.pred_dst(&o[0])?
+                };
+                self.emit(Op::Vote { mode, d, a });
+                Ok(())
+            }
+            "match" => {
+                let o = self.ops(i, 2)?;
+                let all = has("all");
+                if !all && !has("any") {
+                    return self.unsupported();
+                }
+                let wide = t0.map(Ty::size) == Some(8);
+                let (d, dp) = match &o[0] {
+                    Operand::Pair(d, p) => {
+                        let d = self.dst(&Operand::Name(d.clone()))?;
+                        let p = self.pred_dst(&Operand::Name(p.clone()))?;
+                        (d, p)
+                    }
+                    other => (self.dst(other)?, NONE),
+                };
+                let a = self.src(&o[1], t0.unwrap_or(Ty::B32))?;
+                self.emit(Op::Match {
+                    all,
+                    wide,
+                    d,
+                    dp,
+                    a,
+                });
+                Ok(())
+            }
+            "activemask" => {
+                let o = self.ops(i, 1)?;
+                let d = self.dst(&o[0])?;
+                self.emit(Op::Activemask { d });
+                Ok(())
+            }
+            "redux" => {
+                let o = self.ops(i, 2)?;
+                let op = if has("add") {
+                    Redux::Add
+                } else if has("min") {
+                    Redux::Min
+                } else if has("max") {
+                    Redux::Max
+                } else if has("and") {
+                    Redux::And
+                } else if has("or") {
+                    Redux::Or
+                } else if has("xor") {
+                    Redux::Xor
+                } else {
+                    return self.unsupported();
+                };
+                let signed = t0.is_some_and(Ty::is_signed);
+                let d = self.dst(&o[0])?;
+                let a = self.src(&o[1], Ty::B32)?;
+                self.emit(Op::Redux { op, signed, d, a });
+                Ok(())
+            }
+            "atom" | "red" => self.atom(i, base == "red", &mods, t0),
+            "cp" if mods.first() == Some(&"async") => {
+                if mods.contains(&"commit_group")
+                    || mods.contains(&"wait_group")
+                    || mods.contains(&"wait_all")
+                {
+                    // The copies are done when issued.
+                    self.emit(Op::Nop);
+                    return Ok(());
+                }
+                if mods.contains(&"mbarrier") || mods.contains(&"bulk") {
+                    return self.unsupported();
+                }
+                let o = self.ops(i, 3)?;
+                let (dsp, dbase, doff) = self.addr(&o[0], Space::Shared)?;
+                let (ssp, sbase, soff) = self.addr(&o[1], Space::Global)?;
+                if dsp != Msp::Shared || ssp != Msp::Global {
+                    return self.unsupported();
+                }
+                let Operand::Int(size) = o[2] else {
+                    return self.err("cp.async needs an immediate copy size");
+                };
+                if !matches!(size, 4 | 8 | 16) {
+                    return self.err(format!("cp.async copy size {size}"));
+                }
+                let src_size = match o.get(3) {
+                    Some(x) => self.src(x, Ty::U32)?,
+                    None => NONE,
+                };
+                self.emit(Op::CpAsync {
+                    dbase,
+                    doff,
+                    sbase,
+                    soff,
+                    size: size as u8,
+                    src_size,
+                });
+                Ok(())
+            }
+            _ => self.unsupported(),
+        }
+    }
+
+    fn mov(&mut self, i: &PInst, t: Option<Ty>) -> Result<(), PtxError> {
+        let o = self.ops(i, 2)?;
+        let t = t.unwrap_or(Ty::B64);
+        if t == Ty::B128 {
+            return self.unsupported();
+        }
+        match (&o[0], &o[1]) {
+            (Operand::Vec(ds), a) => {
+                if ds.is_empty() || ds.len() > 4 {
+                    return self.unsupported();
+                }
+                let n = ds.len() as u8;
+                let bits = (t.bits() / u32::from(n)) as u8;
+                let a = self.src(a, t)?;
+                let mut d = [NONE; 4];
+                for (k, x) in ds.iter().enumerate() {
+                    d[k] = self.dst(x)?;
+                }
+                self.emit(Op::Unpack { d, n, bits, a });
+            }
+            (d, Operand::Vec(ss)) => {
+                if ss.is_empty() || ss.len() > 4 {
+                    return self.unsupported();
+                }
+                let n = ss.len() as u8;
+                let bits = (t.bits() / u32::from(n)) as u8;
+                let et = match bits {
+                    8 => Ty::B8,
+                    16 => Ty::B16,
+                    32 => Ty::B32,
+                    _ => Ty::B64,
+                };
+                let mut src = [NONE; 4];
+                for (k, x) in ss.iter().enumerate() {
+                    src[k] = self.src(x, et)?;
+                }
+                let d = self.dst(d)?;
+                self.emit(Op::Pack { d, src, n, bits });
+            }
+            (d, a) if t == Ty::Pred => {
+                let d = self.pred_dst(d)?;
+                match a {
+                    Operand::Int(v) => self.emit(Op::PredConst { d, v: *v != 0 }),
+                    a => {
+                        let a = self.pred_src(a)?;
+                        self.emit(Op::Pred {
+                            op: PredOp::Mov,
+                            d,
+                            a,
+                            b: a,
+                        });
+                    }
+                }
+            }
+            (d, a) => {
+                let d = self.dst(d)?;
+                if let Operand::Name(n) = a {
+                    if let Some(sr) = Sreg::from_name(n) {
+                        if self.lookup(n).is_none() {
+                            self.emit(Op::Special { d, sr });
+                            return Ok(());
+                        }
+                    }
+                    if let Some(Binding::Frame { off, .. }) = self.lookup(n) {
+                        self.emit(Op::FrameAddr { d, off });
+                        return Ok(());
+                    }
+                }
+                let a = self.src(a, t)?;
+                self.emit(Op::Mov { d, a });
+            }
+        }
+        Ok(())
+    }
+
+    fn ld(&mut self, i: &PInst, mods: &[&str], t: Option<Ty>) -> Result<(), PtxError> {
+        let o = self.ops(i, 2)?;
+        let Some(t) = t else {
+            return self.unsupported();
+        };
+        if t == Ty::B128 || mods.iter().any(|m| m.starts_with("v8")) {
+            return self.unsupported();
+        }
+        let (sp, base, off) = self.addr(&o[1], space_of(mods))?;
+        let mut d = [NONE; 4];
+        let n = match &o[0] {
+            Operand::Vec(ds) => {
+                if ds.is_empty() || ds.len() > 4 {
+                    return self.unsupported();
+                }
+                for (k, x) in ds.iter().enumerate() {
+                    d[k] = self.dst(x)?;
+                }
+                ds.len() as u8
+            }
+            x => {
+                d[0] = self.dst(x)?;
+                1
+            }
+        };
+        self.emit(Op::Ld {
+            sp,
+            size: t.size() as u8,
+            signed: t.is_signed(),
+            n,
+            d,
+            base,
+            off,
+        });
+        Ok(())
+    }
+
+    fn st(&mut self, i: &PInst, mods: &[&str], t: Option<Ty>) -> Result<(), PtxError> {
+        let o = self.ops(i, 2)?;
+        let Some(t) = t else {
+            return self.unsupported();
+        };
+        if t == Ty::B128 || mods.iter().any(|m| m.starts_with("v8")) {
+            return self.unsupported();
+        }
+        let (sp, base, off) = self.addr(&o[0], space_of(mods))?;
+        let mut s = [NONE; 4];
+        let n = match &o[1] {
+            Operand::Vec(ss) => {
+                if ss.is_empty() || ss.len() > 4 {
+                    return self.unsupported();
+                }
+                for (k, x) in ss.iter().enumerate() {
+                    s[k] = self.src(x, t)?;
+                }
+                ss.len() as u8
+            }
+            x => {
+                s[0] = self.src(x, t)?;
+                1
+            }
+        };
+        self.emit(Op::St {
+            sp,
+            size: t.size() as u8,
+            n,
+            s,
+            base,
+            off,
+        });
+        Ok(())
+    }
+
+    fn arith(
+        &mut self,
+        i: &PInst,
+        base: &str,
+        mods: &[&str],
+        t: Option<Ty>,
+    ) -> Result<(), PtxError> {
+        let Some(t) = t else {
+            return self.unsupported();
+        };
+        let has = |m: &str| mods.contains(&m);
+        if t == Ty::Pred {
+            let o = self.ops(i, 2)?;
+            let d = self.pred_dst(&o[0])?;
+            let a = self.pred_src(&o[1])?;
+            let (op, b) = match base {
+                "not" => (PredOp::Not, a),
+                "and" | "or" | "xor" => {
+                    let o3 = self.ops(i, 3)?;
+                    let b = self.pred_src(&o3[2])?;
+                    let op = match base {
+                        "and" => PredOp::And,
+                        "or" => PredOp::Or,
+                        _ => PredOp::Xor,
+                    };
+                    (op, b)
+                }
+                _ => return self.unsupported(),
+            };
+            self.emit(Op::Pred { op, d, a, b });
+            return Ok(());
+        }
+        if let Some(ft) = Ft::from_ty(t) {
+            return self.float_arith(i, base, mods, t, ft);
+        }
+        let Some(w) = Iw::from_ty(t) else {
+            return self.unsupported();
+        };
+        let unary = matches!(
+            base,
+            "not" | "cnot" | "neg" | "abs" | "popc" | "clz" | "brev" | "bfind"
+        );
+        if unary {
+            let o = self.ops(i, 2)?;
+            let op = match base {
+                "not" => Int1::Not,
+                "cnot" => Int1::Cnot,
+                "neg" => Int1::Neg,
+                "abs" => Int1::Abs,
+                "popc" => Int1::Popc,
+                "clz" => Int1::Clz,
+                "brev" => Int1::Brev,
+                _ if has("shiftamt") => Int1::BfindShift,
+                _ => Int1::Bfind,
+            };
+            let d = self.dst(&o[0])?;
+            let a = self.src(&o[1], t)?;
+            self.emit(Op::Int1 { op, w, d, a });
+            return Ok(());
+        }
+        let cc = has("cc");
+        match base {
+            "addc" | "subc" | "add" | "sub" if cc || base.ends_with('c') => {
+                let o = self.ops(i, 3)?;
+                let kind = if base.starts_with("add") {
+                    CarryKind::Add
+                } else {
+                    CarryKind::Sub
+                };
+                let d = self.dst(&o[0])?;
+                let a = self.src(&o[1], t)?;
+                let b = self.src(&o[2], t)?;
+                let ccs = self.cc_slot();
+                self.emit(Op::Carry {
+                    kind,
+                    cin: base.ends_with('c'),
+                    cout: cc,
+                    wide: w.bits() == 64,
+                    d,
+                    a,
+                    b,
+                    c: a,
+                    cc: ccs,
+                });
+                return Ok(());
+            }
+            "mad" | "madc" if cc || base == "madc" => {
+                let o = self.ops(i, 4)?;
+                let kind = if has("hi") {
+                    CarryKind::MadHi
+                } else {
+                    CarryKind::MadLo
+                };
+                let d = self.dst(&o[0])?;
+                let a = self.src(&o[1], t)?;
+                let b = self.src(&o[2], t)?;
+                let c = self.src(&o[3], t)?;
+                let ccs = self.cc_slot();
+                self.emit(Op::Carry {
+                    kind,
+                    cin: base == "madc",
+                    cout: cc,
+                    wide: w.bits() == 64,
+                    d,
+                    a,
+                    b,
+                    c,
+                    cc: ccs,
+                });
+                return Ok(());
+            }
+            "mad" | "mad24" | "sad" => {
+                let o = self.ops(i, 4)?;
+                let op = if base == "sad" {
+                    Mad::Sad
+                } else if base == "mad24" {
+                    if has("hi") {
+                        return self.unsupported();
+                    }
+                    Mad::Lo24
+                } else if has("hi") {
+                    Mad::Hi
+                } else if has("wide") {
+                    Mad::Wide
+                } else {
+                    Mad::Lo
+                };
+                let d = self.dst(&o[0])?;
+                let a = self.src(&o[1], t)?;
+                let b = self.src(&o[2], t)?;
+                let ct = if op == Mad::Wide { wide_ty(t) } else { t };
+                let c = self.src(&o[3], ct)?;
+                self.emit(Op::Mad { op, w, d, a, b, c });
+                return Ok(());
+            }
+            _ => {}
+        }
+        let o = self.ops(i, 3)?;
+        let op = match base {
+            "add" if has("sat") => Int2::AddSat,
+            "add" => Int2::Add,
+            "sub" if has("sat") => Int2::SubSat,
+            "sub" => Int2::Sub,
+            "mul" if has("hi") => Int2::MulHi,
+            "mul" if has("wide") => Int2::MulWide,
+            "mul" => Int2::MulLo,
+            "mul24" if has("hi") => Int2::Mul24Hi,
+            "mul24" => Int2::Mul24Lo,
+            "div" => Int2::Div,
+            "rem" => Int2::Rem,
+            "min" => Int2::Min,
+            "max" => Int2::Max,
+            "and" => Int2::And,
+            "or" => Int2::Or,
+            "xor" => Int2::Xor,
+            "shl" => Int2::Shl,
+            "shr" => Int2::Shr,
+            _ => return self.unsupported(),
+        };
+        if (op == Int2::Min || op == Int2::Max) && has("relu") {
+            return self.unsupported();
+        }
+        let d = self.dst(&o[0])?;
+        let a = self.src(&o[1], t)?;
+        let bt = if matches!(op, Int2::Shl | Int2::Shr) {
+            Ty::U32
+        } else {
+            t
+        };
+        let b = self.src(&o[2], bt)?;
+        self.emit(Op::Int2 { op, w, d, a, b });
+        Ok(())
+    }
+
+    fn float_arith(
+        &mut self,
+        i: &PInst,
+        base: &str,
+        mods: &[&str],
+        t: Ty,
+        ft: Ft,
+    ) -> Result<(), PtxError> {
+        let has = |m: &str| mods.contains(&m);
+        let rnd = rnd_of(mods);
+        let ftz = has("ftz");
+        let sat = has("sat");
+        if has("relu") {
+            return self.unsupported();
+        }
+        match base {
+            "fma" | "mad" => {
+                let o = self.ops(i, 4)?;
+                let d = self.dst(&o[0])?;
+                let a = self.src(&o[1], t)?;
+                let b = self.src(&o[2], t)?;
+                let c = self.src(&o[3], t)?;
+                self.emit(Op::Fma {
+                    t: ft,
+                    rnd,
+                    ftz,
+                    sat,
+                    d,
+                    a,
+                    b,
+                    c,
+                });
+                Ok(())
+            }
+            "neg" | "abs" | "sqrt" | "rsqrt" | "rcp" | "ex2" | "lg2" | "sin" | "cos" | "tanh" => {
+                let o = self.ops(i, 2)?;
+                let approx = has("approx");
+                let op = match base {
+                    "neg" => F1::Neg,
+                    "abs" => F1::Abs,
+                    "sqrt" if approx => F1::SqrtApprox,
+                    "sqrt" => F1::Sqrt,
+                    "rsqrt" => F1::Rsqrt,
+                    "rcp" if approx => F1::RcpApprox,
+                    "rcp" => F1::Rcp,
+                    "ex2" => F1::Ex2,
+                    "lg2" => F1::Lg2,
+                    "sin" => F1::Sin,
+                    "cos" => F1::Cos,
+                    _ => F1::Tanh,
+                };
+                let d = self.dst(&o[0])?;
+                let a = self.src(&o[1], t)?;
+                self.emit(Op::F1 {
+                    op,
+                    t: ft,
+                    rnd,
+                    ftz,
+                    sat,
+                    d,
+                    a,
+                });
+                Ok(())
+            }
+            "add" | "sub" | "mul" | "div" | "min" | "max" | "copysign" => {
+                let o = self.ops(i, 3)?;
+                let nan = has("NaN");
+                let op = match base {
+                    "add" => F2::Add,
+                    "sub" => F2::Sub,
+                    "mul" => F2::Mul,
+                    "div" if has("approx") || has("full") => F2::DivApprox,
+                    "div" => F2::Div,
+                    "min" if nan => F2::MinNaN,
+                    "min" => F2::Min,
+                    "max" if nan => F2::MaxNaN,
+                    "max" => F2::Max,
+                    _ => F2::Copysign,
+                };
+                let d = self.dst(&o[0])?;
+                let a = self.src(&o[1], t)?;
+                let b = self.src(&o[2], t)?;
+                self.emit(Op::F2 {
+                    op,
+                    t: ft,
+                    rnd,
+                    ftz,
+                    sat,
+                    d,
+                    a,
+                    b,
+                });
+                Ok(())
+            }
+            _ => self.unsupported(),
+        }
+    }
+
+    fn bits(
+        &mut self,
+        i: &PInst,
+        base: &str,
+        mods: &[&str],
+        t: Option<Ty>,
+    ) -> Result<(), PtxError> {
+        let t = t.unwrap_or(Ty::B32);
+        match base {
+            "bfe" => {
+                let o = self.ops(i, 4)?;
+                let d = self.dst(&o[0])?;
+                let a = self.src(&o[1], t)?;
+                let b = self.src(&o[2], Ty::U32)?;
+                let c = self.src(&o[3], Ty::U32)?;
+                self.emit(Op::Bfe {
+                    wide: t.size() == 8,
+                    signed: t.is_signed(),
+                    d,
+                    a,
+                    b,
+                    c,
+                });
+            }
+            "bfi" => {
+                let o = self.ops(i, 5)?;
+                let d = self.dst(&o[0])?;
+                let a = self.src(&o[1], t)?;
+                let b = self.src(&o[2], t)?;
+                let c = self.src(&o[3], Ty::U32)?;
+                let e = self.src(&o[4], Ty::U32)?;
+                self.emit(Op::Bfi {
+                    wide: t.size() == 8,
+                    d,
+                    a,
+                    b,
+                    c,
+                    e,
+                });
+            }
+            "prmt" => {
+                let o = self.ops(i, 4)?;
+                let mode = match mods
+                    .iter()
+                    .find(|m| matches!(**m, "f4e" | "b4e" | "rc8" | "ecl" | "ecr" | "rc16"))
+                {
+                    None => 0,
+                    Some(&"f4e") => 1,
+                    Some(&"b4e") => 2,
+                    Some(&"rc8") => 3,
+                    Some(&"ecl") => 4,
+                    Some(&"ecr") => 5,
+                    Some(_) => 6,
+                };
+                let d = self.dst(&o[0])?;
+                let a = self.src(&o[1], Ty::B32)?;
+                let b = self.src(&o[2], Ty::B32)?;
+                let c = self.src(&o[3], Ty::B32)?;
+                self.emit(Op::Prmt { mode, d, a, b, c });
+            }
+            "shf" => {
+                let o = self.ops(i, 4)?;
+                let left = mods.contains(&"l");
+                let clamp = mods.contains(&"clamp");
+                let d = self.dst(&o[0])?;
+                let a = self.src(&o[1], Ty::B32)?;
+                let b = self.src(&o[2], Ty::B32)?;
+                let c = self.src(&o[3], Ty::U32)?;
+                self.emit(Op::Shf {
+                    left,
+                    clamp,
+                    d,
+                    a,
+                    b,
+                    c,
+                });
+            }
+            "lop3" => {
+                let o = self.ops(i, 5)?;
+                let Operand::Int(lut) = o[4] else {
+                    return self.err("lop3 needs an immediate truth table");
+                };
+                let d = self.dst(&o[0])?;
+                let a = self.src(&o[1], Ty::B32)?;
+                let b = self.src(&o[2], Ty::B32)?;
+                let c = self.src(&o[3], Ty::B32)?;
+                self.emit(Op::Lop3 {
+                    lut: lut as u8,
+                    d,
+                    a,
+                    b,
+                    c,
+                });
+            }
+            _ => {
+                // dp4a.atype.btype
+                let o = self.ops(i, 4)?;
+                let tys = types_of(mods);
+                if mods.first() != Some(&"u32") && mods.first() != Some(&"s32") {
+                    return self.unsupported();
+                }
+                let us = tys.first() == Some(&Ty::U32);
+                let ut = tys.get(1) == Some(&Ty::U32);
+                let d = self.dst(&o[0])?;
+                let a = self.src(&o[1], Ty::B32)?;
+                let b = self.src(&o[2], Ty::B32)?;
+                let c = self.src(&o[3], Ty::B32)?;
+                self.emit(Op::Dp4a { us, ut, d, a, b, c });
+            }
+        }
+        Ok(())
+    }
+
+    fn setp(&mut self, i: &PInst, mods: &[&str], t: Option<Ty>) -> Result<(), PtxError> {
+        let o = self.ops(i, 3)?;
+        let Some(t) = t else {
+            return self.unsupported();
+        };
+        let Some(cmp) = mods.first().and_then(|m| Cmp::from_name(m)) else {
+            return self.unsupported();
+        };
+        let bop = if mods.contains(&"and") {
+            BoolOp::And
+        } else if mods.contains(&"or") {
+            BoolOp::Or
+        } else if mods.contains(&"xor") {
+            BoolOp::Xor
+        } else {
+            BoolOp::None
+        };
+        if matches!(t, Ty::F16x2 | Ty::BF16x2) {
+            return self.unsupported();
+        }
+        let (d, dn) = match &o[0] {
+            Operand::Pair(p, q) => (
+                self.pred_dst(&Operand::Name(p.clone()))?,
+                self.pred_dst(&Operand::Name(q.clone()))?,
+            ),
+            x => (self.pred_dst(x)?, NONE),
+        };
+        let a = self.src(&o[1], t)?;
+        let b = self.src(&o[2], t)?;
+        let c = if bop != BoolOp::None {
+            let Some(c) = o.get(3) else {
+                return self.err("setp with a boolean operation needs a predicate operand");
+            };
+            self.pred_src(c)?
+        } else {
+            NONE
+        };
+        self.emit(Op::Setp {
+            cmp,
+            ty: t,
+            bop,
+            d,
+            dn,
+            a,
+            b,
+            c,
+        });
+        Ok(())
+    }
+
+    fn set(&mut self, i: &PInst, mods: &[&str], tys: &[Ty]) -> Result<(), PtxError> {
+        let o = self.ops(i, 3)?;
+        let Some(cmp) = mods.first().and_then(|m| Cmp::from_name(m)) else {
+            return self.unsupported();
+        };
+        if mods.iter().any(|m| matches!(*m, "and" | "or" | "xor")) || tys.len() < 2 {
+            return self.unsupported();
+        }
+        let float_dst = tys[0] == Ty::F32;
+        let st = tys[1];
+        let d = self.dst(&o[0])?;
+        let a = self.src(&o[1], st)?;
+        let b = self.src(&o[2], st)?;
+        self.emit(Op::Set {
+            cmp,
+            ty: st,
+            float_dst,
+            d,
+            a,
+            b,
+        });
+        Ok(())
+    }
+
+    fn cvt(&mut self, i: &PInst, mods: &[&str], tys: &[Ty]) -> Result<(), PtxError> {
+        let o = self.ops(i, 2)?;
+        let rnd = rnd_of(mods);
+        let sat = mods.contains(&"sat");
+        let ftz = mods.contains(&"ftz");
+        let relu = mods.contains(&"relu");
+        if tys.len() < 2 {
+            return self.unsupported();
+        }
+        let (dt, st) = (tys[0], tys[1]);
+        if matches!(dt, Ty::F16x2 | Ty::BF16x2) && o.len() == 3 && st == Ty::F32 {
+            let d = self.dst(&o[0])?;
+            let a = self.src(&o[1], st)?;
+            let b = self.src(&o[2], st)?;
+            self.emit(Op::CvtPack {
+                dt,
+                rnd,
+                relu,
+                d,
+                a,
+                b,
+            });
+            return Ok(());
+        }
+        if relu
+            || matches!(dt, Ty::F16x2 | Ty::BF16x2 | Ty::Pred | Ty::B128)
+            || matches!(st, Ty::F16x2 | Ty::BF16x2 | Ty::Pred | Ty::B128)
+            || mods.contains(&"pack")
+        {
+            return self.unsupported();
+        }
+        let d = self.dst(&o[0])?;
+        let a = self.src(&o[1], st)?;
+        self.emit(Op::Cvt {
+            dt,
+            st,
+            rnd,
+            sat,
+            ftz,
+            d,
+            a,
+        });
+        Ok(())
+    }
+
+    fn bar(&mut self, i: &PInst, mods: &[&str]) -> Result<(), PtxError> {
+        let has = |m: &str| mods.contains(&m);
+        if has("warp") {
+            // bar.warp.sync: lanes are already converged where they meet.
+            self.emit(Op::Nop);
+            return Ok(());
+        }
+        if has("red") {
+            let o = self.ops(i, 3)?;
+            let kind = if has("popc") {
+                Bar::Popc
+            } else if has("and") {
+                Bar::And
+            } else if has("or") {
+                Bar::Or
+            } else {
+                return self.unsupported();
+            };
+            let p = self.pred_src(&o[o.len() - 1])?;
+            let d = if kind == Bar::Popc {
+                self.dst(&o[0])?
+            } else {
+                self.pred_dst(&o[0])?
+            };
+            self.emit(Op::Bar { kind, d, p });
+            return Ok(());
+        }
+        let kind = if has("arrive") {
+            Bar::Arrive
+        } else if has("sync") || mods.is_empty() || has("aligned") {
+            Bar::Sync
+        } else {
+            return self.unsupported();
+        };
+        self.emit(Op::Bar {
+            kind,
+            d: NONE,
+            p: NONE,
+        });
+        Ok(())
+    }
+
+    fn atom(&mut self, i: &PInst, red: bool, mods: &[&str], t: Option<Ty>) -> Result<(), PtxError> {
+        let has = |m: &str| mods.contains(&m);
+        let op = if has("add") {
+            AtomOp::Add
+        } else if has("min") {
+            AtomOp::Min
+        } else if has("max") {
+            AtomOp::Max
+        } else if has("and") {
+            AtomOp::And
+        } else if has("or") {
+            AtomOp::Or
+        } else if has("xor") {
+            AtomOp::Xor
+        } else if has("exch") {
+            AtomOp::Exch
+        } else if has("cas") {
+            AtomOp::Cas
+        } else if has("inc") {
+            AtomOp::Inc
+        } else if has("dec") {
+            AtomOp::Dec
+        } else {
+            return self.unsupported();
+        };
+        let Some(t) = t else {
+            return self.unsupported();
+        };
+        let ty = match t {
+            Ty::U32 | Ty::B32 => AtomTy::U32,
+            Ty::S32 => AtomTy::S32,
+            Ty::U64 | Ty::B64 => AtomTy::U64,
+            Ty::S64 => AtomTy::S64,
+            Ty::F32 => AtomTy::F32,
+            Ty::F64 => AtomTy::F64,
+            Ty::F16 if op == AtomOp::Add => AtomTy::F16,
+            Ty::BF16 if op == AtomOp::Add => AtomTy::BF16,
+            Ty::F16x2 if op == AtomOp::Add => AtomTy::F16x2,
+            Ty::BF16x2 if op == AtomOp::Add => AtomTy::BF16x2,
+            _ => return self.unsupported(),
+        };
+        if mods
+            .iter()
+            .any(|m| m.starts_with("v2") || m.starts_with("v4"))
+        {
+            return self.unsupported();
+        }
+        let o = self.ops(i, if red { 2 } else { 3 })?;
+        let (d, rest) = if red {
+            (NONE, o)
+        } else {
+            (self.dst(&o[0])?, &o[1..])
+        };
+        let (sp, base, off) = self.addr(&rest[0], space_of(mods))?;
+        let b = self.src(&rest[1], t)?;
+        let c = if op == AtomOp::Cas {
+            let Some(c) = rest.get(2) else {
+                return self.err("atom.cas needs a third operand");
+            };
+            self.src(c, t)?
+        } else {
+            NONE
+        };
+        self.emit(Op::Atom {
+            sp,
+            op,
+            ty,
+            d,
+            base,
+            off,
+            b,
+            c,
+        });
+        Ok(())
+    }
+
+    fn call(&mut self, i: &PInst) -> Result<(), PtxError> {
+        let mut it = i.operands.iter().peekable();
+        let mut rets = Vec::new();
+        if let Some(Operand::List(l)) = it.peek() {
+            rets = l.clone();
+            it.next();
+        }
+        let Some(Operand::Name(callee)) = it.next() else {
+            return self.unsupported();
+        };
+        let args = match it.next() {
+            Some(Operand::List(l)) => l.clone(),
+            None => Vec::new(),
+            Some(_) => return self.unsupported(),
+        };
+        if it.next().is_some() {
+            // A prototype: an indirect call.
+            return self.unsupported();
+        }
+        let target = if let Some(&f) = self.m.funcs.get(callee) {
+            Callee::Func(f)
+        } else {
+            match callee.as_str() {
+                "vprintf" => Callee::Vprintf,
+                "__assertfail" | "__assert_fail" => Callee::AssertFail,
+                "malloc" => Callee::Malloc,
+                "free" => Callee::Free,
+                _ => {
+                    if self.lookup(callee).is_some() {
+                        // Calling through a register: indirect.
+                        return self.unsupported();
+                    }
+                    let what = if self.m.externs.contains_key(callee) {
+                        "external function"
+                    } else {
+                        "unknown function"
+                    };
+                    return self.err(format!("call to {what} '{callee}'"));
+                }
+            }
+        };
+        let mut frame_args = |list: &[Operand]| -> Result<Vec<(u32, u32)>, PtxError> {
+            let mut out = Vec::new();
+            for a in list {
+                let Operand::Name(n) = a else {
+                    return self.err(format!("call argument {a:?} is not a .param variable"));
+                };
+                match self.lookup(n) {
+                    Some(Binding::Frame { off, size }) => out.push((off, size)),
+                    _ => {
+                        return self.err(format!(
+                            "call argument '{n}' is not a .param variable (register arguments are unsupported)"
+                        ))
+                    }
+                }
+            }
+            Ok(out)
+        };
+        let rets = frame_args(&rets)?;
+        let args = frame_args(&args)?;
+        let site = self.f.calls.len() as u32;
+        self.f.calls.push(CallSite {
+            callee: target,
+            args,
+            rets,
+        });
+        self.emit(Op::Call { site });
+        Ok(())
+    }
+}
+
+fn wide_ty(t: Ty) -> Ty {
+    match t {
+        Ty::U16 => Ty::U32,
+        Ty::S16 => Ty::S32,
+        Ty::U32 => Ty::U64,
+        Ty::S32 => Ty::S64,
+        t => t,
+    }
+}

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Regenerates the checked-in PTX of the interpreter's test kernels:
+#   emu/tests/ptx/regen.sh            (uses scripts/ensure-nvcc.sh to find nvcc)
+#   NVCC=/path/to/nvcc emu/tests/ptx/regen.sh
+# The tests read only the .ptx files, so they need no CUDA toolkit.
+set -euo pipefail
+here="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)"
+nvcc="${NVCC:-$("$here/../../../scripts/ensure-nvcc.sh")}"
+for cu in "$here"/*.cu; do
+    "$nvcc" -ptx -arch=sm_80 -O3 "$cu" -o "${cu%.cu}.ptx"
+    echo "regen: ${cu##*/} -> $(basename "${cu%.cu}.ptx")"
+done
