@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use rcud_client::config::parse_servers;
 use rcud_client::Runtime;
-use rcud_server::backend::BackendKind;
+use rcud_server::backend::{BackendKind, EmuSettings};
 
 /// Arguments of `rcud info`.
 #[derive(Debug, clap::Args)]
@@ -19,7 +19,7 @@ pub(crate) fn info(args: InfoArgs) -> Result<ExitCode, Box<dyn std::error::Error
     let (servers, _embedded) = match args.server {
         Some(s) => (s, None),
         None => {
-            let handle = crate::run::embedded_server(BackendKind::Auto, rcud_emu_default_memory())?;
+            let handle = crate::run::embedded_server(BackendKind::Auto, &EmuSettings::default())?;
             (handle.addr().to_string(), Some(handle))
         }
     };
@@ -64,8 +64,4 @@ pub(crate) fn info(args: InfoArgs) -> Result<ExitCode, Box<dyn std::error::Error
 
 fn version(v: i32) -> String {
     format!("{}.{}", v / 1000, (v % 1000) / 10)
-}
-
-fn rcud_emu_default_memory() -> u64 {
-    rcud_server::backend::EmuSettings::default().memory
 }

@@ -21,6 +21,10 @@ pub(crate) struct RunArgs {
     /// Memory of the embedded server's emulated GPU, e.g. 8GiB.
     #[arg(long, default_value = "8GiB")]
     emu_memory: bytesize::ByteSize,
+    /// Seconds a kernel may run on the embedded server's emulated device before
+    /// it is stopped with cudaErrorLaunchTimeout.
+    #[arg(long, env = "RCUD_KERNEL_TIMEOUT", default_value_t = 120)]
+    kernel_timeout: u64,
     /// The rcud CUDA runtime library to use (default: next to this executable).
     #[arg(long, env = "RCUD_LIBRARY")]
     library: Option<PathBuf>,
@@ -63,7 +67,12 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode, Box<dyn std::error::Error>>
     let (servers, _embedded): (String, Option<ServerHandle>) = match args.server {
         Some(s) => (s, None),
         None => {
-            let handle = embedded_server(args.backend, args.emu_memory.as_u64())?;
+            let emu = EmuSettings {
+                memory: args.emu_memory.as_u64(),
+                kernel_timeout: std::time::Duration::from_secs(args.kernel_timeout),
+                ..EmuSettings::default()
+            };
+            let handle = embedded_server(args.backend, &emu)?;
             (handle.addr().to_string(), Some(handle))
         }
     };
@@ -101,12 +110,12 @@ fn default_library() -> Result<PathBuf, std::io::Error> {
     Ok(dir.join(LIBRARY_FILE))
 }
 
-pub(crate) fn embedded_server(backend: BackendKind, memory: u64) -> Result<ServerHandle, RunError> {
-    let emu = EmuSettings {
-        memory,
-        ..EmuSettings::default()
-    };
-    let backend = select_backend(backend, &emu).map_err(|e| RunError::Server(e.to_string()))?;
+/// A server on a free loopback port, running on background threads.
+pub(crate) fn embedded_server(
+    backend: BackendKind,
+    emu: &EmuSettings,
+) -> Result<ServerHandle, RunError> {
+    let backend = select_backend(backend, emu).map_err(|e| RunError::Server(e.to_string()))?;
     let server =
         Server::bind("127.0.0.1:0", backend).map_err(|e| RunError::Server(e.to_string()))?;
     server.spawn().map_err(|e| RunError::Server(e.to_string()))

@@ -388,3 +388,48 @@ fn k_func_attrs() {
         run.assert_contains("maxDynamicSharedSizeBytes=65536");
     });
 }
+
+/// A kernel that never ends is stopped at the server's time limit, and a
+/// kernel using PTX the interpreter lacks fails to launch with a message
+/// naming the instruction and the kernel.
+#[test]
+fn k_limits() {
+    let Some(env) = setup("k_limits") else { return };
+    let args: Vec<&str> = COMMON_ARGS.to_vec();
+    let bin = build_as(env, "k_limits", "k_limits-default", &args);
+    let run = |mode: &str| {
+        let mut cmd = std::process::Command::new(&env.rcud);
+        cmd.env_remove("LD_PRELOAD")
+            .env_remove("RCUD_SERVERS")
+            .env("RCUD_KERNEL_TIMEOUT", "2")
+            .arg("run")
+            .arg("--")
+            .arg(&bin)
+            .arg(mode);
+        let run = common::run_with_timeout(cmd, KERNEL_RUN_TIMEOUT);
+        run.assert_pass(None);
+        run
+    };
+    let timeout = run("timeout");
+    assert_lines(
+        &timeout,
+        &owned(&[
+            "launch -> cudaSuccess",
+            "cudaDeviceSynchronize -> cudaErrorLaunchTimeout",
+            "cudaMalloc after the timeout -> cudaErrorLaunchTimeout",
+        ]),
+    );
+    let unsupported = run("unsupported");
+    assert_lines(
+        &unsupported,
+        &owned(&[
+            "launch -> cudaErrorNotSupported",
+            "cudaDeviceSynchronize -> cudaSuccess",
+        ]),
+    );
+    for needle in ["unsupported PTX instruction 'mma.sync", "_Z11tensor_corePj"] {
+        if !unsupported.stderr.contains(needle) {
+            unsupported.fail(&format!("stderr does not name `{needle}`"), None);
+        }
+    }
+}

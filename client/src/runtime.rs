@@ -874,6 +874,6 @@ impl Runtime {
 
 /// Tells the user, on the application's stderr, why remote GPUs misbehave.
 fn report(message: &str) {
-    tracing::error!("{message}");
+    tracing::debug!("reported to the user: {message}");
     eprintln!("rcud: {message}");
 }

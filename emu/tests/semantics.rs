@@ -582,3 +582,61 @@ fn trap_instruction() {
     assert_eq!(f.thread, [1, 0, 0]);
     assert_eq!(f.instruction, "trap");
 }
+
+#[test]
+fn fused_multiply_add_is_single_rounding() {
+    let body = "
+	mov.b64 {%r0, %r1}, %rd0;
+	mov.b32 %f0, %r0;
+	mov.b32 %f1, %r1;
+	mov.b64 {%r2, %r3}, %rd1;
+	mov.b32 %f2, %r2;
+	fma.rn.f32 %f3, %f0, %f1, %f2;
+	mov.b32 %r4, %f3;
+	cvt.u64.u32 %rd4, %r4;
+	mov.b64 %fd0, %rd2;
+	mov.b64 %fd1, %rd3;
+	fma.rn.f64 %fd2, %fd0, %fd1, %fd0;
+	mov.b64 %rd5, %fd2;
+";
+    let mut rng = Rng(77);
+    let special = [
+        0.0f32,
+        -0.0,
+        1.0,
+        -1.0,
+        f32::MAX,
+        f32::MIN_POSITIVE,
+        1e-45,
+        f32::INFINITY,
+        f32::NAN,
+        1.0 + f32::EPSILON,
+        3.0e38,
+        1e-30,
+    ];
+    let mut rows = Vec::new();
+    for _ in 0..256 {
+        let pick = |rng: &mut Rng| {
+            if rng.next().is_multiple_of(4) {
+                special[(rng.next() % special.len() as u64) as usize]
+            } else {
+                let m = f32::from_bits((rng.next() as u32 & 0x807f_ffff) | 0x3f00_0000);
+                m * 2f32.powi((rng.next() % 60) as i32 - 30)
+            }
+        };
+        let (a, b, c) = (pick(&mut rng), pick(&mut rng), pick(&mut rng));
+        let (x, y) = (rng.next() as f64 / 3.0, -(rng.next() as f64) / 7.0);
+        rows.push([f32b(a) | f32b(b) << 32, f32b(c), x.to_bits(), y.to_bits()]);
+    }
+    for (row, o) in rows.iter().zip(run(body, &rows)) {
+        let (a, b, c) = (f32v(row[0]), f32v(row[0] >> 32), f32v(row[1]));
+        let want = a.mul_add(b, c);
+        let got = f32v(o[0]);
+        assert!(
+            got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+            "fma({a:e}, {b:e}, {c:e}) = {got:e}, want {want:e}"
+        );
+        let (x, y) = (f64::from_bits(row[2]), f64::from_bits(row[3]));
+        assert_eq!(o[1], x.mul_add(y, x).to_bits());
+    }
+}

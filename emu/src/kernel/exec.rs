@@ -40,6 +40,8 @@ const WINDOW_SIZE: u64 = 1 << 48;
 
 /// Deepest call chain.
 const MAX_DEPTH: usize = 4096;
+/// Most register values of one warp's call chain (32 MiB).
+const REG_LIMIT: usize = 4 << 20;
 /// Most local memory per thread (frames of the whole call chain).
 pub(crate) const LOCAL_LIMIT: usize = 256 << 10;
 
@@ -433,7 +435,8 @@ impl Warp {
             e.msg = format!("call depth {} to {}", self.frames.len() + 1, callee.name);
             e
         };
-        if self.frames.len() >= MAX_DEPTH {
+        let regs_needed = self.regs.len() + callee.nslots as usize * 32;
+        if self.frames.len() >= MAX_DEPTH || regs_needed > REG_LIMIT {
             return Err(overflow());
         }
         let new_lbase = self.lbase + caller.frame_size;
@@ -2073,9 +2076,25 @@ fn step<'m>(
                 c,
             } => match t {
                 Ft::F32 if !ftz && !sat && matches!(rnd, Rnd::Default | Rnd::Rn) => {
-                    tern!(r, m, d, a, b, c, |x, y, z| f32b(
-                        f32v(x).mul_add(f32v(y), f32v(z))
-                    ))
+                    // The product of two f32 is exact in f64; when the f64
+                    // sum is exact too, one rounding to f32 is the fused
+                    // result. Lanes where it is not take the slow path.
+                    let (av, bv, cv) = (get(r, a), get(r, b), get(r, c));
+                    let mut o = [0u64; 32];
+                    let mut slow = 0u32;
+                    for l in 0..32 {
+                        let p = f64::from(f32v(av[l])) * f64::from(f32v(bv[l]));
+                        let z = f64::from(f32v(cv[l]));
+                        let s = p + z;
+                        let bb = s - p;
+                        let err = (p - (s - bb)) + (z - bb);
+                        o[l] = f32b(s as f32);
+                        slow |= u32::from(err != 0.0 || err.is_nan()) << l;
+                    }
+                    for l in lanes_of(slow & m) {
+                        o[l] = f32b(f32v(av[l]).mul_add(f32v(bv[l]), f32v(cv[l])));
+                    }
+                    put(r, d, m, &o);
                 }
                 Ft::F64 if !sat => {
                     tern!(r, m, d, a, b, c, |x, y, z| f64v(x)
