@@ -175,6 +175,7 @@ fn k_symbols() {
         "cudaMemcpyToSymbol(past the end of c_coeffs) -> cudaErrorInvalidValue",
         "cudaGetSymbolAddress(host variable) -> cudaErrorInvalidSymbol",
         "symbol errors: ok",
+        "pointer table initialiser: ok",
     ]);
     run_and_expect("k_symbols", &lines);
 }
@@ -377,6 +378,8 @@ fn k_func_attrs() {
         "cudaFuncSetCacheConfig: ok",
         "cudaOccupancyMaxActiveBlocksPerMultiprocessor: ok",
         "cudaLaunchKernelExC: ok",
+        "cudaLaunchKernelExC with a priority: ok",
+        "cudaLaunchKernelExC cooperative -> cudaErrorNotSupported",
         "cudaLaunchKernelEx: ok",
     ]);
     run_variants("k_func_attrs", &[&[]], |_, run| {

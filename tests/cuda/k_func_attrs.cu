@@ -196,6 +196,23 @@ int main() {
             EXPECT(out[i] == i * -3, "cudaLaunchKernelEx: out[%d] = %d, expected %d", i, out[i],
                    i * -3);
         printf("cudaLaunchKernelEx: ok\n");
+
+        // A priority is a scheduling hint and is honoured as one; a
+        // cooperative launch promises co-resident blocks, which rcud refuses.
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributePriority;
+        attr[0].val.priority = 0;
+        config.attrs = attr;
+        config.numAttrs = 1;
+        CHECK(cudaLaunchKernelExC(&config, (const void *)no_shared, args));
+        CHECK(cudaDeviceSynchronize());
+        printf("cudaLaunchKernelExC with a priority: ok\n");
+        attr[0].id = cudaLaunchAttributeCooperative;
+        attr[0].val.cooperative = 1;
+        cudaError_t e = cudaLaunchKernelExC(&config, (const void *)no_shared, args);
+        printf("cudaLaunchKernelExC cooperative -> %s\n", cudaGetErrorName(e));
+        EXPECT(e == cudaErrorNotSupported, "a cooperative launch must be refused");
+        (void)cudaGetLastError();
         CHECK(cudaFree(dout));
     }
 

@@ -26,6 +26,14 @@ __device__ int d_counter;
 __device__ float d_array[64];
 __device__ unsigned long long d_ull;
 
+// A table of pointers to other device variables: its initialiser holds
+// addresses the loader must fill in.
+__device__ int d_first = 11;
+__device__ int d_second = 22;
+__device__ int *d_table[2] = {&d_first, &d_second};
+
+__global__ void k_follow_table(int *out) { out[threadIdx.x] = *d_table[threadIdx.x]; }
+
 __global__ void k_use_constants(const float *x, float *out, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
@@ -210,6 +218,18 @@ int main() {
         CHECK(cudaMemcpyFromSymbol(check, c_coeffs, sizeof check));
         EXPECT(memcmp(check, coeffs, sizeof check) == 0, "c_coeffs changed by a failed copy");
         printf("symbol errors: ok\n");
+    }
+
+    {
+        int *dout = NULL;
+        CHECK(cudaMalloc(&dout, 2 * sizeof(int)));
+        k_follow_table<<<1, 2>>>(dout);
+        CHECK(cudaGetLastError());
+        int out[2];
+        CHECK(cudaMemcpy(out, dout, sizeof out, cudaMemcpyDeviceToHost));
+        EXPECT(out[0] == 11 && out[1] == 22, "pointer table: got %d %d", out[0], out[1]);
+        CHECK(cudaFree(dout));
+        printf("pointer table initialiser: ok\n");
     }
 
     printf("PASS\n");

@@ -16,6 +16,11 @@ fn rt() -> &'static Runtime {
     Runtime::global()
 }
 
+/// `cudaLaunchAttributeID` values accepted as hints.
+const LAUNCH_ATTR_IGNORE: c_int = 0;
+const LAUNCH_ATTR_ACCESS_POLICY_WINDOW: c_int = 1;
+const LAUNCH_ATTR_PRIORITY: c_int = 8;
+
 thread_local! {
     /// Configurations pushed by `<<<...>>>` and not yet popped by the stub.
     static CALL_CONFIGS: RefCell<Vec<LaunchConfig>> = const { RefCell::new(Vec::new()) };
@@ -164,16 +169,26 @@ fn launch_ex(
     }
     // SAFETY: non-NULL, and the API requires a valid cudaLaunchConfig_t.
     let cfg = unsafe { &*cfg };
-    if cfg.num_attrs > 0 {
-        // Launch attributes (clusters, priorities, programmatic serialization,
-        // ...) change scheduling guarantees that rcud cannot promise yet.
-        // SAFETY: `attrs` holds `num_attrs` entries by the API contract; the
-        // id is the first field of each.
-        let first = unsafe { cfg.attrs.as_ref().map(|a| a.id) };
-        eprintln!(
-            "rcud: cudaLaunchKernelExC: launch attributes are not supported (first attribute id {first:?})"
-        );
-        return Err(CudaError::NOT_SUPPORTED);
+    let attrs = if cfg.num_attrs == 0 || cfg.attrs.is_null() {
+        &[][..]
+    } else {
+        // SAFETY: the API contract makes `attrs` point to `num_attrs` entries.
+        unsafe { std::slice::from_raw_parts(cfg.attrs, cfg.num_attrs as usize) }
+    };
+    for attr in attrs {
+        match attr.id {
+            // Ignored entries, cache-persistence windows and priorities are
+            // hints a kernel's results never depend on.
+            LAUNCH_ATTR_IGNORE | LAUNCH_ATTR_ACCESS_POLICY_WINDOW | LAUNCH_ATTR_PRIORITY => {}
+            // Co-residency of all blocks (grid-wide sync), clusters and the
+            // rest change what the kernel may rely on: refuse them clearly.
+            id => {
+                eprintln!(
+                    "rcud: cudaLaunchKernelExC: launch attribute {id} (cudaLaunchAttributeID) is not supported by rcud"
+                );
+                return Err(CudaError::NOT_SUPPORTED);
+            }
+        }
     }
     launch(
         func,

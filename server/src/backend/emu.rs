@@ -140,6 +140,13 @@ fn kernel_failure(e: KernelError) -> Failure {
 }
 
 impl EmuContext {
+    /// Frees the variables of a module that failed to load.
+    fn release(&mut self, symbols: &HashMap<String, u64>) {
+        for &addr in symbols.values() {
+            let _ = self.memory.free(addr);
+        }
+    }
+
     fn module(&self, module: u32) -> Result<&LoadedModule, Failure> {
         self.modules
             .get(module as usize)
@@ -221,16 +228,38 @@ impl DeviceContext for EmuContext {
         };
         let mut symbols = HashMap::new();
         let mut sizes = HashMap::new();
+        // Every variable gets its address first: initialisers may hold the
+        // addresses of others (pointer tables).
         for var in code.globals() {
-            let size = var.size.max(1);
-            let addr = self.memory.malloc(size).map_err(Failure::from)?;
-            let init = self
-                .memory
-                .slice_mut(addr, var.init.len() as u64)
-                .map_err(Failure::from)?;
-            init.copy_from_slice(&var.init);
-            symbols.insert(var.name.clone(), addr);
-            sizes.insert(var.name.clone(), var.size);
+            match self.memory.malloc(var.size.max(1)) {
+                Ok(addr) => {
+                    symbols.insert(var.name.clone(), addr);
+                    sizes.insert(var.name.clone(), var.size);
+                }
+                Err(e) => {
+                    self.release(&symbols);
+                    return Err(e.into());
+                }
+            }
+        }
+        for var in code.globals() {
+            let addr = symbols[&var.name];
+            let init = var.init_with(|name| symbols.get(name).copied());
+            let written = match init {
+                Some(bytes) => self
+                    .memory
+                    .slice_mut(addr, bytes.len() as u64)
+                    .map(|dst| dst.copy_from_slice(&bytes))
+                    .map_err(Failure::from),
+                None => Err(Failure::new(
+                    CudaError::NOT_SUPPORTED,
+                    format!("the initialiser of device variable {} refers to something that is not a device variable (function pointers are not supported)", var.name),
+                )),
+            };
+            if let Err(f) = written {
+                self.release(&symbols);
+                return Err(f);
+            }
         }
         self.modules.push(LoadedModule {
             code,
