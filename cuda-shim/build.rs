@@ -93,6 +93,14 @@ fn implemented_functions(dir: &Path) -> BTreeSet<String> {
         println!("cargo:rerun-if-changed={}", file.display());
         let text = std::fs::read_to_string(&file).expect("read api source");
         for line in text.lines() {
+            // `with_ptsz! { fn name / name_ptsz (...) { ... } }` defines both.
+            if let Some(rest) = line.trim_start().strip_prefix("fn ") {
+                if let Some((a, b)) = rest.split('(').next().and_then(|h| h.split_once(" / ")) {
+                    names.insert(a.trim().to_string());
+                    names.insert(b.trim().to_string());
+                }
+                continue;
+            }
             let Some(rest) = line.trim_start().strip_prefix("pub ") else {
                 continue;
             };
@@ -100,8 +108,13 @@ fn implemented_functions(dir: &Path) -> BTreeSet<String> {
             let Some(rest) = rest.strip_prefix("extern \"C\" fn ") else {
                 continue;
             };
-            if let Some(name) = rest.split('(').next() {
-                names.insert(name.trim().to_string());
+            match rest.split('(').next().map(str::trim) {
+                // The macro's own template.
+                Some(name) if name.starts_with('$') => {}
+                Some(name) => {
+                    names.insert(name.to_string());
+                }
+                None => {}
             }
         }
     }

@@ -436,3 +436,33 @@ fn k_limits() {
         }
     }
 }
+
+/// Streams, events, asynchronous copies, host callbacks; built as is and with
+/// `--default-stream per-thread` (the `_ptsz`/`_ptds` entry points).
+#[test]
+fn k_streams() {
+    let Some(env) = setup("k_streams") else {
+        return;
+    };
+    let lines = owned(&[
+        "stream flags and priorities: ok",
+        "pipelines on 4 streams: ok",
+        "cudaStreamQuery after synchronize: ok",
+        "pageable async copies and memset: ok",
+        "cudaEventElapsedTime(timing disabled) -> cudaErrorInvalidResourceHandle",
+        "cudaStreamWaitEvent: ok",
+        "host functions in stream order: ok",
+        "host function without a synchronizing call: ok",
+        "cudaMemcpyAsync to a bad pointer -> cudaErrorInvalidValue",
+    ]);
+    for (variant, extra) in [
+        ("default", &[][..]),
+        ("per-thread", &["--default-stream", "per-thread"][..]),
+    ] {
+        let args: Vec<&str> = COMMON_ARGS.iter().chain(extra).copied().collect();
+        let bin = build_as(env, "k_streams", &format!("k_streams-{variant}"), &args);
+        let run = rcud_run_within(env, None, &bin, &[], KERNEL_RUN_TIMEOUT);
+        run.assert_pass(None);
+        assert_lines(&run, &lines);
+    }
+}

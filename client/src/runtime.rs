@@ -9,7 +9,9 @@
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
 use rcud_proto::ops::{req, Op};
@@ -18,11 +20,11 @@ use rcud_proto::{CudaError, DeviceProps};
 use crate::config::{parse_servers, ServerEntry};
 use rcud_fatbin::ParamLayout;
 use rcud_proto::codec::Blob;
-use rcud_proto::ops::{FuncAttributes, ATTR_CARVEOUT, ATTR_MAX_DYNAMIC_SHARED};
+use rcud_proto::ops::{Failure, FuncAttributes, ATTR_CARVEOUT, ATTR_MAX_DYNAMIC_SHARED};
 
 use crate::hostmem::{HostMemory, HostRegion, HOST_ALLOC_FLAGS};
 use crate::modules::{ModuleImage, Registry};
-use crate::session::Session;
+use crate::session::{Completion, HostDst, Session};
 use crate::ClientError;
 
 /// The CUDA runtime version this library implements (`cudaRuntimeGetVersion`).
@@ -107,6 +109,10 @@ struct DeviceState {
     /// like an asynchronous fault on a GPU, `cudaGetLastError` does not report
     /// it before the next call that reaches the device.
     sticky_unseen: bool,
+    /// A failure of asynchronous work, returned by the next synchronizing call.
+    async_error: Option<CudaError>,
+    /// When the oldest operation still in the batch was queued.
+    queued_since: Option<Instant>,
     /// Registry module index -> module id on the server.
     modules: HashMap<usize, u32>,
     /// Host stub -> the kernel on the server.
@@ -154,7 +160,6 @@ thread_local! {
 }
 
 /// The client runtime of one process.
-#[derive(Debug)]
 pub struct Runtime {
     devices: Vec<RemoteDevice>,
     states: Vec<Mutex<DeviceState>>,
@@ -164,7 +169,57 @@ pub struct Runtime {
     allocs: RwLock<BTreeMap<u64, (u64, usize)>>,
     host: Mutex<HostMemory>,
     registry: RwLock<Registry>,
+    streams: Mutex<HashMap<u64, StreamState>>,
+    events: Mutex<HashMap<u64, EventState>>,
+    next_handle: AtomicU64,
+    printf_sink: OnceLock<PrintfSink>,
+    progress: OnceLock<Option<std::thread::Thread>>,
     client_name: String,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("devices", &self.devices.len())
+            .field("init_error", &self.init_error)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where device `printf` output goes.
+pub type PrintfSink = Box<dyn Fn(&[u8]) + Send + Sync>;
+
+/// Stream and event handles start here, clear of the special streams
+/// `0` (legacy default), `1` (`cudaStreamLegacy`) and `2` (`cudaStreamPerThread`).
+const FIRST_HANDLE: u64 = 0x1000;
+/// `cudaStreamNonBlocking`.
+const STREAM_FLAGS: u32 = 0x1;
+/// `cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess`.
+const EVENT_FLAGS: u32 = 0x7;
+const EVENT_DISABLE_TIMING: u32 = 0x2;
+const EVENT_INTERPROCESS: u32 = 0x4;
+/// Stream priorities: 0 is the least, -5 the greatest, as on current GPUs.
+pub const STREAM_PRIORITY_LEAST: i32 = 0;
+/// See [`STREAM_PRIORITY_LEAST`].
+pub const STREAM_PRIORITY_GREATEST: i32 = -5;
+
+/// A stream created by `cudaStreamCreate*`.
+#[derive(Debug, Clone, Copy)]
+struct StreamState {
+    device: usize,
+    flags: u32,
+    priority: i32,
+}
+
+/// An event created by `cudaEventCreate*`.
+#[derive(Debug, Clone, Copy)]
+struct EventState {
+    flags: u32,
+    /// The device of the stream it was last recorded on.
+    device: Option<usize>,
+    /// Server time when the work before the record completed; `None` until
+    /// the record's reply arrived.
+    timestamp: Option<u64>,
 }
 
 impl Runtime {
@@ -203,6 +258,11 @@ impl Runtime {
             allocs: RwLock::default(),
             host: Mutex::default(),
             registry: RwLock::default(),
+            streams: Mutex::default(),
+            events: Mutex::default(),
+            next_handle: AtomicU64::new(FIRST_HANDLE),
+            printf_sink: OnceLock::new(),
+            progress: OnceLock::new(),
             client_name,
         }
     }
@@ -268,6 +328,11 @@ impl Runtime {
             allocs: RwLock::default(),
             host: Mutex::default(),
             registry: RwLock::default(),
+            streams: Mutex::default(),
+            events: Mutex::default(),
+            next_handle: AtomicU64::new(FIRST_HANDLE),
+            printf_sink: OnceLock::new(),
+            progress: OnceLock::new(),
             client_name,
         }
     }
@@ -365,16 +430,13 @@ impl Runtime {
 
     // ---- remote calls --------------------------------------------------
 
-    /// Runs `req` on device `d`, connecting and attaching on first use.
-    fn call<O: Op>(
+    /// The attached session of device `d`, connecting and attaching on first
+    /// use. Fails with the device's sticky error, if it has one.
+    fn ready_session<'a>(
         &self,
+        st: &'a mut DeviceState,
         d: usize,
-        req: &O,
-        bulk_out: &[u8],
-        bulk_in: &mut [u8],
-    ) -> Result<O::Reply, CudaError> {
-        let mut guard = self.states[d].lock();
-        let st = &mut *guard;
+    ) -> Result<&'a mut Session, CudaError> {
         if let Some(e) = st.sticky {
             st.sticky_unseen = false;
             return Err(e);
@@ -386,35 +448,192 @@ impl Runtime {
                 Err(e) => return Err(self.lost(st, d, &e)),
             }
         }
-        let Some(session) = st.session.as_mut() else {
-            return Err(CudaError::DEVICES_UNAVAILABLE);
-        };
-        let mut result = Ok(Ok(()));
         if !st.attached {
-            result = session
-                .call(&req::Attach { gpu: dev.gpu }, &[], &mut [])
-                .map(|r| r.map(|_| ()));
+            let attach = match st.session.as_mut() {
+                Some(session) => session.call(&req::Attach { gpu: dev.gpu }, &[], &mut []),
+                None => return Err(CudaError::DEVICES_UNAVAILABLE),
+            };
+            match attach {
+                Ok(Ok(_)) => st.attached = true,
+                Ok(Err(f)) => return Err(f.code),
+                Err(e) => return Err(self.lost(st, d, &e)),
+            }
         }
-        let result = match result {
-            Ok(Ok(())) => {
-                st.attached = true;
-                session.call(req, bulk_out, bulk_in)
-            }
-            Ok(Err(e)) => Ok(Err(e)),
-            Err(e) => Err(e),
-        };
-        match result {
+        st.session.as_mut().ok_or(CudaError::DEVICES_UNAVAILABLE)
+    }
+
+    /// Runs `req` on device `d` and waits for its reply. Queued asynchronous
+    /// work goes first; a failure of that work is returned instead of running
+    /// `req`, as CUDA reports asynchronous errors at the next call.
+    fn call<O: Op>(
+        &self,
+        d: usize,
+        req: &O,
+        bulk_out: &[u8],
+        bulk_in: &mut [u8],
+    ) -> Result<O::Reply, CudaError> {
+        let mut guard = self.states[d].lock();
+        let st = &mut *guard;
+        self.flush_locked(st, d)?;
+        let session = self.ready_session(st, d)?;
+        match session.call(req, bulk_out, bulk_in) {
             Ok(Ok(reply)) => Ok(reply),
-            Ok(Err(failure)) => {
-                if !failure.message.is_empty() {
-                    report(&format!("device {d}: {failure}"));
-                }
-                if failure.code.is_sticky() {
-                    st.sticky = Some(failure.code);
-                }
-                Err(failure.code)
-            }
+            Ok(Err(failure)) => Err(self.failed(st, d, &failure)),
             Err(e) => Err(self.lost(st, d, &e)),
+        }
+    }
+
+    /// Records a failure the server reported and returns its code.
+    fn failed(&self, st: &mut DeviceState, d: usize, failure: &Failure) -> CudaError {
+        if !failure.message.is_empty() {
+            report(&format!("device {d}: {failure}"));
+        }
+        if failure.code.is_sticky() {
+            st.sticky = Some(failure.code);
+        }
+        failure.code
+    }
+
+    /// Queues an asynchronous operation on device `d`; it runs at the next
+    /// flush (a synchronizing call, a full batch, or the progress thread).
+    fn enqueue<O: Op>(
+        &'static self,
+        d: usize,
+        req: &O,
+        bulk_out: &[u8],
+        completion: Completion,
+        reply_bytes: u64,
+    ) -> Result<(), CudaError> {
+        let mut guard = self.states[d].lock();
+        let st = &mut *guard;
+        if st.session.as_ref().is_some_and(Session::batch_full) {
+            self.flush_locked(st, d)?;
+        }
+        let session = self.ready_session(st, d)?;
+        session.enqueue(req, bulk_out, completion);
+        session.expect_reply_bytes(reply_bytes);
+        st.queued_since.get_or_insert_with(Instant::now);
+        drop(guard);
+        self.wake_progress();
+        Ok(())
+    }
+
+    /// Queues a host function on device `d`, to run after the work before it.
+    pub fn enqueue_host_fn(
+        &'static self,
+        stream: u64,
+        f: Box<dyn FnOnce() + Send>,
+    ) -> Result<(), CudaError> {
+        let d = self.stream_device(stream)?;
+        let mut guard = self.states[d].lock();
+        let st = &mut *guard;
+        let session = self.ready_session(st, d)?;
+        session.enqueue_callback(f);
+        st.queued_since.get_or_insert_with(Instant::now);
+        drop(guard);
+        self.wake_progress();
+        Ok(())
+    }
+
+    /// Sends device `d`'s queued work and applies what the replies say: event
+    /// timestamps, `printf` output, and the first failure (sticky, or kept
+    /// for the next call).
+    fn flush_locked(&self, st: &mut DeviceState, d: usize) -> Result<(), CudaError> {
+        st.queued_since = None;
+        let Some(session) = st.session.as_mut() else {
+            return Ok(());
+        };
+        if session.queued() == 0 {
+            return Ok(());
+        }
+        let outcome = match session.flush() {
+            Ok(o) => o,
+            Err(e) => return Err(self.lost(st, d, &e)),
+        };
+        if !outcome.events.is_empty() {
+            let mut events = self.events.lock();
+            for (event, ts) in outcome.events {
+                if let Some(e) = events.get_mut(&event) {
+                    e.timestamp = Some(ts);
+                }
+            }
+        }
+        if !outcome.printf.is_empty() {
+            match self.printf_sink.get() {
+                Some(sink) => sink(&outcome.printf),
+                None => {
+                    use std::io::Write;
+                    let _ = std::io::stdout().write_all(&outcome.printf);
+                }
+            }
+        }
+        if let Some(failure) = outcome.first_error {
+            let code = self.failed(st, d, &failure);
+            if code.is_sticky() {
+                st.sticky_unseen = true;
+            } else {
+                st.async_error.get_or_insert(code);
+            }
+        }
+        Ok(())
+    }
+
+    /// Flushes device `d` and returns the error its asynchronous work left.
+    fn synchronize_device(&self, d: usize) -> Result<(), CudaError> {
+        let mut guard = self.states[d].lock();
+        let st = &mut *guard;
+        self.flush_locked(st, d)?;
+        if let Some(e) = st.sticky {
+            st.sticky_unseen = false;
+            return Err(e);
+        }
+        match st.async_error.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Starts, or wakes, the thread that sends queued work nobody waits for,
+    /// so that callbacks run and streams progress without a synchronizing call.
+    fn wake_progress(&'static self) {
+        let thread = self.progress.get_or_init(|| {
+            let spawned = std::thread::Builder::new()
+                .name("rcud-progress".into())
+                .spawn(move || self.progress_loop());
+            match spawned {
+                Ok(handle) => Some(handle.thread().clone()),
+                Err(e) => {
+                    report(&format!("cannot start the progress thread: {e}"));
+                    None
+                }
+            }
+        });
+        if let Some(t) = thread {
+            t.unpark();
+        }
+    }
+
+    fn progress_loop(&self) {
+        const DELAY: Duration = Duration::from_millis(1);
+        loop {
+            let mut busy = false;
+            for (d, state) in self.states.iter().enumerate() {
+                let Some(mut guard) = state.try_lock() else {
+                    busy = true;
+                    continue;
+                };
+                if let Some(since) = guard.queued_since {
+                    busy = true;
+                    if since.elapsed() >= DELAY {
+                        let _ = self.flush_locked(&mut guard, d);
+                    }
+                }
+            }
+            if busy {
+                std::thread::park_timeout(DELAY);
+            } else {
+                std::thread::park();
+            }
         }
     }
 
@@ -484,6 +703,9 @@ impl Runtime {
         let d = self.current_device()?;
         let mut guard = self.states[d].lock();
         let st = &mut *guard;
+        // Queued work runs first; its errors die with the context.
+        let _ = self.flush_locked(st, d);
+        st.async_error = None;
         if let (Some(session), true) = (st.session.as_mut(), st.attached) {
             // Closing the connection frees everything server-side anyway; the
             // explicit reset keeps the connection for the next call.
@@ -718,17 +940,19 @@ impl Runtime {
         Ok(kernel)
     }
 
-    /// Launches kernel `host_stub` on the current device. `read_arg(i, dst)`
-    /// fills `dst` with the bytes of parameter `i`. Returns the kernel's device
-    /// `printf` output.
+    /// Launches kernel `host_stub` on `config.stream`'s device, asynchronously.
+    /// `read_arg(i, dst)` fills `dst` with the bytes of parameter `i`. A bad
+    /// configuration fails here; a fault while the kernel runs surfaces at a
+    /// later call, as on a GPU. Device `printf` output goes to the sink.
     pub fn launch(
-        &self,
+        &'static self,
         host_stub: u64,
         config: &LaunchConfig,
         read_arg: &mut dyn FnMut(usize, &mut [u8]),
-    ) -> Result<Vec<u8>, CudaError> {
-        let d = self.current_device()?;
+    ) -> Result<(), CudaError> {
+        let d = self.stream_device(config.stream)?;
         let kernel = self.remote_kernel(d, host_stub)?;
+        self.check_launch(d, &kernel, config)?;
         let mut params = vec![0u8; kernel.layout.total_size];
         for (i, p) in kernel.layout.params.iter().enumerate() {
             let dst = params
@@ -736,25 +960,54 @@ impl Runtime {
                 .ok_or(CudaError::INVALID_KERNEL_IMAGE)?;
             read_arg(i, dst);
         }
-        let shared_mem = u32::try_from(config.shared_mem).map_err(|_| CudaError::INVALID_VALUE)?;
         let req = req::LaunchKernel {
             function: kernel.function,
             grid: config.grid,
             block: config.block,
-            shared_mem,
+            shared_mem: config.shared_mem as u32,
             stream: config.stream,
             params: Blob(params),
         };
-        match self.call(d, &req, &[], &mut []) {
-            Ok(reply) => Ok(reply.printf.0),
-            // A fault while the kernel ran is not the launch's error: as on a
-            // GPU, it surfaces at the next call, sticky (`call` recorded it).
-            Err(code) if code.is_sticky() => {
-                self.states[d].lock().sticky_unseen = true;
-                Ok(Vec::new())
-            }
-            Err(code) => Err(code),
+        self.enqueue(d, &req, &[], Completion::Launch, 0)
+    }
+
+    /// The launch configuration checks CUDA makes before a kernel is queued.
+    fn check_launch(
+        &self,
+        d: usize,
+        kernel: &RemoteKernel,
+        c: &LaunchConfig,
+    ) -> Result<(), CudaError> {
+        let p = &self.devices[d].props;
+        let [bx, by, bz] = c.block.map(u64::from);
+        let [gx, gy, gz] = c.grid.map(u64::from);
+        let max_block = [
+            p.max_threads_dim[0],
+            p.max_threads_dim[1],
+            p.max_threads_dim[2],
+        ]
+        .map(|v| v.max(0) as u64);
+        let max_grid =
+            [p.max_grid_size[0], p.max_grid_size[1], p.max_grid_size[2]].map(|v| v.max(0) as u64);
+        let threads = bx * by * bz;
+        let max_threads = (kernel.attributes.max_threads_per_block.max(0) as u64)
+            .min(p.max_threads_per_block.max(0) as u64);
+        let bad = threads == 0
+            || gx * gy * gz == 0
+            || bx > max_block[0]
+            || by > max_block[1]
+            || bz > max_block[2]
+            || gx > max_grid[0]
+            || gy > max_grid[1]
+            || gz > max_grid[2]
+            || threads > max_threads;
+        if bad {
+            return Err(CudaError::INVALID_CONFIGURATION);
         }
+        if c.shared_mem > kernel.attributes.max_dynamic_shared_size_bytes.max(0) as u64 {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        Ok(())
     }
 
     /// `cudaFuncGetAttributes` on the current device.
@@ -828,6 +1081,276 @@ impl Runtime {
             .insert(host_var, (reply.ptr, reply.size));
         self.allocs.write().insert(reply.ptr, (reply.size, d));
         Ok((d, reply.ptr, reply.size))
+    }
+
+    // ---- streams and events --------------------------------------------
+
+    /// Where `cudaDeviceSynchronize`-style `printf` output goes (the C layer
+    /// writes it to the application's `stdout`).
+    pub fn set_printf_sink(&self, sink: PrintfSink) {
+        let _ = self.printf_sink.set(sink);
+    }
+
+    fn new_handle(&self) -> u64 {
+        self.next_handle.fetch_add(16, Ordering::Relaxed)
+    }
+
+    /// The device a stream belongs to; the special streams mean the calling
+    /// thread's current device.
+    pub fn stream_device(&self, stream: u64) -> Result<usize, CudaError> {
+        match stream {
+            0..=2 => self.current_device(),
+            s => self
+                .streams
+                .lock()
+                .get(&s)
+                .map(|st| st.device)
+                .ok_or(CudaError::INVALID_RESOURCE_HANDLE),
+        }
+    }
+
+    /// `cudaStreamCreateWithPriority` on the current device.
+    pub fn stream_create(&self, flags: u32, priority: i32) -> Result<u64, CudaError> {
+        if flags & !STREAM_FLAGS != 0 {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        let device = self.current_device()?;
+        let priority = priority.clamp(STREAM_PRIORITY_GREATEST, STREAM_PRIORITY_LEAST);
+        let handle = self.new_handle();
+        self.streams.lock().insert(
+            handle,
+            StreamState {
+                device,
+                flags,
+                priority,
+            },
+        );
+        Ok(handle)
+    }
+
+    /// `cudaStreamDestroy`: work already queued on it still completes.
+    pub fn stream_destroy(&self, stream: u64) -> Result<(), CudaError> {
+        self.streams
+            .lock()
+            .remove(&stream)
+            .map(|_| ())
+            .ok_or(CudaError::INVALID_RESOURCE_HANDLE)
+    }
+
+    /// `(flags, priority)` of a stream.
+    pub fn stream_info(&self, stream: u64) -> Result<(u32, i32), CudaError> {
+        match stream {
+            0..=2 => {
+                self.current_device()?;
+                Ok((0, STREAM_PRIORITY_LEAST))
+            }
+            s => self
+                .streams
+                .lock()
+                .get(&s)
+                .map(|st| (st.flags, st.priority))
+                .ok_or(CudaError::INVALID_RESOURCE_HANDLE),
+        }
+    }
+
+    /// `cudaStreamSynchronize`, and `cudaStreamQuery` (which finds the work
+    /// done once it has been sent: the server runs a device's operations in
+    /// order, to completion).
+    pub fn stream_synchronize(&self, stream: u64) -> Result<(), CudaError> {
+        let d = self.stream_device(stream)?;
+        self.synchronize_device(d)
+    }
+
+    /// `cudaStreamWaitEvent`: work on one device already runs in order, so only
+    /// an event of another device needs waiting for, now.
+    pub fn stream_wait_event(&self, stream: u64, event: u64) -> Result<(), CudaError> {
+        let d = self.stream_device(stream)?;
+        let recorded_on = self
+            .events
+            .lock()
+            .get(&event)
+            .ok_or(CudaError::INVALID_RESOURCE_HANDLE)?
+            .device;
+        match recorded_on {
+            Some(e) if e != d => self.synchronize_device(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// `cudaEventCreateWithFlags`.
+    pub fn event_create(&self, flags: u32) -> Result<u64, CudaError> {
+        if flags & !EVENT_FLAGS != 0
+            || (flags & EVENT_INTERPROCESS != 0 && flags & EVENT_DISABLE_TIMING == 0)
+        {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        let handle = self.new_handle();
+        self.events.lock().insert(
+            handle,
+            EventState {
+                flags,
+                device: None,
+                timestamp: None,
+            },
+        );
+        Ok(handle)
+    }
+
+    /// `cudaEventDestroy`.
+    pub fn event_destroy(&self, event: u64) -> Result<(), CudaError> {
+        self.events
+            .lock()
+            .remove(&event)
+            .map(|_| ())
+            .ok_or(CudaError::INVALID_RESOURCE_HANDLE)
+    }
+
+    /// `cudaEventRecord`: queued on the stream's device.
+    pub fn event_record(&'static self, event: u64, stream: u64) -> Result<(), CudaError> {
+        let d = self.stream_device(stream)?;
+        {
+            let mut events = self.events.lock();
+            let e = events
+                .get_mut(&event)
+                .ok_or(CudaError::INVALID_RESOURCE_HANDLE)?;
+            e.device = Some(d);
+            e.timestamp = None;
+        }
+        self.enqueue(d, &req::EventRecord {}, &[], Completion::Event(event), 0)
+    }
+
+    /// `cudaEventSynchronize` and `cudaEventQuery`: an event never recorded
+    /// is complete.
+    pub fn event_synchronize(&self, event: u64) -> Result<(), CudaError> {
+        let device = self
+            .events
+            .lock()
+            .get(&event)
+            .ok_or(CudaError::INVALID_RESOURCE_HANDLE)?
+            .device;
+        match device {
+            Some(d) => self.synchronize_device(d),
+            None => Ok(()),
+        }
+    }
+
+    /// `cudaEventElapsedTime`, in milliseconds, between two completed events.
+    pub fn event_elapsed_ms(&self, start: u64, end: u64) -> Result<f32, CudaError> {
+        self.event_synchronize(start)?;
+        self.event_synchronize(end)?;
+        let events = self.events.lock();
+        let (a, b) = (
+            events
+                .get(&start)
+                .ok_or(CudaError::INVALID_RESOURCE_HANDLE)?,
+            events.get(&end).ok_or(CudaError::INVALID_RESOURCE_HANDLE)?,
+        );
+        if (a.flags | b.flags) & EVENT_DISABLE_TIMING != 0 || a.device != b.device {
+            return Err(CudaError::INVALID_RESOURCE_HANDLE);
+        }
+        match (a.timestamp, b.timestamp) {
+            (Some(t0), Some(t1)) => Ok((t1 as f64 - t0 as f64) as f32 / 1e6),
+            // Never recorded.
+            _ => Err(CudaError::INVALID_RESOURCE_HANDLE),
+        }
+    }
+
+    // ---- asynchronous copies and launches -------------------------------
+
+    /// Checks that `[ptr, ptr + len)` is device memory of device `d`, so that
+    /// an asynchronous call can fail at once, as CUDA's does.
+    fn check_device_range(&self, d: usize, ptr: u64, len: u64) -> Result<(), CudaError> {
+        let allocs = self.allocs.read();
+        let ok = allocs
+            .range((Bound::Unbounded, Bound::Included(ptr)))
+            .next_back()
+            .is_some_and(|(&base, &(size, owner))| {
+                owner == d && ptr.checked_add(len).is_some_and(|end| end <= base + size)
+            });
+        if ok {
+            Ok(())
+        } else {
+            Err(CudaError::INVALID_VALUE)
+        }
+    }
+
+    /// Whether `[ptr, ptr + len)` is page-locked host memory.
+    pub fn is_pinned(&self, ptr: u64, len: u64) -> bool {
+        self.host
+            .lock()
+            .lookup(ptr)
+            .is_some_and(|(base, r)| ptr + len <= base + r.len)
+    }
+
+    /// Queued host-to-device copy: the bytes are taken now, so the caller may
+    /// reuse its buffer at once (CUDA's rule for pageable memory, and allowed
+    /// for page-locked memory).
+    pub fn memcpy_htod_async(
+        &'static self,
+        d: usize,
+        dst: u64,
+        src: &[u8],
+    ) -> Result<(), CudaError> {
+        let len = src.len() as u64;
+        self.check_device_range(d, dst, len)?;
+        self.enqueue(d, &req::MemcpyHtoD { dst, len }, src, Completion::Status, 0)
+    }
+
+    /// Queued device-to-host copy into page-locked memory, written when the
+    /// reply arrives (at the latest by the next synchronizing call).
+    pub fn memcpy_dtoh_async(
+        &'static self,
+        d: usize,
+        dst: Box<dyn HostDst>,
+        src: u64,
+        len: u64,
+    ) -> Result<(), CudaError> {
+        self.check_device_range(d, src, len)?;
+        self.enqueue(
+            d,
+            &req::MemcpyDtoH { src, len },
+            &[],
+            Completion::ToHost(dst),
+            len,
+        )
+    }
+
+    /// Queued copy within one device.
+    pub fn memcpy_dtod_async(
+        &'static self,
+        d: usize,
+        dst: u64,
+        src: u64,
+        len: u64,
+    ) -> Result<(), CudaError> {
+        self.check_device_range(d, dst, len)?;
+        self.check_device_range(d, src, len)?;
+        self.enqueue(
+            d,
+            &req::MemcpyDtoD { dst, src, len },
+            &[],
+            Completion::Status,
+            0,
+        )
+    }
+
+    /// Queued `cudaMemsetAsync`.
+    pub fn memset_async(
+        &'static self,
+        dst: u64,
+        value: u8,
+        len: u64,
+        stream: u64,
+    ) -> Result<(), CudaError> {
+        let d = self.stream_device(stream)?;
+        self.check_device_range(d, dst, len)?;
+        self.enqueue(
+            d,
+            &req::Memset { dst, value, len },
+            &[],
+            Completion::Status,
+            0,
+        )
     }
 
     // ---- errors --------------------------------------------------------

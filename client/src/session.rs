@@ -17,6 +17,63 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// The result of a remote call: transport failures outside, CUDA errors inside.
 pub type CallResult<T> = Result<Result<T, Failure>, ClientError>;
 
+/// Host memory that an asynchronous device-to-host copy fills when its reply
+/// arrives (the C layer implements it over the application's buffer).
+pub trait HostDst: Send {
+    /// The destination bytes.
+    fn bytes(&mut self) -> &mut [u8];
+}
+
+/// What to do with the reply of a queued operation.
+pub enum Completion {
+    /// Only the status matters.
+    Status,
+    /// A kernel launch: its reply carries device `printf` output.
+    Launch,
+    /// A device-to-host copy: the reply's payload goes here.
+    ToHost(Box<dyn HostDst>),
+    /// An event record: the reply carries a timestamp for event `0`.
+    Event(u64),
+    /// A host function to run once everything queued before it has completed.
+    Callback(Box<dyn FnOnce() + Send>),
+}
+
+impl std::fmt::Debug for Completion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Completion::Status => "Status",
+            Completion::Launch => "Launch",
+            Completion::ToHost(_) => "ToHost",
+            Completion::Event(_) => "Event",
+            Completion::Callback(_) => "Callback",
+        })
+    }
+}
+
+/// An operation written to the batch, waiting for its reply.
+#[derive(Debug)]
+struct Queued {
+    /// Request id and op, or `None` for a host callback (no frame).
+    frame: Option<(u32, u16)>,
+    completion: Completion,
+}
+
+/// What a flush learned from the replies.
+#[derive(Debug, Default)]
+pub struct FlushOutcome {
+    /// The first operation that failed, if any.
+    pub first_error: Option<Failure>,
+    /// `(event, timestamp_ns)` of every event recorded.
+    pub events: Vec<(u64, u64)>,
+    /// Device `printf` output of the launches, in order.
+    pub printf: Vec<u8>,
+}
+
+/// Above this many reply payload bytes, nothing more is added to a batch: the
+/// client writes the whole batch before reading any reply, so a large reply in
+/// the middle could fill both directions of the connection.
+const MAX_REPLY_IN_BATCH: u64 = 256 << 10;
+
 /// A connection to one server.
 pub struct Session {
     chan: TcpChannel,
@@ -24,6 +81,11 @@ pub struct Session {
     hello: ServerHello,
     next_id: u32,
     body: Vec<u8>,
+    /// Encoded frames of queued asynchronous operations, written with one
+    /// system call at the next flush.
+    batch: Vec<u8>,
+    queued: std::collections::VecDeque<Queued>,
+    batch_reply_bytes: u64,
 }
 
 impl std::fmt::Debug for Session {
@@ -74,6 +136,9 @@ impl Session {
             hello,
             next_id: 1,
             body: Vec::with_capacity(256),
+            batch: Vec::new(),
+            queued: std::collections::VecDeque::new(),
+            batch_reply_bytes: 0,
         })
     }
 
@@ -144,6 +209,143 @@ impl Session {
                 .map_err(|e| self.transport(e))?;
         }
         Ok(result)
+    }
+
+    /// Operations queued and not flushed yet.
+    pub fn queued(&self) -> usize {
+        self.queued.len()
+    }
+
+    /// Bytes waiting in the batch.
+    pub fn batch_bytes(&self) -> usize {
+        self.batch.len()
+    }
+
+    /// Whether the next queued operation must wait for a flush first.
+    pub fn batch_full(&self) -> bool {
+        self.batch_reply_bytes > MAX_REPLY_IN_BATCH
+            || self.batch.len() > (8 << 20)
+            || self.queued.len() >= 1024
+    }
+
+    /// Queues an operation; it is sent at the next [`Session::flush`].
+    pub fn enqueue<O: Op>(&mut self, req: &O, bulk_out: &[u8], completion: Completion) {
+        let id = self.next_id;
+        self.next_id = self.next_id.wrapping_add(1);
+        self.body.clear();
+        req.encode(&mut Writer::new(&mut self.body));
+        let header = FrameHeader {
+            kind: FrameKind::REQUEST,
+            op: O::ID.0,
+            body_len: self.body.len() as u32,
+            id,
+            bulk_len: bulk_out.len() as u64,
+        };
+        self.batch.extend_from_slice(&header.to_bytes());
+        self.batch.extend_from_slice(&self.body);
+        self.batch.extend_from_slice(bulk_out);
+        self.queued.push_back(Queued {
+            frame: Some((id, O::ID.0)),
+            completion,
+        });
+    }
+
+    /// Notes that the last queued operation's reply carries `bytes` of payload.
+    pub fn expect_reply_bytes(&mut self, bytes: u64) {
+        self.batch_reply_bytes += bytes;
+    }
+
+    /// Queues a host function to run after everything queued before it.
+    pub fn enqueue_callback(&mut self, f: Box<dyn FnOnce() + Send>) {
+        self.queued.push_back(Queued {
+            frame: None,
+            completion: Completion::Callback(f),
+        });
+    }
+
+    /// Sends every queued operation with one write and processes the replies in
+    /// order: payloads land in their host buffers, callbacks run, events get
+    /// their timestamps, and the first failure is reported.
+    pub fn flush(&mut self) -> Result<FlushOutcome, ClientError> {
+        let mut outcome = FlushOutcome::default();
+        if self.queued.is_empty() {
+            return Ok(outcome);
+        }
+        let batch = std::mem::take(&mut self.batch);
+        let written = self.chan.stream().write_all(&batch);
+        self.batch = batch;
+        self.batch.clear();
+        self.batch_reply_bytes = 0;
+        written.map_err(|e| self.transport(e.into()))?;
+        while let Some(q) = self.queued.pop_front() {
+            let Some((id, op)) = q.frame else {
+                if let Completion::Callback(f) = q.completion {
+                    f();
+                }
+                continue;
+            };
+            if let Err(e) = self.complete(id, op, q.completion, &mut outcome) {
+                self.queued.clear();
+                return Err(e);
+            }
+        }
+        Ok(outcome)
+    }
+
+    fn complete(
+        &mut self,
+        id: u32,
+        op: u16,
+        completion: Completion,
+        outcome: &mut FlushOutcome,
+    ) -> Result<(), ClientError> {
+        let reply = self.chan.recv_header().map_err(|e| self.transport(e))?;
+        if reply.kind != FrameKind::REPLY || reply.id != id || reply.op != op {
+            return Err(self.protocol(format!(
+                "expected the reply to request {id} (op {op:#06x}), got {reply:?}"
+            )));
+        }
+        let server = self.server.clone();
+        let body = self
+            .chan
+            .recv_body(reply.body_len)
+            .map_err(|source| ClientError::Transport { server, source })?;
+        let decoded = match &completion {
+            Completion::Launch => ops::decode_reply::<ops::rep::LaunchKernel>(body)
+                .map(|r| r.map(|r| outcome.printf.extend_from_slice(&r.printf.0))),
+            Completion::Event(event) => ops::decode_reply::<ops::rep::EventRecord>(body)
+                .map(|r| r.map(|r| outcome.events.push((*event, r.timestamp_ns)))),
+            // Replies without fields: a status only.
+            _ => ops::decode_reply::<ops::rep::DeviceSynchronize>(body).map(|r| r.map(|_| ())),
+        };
+        let failure = match decoded {
+            Ok(Ok(())) => {
+                if let Completion::ToHost(mut dst) = completion {
+                    self.receive_to_host(&reply, dst.bytes())?;
+                }
+                None
+            }
+            Ok(Err(f)) => Some(f),
+            Err(e) => return Err(self.protocol(format!("reply body: {e}"))),
+        };
+        if let Some(f) = failure {
+            if reply.bulk_len != 0 {
+                return Err(self.protocol("a failed reply carries a payload".into()));
+            }
+            outcome.first_error.get_or_insert(f);
+        }
+        Ok(())
+    }
+
+    fn receive_to_host(&mut self, reply: &FrameHeader, dst: &mut [u8]) -> Result<(), ClientError> {
+        if reply.bulk_len != dst.len() as u64 {
+            return Err(self.protocol(format!(
+                "reply carries {} payload bytes, expected {}",
+                reply.bulk_len,
+                dst.len()
+            )));
+        }
+        self.chan.recv_bulk_into(dst).map_err(|e| self.transport(e))
     }
 
     fn transport(&self, source: rcud_transport::TransportError) -> ClientError {

@@ -181,6 +181,9 @@ ops! {
     0x0023 ModuleGetGlobal { module: u32, name: String } -> { ptr: u64, size: u64 } bulk None;
     /// `cudaFuncSetAttribute`.
     0x0024 FuncSetAttribute { function: u32, attr: i32, value: i32 } -> {} bulk None;
+    /// Record an event: the reply carries the server's monotonic clock, in
+    /// nanoseconds, at the moment the work before it completed.
+    0x0030 EventRecord {} -> { timestamp_ns: u64 } bulk None;
     /// Launch a kernel; `params` are packed at the kernel's parameter offsets.
     /// The reply carries the kernel's device `printf` output.
     0x0025 LaunchKernel { function: u32, grid: [u32; 3], block: [u32; 3], shared_mem: u32, stream: u64, params: Blob } -> { printf: Blob } bulk None;

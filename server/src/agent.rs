@@ -87,6 +87,8 @@ pub struct Agent {
     /// kernel): every later operation fails with it until `cudaDeviceReset`.
     sticky: Option<Failure>,
     body: Vec<u8>,
+    /// Origin of event timestamps.
+    epoch: std::time::Instant,
 }
 
 impl Agent {
@@ -98,6 +100,7 @@ impl Agent {
             ctx: None,
             sticky: None,
             body: Vec::with_capacity(256),
+            epoch: std::time::Instant::now(),
         }
     }
 
@@ -246,6 +249,17 @@ impl Agent {
                     .map_err(Failure::from)
                     .and_then(|c| c.set_function_attribute(r.function, r.attr, r.value));
                 self.reply(&header, res.map(|()| rep::FuncSetAttribute {}))
+            }
+            Request::EventRecord(_) => {
+                // Work before the event has completed: every operation of a
+                // context runs to completion before its reply.
+                let res = self
+                    .ctx_mut()
+                    .and_then(|c| c.synchronize())
+                    .map(|()| rep::EventRecord {
+                        timestamp_ns: self.epoch.elapsed().as_nanos() as u64,
+                    });
+                self.reply(&header, res)
             }
             Request::LaunchKernel(r) => {
                 let launch = KernelLaunch {

@@ -76,7 +76,7 @@ pub extern "C" fn __cudaGetKernel(kernel: *mut *mut c_void, func: *const c_void)
 }
 
 /// Launches the kernel whose host stub is `func` with `args`, one pointer per
-/// parameter, and writes its device `printf` output to the program's stdout.
+/// parameter; its device `printf` output goes to the program's stdout.
 fn launch(
     func: *const c_void,
     config: LaunchConfig,
@@ -95,9 +95,9 @@ fn launch(
             }
         }
     };
-    let output = rt().launch(func as u64, &config, &mut read_arg)?;
-    crate::ffi::write_stdout(&output);
-    Ok(())
+    static SINK: std::sync::Once = std::sync::Once::new();
+    SINK.call_once(|| rt().set_printf_sink(Box::new(crate::ffi::write_stdout)));
+    rt().launch(func as u64, &config, &mut read_arg)
 }
 
 fn config(grid: Dim3, block: Dim3, shared_mem: usize, stream: *mut c_void) -> LaunchConfig {

@@ -5,6 +5,7 @@ use std::ffi::c_void;
 use std::os::raw::{c_int, c_uint};
 
 use rcud_client::runtime::Route;
+use rcud_client::session::HostDst;
 use rcud_client::{MemcpyKind, Runtime};
 use rcud_proto::CudaError;
 
@@ -100,6 +101,127 @@ pub extern "C" fn cudaMemcpy_ptds(
     kind: c_int,
 ) -> CudaErrorT {
     guard(|| memcpy(dst, src, count, kind))
+}
+
+/// The application's page-locked buffer that a queued device-to-host copy
+/// fills when its reply arrives.
+struct PinnedDst {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: CUDA's contract for cudaMemcpyAsync keeps the destination valid
+// and untouched by the application until the stream is synchronized, and the
+// copy is written by whichever thread sends the queue.
+unsafe impl Send for PinnedDst {}
+
+impl HostDst for PinnedDst {
+    fn bytes(&mut self) -> &mut [u8] {
+        // SAFETY: see the Send impl; `len` bytes at `ptr` were checked to be
+        // page-locked memory of the application when the copy was queued.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+/// `cudaMemcpyAsync`: copies to the device, between allocations of one
+/// device and into page-locked memory are queued; the others (pageable
+/// destinations, other devices) complete before returning, as CUDA specifies
+/// for pageable memory.
+fn memcpy_async(
+    dst: *mut c_void,
+    src: *const c_void,
+    count: usize,
+    kind: c_int,
+    stream: *mut c_void,
+) -> Result<(), CudaError> {
+    let mkind = MemcpyKind::from_raw(kind)?;
+    let count = byte_count(count)?;
+    let rt = rt();
+    let sd = rt.stream_device(stream as u64)?;
+    if count == 0 {
+        return Ok(());
+    }
+    if dst.is_null() || src.is_null() {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    match rt.memcpy_route(dst as u64, src as u64, mkind)? {
+        Route::HostToDevice(d) if d == sd => {
+            // SAFETY: `src` is host memory readable for `count` bytes by the
+            // cudaMemcpyAsync contract; the bytes are copied before returning.
+            let bytes = unsafe { std::slice::from_raw_parts(src as *const u8, count) };
+            rt.memcpy_htod_async(d, dst as u64, bytes)
+        }
+        Route::DeviceToHost(d) if d == sd && rt.is_pinned(dst as u64, count as u64) => {
+            let target = PinnedDst {
+                ptr: dst as *mut u8,
+                len: count,
+            };
+            rt.memcpy_dtoh_async(d, Box::new(target), src as u64, count as u64)
+        }
+        Route::DeviceToDevice { dst: a, src: b } if a == sd && b == sd => {
+            rt.memcpy_dtod_async(sd, dst as u64, src as u64, count as u64)
+        }
+        _ => {
+            rt.stream_synchronize(stream as u64)?;
+            memcpy(dst, src, count, kind)
+        }
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn cudaMemcpyAsync(
+    dst: *mut c_void,
+    src: *const c_void,
+    count: usize,
+    kind: c_int,
+    stream: *mut c_void,
+) -> CudaErrorT {
+    guard(|| memcpy_async(dst, src, count, kind, stream))
+}
+
+/// See [`cudaMemcpyAsync`].
+#[no_mangle]
+pub extern "C" fn cudaMemcpyAsync_ptsz(
+    dst: *mut c_void,
+    src: *const c_void,
+    count: usize,
+    kind: c_int,
+    stream: *mut c_void,
+) -> CudaErrorT {
+    guard(|| memcpy_async(dst, src, count, kind, stream))
+}
+
+fn memset_async(
+    dev_ptr: *mut c_void,
+    value: c_int,
+    count: usize,
+    stream: *mut c_void,
+) -> Result<(), CudaError> {
+    if count == 0 {
+        return rt().stream_device(stream as u64).map(|_| ());
+    }
+    rt().memset_async(dev_ptr as u64, value as u8, count as u64, stream as u64)
+}
+
+#[no_mangle]
+pub extern "C" fn cudaMemsetAsync(
+    dev_ptr: *mut c_void,
+    value: c_int,
+    count: usize,
+    stream: *mut c_void,
+) -> CudaErrorT {
+    guard(|| memset_async(dev_ptr, value, count, stream))
+}
+
+/// See [`cudaMemsetAsync`].
+#[no_mangle]
+pub extern "C" fn cudaMemsetAsync_ptsz(
+    dev_ptr: *mut c_void,
+    value: c_int,
+    count: usize,
+    stream: *mut c_void,
+) -> CudaErrorT {
+    guard(|| memset_async(dev_ptr, value, count, stream))
 }
 
 fn memset(dev_ptr: *mut c_void, value: c_int, count: usize) -> Result<(), CudaError> {

@@ -8,4 +8,5 @@ mod error;
 mod launch;
 mod memory;
 mod registration;
+mod stream;
 mod symbols;

@@ -279,6 +279,11 @@ impl DeviceContext for EmuContext {
             return Ok((i as u32, self.functions[i].attributes.clone()));
         }
         let m = self.module(module)?;
+        // A kernel that reaches PTX the interpreter lacks fails at launch,
+        // naming the instruction, rather than later at a synchronizing call.
+        if let Some(e) = m.code.kernel_error(name) {
+            return Err(Failure::new(CudaError::NOT_SUPPORTED, e.to_string()));
+        }
         let info = m.code.kernel_info(name).ok_or_else(|| {
             Failure::new(
                 CudaError::INVALID_DEVICE_FUNCTION,

@@ -1,0 +1,232 @@
+//! Streams, events and host callbacks.
+//!
+//! A device's operations run on the server in the order they were issued,
+//! each to completion, so every stream order CUDA promises holds; streams are
+//! handles that name a device. Asynchronous work is queued by the client and
+//! sent in batches; synchronizing calls send the queue and report its errors.
+
+use std::ffi::c_void;
+use std::os::raw::{c_int, c_uint};
+
+use rcud_client::runtime::{STREAM_PRIORITY_GREATEST, STREAM_PRIORITY_LEAST};
+use rcud_client::Runtime;
+use rcud_proto::CudaError;
+
+use crate::ffi::{guard, write_out, CudaErrorT};
+
+fn rt() -> &'static Runtime {
+    Runtime::global()
+}
+
+type Stream = *mut c_void;
+type Event = *mut c_void;
+
+fn create_stream(stream: *mut Stream, flags: c_uint, priority: c_int) -> Result<(), CudaError> {
+    if stream.is_null() {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    let handle = rt().stream_create(flags, priority)?;
+    write_out(stream, handle as Stream)
+}
+
+#[no_mangle]
+pub extern "C" fn cudaStreamCreate(stream: *mut Stream) -> CudaErrorT {
+    guard(|| create_stream(stream, 0, STREAM_PRIORITY_LEAST))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaStreamCreateWithFlags(stream: *mut Stream, flags: c_uint) -> CudaErrorT {
+    guard(|| create_stream(stream, flags, STREAM_PRIORITY_LEAST))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaStreamCreateWithPriority(
+    stream: *mut Stream,
+    flags: c_uint,
+    priority: c_int,
+) -> CudaErrorT {
+    guard(|| create_stream(stream, flags, priority))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaStreamDestroy(stream: Stream) -> CudaErrorT {
+    guard(|| rt().stream_destroy(stream as u64))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaDeviceGetStreamPriorityRange(
+    least: *mut c_int,
+    greatest: *mut c_int,
+) -> CudaErrorT {
+    guard(|| {
+        if !least.is_null() {
+            write_out(least, STREAM_PRIORITY_LEAST)?;
+        }
+        if !greatest.is_null() {
+            write_out(greatest, STREAM_PRIORITY_GREATEST)?;
+        }
+        Ok(())
+    })
+}
+
+macro_rules! with_ptsz {
+    ($(#[$m:meta])* fn $name:ident / $ptsz:ident ($($arg:ident : $ty:ty),*) $body:block) => {
+        $(#[$m])*
+        #[no_mangle]
+        pub extern "C" fn $name($($arg: $ty),*) -> CudaErrorT {
+            guard(|| $body)
+        }
+        /// Per-thread default stream form: the same call.
+        #[no_mangle]
+        pub extern "C" fn $ptsz($($arg: $ty),*) -> CudaErrorT {
+            guard(|| $body)
+        }
+    };
+}
+
+with_ptsz! {
+    fn cudaStreamSynchronize / cudaStreamSynchronize_ptsz (stream: Stream) {
+        rt().stream_synchronize(stream as u64)
+    }
+}
+
+with_ptsz! {
+    /// Once queued work has been sent it has completed: the server answers
+    /// each operation after running it.
+    fn cudaStreamQuery / cudaStreamQuery_ptsz (stream: Stream) {
+        rt().stream_synchronize(stream as u64)
+    }
+}
+
+with_ptsz! {
+    fn cudaStreamWaitEvent / cudaStreamWaitEvent_ptsz (stream: Stream, event: Event, flags: c_uint) {
+        if flags & !1 != 0 {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        rt().stream_wait_event(stream as u64, event as u64)
+    }
+}
+
+with_ptsz! {
+    fn cudaStreamGetPriority / cudaStreamGetPriority_ptsz (stream: Stream, priority: *mut c_int) {
+        write_out(priority, rt().stream_info(stream as u64)?.1)
+    }
+}
+
+with_ptsz! {
+    fn cudaStreamGetFlags / cudaStreamGetFlags_ptsz (stream: Stream, flags: *mut c_uint) {
+        write_out(flags, rt().stream_info(stream as u64)?.0)
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn cudaEventCreate(event: *mut Event) -> CudaErrorT {
+    guard(|| write_out(event, rt().event_create(0)? as Event))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaEventCreateWithFlags(event: *mut Event, flags: c_uint) -> CudaErrorT {
+    guard(|| write_out(event, rt().event_create(flags)? as Event))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaEventDestroy(event: Event) -> CudaErrorT {
+    guard(|| rt().event_destroy(event as u64))
+}
+
+with_ptsz! {
+    fn cudaEventRecord / cudaEventRecord_ptsz (event: Event, stream: Stream) {
+        rt().event_record(event as u64, stream as u64)
+    }
+}
+
+with_ptsz! {
+    /// `cudaEventRecordExternal` (1) only matters inside graph capture.
+    fn cudaEventRecordWithFlags / cudaEventRecordWithFlags_ptsz (event: Event, stream: Stream, flags: c_uint) {
+        if flags & !1 != 0 {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        rt().event_record(event as u64, stream as u64)
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn cudaEventSynchronize(event: Event) -> CudaErrorT {
+    guard(|| rt().event_synchronize(event as u64))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaEventQuery(event: Event) -> CudaErrorT {
+    guard(|| rt().event_synchronize(event as u64))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaEventElapsedTime(ms: *mut f32, start: Event, end: Event) -> CudaErrorT {
+    guard(|| write_out(ms, rt().event_elapsed_ms(start as u64, end as u64)?))
+}
+
+/// A host function and its argument, moved to whichever thread sends the
+/// queue it waits in.
+struct HostCall {
+    run: Box<dyn FnOnce()>,
+}
+
+// SAFETY: the CUDA contract makes the user data of a host function valid
+// until the function runs, from any thread (CUDA itself runs it on a thread
+// of its own).
+unsafe impl Send for HostCall {}
+
+fn enqueue_host_call(stream: Stream, run: Box<dyn FnOnce()>) -> Result<(), CudaError> {
+    let call = HostCall { run };
+    rt().enqueue_host_fn(
+        stream as u64,
+        Box::new(move || {
+            // Move the whole wrapper (not just its field) into the closure.
+            let call = call;
+            (call.run)()
+        }),
+    )
+}
+
+type HostFn = Option<unsafe extern "C" fn(*mut c_void)>;
+type StreamCallback = Option<unsafe extern "C" fn(Stream, CudaErrorT, *mut c_void)>;
+
+fn launch_host_func(stream: Stream, f: HostFn, data: *mut c_void) -> Result<(), CudaError> {
+    let f = f.ok_or(CudaError::INVALID_VALUE)?;
+    let data = data as usize;
+    // SAFETY: `f` is the application's host function, called once with its
+    // own argument, as cudaLaunchHostFunc promises.
+    enqueue_host_call(stream, Box::new(move || unsafe { f(data as *mut c_void) }))
+}
+
+with_ptsz! {
+    fn cudaLaunchHostFunc / cudaLaunchHostFunc_ptsz (stream: Stream, f: HostFn, data: *mut c_void) {
+        launch_host_func(stream, f, data)
+    }
+}
+
+fn add_callback(
+    stream: Stream,
+    cb: StreamCallback,
+    data: *mut c_void,
+    flags: c_uint,
+) -> Result<(), CudaError> {
+    if flags != 0 {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    let cb = cb.ok_or(CudaError::INVALID_VALUE)?;
+    let (stream_id, data) = (stream as usize, data as usize);
+    // SAFETY: `cb` is the application's callback, called once with the stream
+    // and its own argument, as cudaStreamAddCallback promises. Work before it
+    // completed, or its error was reported: the status is cudaSuccess.
+    enqueue_host_call(
+        stream,
+        Box::new(move || unsafe { cb(stream_id as Stream, 0, data as *mut c_void) }),
+    )
+}
+
+with_ptsz! {
+    fn cudaStreamAddCallback / cudaStreamAddCallback_ptsz (stream: Stream, cb: StreamCallback, data: *mut c_void, flags: c_uint) {
+        add_callback(stream, cb, data, flags)
+    }
+}

@@ -1,0 +1,152 @@
+// Streams, events, asynchronous copies and launches, host callbacks.
+// Built twice by the tests: as is, and with --default-stream per-thread.
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "check.h"
+
+__global__ void scale_add(float *x, float a, float b, int n) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
+        x[i] = x[i] * a + b;
+}
+
+static int order[8];
+static std::atomic<int> order_len{0};
+
+static void CUDART_CB host_fn(void *arg) { order[order_len++] = (int)(size_t)arg; }
+
+static void CUDART_CB stream_cb(cudaStream_t, cudaError_t status, void *arg) {
+    if (status == cudaSuccess) order[order_len++] = (int)(size_t)arg;
+}
+
+static std::atomic<int> signalled{0};
+static void CUDART_CB signal_fn(void *) { signalled = 1; }
+
+int main() {
+    int least = 1, greatest = 1;
+    CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    printf("stream priorities: least %d greatest %d\n", least, greatest);
+    EXPECT(greatest <= least, "priority range");
+
+    const int nstreams = 4, n = 1 << 18;
+    cudaStream_t streams[nstreams];
+    CHECK(cudaStreamCreate(&streams[0]));
+    CHECK(cudaStreamCreateWithFlags(&streams[1], cudaStreamNonBlocking));
+    CHECK(cudaStreamCreateWithPriority(&streams[2], cudaStreamDefault, greatest));
+    CHECK(cudaStreamCreateWithPriority(&streams[3], cudaStreamNonBlocking, greatest - 100));
+    unsigned flags = 0;
+    int prio = 0;
+    CHECK(cudaStreamGetFlags(streams[1], &flags));
+    EXPECT(flags == cudaStreamNonBlocking, "stream flags %u", flags);
+    CHECK(cudaStreamGetPriority(streams[2], &prio));
+    EXPECT(prio == greatest, "priority %d", prio);
+    CHECK(cudaStreamGetPriority(streams[3], &prio));
+    EXPECT(prio == greatest, "clamped priority %d", prio);
+    printf("stream flags and priorities: ok\n");
+
+    // Overlapped pipelines: pinned H2D, kernel, D2H on each stream, timed.
+    float *host = NULL, *dev = NULL;
+    CHECK(cudaMallocHost(&host, nstreams * n * sizeof(float)));
+    CHECK(cudaMalloc(&dev, nstreams * n * sizeof(float)));
+    for (int i = 0; i < nstreams * n; i++) host[i] = (float)(i % 1000);
+    cudaEvent_t start, stop;
+    CHECK(cudaEventCreate(&start));
+    CHECK(cudaEventCreateWithFlags(&stop, cudaEventBlockingSync));
+    CHECK(cudaEventRecord(start, 0));
+    for (int s = 0; s < nstreams; s++) {
+        float *h = host + s * n, *d = dev + s * n;
+        CHECK(cudaMemcpyAsync(d, h, n * sizeof(float), cudaMemcpyHostToDevice, streams[s]));
+        scale_add<<<64, 256, 0, streams[s]>>>(d, 2.0f, (float)s, n);
+        CHECK(cudaGetLastError());
+        CHECK(cudaMemcpyAsync(h, d, n * sizeof(float), cudaMemcpyDeviceToHost, streams[s]));
+    }
+    CHECK(cudaEventRecord(stop, 0));
+    CHECK(cudaEventSynchronize(stop));
+    CHECK(cudaEventQuery(stop));
+    float ms = -1;
+    CHECK(cudaEventElapsedTime(&ms, start, stop));
+    EXPECT(ms >= 0, "elapsed %f", ms);
+    for (int s = 0; s < nstreams; s++) CHECK(cudaStreamSynchronize(streams[s]));
+    for (int s = 0; s < nstreams; s++)
+        for (int i = 0; i < n; i++) {
+            float want = (float)((s * n + i) % 1000) * 2.0f + (float)s;
+            EXPECT(host[s * n + i] == want, "stream %d element %d: %f != %f", s, i,
+                   host[s * n + i], want);
+        }
+    printf("pipelines on %d streams: ok\n", nstreams);
+    for (int s = 0; s < nstreams; s++) CHECK(cudaStreamQuery(streams[s]));
+    printf("cudaStreamQuery after synchronize: ok\n");
+
+    // Pageable asynchronous copies complete in stream order too.
+    std::vector<float> pageable(n, 3.0f);
+    CHECK(cudaMemcpyAsync(dev, pageable.data(), n * sizeof(float), cudaMemcpyHostToDevice,
+                          streams[1]));
+    CHECK(cudaMemsetAsync(dev + n, 0, n * sizeof(float), streams[1]));
+    scale_add<<<32, 128, 0, streams[1]>>>(dev, 1.0f, 1.0f, n);
+    std::vector<float> back(2 * n, -1.0f);
+    CHECK(cudaMemcpyAsync(back.data(), dev, 2 * n * sizeof(float), cudaMemcpyDeviceToHost,
+                          streams[1]));
+    CHECK(cudaStreamSynchronize(streams[1]));
+    for (int i = 0; i < n; i++) EXPECT(back[i] == 4.0f, "pageable element %d: %f", i, back[i]);
+    for (int i = n; i < 2 * n; i++) EXPECT(back[i] == 0.0f, "memset element %d: %f", i, back[i]);
+    printf("pageable async copies and memset: ok\n");
+
+    // Cross-stream dependency through an event.
+    cudaEvent_t ready;
+    CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
+    CHECK(cudaMemsetAsync(dev, 0, n * sizeof(float), streams[0]));
+    scale_add<<<16, 256, 0, streams[0]>>>(dev, 1.0f, 5.0f, n);
+    CHECK(cudaEventRecord(ready, streams[0]));
+    CHECK(cudaStreamWaitEvent(streams[2], ready, 0));
+    scale_add<<<16, 256, 0, streams[2]>>>(dev, 3.0f, 0.0f, n);
+    CHECK(cudaMemcpyAsync(host, dev, n * sizeof(float), cudaMemcpyDeviceToHost, streams[2]));
+    CHECK(cudaStreamSynchronize(streams[2]));
+    for (int i = 0; i < n; i++) EXPECT(host[i] == 15.0f, "after wait element %d: %f", i, host[i]);
+    float unused;
+    cudaError_t e = cudaEventElapsedTime(&unused, ready, ready);
+    printf("cudaEventElapsedTime(timing disabled) -> %s\n", cudaGetErrorName(e));
+    EXPECT(e == cudaErrorInvalidResourceHandle, "timing-disabled event");
+    printf("cudaStreamWaitEvent: ok\n");
+
+    // Host functions and callbacks run in stream order, after the work before them.
+    order_len = 0;
+    CHECK(cudaMemsetAsync(dev, 0, sizeof(float), streams[3]));
+    CHECK(cudaLaunchHostFunc(streams[3], host_fn, (void *)1));
+    CHECK(cudaStreamAddCallback(streams[3], stream_cb, (void *)2, 0));
+    CHECK(cudaLaunchHostFunc(streams[3], host_fn, (void *)3));
+    CHECK(cudaStreamSynchronize(streams[3]));
+    EXPECT(order_len == 3 && order[0] == 1 && order[1] == 2 && order[2] == 3,
+           "callback order %d: %d %d %d", (int)order_len, order[0], order[1], order[2]);
+    printf("host functions in stream order: ok\n");
+
+    // A host function runs even when the program waits for it without a
+    // synchronizing CUDA call.
+    signalled = 0;
+    CHECK(cudaLaunchHostFunc(streams[0], signal_fn, NULL));
+    auto t0 = std::chrono::steady_clock::now();
+    while (!signalled && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10))
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT(signalled, "the host function never ran");
+    printf("host function without a synchronizing call: ok\n");
+
+    // Asynchronous calls on bad pointers fail at once.
+    e = cudaMemcpyAsync((void *)0x10, host, 16, cudaMemcpyHostToDevice, streams[0]);
+    printf("cudaMemcpyAsync to a bad pointer -> %s\n", cudaGetErrorName(e));
+    EXPECT(e == cudaErrorInvalidValue, "bad async copy");
+    (void)cudaGetLastError();
+
+    CHECK(cudaEventDestroy(start));
+    CHECK(cudaEventDestroy(stop));
+    CHECK(cudaEventDestroy(ready));
+    for (int s = 0; s < nstreams; s++) CHECK(cudaStreamDestroy(streams[s]));
+    CHECK(cudaFreeHost(host));
+    CHECK(cudaFree(dev));
+    CHECK(cudaDeviceSynchronize());
+    printf("PASS\n");
+    return 0;
+}
