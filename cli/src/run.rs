@@ -18,6 +18,9 @@ pub(crate) struct RunArgs {
     /// Backend of the embedded server.
     #[arg(long, value_enum, default_value_t = BackendKind::Auto)]
     backend: BackendKind,
+    /// Number of GPUs the embedded server emulates.
+    #[arg(long, default_value_t = 1)]
+    emu_gpus: u32,
     /// Memory of the embedded server's emulated GPU, e.g. 8GiB.
     #[arg(long, default_value = "8GiB")]
     emu_memory: bytesize::ByteSize,
@@ -68,9 +71,9 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode, Box<dyn std::error::Error>>
         Some(s) => (s, None),
         None => {
             let emu = EmuSettings {
+                gpus: args.emu_gpus,
                 memory: args.emu_memory.as_u64(),
                 kernel_timeout: std::time::Duration::from_secs(args.kernel_timeout),
-                ..EmuSettings::default()
             };
             let handle = embedded_server(args.backend, &emu)?;
             (handle.addr().to_string(), Some(handle))

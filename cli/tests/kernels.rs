@@ -466,3 +466,29 @@ fn k_streams() {
         assert_lines(&run, &lines);
     }
 }
+
+/// Two emulated GPUs, eight host threads, copies between GPUs, pitched memory.
+#[test]
+fn k_multi() {
+    let Some(env) = setup("k_multi") else { return };
+    let bin = build_as(env, "k_multi", "k_multi-default", COMMON_ARGS);
+    let mut cmd = std::process::Command::new(&env.rcud);
+    cmd.env_remove("LD_PRELOAD")
+        .env_remove("RCUD_SERVERS")
+        .args(["run", "--emu-gpus", "2", "--"])
+        .arg(&bin);
+    let run = common::run_with_timeout(cmd, KERNEL_RUN_TIMEOUT);
+    run.assert_pass(None);
+    assert_lines(
+        &run,
+        &owned(&[
+            "devices: 2",
+            "cudaDeviceCanAccessPeer(0, 1) = 0",
+            "cudaDeviceEnablePeerAccess(1) -> cudaErrorPeerAccessUnsupported",
+            "copies between GPUs: ok",
+            "cudaMemcpy2D(width > pitch) -> cudaErrorInvalidPitchValue",
+            "pitched memory: ok",
+            "8 host threads on 2 devices: ok",
+        ]),
+    );
+}

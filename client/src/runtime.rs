@@ -1353,6 +1353,144 @@ impl Runtime {
         )
     }
 
+    // ---- pitched memory and peers -----------------------------------------
+
+    /// `cudaMallocPitch`: rows padded to the device's texture pitch alignment.
+    pub fn malloc_pitch(&self, width: u64, height: u64) -> Result<(u64, u64), CudaError> {
+        let d = self.current_device()?;
+        let align = self.devices[d].props.texture_pitch_alignment.max(1);
+        let pitch = width.div_ceil(align).max(1) * align;
+        let size = pitch
+            .checked_mul(height)
+            .ok_or(CudaError::MEMORY_ALLOCATION)?;
+        Ok((self.malloc(size)?, pitch))
+    }
+
+    /// Host-to-device copy of `height` rows of `width` bytes, packed in `src`,
+    /// to rows `dpitch` apart at `dst`; queued when `stream` is given.
+    #[allow(clippy::too_many_arguments)]
+    pub fn memcpy2d_htod(
+        &'static self,
+        d: usize,
+        dst: u64,
+        dpitch: u64,
+        width: u64,
+        height: u64,
+        src: &[u8],
+        stream: Option<u64>,
+    ) -> Result<(), CudaError> {
+        let req = req::Memcpy2DHtoD {
+            dst,
+            dpitch,
+            width,
+            height,
+        };
+        match stream {
+            Some(_) => self.enqueue(d, &req, src, Completion::Status, 0),
+            None => self.call(d, &req, src, &mut []).map(|_| ()),
+        }
+    }
+
+    /// Device-to-host copy of `height` rows of `width` bytes, `spitch` apart at
+    /// `src`, packed into `dst`.
+    pub fn memcpy2d_dtoh(
+        &self,
+        d: usize,
+        dst: &mut [u8],
+        src: u64,
+        spitch: u64,
+        width: u64,
+        height: u64,
+    ) -> Result<(), CudaError> {
+        let req = req::Memcpy2DDtoH {
+            src,
+            spitch,
+            width,
+            height,
+        };
+        self.call(d, &req, &[], dst).map(|_| ())
+    }
+
+    /// Device-to-device copy between pitched regions of device `d`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn memcpy2d_dtod(
+        &'static self,
+        d: usize,
+        dst: u64,
+        dpitch: u64,
+        src: u64,
+        spitch: u64,
+        width: u64,
+        height: u64,
+        stream: Option<u64>,
+    ) -> Result<(), CudaError> {
+        let req = req::Memcpy2DDtoD {
+            dst,
+            dpitch,
+            src,
+            spitch,
+            width,
+            height,
+        };
+        match stream {
+            Some(_) => self.enqueue(d, &req, &[], Completion::Status, 0),
+            None => self.call(d, &req, &[], &mut []).map(|_| ()),
+        }
+    }
+
+    /// `cudaMemset2D`, queued when `stream` is given.
+    pub fn memset2d(
+        &'static self,
+        dst: u64,
+        pitch: u64,
+        value: u8,
+        width: u64,
+        height: u64,
+        stream: Option<u64>,
+    ) -> Result<(), CudaError> {
+        let d = match (self.device_of(dst), stream) {
+            (Some(d), _) => d,
+            (None, Some(s)) => self.stream_device(s)?,
+            (None, None) => self.current_device()?,
+        };
+        let req = req::Memset2D {
+            dst,
+            pitch,
+            value,
+            width,
+            height,
+        };
+        match stream {
+            Some(_) => self.enqueue(d, &req, &[], Completion::Status, 0),
+            None => self.call(d, &req, &[], &mut []).map(|_| ()),
+        }
+    }
+
+    /// `cudaDeviceCanAccessPeer`: remote GPUs never map each other's memory;
+    /// copies between them go through this host (see [`Runtime::memcpy_dtod`]).
+    pub fn can_access_peer(&self, device: i32, peer: i32) -> Result<bool, CudaError> {
+        self.check_device(device)?;
+        self.check_device(peer)?;
+        Ok(false)
+    }
+
+    /// `cudaMemcpyPeer`: device `src_dev`'s bytes to device `dst_dev`.
+    pub fn memcpy_peer(
+        &self,
+        dst_dev: i32,
+        dst: u64,
+        src_dev: i32,
+        src: u64,
+        len: u64,
+    ) -> Result<(), CudaError> {
+        let dd = self.check_device(dst_dev)?;
+        let sd = self.check_device(src_dev)?;
+        if len == 0 {
+            return Ok(());
+        }
+        self.memcpy_dtod(dd, dst, sd, src, len)
+    }
+
     // ---- errors --------------------------------------------------------
 
     /// Records the outcome of an API call as the thread's last error and

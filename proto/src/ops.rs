@@ -170,6 +170,16 @@ ops! {
     0x0014 MemcpyDtoD { dst: u64, src: u64, len: u64 } -> {} bulk None;
     /// Fill `len` bytes at `dst` with the low byte of `value`.
     0x0015 Memset { dst: u64, value: u8, len: u64 } -> {} bulk None;
+    /// Copy `height` rows of `width` bytes, sent packed as the bulk payload,
+    /// to rows `dpitch` bytes apart at `dst`.
+    0x0016 Memcpy2DHtoD { dst: u64, dpitch: u64, width: u64, height: u64 } -> {} bulk Request;
+    /// Copy `height` rows of `width` bytes, `spitch` apart at `src`; they come
+    /// back packed as the bulk payload.
+    0x0017 Memcpy2DDtoH { src: u64, spitch: u64, width: u64, height: u64 } -> {} bulk Reply;
+    /// Copy rows between two pitched regions of the attached GPU.
+    0x0018 Memcpy2DDtoD { dst: u64, dpitch: u64, src: u64, spitch: u64, width: u64, height: u64 } -> {} bulk None;
+    /// Fill `height` rows of `width` bytes, `pitch` apart.
+    0x0019 Memset2D { dst: u64, pitch: u64, value: u8, width: u64, height: u64 } -> {} bulk None;
     /// Load a fat binary the server already holds, by content hash; fails with
     /// `cudaErrorInvalidValue` when the server does not have it.
     0x0020 ModuleLoadCached { hash: [u8; 32] } -> { module: u32 } bulk None;

@@ -129,6 +129,7 @@ impl Agent {
         let expected_bulk = match &req {
             Request::MemcpyHtoD(r) => r.len,
             Request::ModuleLoad(r) => r.len,
+            Request::Memcpy2DHtoD(r) => r.width.saturating_mul(r.height),
             _ => 0,
         };
         if header.bulk_len != expected_bulk {
@@ -198,8 +199,40 @@ impl Agent {
                 let res = self.ctx_mut().and_then(|c| c.memset(r.dst, r.value, r.len));
                 self.reply(&header, res.map(|()| rep::Memset {}))
             }
-            Request::MemcpyHtoD(r) => self.memcpy_htod(&header, r.dst, r.len),
-            Request::MemcpyDtoH(r) => self.memcpy_dtoh(&header, r.src, r.len),
+            Request::MemcpyHtoD(r) => self.memcpy_htod(&header, Rows::linear(r.dst, r.len)),
+            Request::MemcpyDtoH(r) => self.memcpy_dtoh(&header, Rows::linear(r.src, r.len)),
+            Request::Memcpy2DHtoD(r) => match Rows::pitched(r.dst, r.dpitch, r.width, r.height) {
+                Ok(rows) => self.memcpy_htod(&header, rows),
+                Err(e) => {
+                    self.chan.discard_bulk(header.bulk_len)?;
+                    self.reply::<rep::Memcpy2DHtoD, CudaError>(&header, Err(e))
+                }
+            },
+            Request::Memcpy2DDtoH(r) => match Rows::pitched(r.src, r.spitch, r.width, r.height) {
+                Ok(rows) => self.memcpy_dtoh(&header, rows),
+                Err(e) => self.reply::<rep::Memcpy2DDtoH, CudaError>(&header, Err(e)),
+            },
+            Request::Memcpy2DDtoD(r) => {
+                let res = Rows::pitched(r.dst, r.dpitch, r.width, r.height).and_then(|dst| {
+                    let src = Rows::pitched(r.src, r.spitch, r.width, r.height)?;
+                    let ctx = self.ctx_mut()?;
+                    dst.check(ctx)?;
+                    src.check(ctx)?;
+                    dst.starts()
+                        .zip(src.starts())
+                        .try_for_each(|(d, s)| ctx.copy_device(d, s, r.width))
+                });
+                self.reply(&header, res.map(|()| rep::Memcpy2DDtoD {}))
+            }
+            Request::Memset2D(r) => {
+                let res = Rows::pitched(r.dst, r.pitch, r.width, r.height).and_then(|rows| {
+                    let ctx = self.ctx_mut()?;
+                    rows.check(ctx)?;
+                    rows.starts()
+                        .try_for_each(|d| ctx.memset(d, r.value, r.width))
+                });
+                self.reply(&header, res.map(|()| rep::Memset2D {}))
+            }
             Request::ModuleLoadCached(r) => {
                 let res = self
                     .ctx_mut()
@@ -292,14 +325,19 @@ impl Agent {
         self.ctx.as_deref_mut().ok_or(CudaError::INVALID_DEVICE)
     }
 
-    fn memcpy_htod(&mut self, header: &FrameHeader, dst: u64, len: u64) -> Result<(), AgentError> {
+    /// Host-to-device copy of `rows` rows of `width` bytes, `pitch` apart at
+    /// `dst`, from the request's packed payload (one row: a plain copy).
+    fn memcpy_htod(&mut self, header: &FrameHeader, rows: Rows) -> Result<(), AgentError> {
         let mut source = PayloadSource {
             chan: self.chan.as_mut(),
-            remaining: len,
+            remaining: header.bulk_len,
         };
         let res = match self.ctx.as_deref_mut() {
             None => Err(CopyError::Cuda(CudaError::INVALID_DEVICE)),
-            Some(ctx) => ctx.copy_from_host(dst, len, &mut source),
+            Some(ctx) => rows.check(ctx).map_err(CopyError::Cuda).and_then(|()| {
+                rows.starts()
+                    .try_for_each(|dst| ctx.copy_from_host(dst, rows.width, &mut source))
+            }),
         };
         let remaining = source.remaining;
         let status = match res {
@@ -312,11 +350,13 @@ impl Agent {
         self.reply(header, status)
     }
 
-    fn memcpy_dtoh(&mut self, header: &FrameHeader, src: u64, len: u64) -> Result<(), AgentError> {
-        let checked = self.ctx().and_then(|c| c.check(src, len));
+    /// Device-to-host copy of `rows`, sent back packed.
+    fn memcpy_dtoh(&mut self, header: &FrameHeader, rows: Rows) -> Result<(), AgentError> {
+        let checked = self.ctx().and_then(|c| rows.check(c));
         if let Err(e) = checked {
             return self.reply::<rep::MemcpyDtoH, CudaError>(header, Err(e));
         }
+        let len = rows.width * rows.height;
         self.body.clear();
         ops::encode_reply(Ok(&rep::MemcpyDtoH {}), &mut self.body);
         let mut out = ReplyStream {
@@ -328,7 +368,10 @@ impl Agent {
         let Some(ctx) = self.ctx.as_deref_mut() else {
             return Err(AgentError::Protocol("context vanished".into()));
         };
-        match ctx.copy_to_host(src, len, &mut |piece| out.push(piece)) {
+        let copied = rows
+            .starts()
+            .try_for_each(|src| ctx.copy_to_host(src, rows.width, &mut |piece| out.push(piece)));
+        match copied {
             Ok(()) if out.started => Ok(()),
             Ok(()) if len == 0 => Ok(out.push(&[])?),
             Ok(()) => Err(AgentError::Protocol("backend produced no data".into())),
@@ -367,6 +410,57 @@ fn reply_header(request: &FrameHeader, body: &[u8], bulk_len: u64) -> FrameHeade
         body_len: body.len() as u32,
         id: request.id,
         bulk_len,
+    }
+}
+
+/// Equally long rows at a fixed distance: a pitched 2-D region, or one row
+/// for a linear copy.
+#[derive(Debug, Clone, Copy)]
+struct Rows {
+    start: u64,
+    pitch: u64,
+    width: u64,
+    height: u64,
+}
+
+impl Rows {
+    fn linear(start: u64, len: u64) -> Self {
+        Self {
+            start,
+            pitch: len,
+            width: len,
+            height: 1,
+        }
+    }
+
+    fn pitched(start: u64, pitch: u64, width: u64, height: u64) -> Result<Self, CudaError> {
+        if width > pitch && height > 1 {
+            return Err(CudaError::INVALID_PITCH_VALUE);
+        }
+        Ok(Self {
+            start,
+            pitch,
+            width,
+            height,
+        })
+    }
+
+    /// Checks the whole region before any byte moves.
+    fn check(&self, ctx: &dyn DeviceContext) -> Result<(), CudaError> {
+        if self.height == 0 || self.width == 0 {
+            return Ok(());
+        }
+        let extent = (self.height - 1)
+            .checked_mul(self.pitch)
+            .and_then(|e| e.checked_add(self.width))
+            .ok_or(CudaError::INVALID_VALUE)?;
+        ctx.check(self.start, extent)
+    }
+
+    fn starts(&self) -> impl Iterator<Item = u64> {
+        let (start, pitch) = (self.start, self.pitch);
+        let rows = if self.width == 0 { 0 } else { self.height };
+        (0..rows).map(move |r| start + r * pitch)
     }
 }
 

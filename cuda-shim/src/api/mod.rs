@@ -7,6 +7,7 @@ mod device;
 mod error;
 mod launch;
 mod memory;
+mod pitched;
 mod registration;
 mod stream;
 mod symbols;
