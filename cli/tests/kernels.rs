@@ -492,3 +492,39 @@ fn k_multi() {
         ]),
     );
 }
+
+/// Clients of one server are isolated: while one program's kernel faults
+/// (sticky illegal address in its own context), programs running at the same
+/// time on the same server finish correctly, and the server keeps serving.
+#[test]
+fn a_faulting_client_does_not_disturb_others() {
+    let Some(env) = setup("a_faulting_client_does_not_disturb_others") else {
+        return;
+    };
+    let faulty = build_as(env, "k_errors", "k_errors-default", COMMON_ARGS);
+    let good = build_as(env, "k_vector_add", "k_vector_add-default", COMMON_ARGS);
+    let mut server = common::Server::start(env);
+    let runs: Vec<Run> = std::thread::scope(|scope| {
+        let mut handles = Vec::new();
+        for i in 0..6 {
+            let (bin, args): (&std::path::Path, &[&str]) = if i % 2 == 0 {
+                (&faulty, &["fault"])
+            } else {
+                (&good, &[])
+            };
+            let server = &server;
+            handles.push(scope.spawn(move || {
+                rcud_run_within(env, Some(server), bin, args, KERNEL_RUN_TIMEOUT)
+            }));
+        }
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("client thread"))
+            .collect()
+    });
+    for run in &runs {
+        run.assert_pass(Some(&server));
+    }
+    runs[0].assert_line("cudaDeviceSynchronize -> cudaErrorIllegalAddress");
+    server.assert_running();
+}
