@@ -385,3 +385,38 @@ fn several_gpus_and_unified_addressing() {
     assert_eq!(rt.attribute(-5, 0), Err(CudaError::INVALID_VALUE));
     assert_eq!(rt.props(2).map(|_| ()), Err(CudaError::INVALID_DEVICE));
 }
+
+#[test]
+fn the_per_client_memory_limit_is_enforced() {
+    use rcud_server::agent::{self, Agent};
+    use rcud_transport::{TcpChannel, TcpOptions};
+
+    let emu = EmuSettings::default();
+    let backend = select_backend(BackendKind::Emu, &emu).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let agent = thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        agent::handshake(&mut stream, backend.as_ref()).unwrap();
+        let chan = TcpChannel::from_stream(stream, &TcpOptions::default()).unwrap();
+        Agent::new(backend, Box::new(chan))
+            .with_memory_limit(Some(1 << 20))
+            .run()
+    });
+    let mut s = session(addr);
+    attach(&mut s, 0);
+    s.call(&req::Malloc { size: 512 << 10 }, &[], &mut [])
+        .unwrap()
+        .unwrap();
+    let refused = s
+        .call(&req::Malloc { size: 600 << 10 }, &[], &mut [])
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(refused.code, CudaError::MEMORY_ALLOCATION);
+    assert!(refused.message.contains("limit"), "{}", refused.message);
+    s.call(&req::Malloc { size: 500 << 10 }, &[], &mut [])
+        .unwrap()
+        .unwrap();
+    drop(s);
+    agent.join().unwrap().unwrap();
+}

@@ -89,6 +89,8 @@ pub struct Agent {
     body: Vec<u8>,
     /// Origin of event timestamps.
     epoch: std::time::Instant,
+    /// Most device memory this client may hold (`--client-memory`).
+    memory_limit: Option<u64>,
 }
 
 impl Agent {
@@ -101,7 +103,29 @@ impl Agent {
             sticky: None,
             body: Vec::with_capacity(256),
             epoch: std::time::Instant::now(),
+            memory_limit: None,
         }
+    }
+
+    /// Limits the device memory the client may hold; allocations beyond it
+    /// fail with `cudaErrorMemoryAllocation` and a message.
+    pub fn with_memory_limit(mut self, limit: Option<u64>) -> Self {
+        self.memory_limit = limit;
+        self
+    }
+
+    /// Fails when `more` bytes would take the client past its memory limit.
+    fn check_memory_limit(&self, more: u64) -> Result<(), Failure> {
+        let (Some(limit), Some(ctx)) = (self.memory_limit, self.ctx.as_deref()) else {
+            return Ok(());
+        };
+        if ctx.memory_held().saturating_add(more) > limit {
+            return Err(Failure::new(
+                CudaError::MEMORY_ALLOCATION,
+                format!("this client's device memory limit of {limit} bytes would be exceeded (server option --client-memory)"),
+            ));
+        }
+        Ok(())
     }
 
     /// Serves requests until the client disconnects (`Ok`) or fails.
@@ -182,7 +206,11 @@ impl Agent {
                 self.reply(&header, res.map(|()| rep::DeviceReset {}))
             }
             Request::Malloc(r) => {
-                let res = self.ctx_mut().and_then(|c| c.malloc(r.size));
+                let res = self.check_memory_limit(r.size).and_then(|()| {
+                    self.ctx_mut()
+                        .and_then(|c| c.malloc(r.size))
+                        .map_err(Failure::from)
+                });
                 self.reply(&header, res.map(|ptr| rep::Malloc { ptr }))
             }
             Request::Free(r) => {

@@ -168,6 +168,10 @@ impl DeviceContext for EmuContext {
         (gpu.free_memory(), gpu.total_memory())
     }
 
+    fn memory_held(&self) -> u64 {
+        self.memory.held()
+    }
+
     fn synchronize(&mut self) -> Result<(), CudaError> {
         // Every operation of the emulated device completes before its reply.
         Ok(())

@@ -48,6 +48,9 @@ pub trait DeviceContext: Send {
     fn free(&mut self, ptr: u64) -> Result<(), CudaError>;
     /// `cudaMemGetInfo`: (free, total).
     fn mem_info(&self) -> (u64, u64);
+    /// Bytes of device memory this client holds (allocations and module
+    /// variables), for the per-client limit.
+    fn memory_held(&self) -> u64;
     /// `cudaDeviceSynchronize`.
     fn synchronize(&mut self) -> Result<(), CudaError>;
     /// `cudaDeviceReset`: release everything this client holds on the GPU.
