@@ -578,6 +578,16 @@ impl Runtime {
         Ok(())
     }
 
+    /// Sends every device's queued work and waits for it, keeping its errors
+    /// for the next synchronizing call: host memory that queued copies write
+    /// into is about to be released.
+    pub fn drain_all(&self) {
+        for (d, state) in self.states.iter().enumerate() {
+            let mut guard = state.lock();
+            let _ = self.flush_locked(&mut guard, d);
+        }
+    }
+
     /// Flushes device `d` and returns the error its asynchronous work left.
     fn synchronize_device(&self, d: usize) -> Result<(), CudaError> {
         let mut guard = self.states[d].lock();

@@ -283,6 +283,8 @@ pub extern "C" fn cudaFreeHost(ptr: *mut c_void) -> CudaErrorT {
         if ptr.is_null() {
             return Ok(());
         }
+        // Queued copies into this memory must land before it is released.
+        rt().drain_all();
         let region = rt().host_alloc_remove(ptr as u64)?;
         let layout = Layout::from_size_align(region.len as usize, HOST_ALIGN)
             .map_err(|_| CudaError::INVALID_VALUE)?;
@@ -301,7 +303,10 @@ pub extern "C" fn cudaHostRegister(ptr: *mut c_void, size: usize, flags: c_uint)
 
 #[no_mangle]
 pub extern "C" fn cudaHostUnregister(ptr: *mut c_void) -> CudaErrorT {
-    guard(|| rt().host_unregister(ptr as u64))
+    guard(|| {
+        rt().drain_all();
+        rt().host_unregister(ptr as u64)
+    })
 }
 
 #[no_mangle]
