@@ -504,24 +504,25 @@ fn a_faulting_client_does_not_disturb_others() {
     let faulty = build_as(env, "k_errors", "k_errors-default", COMMON_ARGS);
     let good = build_as(env, "k_vector_add", "k_vector_add-default", COMMON_ARGS);
     let mut server = common::Server::start(env);
-    let runs: Vec<Run> = std::thread::scope(|scope| {
-        let mut handles = Vec::new();
-        for i in 0..6 {
-            let (bin, args): (&std::path::Path, &[&str]) = if i % 2 == 0 {
-                (&faulty, &["fault"])
-            } else {
-                (&good, &[])
-            };
-            let server = &server;
-            handles.push(scope.spawn(move || {
-                rcud_run_within(env, Some(server), bin, args, KERNEL_RUN_TIMEOUT)
-            }));
-        }
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("client thread"))
-            .collect()
-    });
+    let runs: Vec<Run> =
+        std::thread::scope(|scope| {
+            let mut handles = Vec::new();
+            for i in 0..6 {
+                let (bin, args): (&std::path::Path, &[&str]) = if i % 2 == 0 {
+                    (&faulty, &["fault"])
+                } else {
+                    (&good, &[])
+                };
+                let server = &server;
+                handles.push(scope.spawn(move || {
+                    rcud_run_within(env, Some(server), bin, args, KERNEL_RUN_TIMEOUT)
+                }));
+            }
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("client thread"))
+                .collect()
+        });
     for run in &runs {
         run.assert_pass(Some(&server));
     }

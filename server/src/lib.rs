@@ -10,6 +10,7 @@
 
 pub mod agent;
 pub mod backend;
+pub mod isolation;
 pub mod listener;
 
 pub use backend::{select_backend, Backend, BackendKind};

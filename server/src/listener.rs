@@ -1,15 +1,19 @@
-//! The listener: accepts connections and starts one agent per client.
+//! The listener: accepts connections and starts one agent per client, as a
+//! process of its own or as a thread (see [`crate::isolation`]), within the
+//! server's [`Limits`].
 
 use std::io;
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
+use std::time::Duration;
 
 use rcud_transport::{TcpChannel, TcpOptions};
 
 use crate::agent::{self, Agent, AgentError};
 use crate::backend::Backend;
+use crate::isolation::{self, AgentLauncher, Agents, Isolation, Limits, Refusals};
 
 /// A bound, not yet running server.
 pub struct Server {
@@ -17,25 +21,81 @@ pub struct Server {
     backend: Arc<dyn Backend>,
     tcp: TcpOptions,
     stop: Arc<AtomicBool>,
+    limits: Limits,
+    mode: Mode,
+    refusals: Arc<Refusals>,
+    grace: Duration,
+}
+
+/// Where clients are served.
+enum Mode {
+    /// On threads of this process; the counter is the number of live agents.
+    Thread(Arc<AtomicUsize>),
+    /// In agent processes.
+    Process {
+        launcher: AgentLauncher,
+        agents: Arc<Agents>,
+    },
 }
 
 /// Controls a server running on a background thread.
 #[derive(Debug)]
 pub struct ServerHandle {
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
+    stopper: StopHandle,
     thread: Option<thread::JoinHandle<()>>,
 }
 
+/// Stops a running server from anywhere (a signal handler thread, a test).
+#[derive(Debug, Clone)]
+pub struct StopHandle {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+}
+
 impl Server {
-    /// Binds `addr` (use port 0 for any free port).
+    /// Binds `addr` (use port 0 for any free port). Clients are served on
+    /// threads of this process until [`Server::with_process_isolation`].
     pub fn bind(addr: &str, backend: Arc<dyn Backend>) -> io::Result<Self> {
         Ok(Self {
             listener: TcpListener::bind(addr)?,
             backend,
             tcp: TcpOptions::default(),
             stop: Arc::new(AtomicBool::new(false)),
+            limits: Limits::default(),
+            mode: Mode::Thread(Arc::default()),
+            refusals: Arc::default(),
+            grace: isolation::TERMINATION_GRACE,
         })
+    }
+
+    /// Serves every client in an agent process started by `launcher`.
+    pub fn with_process_isolation(mut self, launcher: AgentLauncher) -> Self {
+        self.mode = Mode::Process {
+            launcher,
+            agents: Arc::default(),
+        };
+        self
+    }
+
+    /// Sets the limits on clients.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// How long agent processes get to exit after `SIGTERM` at shutdown
+    /// before they are killed.
+    pub fn with_shutdown_grace(mut self, grace: Duration) -> Self {
+        self.grace = grace;
+        self
+    }
+
+    /// How clients are served.
+    pub fn isolation(&self) -> Isolation {
+        match self.mode {
+            Mode::Thread(_) => Isolation::Thread,
+            Mode::Process { .. } => Isolation::Process,
+        }
     }
 
     /// The address the server listens on.
@@ -43,12 +103,30 @@ impl Server {
         self.listener.local_addr()
     }
 
-    /// Accepts clients until stopped; each one is served on its own thread.
+    /// A handle that makes [`Server::serve`] return.
+    pub fn stop_handle(&self) -> io::Result<StopHandle> {
+        Ok(StopHandle {
+            addr: self.local_addr()?,
+            stop: self.stop.clone(),
+        })
+    }
+
+    /// Accepts clients until stopped. With process isolation, live agent
+    /// processes are then terminated (`SIGTERM`, then `SIGKILL` after the
+    /// [shutdown grace](Server::with_shutdown_grace)); agent threads finish
+    /// when their clients disconnect.
     pub fn serve(self) {
-        let addr = self.listener.local_addr().ok();
+        let addr = self
+            .listener
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_else(|_| "?".into());
         tracing::info!(
-            ?addr,
+            %addr,
             backend = self.backend.name(),
+            isolation = ?self.isolation(),
+            max_clients = self.limits.max_clients,
+            client_memory = ?self.limits.client_memory,
             "rcud-server listening"
         );
         for conn in self.listener.incoming() {
@@ -56,52 +134,147 @@ impl Server {
                 break;
             }
             match conn {
-                Ok(stream) => {
-                    let backend = self.backend.clone();
-                    let tcp = self.tcp.clone();
-                    let spawned = thread::Builder::new()
-                        .name("rcud-agent".into())
-                        .spawn(move || serve_client(stream, backend, &tcp));
-                    if let Err(e) = spawned {
-                        tracing::error!("cannot start an agent thread: {e}");
+                Ok(stream) => self.admit(stream),
+                Err(e) => {
+                    tracing::warn!("accept failed: {e}");
+                    // Out of descriptors or memory: give agents time to end
+                    // instead of spinning.
+                    if !matches!(
+                        e.kind(),
+                        io::ErrorKind::ConnectionAborted
+                            | io::ErrorKind::ConnectionReset
+                            | io::ErrorKind::Interrupted
+                    ) {
+                        thread::sleep(Duration::from_millis(50));
                     }
                 }
-                Err(e) => tracing::warn!("accept failed: {e}"),
+            }
+        }
+        tracing::info!("rcud-server stopped accepting clients");
+        if let Mode::Process { agents, .. } = &self.mode {
+            agents.terminate_all(self.grace);
+        }
+    }
+
+    /// Number of clients being served (agents started and not yet ended).
+    fn live_clients(&self) -> usize {
+        match &self.mode {
+            Mode::Thread(live) => live.load(Ordering::Acquire),
+            Mode::Process { agents, .. } => agents.live(),
+        }
+    }
+
+    /// Hands a new connection to an agent, or refuses it.
+    fn admit(&self, stream: TcpStream) {
+        let peer = stream
+            .peer_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_else(|_| "?".into());
+        let max = self.limits.max_clients;
+        if self.live_clients() >= max as usize {
+            let message = isolation::limit_message(max);
+            tracing::warn!(%peer, max_clients = max, "refusing a client: {message}");
+            self.refusals.refuse(stream, peer, &self.backend, message);
+            return;
+        }
+        match &self.mode {
+            Mode::Thread(live) => {
+                let guard = LiveGuard::new(live.clone());
+                let backend = self.backend.clone();
+                let tcp = self.tcp.clone();
+                let limits = self.limits.clone();
+                let spawned = thread::Builder::new()
+                    .name("rcud-agent".into())
+                    .spawn(move || {
+                        let _live = guard;
+                        serve_client(stream, backend, &tcp, &limits);
+                    });
+                if let Err(e) = spawned {
+                    tracing::error!(%peer, "cannot start an agent thread: {e}");
+                }
+            }
+            Mode::Process { launcher, agents } => {
+                // Kept to tell the client when no agent can be started.
+                let spare = stream.try_clone().ok();
+                match agents.start(launcher, stream, &peer) {
+                    Ok(pid) => tracing::info!(pid, %peer, "agent process started"),
+                    Err(e) => {
+                        tracing::error!(%peer, "cannot start an agent process: {e}");
+                        if let Some(stream) = spare {
+                            self.refusals.refuse(
+                                stream,
+                                peer,
+                                &self.backend,
+                                format!("server cannot start an agent: {e}"),
+                            );
+                        }
+                    }
+                }
             }
         }
     }
 
     /// Runs [`Server::serve`] on a background thread.
     pub fn spawn(self) -> io::Result<ServerHandle> {
-        let addr = self.local_addr()?;
-        let stop = self.stop.clone();
+        let stopper = self.stop_handle()?;
         let thread = thread::Builder::new()
             .name("rcud-listener".into())
             .spawn(move || self.serve())?;
         Ok(ServerHandle {
-            addr,
-            stop,
+            stopper,
             thread: Some(thread),
         })
+    }
+}
+
+/// Counts a live agent thread for as long as it exists, panics included.
+struct LiveGuard(Arc<AtomicUsize>);
+
+impl LiveGuard {
+    fn new(live: Arc<AtomicUsize>) -> Self {
+        live.fetch_add(1, Ordering::AcqRel);
+        Self(live)
+    }
+}
+
+impl Drop for LiveGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl StopHandle {
+    /// Makes the server stop accepting clients; returns at once.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Release);
+        // Wake the blocking accept. A wildcard address is reached through
+        // the loopback interface of its family.
+        let mut target = self.addr;
+        if target.ip().is_unspecified() {
+            target.set_ip(match target.ip() {
+                IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
+                IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
+            });
+        }
+        let _ = TcpStream::connect_timeout(&target, Duration::from_secs(1));
     }
 }
 
 impl ServerHandle {
     /// The address the server listens on.
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.stopper.addr
     }
 
-    /// Stops accepting clients and waits for the listener to end. Agents of
-    /// connected clients finish when their clients disconnect.
+    /// Stops accepting clients and waits for the listener to end. Agent
+    /// threads of connected clients finish when their clients disconnect;
+    /// agent processes are terminated.
     pub fn shutdown(mut self) {
         self.stop_listener();
     }
 
     fn stop_listener(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        // Wake the blocking accept.
-        let _ = TcpStream::connect(self.addr);
+        self.stopper.stop();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -114,7 +287,15 @@ impl Drop for ServerHandle {
     }
 }
 
-fn serve_client(mut stream: TcpStream, backend: Arc<dyn Backend>, tcp: &TcpOptions) {
+/// Serves one client on `stream`, handshake included, and returns when the
+/// connection ends; the client's resources are released by then. Agent
+/// threads and agent processes both run this.
+pub fn serve_client(
+    mut stream: TcpStream,
+    backend: Arc<dyn Backend>,
+    tcp: &TcpOptions,
+    limits: &Limits,
+) {
     let peer = stream
         .peer_addr()
         .map(|a| a.to_string())
@@ -140,7 +321,12 @@ fn serve_client(mut stream: TcpStream, backend: Arc<dyn Backend>, tcp: &TcpOptio
         }
     };
     tracing::info!(%peer, %client, "client connected");
-    match Agent::new(backend, Box::new(chan)).run() {
+    // `limits.client_memory` is the per-client memory limit the agent must
+    // enforce (see `Limits::client_memory`).
+    match Agent::new(backend, Box::new(chan))
+        .with_memory_limit(limits.client_memory)
+        .run()
+    {
         Ok(()) => tracing::info!(%peer, %client, "client disconnected; its resources are released"),
         Err(e) => {
             tracing::warn!(%peer, %client, "closing connection: {e}; its resources are released")

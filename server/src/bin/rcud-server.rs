@@ -1,10 +1,26 @@
 //! `rcud-server`: serve this node's GPUs (or emulated ones) to rcud clients.
+//!
+//! Run by a user, it is the listener. Run by the listener with the hidden flag
+//! `--agent-fd 3`, it is the agent process of one client whose connection it
+//! inherited on that descriptor (see `rcud_server::isolation`).
 
+use std::ffi::OsString;
+use std::io::IsTerminal;
+use std::net::TcpStream;
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::process::ExitCode;
+use std::sync::Arc;
 
-use clap::Parser;
+use clap::{Parser, ValueEnum};
 use rcud_server::backend::{BackendKind, EmuSettings};
-use rcud_server::{select_backend, Server};
+use rcud_server::isolation::{self, AgentLauncher, Isolation, Limits};
+use rcud_server::{select_backend, Backend, Server};
+use rcud_transport::TcpOptions;
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+/// Exit status of an agent process that could not start serving.
+const AGENT_SETUP_FAILED: u8 = 3;
 
 /// Serve this node's GPUs to remote CUDA applications.
 #[derive(Debug, Parser)]
@@ -19,13 +35,81 @@ struct Args {
     /// Number of emulated GPUs (emu backend).
     #[arg(long, default_value_t = 1)]
     emu_gpus: u32,
-    /// Memory of each emulated GPU, e.g. 8GiB.
+    /// Memory of each emulated GPU, e.g. 8GiB. With process isolation every
+    /// client's agent process has a device of this size of its own.
     #[arg(long, default_value = "8GiB")]
     emu_memory: bytesize::ByteSize,
     /// Seconds a kernel may run on the emulated device before it is stopped
     /// with cudaErrorLaunchTimeout.
     #[arg(long, default_value_t = 120)]
     kernel_timeout: u64,
+    /// How clients are kept apart: `process` serves each client in an agent
+    /// process of its own, so a crash harms no other client; `thread` serves
+    /// them on threads of the listener.
+    #[arg(long, value_enum, default_value_t = Isolation::Process)]
+    isolation: Isolation,
+    /// Most clients served at once; a client beyond it is refused.
+    #[arg(long, default_value_t = isolation::DEFAULT_MAX_CLIENTS,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    max_clients: u32,
+    /// Most device memory one client may hold, e.g. 4GiB (default: no limit
+    /// beyond the GPU's own).
+    #[arg(long)]
+    client_memory: Option<bytesize::ByteSize>,
+    /// Seconds agent processes get to exit at shutdown before they are killed.
+    #[arg(long, default_value_t = isolation::TERMINATION_GRACE.as_secs_f64())]
+    shutdown_grace: f64,
+    /// Agent process: serve the client connected on this descriptor.
+    #[arg(long = "agent-fd", hide = true)]
+    agent_fd: Option<i32>,
+    /// Agent process: the listener that started it.
+    #[arg(long = "listener-pid", hide = true, requires = "agent_fd")]
+    listener_pid: Option<u32>,
+}
+
+impl Args {
+    fn emu(&self) -> EmuSettings {
+        EmuSettings {
+            gpus: self.emu_gpus,
+            memory: self.emu_memory.as_u64(),
+            kernel_timeout: std::time::Duration::from_secs(self.kernel_timeout),
+        }
+    }
+
+    fn limits(&self) -> Limits {
+        Limits {
+            max_clients: self.max_clients,
+            client_memory: self.client_memory.map(|m| m.as_u64()),
+        }
+    }
+
+    /// The arguments that make an agent process rebuild `backend` (the one
+    /// the listener runs, `auto` resolved) with the same settings.
+    fn agent_args(&self, backend: &dyn Backend) -> Vec<OsString> {
+        let kind = match BackendKind::from_str(backend.name(), true) {
+            Ok(kind) => kind,
+            Err(_) => self.backend,
+        };
+        let kind = kind
+            .to_possible_value()
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_else(|| "auto".into());
+        let mut args: Vec<OsString> = vec![
+            "--backend".into(),
+            kind.into(),
+            "--emu-gpus".into(),
+            self.emu_gpus.to_string().into(),
+            "--emu-memory".into(),
+            self.emu_memory.as_u64().to_string().into(),
+            "--kernel-timeout".into(),
+            self.kernel_timeout.to_string().into(),
+        ];
+        if let Some(m) = self.client_memory {
+            args.push("--client-memory".into());
+            args.push(m.as_u64().to_string().into());
+        }
+        args
+    }
 }
 
 fn main() -> ExitCode {
@@ -35,27 +119,149 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     let args = Args::parse();
-    let emu = EmuSettings {
-        gpus: args.emu_gpus,
-        memory: args.emu_memory.as_u64(),
-        kernel_timeout: std::time::Duration::from_secs(args.kernel_timeout),
-    };
-    let backend = match select_backend(args.backend, &emu) {
+    match args.agent_fd {
+        Some(fd) => {
+            let span = tracing::info_span!("agent", pid = std::process::id());
+            let _entered = span.enter();
+            agent_main(fd, &args)
+        }
+        None => listener_main(&args),
+    }
+}
+
+fn listener_main(args: &Args) -> ExitCode {
+    let backend = match select_backend(args.backend, &args.emu()) {
         Ok(b) => b,
         Err(e) => {
             eprintln!("rcud-server: {e}");
             return ExitCode::FAILURE;
         }
     };
-    let server = match Server::bind(&args.listen, backend) {
-        Ok(s) => s,
+    let grace = match std::time::Duration::try_from_secs_f64(args.shutdown_grace) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("rcud-server: --shutdown-grace {}: {e}", args.shutdown_grace);
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut server = match Server::bind(&args.listen, backend.clone()) {
+        Ok(s) => s.with_limits(args.limits()).with_shutdown_grace(grace),
         Err(e) => {
             eprintln!("rcud-server: cannot listen on {}: {e}", args.listen);
             return ExitCode::FAILURE;
         }
     };
+    if args.isolation == Isolation::Process {
+        match AgentLauncher::current_exe(args.agent_args(backend.as_ref())) {
+            Ok(launcher) => server = server.with_process_isolation(launcher),
+            Err(e) => {
+                eprintln!("rcud-server: cannot find its own executable for agent processes: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    let stopper = match server.stop_handle() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("rcud-server: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut signals = match Signals::new([SIGINT, SIGTERM]) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("rcud-server: cannot handle signals: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let watcher = std::thread::Builder::new()
+        .name("rcud-signals".into())
+        .spawn(move || {
+            let mut received = 0;
+            for signal in signals.forever() {
+                received += 1;
+                let name = if signal == SIGINT {
+                    "SIGINT"
+                } else {
+                    "SIGTERM"
+                };
+                if received == 1 {
+                    tracing::info!("{name} received: shutting down");
+                    stopper.stop();
+                } else {
+                    tracing::warn!("{name} received again: exiting now");
+                    // Agent processes follow their listener (parent-death
+                    // signal).
+                    std::process::exit(130);
+                }
+            }
+        });
+    if let Err(e) = watcher {
+        eprintln!("rcud-server: cannot start the signal thread: {e}");
+        return ExitCode::FAILURE;
+    }
     server.serve();
+    tracing::info!("rcud-server stopped");
     ExitCode::SUCCESS
+}
+
+/// The agent process: serves the one client whose connection it inherited.
+fn agent_main(fd: i32, args: &Args) -> ExitCode {
+    // Take the descriptor before anything else can open one.
+    let stream = match adopt_socket(fd) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!("cannot take over the client connection: {e}");
+            return ExitCode::from(AGENT_SETUP_FAILED);
+        }
+    };
+    if let Some(listener) = args.listener_pid {
+        if let Err(e) = isolation::follow_listener(listener) {
+            tracing::error!("{e}");
+            return ExitCode::from(AGENT_SETUP_FAILED);
+        }
+    }
+    let backend: Arc<dyn Backend> = match select_backend(args.backend, &args.emu()) {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::error!("{e}");
+            return ExitCode::from(AGENT_SETUP_FAILED);
+        }
+    };
+    rcud_server::listener::serve_client(stream, backend, &TcpOptions::default(), &args.limits());
+    ExitCode::SUCCESS
+}
+
+/// The connected TCP socket on descriptor `fd`, inherited from the listener.
+fn adopt_socket(fd: i32) -> Result<TcpStream, String> {
+    if fd <= 2 {
+        return Err(format!("descriptor {fd} is not an inherited socket"));
+    }
+    // Refuse to take over a descriptor that is not a socket (a mistaken
+    // command line); where /proc is missing, the peer check below remains.
+    if std::path::Path::new("/proc/self/fd").is_dir() {
+        match std::fs::read_link(format!("/proc/self/fd/{fd}")) {
+            Ok(target) if target.to_string_lossy().starts_with("socket:") => {}
+            Ok(target) => {
+                return Err(format!(
+                    "descriptor {fd} is {}, not a socket",
+                    target.display()
+                ))
+            }
+            Err(_) => return Err(format!("descriptor {fd} is not open")),
+        }
+    }
+    // SAFETY: the listener mapped the client's socket to this descriptor
+    // (`--agent-fd`) for this process alone; it is open (checked above) and
+    // nothing else in this process has used or owns it, so taking ownership
+    // here is the only ownership there is.
+    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    let stream = TcpStream::from(owned);
+    stream
+        .peer_addr()
+        .map_err(|e| format!("descriptor {fd} is not a connected TCP socket: {e}"))?;
+    Ok(stream)
 }

@@ -1,0 +1,518 @@
+//! How clients are kept apart: one agent process per client (the daemon's
+//! default) or one agent thread per client, and the limits the listener
+//! enforces.
+//!
+//! # Process isolation
+//!
+//! The listener never forks itself to run Rust code in the child. For every
+//! accepted connection it starts a fresh process of the server executable
+//! ([`AgentLauncher`]) with the hidden flag `--agent-fd 3`: the accepted socket
+//! is mapped to descriptor 3 of the child between `fork` and `exec` (and is
+//! the only descriptor it inherits besides stdio), and the listener closes its
+//! own copy once the child runs. The agent process rebuilds the backend from
+//! the same settings, performs the handshake and serves exactly that client;
+//! when the client goes, the process exits and the operating system releases
+//! everything the client held, whatever state the agent was in.
+//!
+//! The listener keeps a table of live agents ([`Agents`]). Each agent has a
+//! small reaper thread that waits for the process to end — normally, by
+//! panic, or killed — removes it from the table, reaps it and logs its exit
+//! status and peer. No other client notices. On shutdown the listener sends
+//! `SIGTERM` to every live agent, and `SIGKILL` to those still alive after a
+//! grace period. An agent also asks the kernel for `SIGTERM` when its listener
+//! dies, so no agent outlives a listener that was killed.
+//!
+//! With process isolation the emulated device's memory budget
+//! (`--emu-memory`) is per agent process, that is per client.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::os::fd::OwnedFd;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use command_fds::{CommandFdExt, FdMapping};
+use nix::errno::Errno;
+use nix::sys::signal::{kill, Signal};
+use nix::sys::wait::{waitid, Id, WaitPidFlag};
+use nix::unistd::Pid;
+use parking_lot::{Condvar, Mutex};
+use rcud_proto::handshake::{self, ClientHello, ServerHello, PROTOCOL_VERSION};
+
+use crate::backend::Backend;
+
+/// How the listener serves each client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Isolation {
+    /// One agent process per client: a crash harms no other client.
+    Process,
+    /// One agent thread per client inside the listener's process.
+    Thread,
+}
+
+/// Default for `--max-clients`.
+pub const DEFAULT_MAX_CLIENTS: u32 = 64;
+
+/// The descriptor an agent process finds its client's socket on.
+pub const AGENT_FD: i32 = 3;
+
+/// Hidden flag that turns the server executable into an agent process serving
+/// the socket on the given descriptor.
+pub const AGENT_FD_FLAG: &str = "--agent-fd";
+
+/// Hidden flag naming the listener's pid, so the agent can follow it.
+pub const LISTENER_PID_FLAG: &str = "--listener-pid";
+
+/// How long agents get to exit after `SIGTERM` before they are killed, unless
+/// the server is told otherwise.
+pub const TERMINATION_GRACE: Duration = Duration::from_secs(5);
+
+/// How long a refused connection may take to say hello before it is dropped.
+const REFUSAL_HELLO_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Most connections being refused at once; beyond that they are dropped
+/// without a reply so a flood cannot make the listener start threads.
+const MAX_REFUSING: usize = 16;
+
+/// Limits the listener enforces, and the per-client settings it hands on to
+/// every agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Most clients served at once; one more is refused with
+    /// [`limit_message`].
+    pub max_clients: u32,
+    /// Most device memory one client may hold (bytes), over all its GPUs;
+    /// `None`: no limit beyond the device's own. Enforced by the agent: a
+    /// `cudaMalloc` (or any other allocation) that would take the client past
+    /// it fails with `cudaErrorMemoryAllocation`.
+    pub client_memory: Option<u64>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_clients: DEFAULT_MAX_CLIENTS,
+            client_memory: None,
+        }
+    }
+}
+
+/// The message of the `ServerHello` that refuses a client over the limit.
+pub fn limit_message(max_clients: u32) -> String {
+    format!("server is at its limit of {max_clients} clients")
+}
+
+/// Starts agent processes: the server executable with the arguments that
+/// rebuild the backend in the agent.
+#[derive(Debug, Clone)]
+pub struct AgentLauncher {
+    program: PathBuf,
+    args: Vec<OsString>,
+}
+
+impl AgentLauncher {
+    /// Agents run `program` with `args` (the backend settings) followed by
+    /// `--agent-fd 3 --listener-pid PID`.
+    pub fn new(program: impl Into<PathBuf>, args: Vec<OsString>) -> Self {
+        Self {
+            program: program.into(),
+            args,
+        }
+    }
+
+    /// Agents run this very executable.
+    pub fn current_exe(args: Vec<OsString>) -> io::Result<Self> {
+        Ok(Self::new(std::env::current_exe()?, args))
+    }
+
+    /// The command that serves `stream` in a new process. The command owns the
+    /// socket: the caller's copy closes when the command is dropped.
+    fn command(&self, stream: TcpStream) -> io::Result<Command> {
+        let mut cmd = Command::new(&self.program);
+        cmd.args(&self.args)
+            .arg(AGENT_FD_FLAG)
+            .arg(AGENT_FD.to_string())
+            .arg(LISTENER_PID_FLAG)
+            .arg(std::process::id().to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            // Its own process group: a Ctrl-C at the listener's terminal
+            // reaches the listener only, which then stops agents in order.
+            .process_group(0);
+        cmd.fd_mappings(vec![FdMapping {
+            parent_fd: OwnedFd::from(stream),
+            child_fd: AGENT_FD,
+        }])
+        .map_err(io::Error::other)?;
+        Ok(cmd)
+    }
+}
+
+/// Called first thing in an agent process: asks the kernel to send `SIGTERM`
+/// when the listener dies, and fails if it already has.
+pub fn follow_listener(listener_pid: u32) -> io::Result<()> {
+    nix::sys::prctl::set_pdeathsig(Signal::SIGTERM).map_err(io::Error::from)?;
+    let parent = nix::unistd::getppid().as_raw();
+    if u32::try_from(parent).ok() != Some(listener_pid) {
+        return Err(io::Error::other(format!(
+            "the listener (pid {listener_pid}) is gone"
+        )));
+    }
+    Ok(())
+}
+
+/// Live agent processes of one listener.
+#[derive(Debug, Default)]
+pub(crate) struct Agents {
+    state: Mutex<AgentsState>,
+    changed: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct AgentsState {
+    /// Agents not yet reaped, by pid. Only these are ever signalled, so a
+    /// signal can never reach a recycled pid.
+    live: HashMap<i32, AgentInfo>,
+    /// Agents out of `live` whose reaper has not finished logging yet.
+    reaping: usize,
+    /// Shutting down: no new agents, and exits are expected.
+    closing: bool,
+}
+
+impl AgentsState {
+    fn settled(&self) -> bool {
+        self.live.is_empty() && self.reaping == 0
+    }
+}
+
+#[derive(Debug)]
+struct AgentInfo {
+    peer: String,
+}
+
+impl Agents {
+    /// Number of live agents, the starting ones included.
+    pub(crate) fn live(&self) -> usize {
+        self.state.lock().live.len()
+    }
+
+    /// Starts an agent process serving `stream` and a reaper for it. Returns
+    /// the agent's pid.
+    pub(crate) fn start(
+        self: &Arc<Self>,
+        launcher: &AgentLauncher,
+        stream: TcpStream,
+        peer: &str,
+    ) -> io::Result<u32> {
+        // The reaper exists before the process does, so that no process is
+        // ever left without one.
+        let (hand_over, handed) = mpsc::channel::<Child>();
+        let agents = self.clone();
+        let reaper_peer = peer.to_string();
+        thread::Builder::new()
+            .name("rcud-reaper".into())
+            .stack_size(128 << 10)
+            .spawn(move || {
+                if let Ok(child) = handed.recv() {
+                    agents.reap(child, &reaper_peer);
+                }
+            })?;
+        let mut cmd = launcher.command(stream)?;
+        let mut state = self.state.lock();
+        if state.closing {
+            return Err(io::Error::other("the server is shutting down"));
+        }
+        let child = cmd.spawn()?;
+        // Close the listener's copy of the socket: from now on the connection
+        // lives exactly as long as the agent holds it.
+        drop(cmd);
+        let pid = child.id();
+        state.live.insert(
+            pid as i32,
+            AgentInfo {
+                peer: peer.to_string(),
+            },
+        );
+        drop(state);
+        // The reaper is blocked in `recv`, so the hand-over cannot fail.
+        if let Err(mpsc::SendError(mut child)) = hand_over.send(child) {
+            tracing::error!(pid, "agent reaper vanished; killing the agent");
+            let _ = child.kill();
+            let _ = child.wait();
+            self.state.lock().live.remove(&(pid as i32));
+        }
+        Ok(pid)
+    }
+
+    /// Waits for `child` to end, removes it from the table, reaps it and logs.
+    fn reap(&self, mut child: Child, peer: &str) {
+        let pid = child.id();
+        let started = Instant::now();
+        // Wait without reaping: until the entry leaves the table the pid
+        // cannot be reused, so `terminate_all` may signal it safely.
+        loop {
+            match waitid(
+                Id::Pid(Pid::from_raw(pid as i32)),
+                WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT,
+            ) {
+                Ok(_) => break,
+                Err(Errno::EINTR) => continue,
+                Err(e) => {
+                    tracing::warn!(pid, %peer, "cannot wait for agent process: {e}");
+                    break;
+                }
+            }
+        }
+        let closing = {
+            let mut state = self.state.lock();
+            if state.live.remove(&(pid as i32)).is_some() {
+                state.reaping += 1;
+            }
+            state.closing
+        };
+        let status = child.wait();
+        let lived = format!("{:.1?}", started.elapsed());
+        match status {
+            Ok(s) if s.success() => {
+                tracing::info!(pid, %peer, %lived, "agent process exited: {}", describe(s))
+            }
+            Ok(s) if closing => {
+                tracing::info!(pid, %peer, %lived, "agent process stopped: {}", describe(s))
+            }
+            Ok(s) => tracing::warn!(
+                pid,
+                %peer,
+                %lived,
+                "agent process died: {}; its client is disconnected, other clients are unaffected",
+                describe(s)
+            ),
+            Err(e) => tracing::warn!(pid, %peer, "cannot reap agent process: {e}"),
+        }
+        let mut state = self.state.lock();
+        state.reaping = state.reaping.saturating_sub(1);
+        drop(state);
+        self.changed.notify_all();
+    }
+
+    /// Stops starting agents, sends `SIGTERM` to every live one, `SIGKILL`
+    /// to those still alive after `grace`, and waits for them to be reaped.
+    pub(crate) fn terminate_all(&self, grace: Duration) {
+        let mut state = self.state.lock();
+        state.closing = true;
+        if !state.live.is_empty() {
+            tracing::info!(
+                agents = state.live.len(),
+                "terminating agent processes (SIGTERM, SIGKILL after {grace:?})"
+            );
+            signal_all(&state, Signal::SIGTERM);
+        }
+        let deadline = Instant::now() + grace;
+        while !state.settled() {
+            if self.changed.wait_until(&mut state, deadline).timed_out() {
+                break;
+            }
+        }
+        if state.settled() {
+            return;
+        }
+        for (pid, info) in &state.live {
+            tracing::warn!(pid, peer = %info.peer, "agent did not stop in time; killing it");
+        }
+        signal_all(&state, Signal::SIGKILL);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !state.settled() {
+            if self.changed.wait_until(&mut state, deadline).timed_out() {
+                tracing::error!(agents = state.live.len(), "agents still not reaped");
+                break;
+            }
+        }
+    }
+}
+
+fn signal_all(state: &AgentsState, signal: Signal) {
+    for pid in state.live.keys() {
+        // ESRCH: it exited already and is about to be reaped.
+        let _ = kill(Pid::from_raw(*pid), signal);
+    }
+}
+
+/// "exit code 0", "killed by signal 9 (SIGKILL)".
+fn describe(status: ExitStatus) -> String {
+    if let Some(code) = status.code() {
+        return format!("exit code {code}");
+    }
+    match status.signal() {
+        Some(sig) => {
+            let name = Signal::try_from(sig).map(|s| s.as_str()).unwrap_or("?");
+            let core = if status.core_dumped() {
+                ", core dumped"
+            } else {
+                ""
+            };
+            format!("killed by signal {sig} ({name}){core}")
+        }
+        None => format!("{status}"),
+    }
+}
+
+/// Connections being refused right now.
+#[derive(Debug, Default)]
+pub(crate) struct Refusals {
+    busy: Mutex<usize>,
+}
+
+impl Refusals {
+    /// Answers the client's hello with a refusal carrying `message`, then
+    /// closes the connection; on a thread of its own, so that a slow client
+    /// does not hold up the listener.
+    pub(crate) fn refuse(
+        self: &Arc<Self>,
+        stream: TcpStream,
+        peer: String,
+        backend: &Arc<dyn Backend>,
+        message: String,
+    ) {
+        {
+            let mut busy = self.busy.lock();
+            if *busy >= MAX_REFUSING {
+                tracing::debug!(%peer, "too many refusals in progress; dropping the connection");
+                return;
+            }
+            *busy += 1;
+        }
+        let reply = ServerHello {
+            version: PROTOCOL_VERSION,
+            accepted: false,
+            gpu_count: backend.gpu_count(),
+            driver_version: backend.driver_version(),
+            backend: backend.name().into(),
+            message,
+        };
+        let me = self.clone();
+        let spawned = thread::Builder::new()
+            .name("rcud-refuse".into())
+            .stack_size(128 << 10)
+            .spawn(move || {
+                if let Err(e) = send_refusal(stream, &reply) {
+                    tracing::debug!(%peer, "refusal not delivered: {e}");
+                }
+                *me.busy.lock() -= 1;
+            });
+        if spawned.is_err() {
+            *self.busy.lock() -= 1;
+        }
+    }
+}
+
+/// Reads the client's hello (so that closing does not reset the connection
+/// under the reply), answers with `reply` and closes.
+fn send_refusal(mut stream: TcpStream, reply: &ServerHello) -> io::Result<()> {
+    stream.set_read_timeout(Some(REFUSAL_HELLO_TIMEOUT))?;
+    stream.set_write_timeout(Some(REFUSAL_HELLO_TIMEOUT))?;
+    let mut prefix = [0u8; 4];
+    stream.read_exact(&mut prefix)?;
+    let len = handshake::hello_len(prefix).map_err(io::Error::other)?;
+    let mut body = vec![0u8; len];
+    stream.read_exact(&mut body)?;
+    let hello: ClientHello = handshake::decode_hello(&body).map_err(io::Error::other)?;
+    hello.validate().map_err(io::Error::other)?;
+    stream.write_all(&handshake::encode_hello(reply))?;
+    stream.shutdown(Shutdown::Write)?;
+    // Let the client read the reply and close first.
+    let mut rest = [0u8; 64];
+    while matches!(stream.read(&mut rest), Ok(n) if n > 0) {}
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::TcpListener;
+
+    use super::*;
+
+    /// A connected socket pair: (the listener's side, the client's side).
+    fn connection() -> (TcpStream, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (served, _) = listener.accept().unwrap();
+        (served, client)
+    }
+
+    /// "Agents" that are shell scripts; the agent flags become positional
+    /// parameters the script ignores.
+    fn script(body: &str) -> AgentLauncher {
+        AgentLauncher::new("/bin/sh", vec!["-c".into(), body.into(), "agent".into()])
+    }
+
+    #[test]
+    fn agents_are_reaped_when_they_exit() {
+        let agents = Arc::new(Agents::default());
+        let (served, mut client) = connection();
+        // The agent owns the connection: what it writes on descriptor 3
+        // reaches the client, and the connection closes when it exits.
+        let launcher = script("printf hello >&3");
+        let pid = agents.start(&launcher, served, "peer").unwrap();
+        assert!(pid > 0);
+        let mut got = String::new();
+        client.read_to_string(&mut got).unwrap();
+        assert_eq!(got, "hello");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while agents.live() > 0 {
+            assert!(Instant::now() < deadline, "the agent was not reaped");
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn agents_ignoring_sigterm_are_killed_after_the_grace_period() {
+        let agents = Arc::new(Agents::default());
+        let launcher = script("trap '' TERM; printf ready >&3; exec sleep 30");
+        let mut clients = Vec::new();
+        for _ in 0..2 {
+            let (served, mut client) = connection();
+            agents.start(&launcher, served, "peer").unwrap();
+            // Ignoring SIGTERM from here on.
+            let mut ready = [0u8; 5];
+            client.read_exact(&mut ready).unwrap();
+            clients.push(client);
+        }
+        assert_eq!(agents.live(), 2);
+        let start = Instant::now();
+        agents.terminate_all(Duration::from_millis(300));
+        let took = start.elapsed();
+        assert!(took >= Duration::from_millis(300), "{took:?}");
+        assert!(took < Duration::from_secs(5), "{took:?}");
+        assert_eq!(agents.live(), 0);
+        // Their connections are closed.
+        for mut c in clients {
+            let mut rest = Vec::new();
+            assert_eq!(c.read_to_end(&mut rest).unwrap(), 0);
+        }
+        // No new agents once shutting down.
+        let (served, _client) = connection();
+        assert!(agents.start(&launcher, served, "peer").is_err());
+    }
+
+    #[test]
+    fn exit_statuses_read_well() {
+        let status = |script: &str| {
+            Command::new("/bin/sh")
+                .args(["-c", script])
+                .status()
+                .unwrap()
+        };
+        assert_eq!(describe(status("exit 3")), "exit code 3");
+        assert_eq!(
+            describe(status("kill -9 $$")),
+            "killed by signal 9 (SIGKILL)"
+        );
+    }
+}
