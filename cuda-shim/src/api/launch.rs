@@ -109,54 +109,16 @@ fn config(grid: Dim3, block: Dim3, shared_mem: usize, stream: *mut c_void) -> La
     }
 }
 
-#[no_mangle]
-pub extern "C" fn __cudaLaunchKernel(
-    kernel: *const c_void,
-    grid: Dim3,
-    block: Dim3,
-    args: *mut *mut c_void,
-    shared_mem: usize,
-    stream: *mut c_void,
-) -> CudaErrorT {
-    guard(|| launch(kernel, config(grid, block, shared_mem, stream), args))
+with_ptsz! {
+    fn __cudaLaunchKernel / __cudaLaunchKernel_ptsz (kernel: *const c_void, grid: Dim3, block: Dim3, args: *mut *mut c_void, shared_mem: usize, stream: *mut c_void) {
+        launch(kernel, config(grid, block, shared_mem, stream), args)
+    }
 }
 
-/// Per-thread default stream form; the same launch without streams.
-#[no_mangle]
-pub extern "C" fn __cudaLaunchKernel_ptsz(
-    kernel: *const c_void,
-    grid: Dim3,
-    block: Dim3,
-    args: *mut *mut c_void,
-    shared_mem: usize,
-    stream: *mut c_void,
-) -> CudaErrorT {
-    guard(|| launch(kernel, config(grid, block, shared_mem, stream), args))
-}
-
-#[no_mangle]
-pub extern "C" fn cudaLaunchKernel(
-    func: *const c_void,
-    grid: Dim3,
-    block: Dim3,
-    args: *mut *mut c_void,
-    shared_mem: usize,
-    stream: *mut c_void,
-) -> CudaErrorT {
-    guard(|| launch(func, config(grid, block, shared_mem, stream), args))
-}
-
-/// See [`cudaLaunchKernel`].
-#[no_mangle]
-pub extern "C" fn cudaLaunchKernel_ptsz(
-    func: *const c_void,
-    grid: Dim3,
-    block: Dim3,
-    args: *mut *mut c_void,
-    shared_mem: usize,
-    stream: *mut c_void,
-) -> CudaErrorT {
-    guard(|| launch(func, config(grid, block, shared_mem, stream), args))
+with_ptsz! {
+    fn cudaLaunchKernel / cudaLaunchKernel_ptsz (func: *const c_void, grid: Dim3, block: Dim3, args: *mut *mut c_void, shared_mem: usize, stream: *mut c_void) {
+        launch(func, config(grid, block, shared_mem, stream), args)
+    }
 }
 
 fn launch_ex(
@@ -202,23 +164,10 @@ fn launch_ex(
     )
 }
 
-#[no_mangle]
-pub extern "C" fn cudaLaunchKernelExC(
-    cfg: *const CudaLaunchConfig,
-    func: *const c_void,
-    args: *mut *mut c_void,
-) -> CudaErrorT {
-    guard(|| launch_ex(cfg, func, args))
-}
-
-/// See [`cudaLaunchKernelExC`].
-#[no_mangle]
-pub extern "C" fn cudaLaunchKernelExC_ptsz(
-    cfg: *const CudaLaunchConfig,
-    func: *const c_void,
-    args: *mut *mut c_void,
-) -> CudaErrorT {
-    guard(|| launch_ex(cfg, func, args))
+with_ptsz! {
+    fn cudaLaunchKernelExC / cudaLaunchKernelExC_ptsz (cfg: *const CudaLaunchConfig, func: *const c_void, args: *mut *mut c_void) {
+        launch_ex(cfg, func, args)
+    }
 }
 
 #[no_mangle]

@@ -81,26 +81,10 @@ pub(super) fn memcpy(
     }
 }
 
-#[no_mangle]
-pub extern "C" fn cudaMemcpy(
-    dst: *mut c_void,
-    src: *const c_void,
-    count: usize,
-    kind: c_int,
-) -> CudaErrorT {
-    guard(|| memcpy(dst, src, count, kind))
-}
-
-/// `cudaMemcpy` of programs built with `--default-stream per-thread`; without
-/// streams the two are the same synchronous copy.
-#[no_mangle]
-pub extern "C" fn cudaMemcpy_ptds(
-    dst: *mut c_void,
-    src: *const c_void,
-    count: usize,
-    kind: c_int,
-) -> CudaErrorT {
-    guard(|| memcpy(dst, src, count, kind))
+with_ptsz! {
+    fn cudaMemcpy / cudaMemcpy_ptds (dst: *mut c_void, src: *const c_void, count: usize, kind: c_int) {
+        memcpy(dst, src, count, kind)
+    }
 }
 
 /// The application's page-locked buffer that a queued device-to-host copy
@@ -168,27 +152,10 @@ fn memcpy_async(
     }
 }
 
-#[no_mangle]
-pub extern "C" fn cudaMemcpyAsync(
-    dst: *mut c_void,
-    src: *const c_void,
-    count: usize,
-    kind: c_int,
-    stream: *mut c_void,
-) -> CudaErrorT {
-    guard(|| memcpy_async(dst, src, count, kind, stream))
-}
-
-/// See [`cudaMemcpyAsync`].
-#[no_mangle]
-pub extern "C" fn cudaMemcpyAsync_ptsz(
-    dst: *mut c_void,
-    src: *const c_void,
-    count: usize,
-    kind: c_int,
-    stream: *mut c_void,
-) -> CudaErrorT {
-    guard(|| memcpy_async(dst, src, count, kind, stream))
+with_ptsz! {
+    fn cudaMemcpyAsync / cudaMemcpyAsync_ptsz (dst: *mut c_void, src: *const c_void, count: usize, kind: c_int, stream: *mut c_void) {
+        memcpy_async(dst, src, count, kind, stream)
+    }
 }
 
 fn memset_async(
@@ -203,25 +170,10 @@ fn memset_async(
     rt().memset_async(dev_ptr as u64, value as u8, count as u64, stream as u64)
 }
 
-#[no_mangle]
-pub extern "C" fn cudaMemsetAsync(
-    dev_ptr: *mut c_void,
-    value: c_int,
-    count: usize,
-    stream: *mut c_void,
-) -> CudaErrorT {
-    guard(|| memset_async(dev_ptr, value, count, stream))
-}
-
-/// See [`cudaMemsetAsync`].
-#[no_mangle]
-pub extern "C" fn cudaMemsetAsync_ptsz(
-    dev_ptr: *mut c_void,
-    value: c_int,
-    count: usize,
-    stream: *mut c_void,
-) -> CudaErrorT {
-    guard(|| memset_async(dev_ptr, value, count, stream))
+with_ptsz! {
+    fn cudaMemsetAsync / cudaMemsetAsync_ptsz (dev_ptr: *mut c_void, value: c_int, count: usize, stream: *mut c_void) {
+        memset_async(dev_ptr, value, count, stream)
+    }
 }
 
 fn memset(dev_ptr: *mut c_void, value: c_int, count: usize) -> Result<(), CudaError> {
@@ -232,15 +184,10 @@ fn memset(dev_ptr: *mut c_void, value: c_int, count: usize) -> Result<(), CudaEr
     rt().memset(dev_ptr as u64, value as u8, count as u64)
 }
 
-#[no_mangle]
-pub extern "C" fn cudaMemset(dev_ptr: *mut c_void, value: c_int, count: usize) -> CudaErrorT {
-    guard(|| memset(dev_ptr, value, count))
-}
-
-/// See [`cudaMemcpy_ptds`].
-#[no_mangle]
-pub extern "C" fn cudaMemset_ptds(dev_ptr: *mut c_void, value: c_int, count: usize) -> CudaErrorT {
-    guard(|| memset(dev_ptr, value, count))
+with_ptsz! {
+    fn cudaMemset / cudaMemset_ptds (dev_ptr: *mut c_void, value: c_int, count: usize) {
+        memset(dev_ptr, value, count)
+    }
 }
 
 // ---- page-locked host memory ---------------------------------------------

@@ -3,6 +3,26 @@
 // Exported C functions are `pub` by nature; their names follow CUDA's.
 #![allow(non_snake_case, unreachable_pub)]
 
+/// Defines an API function and its per-thread-default-stream twin (`_ptsz`
+/// or `_ptds`), which behave the same here: `fn name / twin (args) { body }`
+/// where `body` returns `Result<(), CudaError>`. `build.rs` recognizes the
+/// `fn name / twin (` line.
+macro_rules! with_ptsz {
+    ($(#[$m:meta])* fn $name:ident / $ptsz:ident ($($arg:ident : $ty:ty),*) $body:block) => {
+        $(#[$m])*
+        #[no_mangle]
+        pub extern "C" fn $name($($arg: $ty),*) -> crate::ffi::CudaErrorT {
+            crate::ffi::guard(|| $body)
+        }
+        /// Per-thread default stream form: the same call.
+        $(#[$m])*
+        #[no_mangle]
+        pub extern "C" fn $ptsz($($arg: $ty),*) -> crate::ffi::CudaErrorT {
+            crate::ffi::guard(|| $body)
+        }
+    };
+}
+
 mod device;
 mod error;
 mod launch;

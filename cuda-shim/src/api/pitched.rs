@@ -126,62 +126,17 @@ fn memcpy2d(
     }
 }
 
-#[no_mangle]
-pub extern "C" fn cudaMemcpy2D(
-    dst: *mut c_void,
-    dpitch: usize,
-    src: *const c_void,
-    spitch: usize,
-    width: usize,
-    height: usize,
-    kind: c_int,
-) -> CudaErrorT {
-    guard(|| memcpy2d(dst, dpitch, src, spitch, width, height, kind, None))
+with_ptsz! {
+    fn cudaMemcpy2D / cudaMemcpy2D_ptds (dst: *mut c_void, dpitch: usize, src: *const c_void, spitch: usize, width: usize, height: usize, kind: c_int) {
+        memcpy2d(dst, dpitch, src, spitch, width, height, kind, None)
+    }
 }
 
-/// See [`cudaMemcpy2D`].
-#[no_mangle]
-pub extern "C" fn cudaMemcpy2D_ptds(
-    dst: *mut c_void,
-    dpitch: usize,
-    src: *const c_void,
-    spitch: usize,
-    width: usize,
-    height: usize,
-    kind: c_int,
-) -> CudaErrorT {
-    guard(|| memcpy2d(dst, dpitch, src, spitch, width, height, kind, None))
-}
-
-#[allow(clippy::too_many_arguments)]
-#[no_mangle]
-pub extern "C" fn cudaMemcpy2DAsync(
-    dst: *mut c_void,
-    dpitch: usize,
-    src: *const c_void,
-    spitch: usize,
-    width: usize,
-    height: usize,
-    kind: c_int,
-    stream: *mut c_void,
-) -> CudaErrorT {
-    guard(|| memcpy2d(dst, dpitch, src, spitch, width, height, kind, Some(stream)))
-}
-
-/// See [`cudaMemcpy2DAsync`].
-#[allow(clippy::too_many_arguments)]
-#[no_mangle]
-pub extern "C" fn cudaMemcpy2DAsync_ptsz(
-    dst: *mut c_void,
-    dpitch: usize,
-    src: *const c_void,
-    spitch: usize,
-    width: usize,
-    height: usize,
-    kind: c_int,
-    stream: *mut c_void,
-) -> CudaErrorT {
-    guard(|| memcpy2d(dst, dpitch, src, spitch, width, height, kind, Some(stream)))
+with_ptsz! {
+    #[allow(clippy::too_many_arguments)]
+    fn cudaMemcpy2DAsync / cudaMemcpy2DAsync_ptsz (dst: *mut c_void, dpitch: usize, src: *const c_void, spitch: usize, width: usize, height: usize, kind: c_int, stream: *mut c_void) {
+        memcpy2d(dst, dpitch, src, spitch, width, height, kind, Some(stream))
+    }
 }
 
 fn memset2d(
@@ -208,52 +163,16 @@ fn memset2d(
     )
 }
 
-#[no_mangle]
-pub extern "C" fn cudaMemset2D(
-    dst: *mut c_void,
-    pitch: usize,
-    value: c_int,
-    width: usize,
-    height: usize,
-) -> CudaErrorT {
-    guard(|| memset2d(dst, pitch, value, width, height, None))
+with_ptsz! {
+    fn cudaMemset2D / cudaMemset2D_ptds (dst: *mut c_void, pitch: usize, value: c_int, width: usize, height: usize) {
+        memset2d(dst, pitch, value, width, height, None)
+    }
 }
 
-/// See [`cudaMemset2D`].
-#[no_mangle]
-pub extern "C" fn cudaMemset2D_ptds(
-    dst: *mut c_void,
-    pitch: usize,
-    value: c_int,
-    width: usize,
-    height: usize,
-) -> CudaErrorT {
-    guard(|| memset2d(dst, pitch, value, width, height, None))
-}
-
-#[no_mangle]
-pub extern "C" fn cudaMemset2DAsync(
-    dst: *mut c_void,
-    pitch: usize,
-    value: c_int,
-    width: usize,
-    height: usize,
-    stream: *mut c_void,
-) -> CudaErrorT {
-    guard(|| memset2d(dst, pitch, value, width, height, Some(stream)))
-}
-
-/// See [`cudaMemset2DAsync`].
-#[no_mangle]
-pub extern "C" fn cudaMemset2DAsync_ptsz(
-    dst: *mut c_void,
-    pitch: usize,
-    value: c_int,
-    width: usize,
-    height: usize,
-    stream: *mut c_void,
-) -> CudaErrorT {
-    guard(|| memset2d(dst, pitch, value, width, height, Some(stream)))
+with_ptsz! {
+    fn cudaMemset2DAsync / cudaMemset2DAsync_ptsz (dst: *mut c_void, pitch: usize, value: c_int, width: usize, height: usize, stream: *mut c_void) {
+        memset2d(dst, pitch, value, width, height, Some(stream))
+    }
 }
 
 // ---- peers ------------------------------------------------------------------

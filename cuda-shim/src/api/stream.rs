@@ -69,21 +69,6 @@ pub extern "C" fn cudaDeviceGetStreamPriorityRange(
     })
 }
 
-macro_rules! with_ptsz {
-    ($(#[$m:meta])* fn $name:ident / $ptsz:ident ($($arg:ident : $ty:ty),*) $body:block) => {
-        $(#[$m])*
-        #[no_mangle]
-        pub extern "C" fn $name($($arg: $ty),*) -> CudaErrorT {
-            guard(|| $body)
-        }
-        /// Per-thread default stream form: the same call.
-        #[no_mangle]
-        pub extern "C" fn $ptsz($($arg: $ty),*) -> CudaErrorT {
-            guard(|| $body)
-        }
-    };
-}
-
 with_ptsz! {
     fn cudaStreamSynchronize / cudaStreamSynchronize_ptsz (stream: Stream) {
         rt().stream_synchronize(stream as u64)

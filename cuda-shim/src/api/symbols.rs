@@ -58,96 +58,28 @@ fn from_symbol(
     memcpy(dst, src as *const c_void, count, kind)
 }
 
-#[no_mangle]
-pub extern "C" fn cudaMemcpyToSymbol(
-    symbol: *const c_void,
-    src: *const c_void,
-    count: usize,
-    offset: usize,
-    kind: c_int,
-) -> CudaErrorT {
-    guard(|| to_symbol(symbol, src, count, offset, kind))
+with_ptsz! {
+    fn cudaMemcpyToSymbol / cudaMemcpyToSymbol_ptds (symbol: *const c_void, src: *const c_void, count: usize, offset: usize, kind: c_int) {
+        to_symbol(symbol, src, count, offset, kind)
+    }
 }
 
-#[no_mangle]
-pub extern "C" fn cudaMemcpyToSymbol_ptds(
-    symbol: *const c_void,
-    src: *const c_void,
-    count: usize,
-    offset: usize,
-    kind: c_int,
-) -> CudaErrorT {
-    guard(|| to_symbol(symbol, src, count, offset, kind))
+with_ptsz! {
+    fn cudaMemcpyToSymbolAsync / cudaMemcpyToSymbolAsync_ptsz (symbol: *const c_void, src: *const c_void, count: usize, offset: usize, kind: c_int, _stream: *mut c_void) {
+        to_symbol(symbol, src, count, offset, kind)
+    }
 }
 
-#[no_mangle]
-pub extern "C" fn cudaMemcpyToSymbolAsync(
-    symbol: *const c_void,
-    src: *const c_void,
-    count: usize,
-    offset: usize,
-    kind: c_int,
-    _stream: *mut c_void,
-) -> CudaErrorT {
-    guard(|| to_symbol(symbol, src, count, offset, kind))
+with_ptsz! {
+    fn cudaMemcpyFromSymbol / cudaMemcpyFromSymbol_ptds (dst: *mut c_void, symbol: *const c_void, count: usize, offset: usize, kind: c_int) {
+        from_symbol(dst, symbol, count, offset, kind)
+    }
 }
 
-#[no_mangle]
-pub extern "C" fn cudaMemcpyToSymbolAsync_ptsz(
-    symbol: *const c_void,
-    src: *const c_void,
-    count: usize,
-    offset: usize,
-    kind: c_int,
-    _stream: *mut c_void,
-) -> CudaErrorT {
-    guard(|| to_symbol(symbol, src, count, offset, kind))
-}
-
-#[no_mangle]
-pub extern "C" fn cudaMemcpyFromSymbol(
-    dst: *mut c_void,
-    symbol: *const c_void,
-    count: usize,
-    offset: usize,
-    kind: c_int,
-) -> CudaErrorT {
-    guard(|| from_symbol(dst, symbol, count, offset, kind))
-}
-
-#[no_mangle]
-pub extern "C" fn cudaMemcpyFromSymbol_ptds(
-    dst: *mut c_void,
-    symbol: *const c_void,
-    count: usize,
-    offset: usize,
-    kind: c_int,
-) -> CudaErrorT {
-    guard(|| from_symbol(dst, symbol, count, offset, kind))
-}
-
-#[no_mangle]
-pub extern "C" fn cudaMemcpyFromSymbolAsync(
-    dst: *mut c_void,
-    symbol: *const c_void,
-    count: usize,
-    offset: usize,
-    kind: c_int,
-    _stream: *mut c_void,
-) -> CudaErrorT {
-    guard(|| from_symbol(dst, symbol, count, offset, kind))
-}
-
-#[no_mangle]
-pub extern "C" fn cudaMemcpyFromSymbolAsync_ptsz(
-    dst: *mut c_void,
-    symbol: *const c_void,
-    count: usize,
-    offset: usize,
-    kind: c_int,
-    _stream: *mut c_void,
-) -> CudaErrorT {
-    guard(|| from_symbol(dst, symbol, count, offset, kind))
+with_ptsz! {
+    fn cudaMemcpyFromSymbolAsync / cudaMemcpyFromSymbolAsync_ptsz (dst: *mut c_void, symbol: *const c_void, count: usize, offset: usize, kind: c_int, _stream: *mut c_void) {
+        from_symbol(dst, symbol, count, offset, kind)
+    }
 }
 
 #[no_mangle]
