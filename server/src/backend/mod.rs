@@ -1,5 +1,6 @@
 //! Backends execute CUDA operations on GPUs.
 
+pub mod cuda;
 pub mod emu;
 
 use std::sync::Arc;
@@ -164,17 +165,25 @@ pub fn select_backend(
 ) -> Result<Arc<dyn Backend>, BackendError> {
     match kind {
         BackendKind::Emu => Ok(Arc::new(emu::EmuBackend::new(emu))),
-        BackendKind::Cuda => Err(BackendError::Unavailable {
-            backend: "cuda",
-            reason: "this build of rcud-server has no real-GPU backend yet; \
-                     use --backend emu (or auto) for the emulated device"
-                .into(),
-        }),
-        BackendKind::Auto => {
-            tracing::info!(
-                "backend auto: no real-GPU backend in this build, using the emulated device"
-            );
-            Ok(Arc::new(emu::EmuBackend::new(emu)))
-        }
+        BackendKind::Cuda => match cuda::CudaBackend::new() {
+            Ok(b) => {
+                tracing::info!("backend cuda: {}", b.summary());
+                Ok(Arc::new(b))
+            }
+            Err(why) => Err(BackendError::Unavailable {
+                backend: "cuda",
+                reason: format!("{why}; use --backend emu (or auto) for the emulated device"),
+            }),
+        },
+        BackendKind::Auto => match cuda::CudaBackend::new() {
+            Ok(b) => {
+                tracing::info!("backend auto: using the real GPUs: {}", b.summary());
+                Ok(Arc::new(b))
+            }
+            Err(why) => {
+                tracing::info!("backend auto: using the emulated device, no real GPU: {why}");
+                Ok(Arc::new(emu::EmuBackend::new(emu)))
+            }
+        },
     }
 }

@@ -1,0 +1,430 @@
+#!/usr/bin/env bash
+# Checks rcud against a real NVIDIA GPU, side by side with native runs.
+#
+# For a Linux machine with an NVIDIA GPU, its driver and `nvcc`, and NO Rust
+# toolchain: the release binaries `rcud`, `rcud-server` and `librcudart.so` are
+# built elsewhere (`cargo build --release`) and copied in, by default into
+# target/release/ of this checkout.
+#
+# What it does:
+#   1. builds every tests/cuda/*.cu with `nvcc -cudart shared -arch=native`
+#      (sm_80 when this nvcc has no `native`), plus a small latency program;
+#   2. starts `rcud-server --backend cuda --listen 127.0.0.1:PORT`;
+#   3. runs each program natively and under `rcud run --server 127.0.0.1:PORT`,
+#      and compares exit status and standard output after the filter below;
+#   4. runs tests/cuda/bandwidth.cu and the latency program both ways and
+#      prints native vs rcud tables;
+#   5. appends a dated section (GPU, driver, results) to docs/gpu-results.md.
+#
+# Output filter (lines dropped from both outputs before comparing), because
+# they legitimately differ between a native run and an rcud run, or between
+# any two runs:
+#   - timings and bandwidths: lines containing `GB/s`, `ms/copy`, ` us` after a
+#     number, and the bandwidth table rows (`pageable|pinned|device H2D|D2H|D2D`);
+#   - device identity and properties: lines starting `device N: ` (name,
+#     attributes, memory free/total: rcud reports a remote view of the device,
+#     with features a remote client cannot use reported absent);
+#   - `runtime version:` and `driver version:` lines (rcud is its own runtime);
+#   - pointer values (`0x` followed by 8 or more hex digits).
+# Standard error is not compared (rcud's own diagnostics go there); both are
+# kept under the work directory (--keep).
+#
+# Programs and modes:
+#   - k_errors runs as `fault` and `config`;
+#   - k_limits is skipped: `timeout` spins forever natively (no watchdog on a
+#     compute GPU) and the cuda backend has no kernel time limit; `unsupported`
+#     is about the emulated device's PTX interpreter;
+#   - k_multi needs two GPUs and is skipped on a machine with one;
+#   - k_streams also runs built with `--default-stream per-thread`;
+#   - bandwidth and the latency program are benchmarks (section 4); bandwidth's
+#     deterministic lines are compared too.
+# Known differences (reported as `differs (known)`, not as failures):
+#   - k_printf: device printf output is written by the driver to rcud-server's
+#     standard output; it does not reach the program under rcud;
+#   - unimplemented: functions rcud does not implement fail under rcud and
+#     work natively;
+#   - k_func_attrs: rcud refuses cooperative launches, the native run has them
+#     (its own self-check fails natively).
+#
+# Usage:
+#   scripts/gpu-check.sh [--bin DIR] [--port PORT] [--arch ARCH]
+#                        [--bandwidth-mb "32 256"] [--results FILE]
+#                        [--only "memcpy k_saxpy ..."] [--no-record] [--keep]
+#   --only limits the programs built and run to those named (bandwidth and
+#   latency are benchmarks: name them to run them).
+# Environment: NVCC (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc),
+# RUN_TIMEOUT (seconds per program run, default 600), CUDA_VISIBLE_DEVICES
+# (applies to the native runs and to rcud-server alike).
+#
+# Exit status: 0 when every compared run matched (known differences aside),
+# 1 otherwise, 2 for a usage or set-up error.
+set -uo pipefail
+
+die() { printf 'gpu-check: %s\n' "$*" >&2; exit 2; }
+log() { printf 'gpu-check: %s\n' "$*" >&2; }
+
+root="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)"
+bin="$root/target/release"
+port=7199
+arch=native
+bandwidth_mb="32 256"
+results="$root/docs/gpu-results.md"
+record=1
+keep=0
+only=""
+run_timeout="${RUN_TIMEOUT:-600}"
+
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --bin) bin="$2"; shift 2 ;;
+        --port) port="$2"; shift 2 ;;
+        --arch) arch="$2"; shift 2 ;;
+        --bandwidth-mb) bandwidth_mb="$2"; shift 2 ;;
+        --results) results="$2"; shift 2 ;;
+        --only) only=" $2 "; shift 2 ;;
+        --no-record) record=0; shift ;;
+        --keep) keep=1; shift ;;
+        -h|--help) sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) die "unknown argument: $1 (see --help)" ;;
+    esac
+done
+
+# ---- prerequisites ----------------------------------------------------------
+
+nvcc="${NVCC:-}"
+if [[ -z "$nvcc" ]]; then
+    nvcc="$(command -v nvcc || true)"
+    [[ -z "$nvcc" && -x /usr/local/cuda/bin/nvcc ]] && nvcc=/usr/local/cuda/bin/nvcc
+fi
+[[ -n "$nvcc" && -x "$nvcc" ]] || die "nvcc not found (set NVCC or put it on PATH)"
+command -v nvidia-smi >/dev/null || die "nvidia-smi not found: is the NVIDIA driver installed?"
+command -v timeout >/dev/null || die "timeout (coreutils) not found"
+for f in rcud rcud-server librcudart.so; do
+    [[ -f "$bin/$f" ]] || die "$bin/$f is missing: build with \`cargo build --release\` on a machine with Rust and copy rcud, rcud-server and librcudart.so into $bin (or pass --bin DIR)"
+done
+bin="$(cd -- "$bin" && pwd -P)"
+gpu_name="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1)"
+driver="$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n1)"
+gpu_count="$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)"
+if [[ -n "${CUDA_VISIBLE_DEVICES:-}" ]]; then
+    gpu_count="$(awk -F, '{print NF}' <<<"$CUDA_VISIBLE_DEVICES")"
+fi
+[[ -n "$gpu_name" ]] || die "nvidia-smi reports no GPU"
+cuda_driver="$(nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9.]*\).*/\1/p' | head -n1)"
+nvcc_version="$("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
+commit="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+# The toolkit's libcudart.so.13 for the native runs (not always in ld.so.conf).
+native_libs="${LD_LIBRARY_PATH:-}"
+nvcc_dir="$(cd -- "$(dirname -- "$nvcc")" && pwd -P)"
+for d in "$nvcc_dir/../lib64" "$nvcc_dir/../lib" "$nvcc_dir/../targets/$(uname -m)-linux/lib"; do
+    if compgen -G "$d/libcudart.so.*" >/dev/null; then
+        native_libs="$(cd -- "$d" && pwd -P)${native_libs:+:$native_libs}"
+        break
+    fi
+done
+if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+    die "port $port is in use (pass --port)"
+fi
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/rcud-gpu-check.XXXXXX")"
+mkdir -p "$work/bin" "$work/out"
+server_pid=""
+cleanup() {
+    if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
+        kill "$server_pid" 2>/dev/null
+        wait "$server_pid" 2>/dev/null
+    fi
+    if [[ "$keep" == 1 ]]; then
+        log "outputs kept in $work"
+    else
+        rm -rf "$work"
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+log "GPU: $gpu_name (x$gpu_count), driver $driver (CUDA $cuda_driver), nvcc $nvcc_version, rcud $commit"
+
+# ---- build ------------------------------------------------------------------
+
+cat >"$work/latency.cu" <<'EOF'
+// Round trip of small synchronous calls: N timed iterations after 10 warm-up ones.
+#include <cuda_runtime.h>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+__global__ void empty_kernel() {}
+#define CHECK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
+    printf("FAIL: %s: %s\n", #x, cudaGetErrorName(e_)); return 1; } } while (0)
+#define TIME(label, ...) do { \
+    for (int i = 0; i < 10; i++) { __VA_ARGS__; } \
+    auto t0 = std::chrono::steady_clock::now(); \
+    for (int i = 0; i < n; i++) { __VA_ARGS__; } \
+    double us = std::chrono::duration<double, std::micro>( \
+        std::chrono::steady_clock::now() - t0).count() / n; \
+    printf("latency|%s|%.2f\n", label, us); } while (0)
+int main(int argc, char **argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 2000;
+    CHECK(cudaSetDevice(0));
+    int *d = NULL, h = 0;
+    CHECK(cudaMalloc(&d, 4));
+    TIME("cudaMemcpy H2D 4 B", CHECK(cudaMemcpy(d, &h, 4, cudaMemcpyHostToDevice)));
+    TIME("cudaMemcpy D2H 4 B", CHECK(cudaMemcpy(&h, d, 4, cudaMemcpyDeviceToHost)));
+    TIME("cudaDeviceSynchronize", CHECK(cudaDeviceSynchronize()));
+    TIME("empty kernel + synchronize", empty_kernel<<<1, 1>>>(); CHECK(cudaDeviceSynchronize()));
+    TIME("cudaMalloc + cudaFree 1 MiB", void *p = NULL; CHECK(cudaMalloc(&p, 1 << 20)); CHECK(cudaFree(p)));
+    CHECK(cudaFree(d));
+    printf("PASS\n");
+    return 0;
+}
+EOF
+
+# Probe -arch=native once.
+if [[ "$arch" == native ]]; then
+    if ! "$nvcc" -cudart shared -arch=native -o "$work/bin/.probe" "$work/latency.cu" >"$work/probe.log" 2>&1; then
+        log "nvcc -arch=native failed ($(head -n1 "$work/probe.log")); using sm_80"
+        arch=sm_80
+    fi
+fi
+
+wanted() { [[ -z "$only" || "$only" == *" $1 "* ]]; }
+
+declare -a built=()
+build() { # name source [extra nvcc args...]
+    local name="$1" src="$2"
+    shift 2
+    wanted "${name%-ptds}" || return 0
+    if "$nvcc" -cudart shared -arch="$arch" -I "$root/tests/cuda" -o "$work/bin/$name" "$src" "$@" \
+        >"$work/out/$name.build.log" 2>&1; then
+        built+=("$name")
+    else
+        log "build of $name failed:"
+        sed 's/^/    /' "$work/out/$name.build.log" | head -n 20 >&2
+    fi
+}
+log "building tests/cuda/*.cu with $nvcc -cudart shared -arch=$arch"
+for src in "$root"/tests/cuda/*.cu; do
+    name="$(basename "$src" .cu)"
+    build "$name" "$src"
+    if [[ "$name" == k_streams ]]; then
+        build k_streams-ptds "$src" --default-stream per-thread
+    fi
+done
+build latency "$work/latency.cu"
+is_built() { local b; for b in "${built[@]}"; do [[ "$b" == "$1" ]] && return 0; done; return 1; }
+
+# ---- server -----------------------------------------------------------------
+
+RCUD_LOG=info "$bin/rcud-server" --backend cuda --listen "127.0.0.1:$port" >"$work/server.log" 2>&1 &
+server_pid=$!
+for _ in $(seq 1 150); do
+    grep -q "rcud-server listening" "$work/server.log" 2>/dev/null && break
+    if ! kill -0 "$server_pid" 2>/dev/null; then
+        log "rcud-server --backend cuda did not start:"
+        sed 's/^/    /' "$work/server.log" >&2
+        exit 2
+    fi
+    sleep 0.2
+done
+grep -q "rcud-server listening" "$work/server.log" || die "rcud-server did not start listening within 30 s"
+log "rcud-server --backend cuda listening on 127.0.0.1:$port (pid $server_pid)"
+
+# ---- runs -------------------------------------------------------------------
+
+filter() {
+    grep -v -E \
+        -e 'GB/s|ms/copy|[0-9] us\b' \
+        -e '^(pageable|pinned|device) +(H2D|D2H|D2D) ' \
+        -e '^device [0-9]+: ' \
+        -e '^(runtime|driver) version: ' \
+        -e '0x[0-9a-fA-F]{8,}' \
+        "$1"
+}
+
+# One program both ways: native, then under rcud. Sets $native_rc, $rcud_rc.
+run_both() { # tag name [args...]
+    local tag="$1" name="$2"
+    shift 2
+    LD_LIBRARY_PATH="$native_libs" timeout "$run_timeout" "$work/bin/$name" "$@" \
+        >"$work/out/$tag.native" 2>"$work/out/$tag.native.err"
+    native_rc=$?
+    timeout "$run_timeout" "$bin/rcud" run --server "127.0.0.1:$port" \
+        --library "$bin/librcudart.so" -- "$work/bin/$name" "$@" \
+        >"$work/out/$tag.rcud" 2>"$work/out/$tag.rcud.err"
+    rcud_rc=$?
+}
+
+status_of() { # rc -> PASS / FAIL(rc) / TIMEOUT
+    case "$1" in
+        0) echo PASS ;;
+        124) echo TIMEOUT ;;
+        *) echo "FAIL($1)" ;;
+    esac
+}
+
+known_difference() {
+    case "$1" in
+        k_printf) echo "device printf goes to rcud-server's stdout" ;;
+        unimplemented) echo "functions rcud does not implement work natively" ;;
+        k_func_attrs) echo "rcud refuses cooperative launches" ;;
+        *) return 1 ;;
+    esac
+}
+
+declare -a rows=()
+failures=0
+add_row() { rows+=("$1|$2|$3|$4|$5"); }
+
+compare() { # tag name args-text
+    local tag="$1" name="$2" args="$3" result note=""
+    local same_output=0
+    {
+        echo "exit status: native $(status_of "$native_rc"), rcud $(status_of "$rcud_rc")"
+        diff <(filter "$work/out/$tag.native") <(filter "$work/out/$tag.rcud") && same_output=1
+    } >"$work/out/$tag.diff"
+    if [[ "$native_rc" == "$rcud_rc" && "$same_output" == 1 ]]; then
+        result=same
+    elif note="$(known_difference "$name")"; then
+        result="differs (known)"
+    else
+        result=DIFFERS
+        failures=$((failures + 1))
+        # The first differing line, for the table.
+        note="$(grep -m1 '^[<>]' "$work/out/$tag.diff" | cut -c1-100 | tr '|' '/')"
+        [[ -n "$note" ]] || note="exit status differs"
+        log "$tag: outputs differ (native $(status_of "$native_rc"), rcud $(status_of "$rcud_rc")):"
+        head -n 20 "$work/out/$tag.diff" | sed 's/^/    /' >&2
+    fi
+    add_row "$name" "$args" "$(status_of "$native_rc")" "$(status_of "$rcud_rc")" "$result${note:+: $note}"
+}
+
+for src in "$root"/tests/cuda/*.cu; do
+    name="$(basename "$src" .cu)"
+    wanted "$name" || continue
+    case "$name" in
+        k_limits)
+            add_row k_limits "timeout, unsupported" - - "skipped: never ends natively / emulator-only"
+            continue ;;
+        k_multi)
+            if [[ "$gpu_count" -lt 2 ]]; then
+                add_row k_multi "" - - "skipped: needs two GPUs"
+                continue
+            fi ;;
+    esac
+    if ! is_built "$name"; then
+        add_row "$name" "" - - "build failed"
+        failures=$((failures + 1))
+        continue
+    fi
+    case "$name" in
+        k_errors)
+            for mode in fault config; do
+                log "running $name $mode"
+                run_both "$name-$mode" "$name" "$mode"
+                compare "$name-$mode" "$name" "$mode"
+            done ;;
+        bandwidth) ;; # below
+        *)
+            log "running $name"
+            run_both "$name" "$name"
+            compare "$name" "$name" ""
+            if [[ "$name" == k_streams ]] && is_built k_streams-ptds; then
+                log "running k_streams-ptds"
+                run_both k_streams-ptds k_streams-ptds
+                compare k_streams-ptds k_streams-ptds "(--default-stream per-thread)"
+            fi ;;
+    esac
+done
+
+# ---- benchmarks -------------------------------------------------------------
+
+declare -a bw_rows=()
+if is_built bandwidth; then
+    for mb in $bandwidth_mb; do
+        log "running bandwidth $mb"
+        run_both "bandwidth-$mb" bandwidth "$mb"
+        compare "bandwidth-$mb" bandwidth "$mb"
+        while read -r memory copy native_gbs; do
+            rcud_gbs="$(awk -v m="$memory" -v c="$copy" '$1 == m && $2 == c { print $NF }' \
+                "$work/out/bandwidth-$mb.rcud")"
+            bw_rows+=("$mb|$memory $copy|$native_gbs|${rcud_gbs:--}")
+        done < <(awk '$1 ~ /^(pageable|pinned|device)$/ && $2 ~ /^(H2D|D2H|D2D)$/ { print $1, $2, $NF }' \
+            "$work/out/bandwidth-$mb.native")
+    done
+fi
+
+declare -a lat_rows=()
+if is_built latency; then
+    log "running the latency program"
+    run_both latency latency
+    while IFS='|' read -r _ label native_us; do
+        rcud_us="$(awk -F'|' -v l="$label" '$1 == "latency" && $2 == l { print $3 }' \
+            "$work/out/latency.rcud")"
+        lat_rows+=("$label|$native_us|${rcud_us:--}")
+    done < <(grep '^latency|' "$work/out/latency.native")
+    if [[ "$native_rc" != 0 || "$rcud_rc" != 0 ]]; then
+        log "latency program: native $(status_of "$native_rc"), rcud $(status_of "$rcud_rc")"
+        failures=$((failures + 1))
+    fi
+fi
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", b / a; else print "-" }'; }
+
+# ---- report -----------------------------------------------------------------
+
+report() { # markdown tables on stdout
+    echo "| program | args | native | rcud | result |"
+    echo "|---|---|---|---|---|"
+    local r
+    for r in "${rows[@]}"; do
+        IFS='|' read -r a b c d e <<<"$r"
+        echo "| $a | $b | $c | $d | $e |"
+    done
+    if [[ ${#bw_rows[@]} -gt 0 ]]; then
+        echo
+        echo "Bandwidth (tests/cuda/bandwidth.cu, GB/s; rcud over TCP on loopback):"
+        echo
+        echo "| size (MB) | memory, copy | native GB/s | rcud GB/s | rcud / native |"
+        echo "|---|---|---|---|---|"
+        for r in "${bw_rows[@]}"; do
+            IFS='|' read -r a b c d <<<"$r"
+            echo "| $a | $b | $c | $d | $(ratio "$c" "$d") |"
+        done
+    fi
+    if [[ ${#lat_rows[@]} -gt 0 ]]; then
+        echo
+        echo "Latency (µs per call, mean of 2000 after 10 warm-up calls):"
+        echo
+        echo "| call | native µs | rcud µs | rcud / native |"
+        echo "|---|---|---|---|"
+        for r in "${lat_rows[@]}"; do
+            IFS='|' read -r a b c <<<"$r"
+            echo "| $a | $b | $c | $(ratio "$b" "$c") |"
+        done
+    fi
+}
+
+echo
+echo "rcud gpu-check: $gpu_name, driver $driver (CUDA $cuda_driver), nvcc $nvcc_version, -arch=$arch, rcud $commit"
+echo
+report
+echo
+
+if [[ "$record" == 1 ]]; then
+    {
+        echo
+        echo "## $(date -u +%Y-%m-%d) — $gpu_name, driver $driver"
+        echo
+        echo "GPU: $gpu_name (x$gpu_count); driver $driver (CUDA $cuda_driver); nvcc $nvcc_version, \`-arch=$arch\`; rcud commit $commit; run $(date -u +%Y-%m-%dT%H:%MZ) with \`scripts/gpu-check.sh\`."
+        echo
+        report
+    } >>"$results"
+    log "results appended to $results"
+fi
+
+if [[ "$failures" -gt 0 ]]; then
+    log "$failures run(s) differ between native and rcud"
+    exit 1
+fi
+log "every compared run matched (known differences aside)"
+exit 0
