@@ -1,0 +1,186 @@
+//! Streams and events.
+
+use std::sync::atomic::Ordering;
+
+use rcud_proto::ops::req;
+use rcud_proto::CudaError;
+
+use super::{
+    EventState, PrintfSink, Runtime, StreamState, EVENT_DISABLE_TIMING, EVENT_FLAGS,
+    EVENT_INTERPROCESS, STREAM_FLAGS, STREAM_PRIORITY_GREATEST, STREAM_PRIORITY_LEAST,
+};
+use crate::session::Completion;
+
+impl Runtime {
+    // ---- streams and events --------------------------------------------
+
+    /// Where `cudaDeviceSynchronize`-style `printf` output goes (the C layer
+    /// writes it to the application's `stdout`).
+    pub fn set_printf_sink(&self, sink: PrintfSink) {
+        let _ = self.printf_sink.set(sink);
+    }
+
+    pub(super) fn new_handle(&self) -> u64 {
+        self.next_handle.fetch_add(16, Ordering::Relaxed)
+    }
+
+    /// The device a stream belongs to; the special streams mean the calling
+    /// thread's current device.
+    pub fn stream_device(&self, stream: u64) -> Result<usize, CudaError> {
+        match stream {
+            0..=2 => self.current_device(),
+            s => self
+                .streams
+                .lock()
+                .get(&s)
+                .map(|st| st.device)
+                .ok_or(CudaError::INVALID_RESOURCE_HANDLE),
+        }
+    }
+
+    /// `cudaStreamCreateWithPriority` on the current device.
+    pub fn stream_create(&self, flags: u32, priority: i32) -> Result<u64, CudaError> {
+        if flags & !STREAM_FLAGS != 0 {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        let device = self.current_device()?;
+        let priority = priority.clamp(STREAM_PRIORITY_GREATEST, STREAM_PRIORITY_LEAST);
+        let handle = self.new_handle();
+        self.streams.lock().insert(
+            handle,
+            StreamState {
+                device,
+                flags,
+                priority,
+            },
+        );
+        Ok(handle)
+    }
+
+    /// `cudaStreamDestroy`: work already queued on it still completes.
+    pub fn stream_destroy(&self, stream: u64) -> Result<(), CudaError> {
+        self.streams
+            .lock()
+            .remove(&stream)
+            .map(|_| ())
+            .ok_or(CudaError::INVALID_RESOURCE_HANDLE)
+    }
+
+    /// `(flags, priority)` of a stream.
+    pub fn stream_info(&self, stream: u64) -> Result<(u32, i32), CudaError> {
+        match stream {
+            0..=2 => {
+                self.current_device()?;
+                Ok((0, STREAM_PRIORITY_LEAST))
+            }
+            s => self
+                .streams
+                .lock()
+                .get(&s)
+                .map(|st| (st.flags, st.priority))
+                .ok_or(CudaError::INVALID_RESOURCE_HANDLE),
+        }
+    }
+
+    /// `cudaStreamSynchronize`, and `cudaStreamQuery` (which finds the work
+    /// done once it has been sent: the server runs a device's operations in
+    /// order, to completion).
+    pub fn stream_synchronize(&self, stream: u64) -> Result<(), CudaError> {
+        let d = self.stream_device(stream)?;
+        self.synchronize_device(d)
+    }
+
+    /// `cudaStreamWaitEvent`: work on one device already runs in order, so only
+    /// an event of another device needs waiting for, now.
+    pub fn stream_wait_event(&self, stream: u64, event: u64) -> Result<(), CudaError> {
+        let d = self.stream_device(stream)?;
+        let recorded_on = self
+            .events
+            .lock()
+            .get(&event)
+            .ok_or(CudaError::INVALID_RESOURCE_HANDLE)?
+            .device;
+        match recorded_on {
+            Some(e) if e != d => self.synchronize_device(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// `cudaEventCreateWithFlags`.
+    pub fn event_create(&self, flags: u32) -> Result<u64, CudaError> {
+        if flags & !EVENT_FLAGS != 0
+            || (flags & EVENT_INTERPROCESS != 0 && flags & EVENT_DISABLE_TIMING == 0)
+        {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        let handle = self.new_handle();
+        self.events.lock().insert(
+            handle,
+            EventState {
+                flags,
+                device: None,
+                timestamp: None,
+            },
+        );
+        Ok(handle)
+    }
+
+    /// `cudaEventDestroy`.
+    pub fn event_destroy(&self, event: u64) -> Result<(), CudaError> {
+        self.events
+            .lock()
+            .remove(&event)
+            .map(|_| ())
+            .ok_or(CudaError::INVALID_RESOURCE_HANDLE)
+    }
+
+    /// `cudaEventRecord`: queued on the stream's device.
+    pub fn event_record(&'static self, event: u64, stream: u64) -> Result<(), CudaError> {
+        let d = self.stream_device(stream)?;
+        {
+            let mut events = self.events.lock();
+            let e = events
+                .get_mut(&event)
+                .ok_or(CudaError::INVALID_RESOURCE_HANDLE)?;
+            e.device = Some(d);
+            e.timestamp = None;
+        }
+        self.enqueue(d, &req::EventRecord {}, &[], Completion::Event(event), 0)
+    }
+
+    /// `cudaEventSynchronize` and `cudaEventQuery`: an event never recorded
+    /// is complete.
+    pub fn event_synchronize(&self, event: u64) -> Result<(), CudaError> {
+        let device = self
+            .events
+            .lock()
+            .get(&event)
+            .ok_or(CudaError::INVALID_RESOURCE_HANDLE)?
+            .device;
+        match device {
+            Some(d) => self.synchronize_device(d),
+            None => Ok(()),
+        }
+    }
+
+    /// `cudaEventElapsedTime`, in milliseconds, between two completed events.
+    pub fn event_elapsed_ms(&self, start: u64, end: u64) -> Result<f32, CudaError> {
+        self.event_synchronize(start)?;
+        self.event_synchronize(end)?;
+        let events = self.events.lock();
+        let (a, b) = (
+            events
+                .get(&start)
+                .ok_or(CudaError::INVALID_RESOURCE_HANDLE)?,
+            events.get(&end).ok_or(CudaError::INVALID_RESOURCE_HANDLE)?,
+        );
+        if (a.flags | b.flags) & EVENT_DISABLE_TIMING != 0 || a.device != b.device {
+            return Err(CudaError::INVALID_RESOURCE_HANDLE);
+        }
+        match (a.timestamp, b.timestamp) {
+            (Some(t0), Some(t1)) => Ok((t1 as f64 - t0 as f64) as f32 / 1e6),
+            // Never recorded.
+            _ => Err(CudaError::INVALID_RESOURCE_HANDLE),
+        }
+    }
+}
