@@ -529,3 +529,63 @@ fn a_faulting_client_does_not_disturb_others() {
     runs[0].assert_line("cudaDeviceSynchronize -> cudaErrorIllegalAddress");
     server.assert_running();
 }
+
+/// Sixteen client processes on one server (an agent process each): fifteen do
+/// thousands of checked operations while the sixteenth is killed with SIGKILL
+/// in the middle of a 64 MB transfer. The others finish correctly and the
+/// server keeps serving.
+#[test]
+fn sixteen_client_processes_one_killed_mid_transfer() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    let Some(env) = setup("sixteen_client_processes_one_killed_mid_transfer") else {
+        return;
+    };
+    let bin = build_as(env, "k_stress", "k_stress-default", COMMON_ARGS);
+    let mut server = common::Server::start(env);
+    let libdir = common::cudart_soname_dir(env);
+
+    let mut victim = common::clean_command(&bin);
+    victim
+        .arg("victim")
+        .env("LD_LIBRARY_PATH", libdir.path())
+        .env("RCUD_SERVERS", server.addr.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut victim = victim.spawn().expect("start the victim");
+    let runs: Vec<Run> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..15)
+            .map(|i| {
+                let (server, bin) = (&server, &bin);
+                scope.spawn(move || {
+                    let seed = (i + 1).to_string();
+                    rcud_run_within(env, Some(server), bin, &["400", &seed], KERNEL_RUN_TIMEOUT)
+                })
+            })
+            .collect();
+        // Kill the victim once it is inside its stream of large copies.
+        let stdout = victim.stdout.take().expect("victim stdout");
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("victim output");
+        assert_eq!(line.trim(), "victim: copying");
+        std::thread::sleep(Duration::from_millis(300));
+        victim.kill().expect("kill the victim");
+        let status = victim.wait().expect("reap the victim");
+        assert!(!status.success(), "the victim was not killed: {status}");
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("client thread"))
+            .collect()
+    });
+    for run in &runs {
+        run.assert_pass(Some(&server));
+        run.assert_line("400 iterations: ok");
+    }
+    server.assert_running();
+    // A new client is served after all of it.
+    let run = rcud_run_within(env, Some(&server), &bin, &["50", "99"], KERNEL_RUN_TIMEOUT);
+    run.assert_pass(Some(&server));
+}
