@@ -31,9 +31,9 @@ fi
 
 out=target/cuda-demo
 mkdir -p "$out"
-for prog in device_query bandwidth; do
+for prog in device_query bandwidth k_matmul_tiled k_streams; do
     echo "==> nvcc -cudart shared tests/cuda/$prog.cu -> $out/$prog" >&2
-    "$nvcc" -cudart shared -O2 ${link_flags[@]+"${link_flags[@]}"} \
+    "$nvcc" -cudart shared -O2 -arch=sm_80 ${link_flags[@]+"${link_flags[@]}"} \
         -o "$out/$prog" "tests/cuda/$prog.cu"
 done
 
@@ -42,3 +42,9 @@ echo "==> $rcud run -- $out/device_query" >&2
 
 echo "==> $rcud run -- $out/bandwidth 32" >&2
 "$rcud" run -- "$out/bandwidth" 32
+
+echo "==> $rcud run -- $out/k_matmul_tiled (kernels with shared memory, run by the PTX interpreter)" >&2
+"$rcud" run -- "$out/k_matmul_tiled"
+
+echo "==> $rcud run -- $out/k_streams (streams, events, callbacks)" >&2
+"$rcud" run -- "$out/k_streams"
