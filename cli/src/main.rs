@@ -1,6 +1,7 @@
 //! `rcud`: run unmodified CUDA programs on remote GPUs.
 #![forbid(unsafe_code)]
 
+mod bench;
 mod info;
 mod run;
 
@@ -22,6 +23,8 @@ enum Command {
     Run(run::RunArgs),
     /// Show the GPUs a server offers.
     Info(info::InfoArgs),
+    /// Measure bandwidth and latency, next to the raw transport.
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -36,6 +39,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::run(args),
         Command::Info(args) => info::info(args),
+        Command::Bench(args) => bench::bench(args),
     };
     match result {
         Ok(code) => code,

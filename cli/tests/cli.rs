@@ -105,3 +105,44 @@ fn server_backend_cuda_says_what_is_missing() {
     );
     assert!(stderr.contains("--backend emu"), "{stderr}");
 }
+
+#[test]
+fn bench_reports_bandwidth_next_to_the_raw_transport() {
+    let out = rcud()
+        .args([
+            "bench",
+            "--format",
+            "json",
+            "bandwidth",
+            "--baseline",
+            "--sizes",
+            "64KB,1MB",
+            "--min-ms",
+            "20",
+        ])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    let rows: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 6, "{stdout}");
+    for row in rows {
+        assert!(row["gb_per_s"].as_f64().unwrap() > 0.0, "{row}");
+        if row["direction"] != "d2d" {
+            assert!(row["ratio"].as_f64().unwrap() > 0.0, "{row}");
+        }
+    }
+}
+
+#[test]
+fn bench_reports_latency_next_to_a_raw_ping_pong() {
+    let out = rcud()
+        .args(["bench", "--format", "csv", "latency", "--iterations", "50"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.starts_with("call,us,raw_us,ratio"), "{stdout}");
+    assert!(stdout.contains("cudaMemcpy 4 B D2H,"), "{stdout}");
+}
