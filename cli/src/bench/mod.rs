@@ -2,6 +2,7 @@
 //! runtime, each next to the raw transport measured in the same run, so the
 //! ratio holds on a shared, noisy machine.
 
+mod launch;
 mod raw;
 
 use std::process::ExitCode;
@@ -34,6 +35,15 @@ enum What {
         /// Round trips to time.
         #[arg(long, default_value_t = 2000)]
         iterations: u32,
+    },
+    /// Asynchronous empty-kernel launches per second.
+    Launch {
+        /// Launches to time.
+        #[arg(long, default_value_t = 100_000)]
+        launches: u32,
+        /// Also measure with a synchronize every this many launches.
+        #[arg(long, default_value_t = 100)]
+        sync_every: u32,
     },
 }
 
@@ -79,6 +89,12 @@ struct BandwidthRow {
 }
 
 #[derive(Debug, Serialize)]
+struct LaunchRow {
+    mode: String,
+    launches_per_s: f64,
+}
+
+#[derive(Debug, Serialize)]
 struct LatencyRow {
     call: &'static str,
     us: f64,
@@ -102,6 +118,38 @@ pub(crate) fn bench(args: BenchArgs) -> Result<ExitCode, Box<dyn std::error::Err
     match args.what {
         What::Bandwidth(b) => bandwidth(rt, &b, args.format),
         What::Latency { iterations } => latency(rt, iterations, args.format),
+        What::Launch {
+            launches,
+            sync_every,
+        } => {
+            let (free, synced) = launch::measure(rt, launches, sync_every)?;
+            let rows = [
+                LaunchRow {
+                    mode: "asynchronous".into(),
+                    launches_per_s: free,
+                },
+                LaunchRow {
+                    mode: format!("synchronize every {sync_every}"),
+                    launches_per_s: synced,
+                },
+            ];
+            match args.format {
+                Format::Json => println!("{}", serde_json::to_string_pretty(&rows)?),
+                Format::Csv => {
+                    println!("mode,launches_per_s");
+                    for r in &rows {
+                        println!("{},{:.0}", r.mode, r.launches_per_s);
+                    }
+                }
+                Format::Table => {
+                    println!("{:<28} {:>14}", "empty kernel <<<1,1>>>", "launches/s");
+                    for r in &rows {
+                        println!("{:<28} {:>14.0}", r.mode, r.launches_per_s);
+                    }
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
