@@ -272,11 +272,11 @@ impl Session {
             return Ok(outcome);
         }
         let batch = std::mem::take(&mut self.batch);
-        let written = self.chan.stream().write_all(&batch);
+        let written = self.chan.send_raw(&batch);
         self.batch = batch;
         self.batch.clear();
         self.batch_reply_bytes = 0;
-        written.map_err(|e| self.transport(e.into()))?;
+        written.map_err(|e| self.transport(e))?;
         while let Some(q) = self.queued.pop_front() {
             let Some((id, op)) = q.frame else {
                 if let Completion::Callback(f) = q.completion {

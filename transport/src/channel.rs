@@ -20,7 +20,9 @@ pub enum TransportError {
 
 /// A bidirectional, ordered, reliable frame channel.
 ///
-/// A frame is written with one [`Channel::send_frame`] call. A frame is read with
+/// A frame is written with one [`Channel::send_frame`] call (and
+/// [`Channel::send_bulk`] for the rest of its payload); it is on its way once
+/// the channel next receives or is flushed. A frame is read with
 /// [`Channel::recv_header`], then [`Channel::recv_body`], then exactly
 /// `bulk_len` bytes through [`Channel::recv_bulk_into`] or
 /// [`Channel::discard_bulk`] (in any number of calls).
@@ -37,6 +39,10 @@ pub trait Channel: Send {
 
     /// Sends the next piece of the payload of the frame being sent.
     fn send_bulk(&mut self, bulk: &[u8]) -> Result<(), TransportError>;
+
+    /// Pushes out frames the channel may still hold: small frames can be
+    /// gathered and are otherwise sent when the channel next waits to receive.
+    fn flush(&mut self) -> Result<(), TransportError>;
 
     /// Reads and validates the next frame header.
     fn recv_header(&mut self) -> Result<FrameHeader, TransportError>;

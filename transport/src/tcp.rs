@@ -1,6 +1,12 @@
 //! The TCP module: one connection per remote GPU, `TCP_NODELAY`, large socket
-//! buffers, vectored writes of header, body and the first bulk chunk, and bulk
-//! payloads streamed in chunks straight from and into the caller's memory.
+//! buffers, and bulk payloads streamed in chunks straight from and into the
+//! caller's memory.
+//!
+//! Small frames cost system calls, not bandwidth, so both directions coalesce
+//! them: reads fill a buffer from which many headers and bodies are parsed, and
+//! small frames are gathered and written together, just before the channel
+//! would block on a read (or when the gathered bytes fill the buffer). Large
+//! payloads bypass both buffers.
 
 use std::io::{self, IoSlice, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -41,7 +47,16 @@ pub struct TcpChannel {
     body: Vec<u8>,
     scratch: Vec<u8>,
     peer: String,
+    /// Bytes read from the socket and not consumed yet: `rbuf[rstart..rend]`.
+    rbuf: Box<[u8]>,
+    rstart: usize,
+    rend: usize,
+    /// Small frames waiting to be written.
+    wbuf: Vec<u8>,
 }
+
+/// Size of the read buffer and most bytes gathered before a write.
+const COALESCE: usize = 64 << 10;
 
 impl TcpChannel {
     /// Connects to the first address of `addr` that answers.
@@ -63,8 +78,10 @@ impl TcpChannel {
         stream.set_nodelay(true)?;
         let sock = SockRef::from(&stream);
         // Buffer sizes are hints; the kernel may clamp them.
-        let _ = sock.set_send_buffer_size(opts.socket_buffer);
-        let _ = sock.set_recv_buffer_size(opts.socket_buffer);
+        if opts.socket_buffer > 0 {
+            let _ = sock.set_send_buffer_size(opts.socket_buffer);
+            let _ = sock.set_recv_buffer_size(opts.socket_buffer);
+        }
         // A peer that vanishes without closing (power loss, cable) is detected
         // within a minute instead of hanging the other side forever.
         let keepalive = TcpKeepalive::new()
@@ -82,6 +99,10 @@ impl TcpChannel {
             body: Vec::with_capacity(256),
             scratch: Vec::new(),
             peer,
+            rbuf: vec![0u8; COALESCE].into_boxed_slice(),
+            rstart: 0,
+            rend: 0,
+            wbuf: Vec::with_capacity(COALESCE),
         })
     }
 
@@ -90,8 +111,55 @@ impl TcpChannel {
         &mut self.stream
     }
 
-    fn read_exact(&mut self, buf: &mut [u8]) -> Result<(), TransportError> {
-        self.stream.read_exact(buf).map_err(map_eof)
+    /// Fills `dst` from the read buffer and the socket. Gathered writes go
+    /// out first: the peer may be waiting for them before it sends anything.
+    fn read_exact(&mut self, dst: &mut [u8]) -> Result<(), TransportError> {
+        let mut done = 0;
+        while done < dst.len() {
+            if self.rstart == self.rend {
+                self.flush_writes()?;
+                let want = dst.len() - done;
+                if want >= self.rbuf.len() {
+                    // Large payloads go straight to their destination.
+                    return self.stream.read_exact(&mut dst[done..]).map_err(map_eof);
+                }
+                let n = loop {
+                    match self.stream.read(&mut self.rbuf) {
+                        Ok(0) => return Err(TransportError::Closed),
+                        Ok(n) => break n,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(map_eof(e)),
+                    }
+                };
+                self.rstart = 0;
+                self.rend = n;
+            }
+            let n = (self.rend - self.rstart).min(dst.len() - done);
+            dst[done..done + n].copy_from_slice(&self.rbuf[self.rstart..self.rstart + n]);
+            self.rstart += n;
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Writes the gathered small frames.
+    fn flush_writes(&mut self) -> Result<(), TransportError> {
+        if !self.wbuf.is_empty() {
+            let res = self.stream.write_all(&self.wbuf).map_err(map_eof);
+            self.wbuf.clear();
+            res?;
+        }
+        Ok(())
+    }
+
+    /// Writes pre-encoded frames (a client's batch of queued operations).
+    pub fn send_raw(&mut self, frames: &[u8]) -> Result<(), TransportError> {
+        if self.wbuf.len() + frames.len() <= COALESCE {
+            self.wbuf.extend_from_slice(frames);
+            return Ok(());
+        }
+        self.flush_writes()?;
+        self.stream.write_all(frames).map_err(map_eof)
     }
 }
 
@@ -115,16 +183,39 @@ impl Channel for TcpChannel {
         debug_assert_eq!(header.body_len as usize, body.len());
         debug_assert!(bulk.len() as u64 <= header.bulk_len);
         let head = header.to_bytes();
+        let total = head.len() + body.len() + bulk.len();
+        if self.wbuf.len() + total <= COALESCE {
+            self.wbuf.extend_from_slice(&head);
+            self.wbuf.extend_from_slice(body);
+            self.wbuf.extend_from_slice(bulk);
+            return Ok(());
+        }
         let first = bulk.len().min(self.chunk);
-        write_all_vectored(&mut self.stream, &[&head, body, &bulk[..first]]).map_err(map_eof)?;
+        let gathered = std::mem::take(&mut self.wbuf);
+        let res = write_all_vectored(&mut self.stream, &[&gathered, &head, body, &bulk[..first]]);
+        self.wbuf = gathered;
+        self.wbuf.clear();
+        res.map_err(map_eof)?;
         self.send_bulk(&bulk[first..])
     }
 
     fn send_bulk(&mut self, bulk: &[u8]) -> Result<(), TransportError> {
+        if bulk.is_empty() {
+            return Ok(());
+        }
+        if self.wbuf.len() + bulk.len() <= COALESCE {
+            self.wbuf.extend_from_slice(bulk);
+            return Ok(());
+        }
+        self.flush_writes()?;
         for chunk in bulk.chunks(self.chunk) {
             self.stream.write_all(chunk).map_err(map_eof)?;
         }
         Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), TransportError> {
+        self.flush_writes()
     }
 
     fn recv_header(&mut self) -> Result<FrameHeader, TransportError> {
@@ -172,8 +263,13 @@ impl Channel for TcpChannel {
 }
 
 /// Writes every byte of `parts` with as few system calls as the kernel allows.
-fn write_all_vectored(stream: &mut TcpStream, parts: &[&[u8]]) -> io::Result<()> {
-    let mut slices: [IoSlice<'_>; 3] = [IoSlice::new(&[]), IoSlice::new(&[]), IoSlice::new(&[])];
+fn write_all_vectored(stream: &mut TcpStream, parts: &[&[u8]; 4]) -> io::Result<()> {
+    let mut slices: [IoSlice<'_>; 4] = [
+        IoSlice::new(&[]),
+        IoSlice::new(&[]),
+        IoSlice::new(&[]),
+        IoSlice::new(&[]),
+    ];
     let mut count = 0;
     for p in parts.iter().filter(|p| !p.is_empty()) {
         slices[count] = IoSlice::new(p);
@@ -222,7 +318,10 @@ mod tests {
             bulk_len: bulk.len() as u64,
         };
         let sent = bulk.clone();
-        let t = std::thread::spawn(move || a.send_frame(&header, &body, &sent).map(|_| a));
+        let t = std::thread::spawn(move || {
+            a.send_frame(&header, &body, &sent)?;
+            a.flush().map(|_| a)
+        });
         let got = b.recv_header().unwrap();
         assert_eq!(got, header);
         assert_eq!(b.recv_body(got.body_len).unwrap(), &body);

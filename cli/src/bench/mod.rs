@@ -289,18 +289,26 @@ fn latency(
     let ptr = rt.malloc(4)?;
     let mut word = [0u8; 4];
     let mut raw = raw::RawPeer::start()?;
-    let per = |mut f: Box<dyn FnMut() -> Result<(), Box<dyn std::error::Error>> + '_>| -> Result<f64, Box<dyn std::error::Error>> {
-        f()?;
-        let start = Instant::now();
-        for _ in 0..iterations {
-            f()?;
-        }
-        Ok(start.elapsed().as_secs_f64() * 1e6 / f64::from(iterations.max(1)))
-    };
-    let d2h = per(Box::new(|| Ok(rt.memcpy_dtoh(0, &mut word, ptr)?)))?;
-    let sync = per(Box::new(|| Ok(rt.synchronize()?)))?;
     let mut buf = [0u8; 4];
-    let raw_us = per(Box::new(|| Ok(raw.download(&mut buf)?)))?;
+    // Interleaved, so that both see the same load on a shared machine.
+    let (mut d2h, mut sync, mut raw_t) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    for i in 0..=iterations {
+        let t0 = Instant::now();
+        rt.memcpy_dtoh(0, &mut word, ptr)?;
+        let t1 = Instant::now();
+        rt.synchronize()?;
+        let t2 = Instant::now();
+        raw.download(&mut buf)?;
+        let t3 = Instant::now();
+        // The first round warms up connections and caches.
+        if i > 0 {
+            d2h += t1 - t0;
+            sync += t2 - t1;
+            raw_t += t3 - t2;
+        }
+    }
+    let us = |d: Duration| d.as_secs_f64() * 1e6 / f64::from(iterations.max(1));
+    let (d2h, sync, raw_us) = (us(d2h), us(sync), us(raw_t));
     rt.free(ptr)?;
     let rows = [
         LatencyRow {
