@@ -6,10 +6,13 @@
 //! (device memory for the emulated device, the user's buffer on the client).
 //! The transport knows nothing about CUDA beyond frame kinds.
 #![warn(missing_docs)]
-#![forbid(unsafe_code)]
+// Unsafe code is denied crate-wide and allowed only in the shared-memory
+// modules of the soft verbs provider (`verbs::soft::{shm, layout}`).
+#![deny(unsafe_code)]
 
 pub mod channel;
 pub mod tcp;
+pub mod verbs;
 
 pub use channel::{Channel, TransportError};
 pub use tcp::{TcpChannel, TcpOptions};

@@ -48,7 +48,11 @@ fn fatbin() -> Vec<u8> {
 }
 
 /// Launches per second: `(all asynchronous, with a synchronize every `sync_every`)`.
-pub(crate) fn measure(rt: &'static Runtime, launches: u32, sync_every: u32) -> Result<(f64, f64), Box<dyn std::error::Error>> {
+pub(crate) fn measure(
+    rt: &'static Runtime,
+    launches: u32,
+    sync_every: u32,
+) -> Result<(f64, f64), Box<dyn std::error::Error>> {
     let module = rt.register_module(fatbin());
     // Any address unique in this process names the kernel, as a host stub does.
     static STUB: u8 = 0;
@@ -63,7 +67,9 @@ pub(crate) fn measure(rt: &'static Runtime, launches: u32, sync_every: u32) -> R
     let mut no_args = |_: usize, _: &mut [u8]| {};
     rt.launch(stub, &config, &mut no_args)?;
     rt.synchronize()?;
-    let run = |every: u32, no_args: &mut dyn FnMut(usize, &mut [u8])| -> Result<f64, Box<dyn std::error::Error>> {
+    let run = |every: u32,
+               no_args: &mut dyn FnMut(usize, &mut [u8])|
+     -> Result<f64, Box<dyn std::error::Error>> {
         let start = Instant::now();
         for i in 1..=launches {
             rt.launch(stub, &config, no_args)?;
