@@ -153,22 +153,6 @@ pub(crate) fn bench(args: BenchArgs) -> Result<ExitCode, Box<dyn std::error::Err
     }
 }
 
-/// Runs `step` until `min` has passed (at least 3 times) and returns the
-/// seconds per step.
-fn time_per_step(
-    min: Duration,
-    mut step: impl FnMut() -> Result<(), Box<dyn std::error::Error>>,
-) -> Result<f64, Box<dyn std::error::Error>> {
-    step()?;
-    let start = Instant::now();
-    let mut n = 0u32;
-    while n < 3 || start.elapsed() < min {
-        step()?;
-        n += 1;
-    }
-    Ok(start.elapsed().as_secs_f64() / f64::from(n))
-}
-
 fn parse_sizes(spec: &str) -> Result<Vec<u64>, String> {
     if spec == "shmoo" {
         return Ok((10..=26).map(|p| 1u64 << p).collect());
@@ -218,18 +202,38 @@ fn bandwidth(
         let a = rt.malloc(size)?;
         let b = rt.malloc(size)?;
         for &dir in dirs {
-            let secs = match dir {
-                Direction::H2d => time_per_step(min, || Ok(rt.memcpy_htod(0, a, &host)?))?,
-                Direction::D2h => time_per_step(min, || Ok(rt.memcpy_dtoh(0, &mut host, a)?))?,
-                _ => time_per_step(min, || Ok(rt.memcpy_dtod(0, b, 0, a, size)?))?,
-            };
-            let raw_secs = match (dir, raw.as_mut()) {
-                (Direction::H2d, Some(r)) => Some(time_per_step(min, || Ok(r.upload(&host)?))?),
-                (Direction::D2h, Some(r)) => {
-                    Some(time_per_step(min, || Ok(r.download(&mut host)?))?)
+            // rcud and raw steps alternate, so that both see the same load.
+            let rcud_step = |host: &mut [u8]| -> Result<(), Box<dyn std::error::Error>> {
+                match dir {
+                    Direction::H2d => rt.memcpy_htod(0, a, host)?,
+                    Direction::D2h => rt.memcpy_dtoh(0, host, a)?,
+                    _ => rt.memcpy_dtod(0, b, 0, a, size)?,
                 }
-                _ => None,
+                Ok(())
             };
+            let mut raw_step = |host: &mut [u8]| -> Result<bool, Box<dyn std::error::Error>> {
+                match (dir, raw.as_mut()) {
+                    (Direction::H2d, Some(r)) => r.upload(host)?,
+                    (Direction::D2h, Some(r)) => r.download(host)?,
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            };
+            rcud_step(&mut host)?;
+            let with_raw = raw_step(&mut host)?;
+            let (mut rcud_t, mut raw_t, mut n) = (Duration::ZERO, Duration::ZERO, 0u32);
+            let start = Instant::now();
+            while n < 3 || start.elapsed() < min {
+                let t0 = Instant::now();
+                rcud_step(&mut host)?;
+                let t1 = Instant::now();
+                raw_step(&mut host)?;
+                raw_t += t1.elapsed();
+                rcud_t += t1 - t0;
+                n += 1;
+            }
+            let secs = rcud_t.as_secs_f64() / f64::from(n);
+            let raw_secs = with_raw.then(|| raw_t.as_secs_f64() / f64::from(n));
             let gbps = |s: f64| size as f64 / s / 1e9;
             rows.push(BandwidthRow {
                 direction: match dir {
