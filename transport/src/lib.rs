@@ -11,6 +11,7 @@
 #![deny(unsafe_code)]
 
 pub mod channel;
+pub mod csr;
 pub mod tcp;
 pub mod verbs;
 
