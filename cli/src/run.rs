@@ -15,6 +15,10 @@ pub(crate) struct RunArgs {
     /// embedded server on loopback serves the best local backend.
     #[arg(long, env = "RCUD_SERVERS")]
     server: Option<String>,
+    /// Transport module between the program and the server: `tcp`, or `csr`
+    /// (RDMA channel semantics; the `soft` provider serves peers on one host).
+    #[arg(long, env = "RCUD_TRANSPORT", default_value = "tcp")]
+    transport: rcud_transport::bootstrap::TransportKind,
     /// Backend of the embedded server.
     #[arg(long, value_enum, default_value_t = BackendKind::Auto)]
     backend: BackendKind,
@@ -93,6 +97,7 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode, Box<dyn std::error::Error>>
     let mut cmd = Command::new(program);
     cmd.args(&args.program[1..])
         .env("RCUD_SERVERS", &servers)
+        .env("RCUD_TRANSPORT", args.transport.to_string())
         .env("LD_PRELOAD", prepend("LD_PRELOAD", &library, ' '))
         .env(
             "LD_LIBRARY_PATH",

@@ -589,3 +589,100 @@ fn sixteen_client_processes_one_killed_mid_transfer() {
     let run = rcud_run_within(env, Some(&server), &bin, &["50", "99"], KERNEL_RUN_TIMEOUT);
     run.assert_pass(Some(&server));
 }
+
+/// Every end-to-end program of the repository over the CSR transport (RDMA
+/// channel semantics on the `soft` verbs provider) against the embedded server.
+#[test]
+fn every_program_over_csr() {
+    let Some(env) = setup("every_program_over_csr") else {
+        return;
+    };
+    let runs: &[(&str, &[&str], &[&str])] = &[
+        ("device_query", &[], &[]),
+        ("memcpy", &[], &[]),
+        ("memset", &[], &[]),
+        ("pinned", &[], &[]),
+        ("errors", &[], &[]),
+        ("unimplemented", &[], &[]),
+        ("bandwidth", &["4"], &[]),
+        ("k_vector_add", &[], &[]),
+        ("k_saxpy", &[], &[]),
+        ("k_struct_args", &[], &[]),
+        ("k_math", &[], &[]),
+        ("k_device_functions", &[], &[]),
+        ("k_symbols", &[], &[]),
+        ("k_grid2d", &[], &[]),
+        ("k_matmul_tiled", &[], &[]),
+        ("k_reduction", &[], &[]),
+        ("k_histogram", &[], &[]),
+        ("k_warp_vote", &[], &[]),
+        ("k_printf", &[], &[]),
+        ("k_errors", &["fault"], &[]),
+        ("k_errors", &["config"], &[]),
+        ("k_func_attrs", &[], &[]),
+        ("k_streams", &[], &[]),
+        ("k_multi", &[], &["--emu-gpus", "2"]),
+        ("k_stress", &["100", "7"], &[]),
+    ];
+    for &(name, args, rcud_args) in runs {
+        let bin = if name.starts_with("k_") {
+            build_as(env, name, &format!("{name}-default"), COMMON_ARGS)
+        } else {
+            common::build(env, name)
+        };
+        let mut cmd = std::process::Command::new(&env.rcud);
+        cmd.env_remove("LD_PRELOAD")
+            .env_remove("RCUD_SERVERS")
+            .args(["run", "--transport", "csr"])
+            .args(rcud_args)
+            .arg("--")
+            .arg(&bin)
+            .args(args);
+        let run = common::run_with_timeout(cmd, KERNEL_RUN_TIMEOUT);
+        run.assert_pass(None);
+        eprintln!("{name} {args:?} over csr: passed");
+    }
+}
+
+/// A CSR client killed in the middle of a 64 MB transfer ends only its own
+/// session: the server keeps serving CSR and TCP clients.
+#[test]
+fn a_csr_client_killed_mid_transfer() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    let Some(env) = setup("a_csr_client_killed_mid_transfer") else {
+        return;
+    };
+    let bin = build_as(env, "k_stress", "k_stress-default", COMMON_ARGS);
+    let mut server = common::Server::start(env);
+    let libdir = common::cudart_soname_dir(env);
+    let mut victim = common::clean_command(&bin);
+    victim
+        .arg("victim")
+        .env("LD_LIBRARY_PATH", libdir.path())
+        .env("RCUD_SERVERS", server.addr.to_string())
+        .env("RCUD_TRANSPORT", "csr")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut victim = victim.spawn().expect("start the victim");
+    let stdout = victim.stdout.take().expect("victim stdout");
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("victim output");
+    assert_eq!(line.trim(), "victim: copying");
+    std::thread::sleep(Duration::from_millis(300));
+    victim.kill().expect("kill the victim");
+    let _ = victim.wait();
+    for transport in ["csr", "tcp"] {
+        let mut cmd = common::clean_command(&bin);
+        cmd.args(["50", "11"])
+            .env("LD_LIBRARY_PATH", libdir.path())
+            .env("RCUD_SERVERS", server.addr.to_string())
+            .env("RCUD_TRANSPORT", transport);
+        let run = common::run_with_timeout(cmd, KERNEL_RUN_TIMEOUT);
+        run.assert_pass(Some(&server));
+    }
+    server.assert_running();
+}

@@ -7,7 +7,9 @@ use rcud_proto::codec::Writer;
 use rcud_proto::frame::{FrameHeader, FrameKind};
 use rcud_proto::handshake::{self, ClientHello, ServerHello};
 use rcud_proto::ops::{self, Bulk, Failure, Op};
-use rcud_transport::{Channel, TcpChannel, TcpOptions};
+use rcud_transport::bootstrap::{self, TransportKind};
+use rcud_transport::tcp::connect_stream;
+use rcud_transport::{Channel, TcpOptions};
 
 use crate::ClientError;
 
@@ -76,7 +78,7 @@ const MAX_REPLY_IN_BATCH: u64 = 256 << 10;
 
 /// A connection to one server.
 pub struct Session {
-    chan: TcpChannel,
+    chan: Box<dyn Channel>,
     server: String,
     hello: ServerHello,
     next_id: u32,
@@ -99,19 +101,30 @@ impl std::fmt::Debug for Session {
 impl Session {
     /// Connects to `server` and performs the handshake.
     pub fn connect(server: &str, client_name: &str) -> Result<Self, ClientError> {
+        Self::connect_with(server, client_name, TransportKind::Tcp)
+    }
+
+    /// Connects to `server`, performs the handshake on TCP, then moves the
+    /// connection to the transport module `kind`.
+    pub fn connect_with(
+        server: &str,
+        client_name: &str,
+        kind: TransportKind,
+    ) -> Result<Self, ClientError> {
         let opts = TcpOptions::default();
         let connect_err = |source| ClientError::Connect {
             server: server.to_string(),
             source,
         };
-        let mut chan = TcpChannel::connect(server, &opts).map_err(connect_err)?;
-        let stream = chan.stream();
+        let mut stream = connect_stream(server, &opts).map_err(connect_err)?;
         // Something that is not an rcud server may never answer a hello.
         stream
             .set_read_timeout(Some(HANDSHAKE_TIMEOUT))
             .map_err(connect_err)?;
-        let hello = handshake::encode_hello(&ClientHello::new(client_name));
-        stream.write_all(&hello).map_err(connect_err)?;
+        let hello = ClientHello::new(client_name).with_transport(kind.code());
+        stream
+            .write_all(&handshake::encode_hello(&hello))
+            .map_err(connect_err)?;
         let mut prefix = [0u8; 4];
         stream.read_exact(&mut prefix).map_err(connect_err)?;
         let protocol = |message: String| ClientError::Protocol {
@@ -123,13 +136,17 @@ impl Session {
         stream.read_exact(&mut body).map_err(connect_err)?;
         let hello: ServerHello =
             handshake::decode_hello(&body).map_err(|e| protocol(e.to_string()))?;
-        stream.set_read_timeout(None).map_err(connect_err)?;
         if !hello.accepted {
             return Err(ClientError::Refused {
                 server: server.to_string(),
                 message: hello.message,
             });
         }
+        let chan =
+            bootstrap::establish(stream, kind, &opts).map_err(|source| ClientError::Transport {
+                server: server.to_string(),
+                source,
+            })?;
         Ok(Self {
             chan,
             server: server.to_string(),

@@ -24,6 +24,8 @@ crate::wire_struct! {
         pub version: u16,
         /// Free-form identification for server logs (program name, pid).
         pub client: String,
+        /// Transport module for the rest of the connection (0 TCP, 1 CSR).
+        pub transport: u8,
     }
 }
 
@@ -54,7 +56,14 @@ impl ClientHello {
             magic: MAGIC,
             version: PROTOCOL_VERSION,
             client: client.into(),
+            transport: 0,
         }
+    }
+
+    /// The same hello asking for transport module `code`.
+    pub fn with_transport(mut self, code: u8) -> Self {
+        self.transport = code;
+        self
     }
 
     /// Checks magic and version.

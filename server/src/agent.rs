@@ -17,6 +17,7 @@ use rcud_proto::frame::{FrameHeader, FrameKind};
 use rcud_proto::handshake::{self, ClientHello, ServerHello, PROTOCOL_VERSION};
 use rcud_proto::ops::{self, rep, Failure, Request};
 use rcud_proto::CudaError;
+use rcud_transport::bootstrap::TransportKind;
 use rcud_transport::{Channel, TransportError};
 use thiserror::Error;
 
@@ -40,11 +41,11 @@ pub enum AgentError {
 }
 
 /// Reads the client's hello from a raw stream and answers it. Returns the
-/// client's self-description when it was accepted.
+/// hello when it was accepted.
 pub fn handshake<S: Read + Write>(
     stream: &mut S,
     backend: &dyn Backend,
-) -> Result<String, AgentError> {
+) -> Result<ClientHello, AgentError> {
     let mut prefix = [0u8; 4];
     read_exact(stream, &mut prefix)?;
     let len = handshake::hello_len(prefix).map_err(|e| AgentError::Protocol(e.to_string()))?;
@@ -52,7 +53,11 @@ pub fn handshake<S: Read + Write>(
     read_exact(stream, &mut body)?;
     let hello: ClientHello =
         handshake::decode_hello(&body).map_err(|e| AgentError::Protocol(format!("hello: {e}")))?;
-    let verdict = hello.validate();
+    let verdict = hello.validate().and_then(|()| {
+        TransportKind::from_code(hello.transport)
+            .map(|_| ())
+            .ok_or_else(|| format!("unknown transport code {}", hello.transport))
+    });
     let reply = ServerHello {
         version: PROTOCOL_VERSION,
         accepted: verdict.is_ok(),
@@ -68,7 +73,7 @@ pub fn handshake<S: Read + Write>(
         .write_all(&handshake::encode_hello(&reply))
         .map_err(|e| AgentError::Transport(e.into()))?;
     verdict.map_err(AgentError::Protocol)?;
-    Ok(hello.client)
+    Ok(hello)
 }
 
 fn read_exact<S: Read>(stream: &mut S, buf: &mut [u8]) -> Result<(), AgentError> {

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use rcud_transport::{TcpChannel, TcpOptions};
+use rcud_transport::bootstrap::{self, TransportKind};
+use rcud_transport::TcpOptions;
 
 use crate::agent::{self, Agent, AgentError};
 use crate::backend::Backend;
@@ -301,8 +302,8 @@ pub fn serve_client(
         .map(|a| a.to_string())
         .unwrap_or_else(|_| "?".into());
     let _ = stream.set_read_timeout(Some(agent::HELLO_TIMEOUT));
-    let client = match agent::handshake(&mut stream, backend.as_ref()) {
-        Ok(client) => client,
+    let hello = match agent::handshake(&mut stream, backend.as_ref()) {
+        Ok(hello) => hello,
         Err(AgentError::Transport(rcud_transport::TransportError::Closed)) => {
             tracing::debug!(%peer, "connection closed before the handshake");
             return;
@@ -312,18 +313,18 @@ pub fn serve_client(
             return;
         }
     };
-    let _ = stream.set_read_timeout(None);
-    let chan = match TcpChannel::from_stream(stream, tcp) {
+    let client = hello.client;
+    let kind = TransportKind::from_code(hello.transport).unwrap_or_default();
+    // The RDMA set-up exchange is bounded by the same timeout as the hello.
+    let chan = match bootstrap::establish(stream, kind, tcp) {
         Ok(c) => c,
         Err(e) => {
-            tracing::warn!(%peer, "cannot set up the connection: {e}");
+            tracing::warn!(%peer, transport = %kind, "cannot set up the connection: {e}");
             return;
         }
     };
-    tracing::info!(%peer, %client, "client connected");
-    // `limits.client_memory` is the per-client memory limit the agent must
-    // enforce (see `Limits::client_memory`).
-    match Agent::new(backend, Box::new(chan))
+    tracing::info!(%peer, %client, transport = %kind, "client connected");
+    match Agent::new(backend, chan)
         .with_memory_limit(limits.client_memory)
         .run()
     {

@@ -40,6 +40,10 @@ pub trait Channel: Send {
     /// Sends the next piece of the payload of the frame being sent.
     fn send_bulk(&mut self, bulk: &[u8]) -> Result<(), TransportError>;
 
+    /// Sends frames already encoded back to back (a client's batch of queued
+    /// operations), as if each had been sent with [`Channel::send_frame`].
+    fn send_raw(&mut self, frames: &[u8]) -> Result<(), TransportError>;
+
     /// Pushes out frames the channel may still hold: small frames can be
     /// gathered and are otherwise sent when the channel next waits to receive.
     fn flush(&mut self) -> Result<(), TransportError>;

@@ -801,6 +801,13 @@ impl Channel for CsrChannel {
         self.push(bulk)
     }
 
+    fn send_raw(&mut self, frames: &[u8]) -> Result<(), TransportError> {
+        if let Some(e) = self.ctrl_error.take() {
+            return Err(e);
+        }
+        self.push(frames)
+    }
+
     fn flush(&mut self) -> Result<(), TransportError> {
         if let Some(e) = self.ctrl_error.take() {
             return Err(e);

@@ -10,6 +10,7 @@
 // modules of the soft verbs provider (`verbs::soft::{shm, layout}`).
 #![deny(unsafe_code)]
 
+pub mod bootstrap;
 pub mod channel;
 pub mod csr;
 pub mod tcp;

@@ -61,16 +61,7 @@ const COALESCE: usize = 64 << 10;
 impl TcpChannel {
     /// Connects to the first address of `addr` that answers.
     pub fn connect(addr: &str, opts: &TcpOptions) -> io::Result<Self> {
-        let mut last_err = None;
-        for sa in addr.to_socket_addrs()? {
-            match TcpStream::connect_timeout(&sa, opts.connect_timeout) {
-                Ok(stream) => return Self::from_stream(stream, opts),
-                Err(e) => last_err = Some(e),
-            }
-        }
-        Err(last_err.unwrap_or_else(|| {
-            io::Error::new(io::ErrorKind::NotFound, format!("{addr}: no address"))
-        }))
+        Self::from_stream(connect_stream(addr, opts)?, opts)
     }
 
     /// Wraps an accepted or connected stream and applies the socket options.
@@ -151,16 +142,20 @@ impl TcpChannel {
         }
         Ok(())
     }
+}
 
-    /// Writes pre-encoded frames (a client's batch of queued operations).
-    pub fn send_raw(&mut self, frames: &[u8]) -> Result<(), TransportError> {
-        if self.wbuf.len() + frames.len() <= COALESCE {
-            self.wbuf.extend_from_slice(frames);
-            return Ok(());
+/// A TCP connection to the first address of `addr` that answers within the
+/// connect timeout.
+pub fn connect_stream(addr: &str, opts: &TcpOptions) -> io::Result<TcpStream> {
+    let mut last_err = None;
+    for sa in addr.to_socket_addrs()? {
+        match TcpStream::connect_timeout(&sa, opts.connect_timeout) {
+            Ok(stream) => return Ok(stream),
+            Err(e) => last_err = Some(e),
         }
-        self.flush_writes()?;
-        self.stream.write_all(frames).map_err(map_eof)
     }
+    Err(last_err
+        .unwrap_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{addr}: no address"))))
 }
 
 fn map_eof(e: io::Error) -> TransportError {
@@ -212,6 +207,15 @@ impl Channel for TcpChannel {
             self.stream.write_all(chunk).map_err(map_eof)?;
         }
         Ok(())
+    }
+
+    fn send_raw(&mut self, frames: &[u8]) -> Result<(), TransportError> {
+        if self.wbuf.len() + frames.len() <= COALESCE {
+            self.wbuf.extend_from_slice(frames);
+            return Ok(());
+        }
+        self.flush_writes()?;
+        self.stream.write_all(frames).map_err(map_eof)
     }
 
     fn flush(&mut self) -> Result<(), TransportError> {

@@ -24,6 +24,7 @@ use crate::config::{parse_servers, ServerEntry};
 use crate::hostmem::HostMemory;
 use crate::modules::Registry;
 use crate::session::Session;
+use rcud_transport::bootstrap::TransportKind;
 
 mod kernels;
 mod memory;
@@ -172,6 +173,8 @@ pub struct Runtime {
     allocs: RwLock<BTreeMap<u64, (u64, usize)>>,
     host: Mutex<HostMemory>,
     registry: RwLock<Registry>,
+    /// Transport module of every session.
+    transport: TransportKind,
     streams: Mutex<HashMap<u64, StreamState>>,
     events: Mutex<HashMap<u64, EventState>>,
     next_handle: AtomicU64,
@@ -238,23 +241,34 @@ impl Runtime {
             std::env::args().next().unwrap_or_default(),
             std::process::id()
         );
+        let transport = match std::env::var("RCUD_TRANSPORT") {
+            Err(_) => TransportKind::Tcp,
+            Ok(t) => match t.parse() {
+                Ok(kind) => kind,
+                Err(e) => {
+                    report(&format!("RCUD_TRANSPORT: {e}"));
+                    return Self::empty(name, CudaError::NO_DEVICE, TransportKind::Tcp);
+                }
+            },
+        };
         match std::env::var("RCUD_SERVERS") {
             Err(_) => {
                 report("RCUD_SERVERS is not set: no remote GPU to use (start the program with `rcud run`)");
-                Self::empty(name, CudaError::NO_DEVICE)
+                Self::empty(name, CudaError::NO_DEVICE, transport)
             }
             Ok(value) => match parse_servers(&value) {
-                Ok(entries) => Self::connect(&entries, name),
+                Ok(entries) => Self::connect_with(&entries, name, transport),
                 Err(e) => {
                     report(&e.to_string());
-                    Self::empty(name, CudaError::NO_DEVICE)
+                    Self::empty(name, CudaError::NO_DEVICE, transport)
                 }
             },
         }
     }
 
-    fn empty(client_name: String, error: CudaError) -> Self {
+    fn empty(client_name: String, error: CudaError, transport: TransportKind) -> Self {
         Self {
+            transport,
             devices: Vec::new(),
             states: Vec::new(),
             init_error: Some(error),
@@ -270,13 +284,22 @@ impl Runtime {
         }
     }
 
-    /// Enumerates the GPUs of `entries`. Unreachable servers are reported on
-    /// stderr and contribute no device.
+    /// Enumerates the GPUs of `entries` over TCP. Unreachable servers are
+    /// reported on stderr and contribute no device.
     pub fn connect(entries: &[ServerEntry], client_name: String) -> Self {
+        Self::connect_with(entries, client_name, TransportKind::Tcp)
+    }
+
+    /// [`Runtime::connect`] with sessions on the transport module `transport`.
+    pub fn connect_with(
+        entries: &[ServerEntry],
+        client_name: String,
+        transport: TransportKind,
+    ) -> Self {
         let mut devices = Vec::new();
         let mut states = Vec::new();
         for entry in entries {
-            let probe = match Session::connect(&entry.addr, &client_name) {
+            let probe = match Session::connect_with(&entry.addr, &client_name, transport) {
                 Ok(s) => s,
                 Err(e) => {
                     report(&e.to_string());
@@ -328,15 +351,7 @@ impl Runtime {
             devices,
             states,
             init_error,
-            allocs: RwLock::default(),
-            host: Mutex::default(),
-            registry: RwLock::default(),
-            streams: Mutex::default(),
-            events: Mutex::default(),
-            next_handle: AtomicU64::new(FIRST_HANDLE),
-            printf_sink: OnceLock::new(),
-            progress: OnceLock::new(),
-            client_name,
+            ..Self::empty(client_name, CudaError::NO_DEVICE, transport)
         }
     }
 

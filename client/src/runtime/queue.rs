@@ -26,7 +26,7 @@ impl Runtime {
         }
         let dev = &self.devices[d];
         if st.session.is_none() {
-            match Session::connect(&dev.server, &self.client_name) {
+            match Session::connect_with(&dev.server, &self.client_name, self.transport) {
                 Ok(s) => st.session = Some(s),
                 Err(e) => return Err(self.lost(st, d, &e)),
             }
