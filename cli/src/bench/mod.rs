@@ -24,6 +24,9 @@ pub(crate) struct BenchArgs {
     /// Output format.
     #[arg(long, global = true, value_enum, default_value_t = Format::Table)]
     format: Format,
+    /// Transport module to the server (`tcp`, `csr`).
+    #[arg(long, global = true, env = "RCUD_TRANSPORT", default_value = "tcp")]
+    transport: rcud_transport::bootstrap::TransportKind,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -112,7 +115,11 @@ pub(crate) fn bench(args: BenchArgs) -> Result<ExitCode, Box<dyn std::error::Err
     };
     let entries = parse_servers(&servers)?;
     // The runtime lives as long as the process, as in an application.
-    let rt: &'static Runtime = Box::leak(Box::new(Runtime::connect(&entries, "rcud bench".into())));
+    let rt: &'static Runtime = Box::leak(Box::new(Runtime::connect_with(
+        &entries,
+        "rcud bench".into(),
+        args.transport,
+    )));
     rt.device_count()
         .map_err(|e| format!("no remote GPU at {servers}: {e}"))?;
     match args.what {
