@@ -15,8 +15,9 @@ pub(crate) struct RunArgs {
     /// embedded server on loopback serves the best local backend.
     #[arg(long, env = "RCUD_SERVERS")]
     server: Option<String>,
-    /// Transport module between the program and the server: `tcp`, or `csr`
-    /// (RDMA channel semantics; the `soft` provider serves peers on one host).
+    /// Transport module between the program and the server: `tcp`, `csr`
+    /// (RDMA channel semantics) or `msr` (RDMA memory semantics); the RDMA
+    /// modules run on the `soft` provider for peers on one host.
     #[arg(long, env = "RCUD_TRANSPORT", default_value = "tcp")]
     transport: rcud_transport::bootstrap::TransportKind,
     /// Backend of the embedded server.

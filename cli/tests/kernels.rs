@@ -594,7 +594,17 @@ fn sixteen_client_processes_one_killed_mid_transfer() {
 /// channel semantics on the `soft` verbs provider) against the embedded server.
 #[test]
 fn every_program_over_csr() {
-    let Some(env) = setup("every_program_over_csr") else {
+    every_program_over("csr");
+}
+
+/// The same over the MSR transport (RDMA memory semantics, dual channel).
+#[test]
+fn every_program_over_msr() {
+    every_program_over("msr");
+}
+
+fn every_program_over(transport: &str) {
+    let Some(env) = setup(&format!("every_program_over_{transport}")) else {
         return;
     };
     let runs: &[(&str, &[&str], &[&str])] = &[
@@ -633,14 +643,14 @@ fn every_program_over_csr() {
         let mut cmd = std::process::Command::new(&env.rcud);
         cmd.env_remove("LD_PRELOAD")
             .env_remove("RCUD_SERVERS")
-            .args(["run", "--transport", "csr"])
+            .args(["run", "--transport", transport])
             .args(rcud_args)
             .arg("--")
             .arg(&bin)
             .args(args);
         let run = common::run_with_timeout(cmd, KERNEL_RUN_TIMEOUT);
         run.assert_pass(None);
-        eprintln!("{name} {args:?} over csr: passed");
+        eprintln!("{name} {args:?} over {transport}: passed");
     }
 }
 
@@ -675,7 +685,7 @@ fn a_csr_client_killed_mid_transfer() {
     std::thread::sleep(Duration::from_millis(300));
     victim.kill().expect("kill the victim");
     let _ = victim.wait();
-    for transport in ["csr", "tcp"] {
+    for transport in ["csr", "msr", "tcp"] {
         let mut cmd = common::clean_command(&bin);
         cmd.args(["50", "11"])
             .env("LD_LIBRARY_PATH", libdir.path())

@@ -11,6 +11,7 @@ use std::str::FromStr;
 
 use crate::channel::{Channel, TransportError};
 use crate::csr::{CsrChannel, CsrEndpoint, CsrOptions, Polling};
+use crate::msr::{MsrChannel, MsrEndpoint, MsrOptions};
 use crate::tcp::{TcpChannel, TcpOptions};
 use crate::verbs::Context;
 
@@ -22,6 +23,8 @@ pub enum TransportKind {
     Tcp,
     /// RDMA with channel semantics.
     Csr,
+    /// RDMA with memory semantics (RDMA write, dual channel).
+    Msr,
 }
 
 impl TransportKind {
@@ -30,6 +33,7 @@ impl TransportKind {
         match self {
             TransportKind::Tcp => 0,
             TransportKind::Csr => 1,
+            TransportKind::Msr => 2,
         }
     }
 
@@ -38,6 +42,7 @@ impl TransportKind {
         match code {
             0 => Some(TransportKind::Tcp),
             1 => Some(TransportKind::Csr),
+            2 => Some(TransportKind::Msr),
             _ => None,
         }
     }
@@ -49,7 +54,8 @@ impl FromStr for TransportKind {
         match s.trim().to_ascii_lowercase().as_str() {
             "tcp" => Ok(TransportKind::Tcp),
             "csr" => Ok(TransportKind::Csr),
-            other => Err(format!("unknown transport `{other}` (tcp or csr)")),
+            "msr" => Ok(TransportKind::Msr),
+            other => Err(format!("unknown transport `{other}` (tcp, csr or msr)")),
         }
     }
 }
@@ -59,6 +65,7 @@ impl std::fmt::Display for TransportKind {
         f.write_str(match self {
             TransportKind::Tcp => "tcp",
             TransportKind::Csr => "csr",
+            TransportKind::Msr => "msr",
         })
     }
 }
@@ -113,6 +120,55 @@ pub fn csr_options_from_env() -> Result<CsrOptions, TransportError> {
     Ok(opts)
 }
 
+/// The MSR tunables from the environment: `RCUD_MSR_CHUNKS` (n ≥ 1) and
+/// `RCUD_MSR_POLLING=busy|event`; wait-for-event is the default on the soft
+/// provider, as for CSR.
+pub fn msr_options_from_env() -> Result<MsrOptions, TransportError> {
+    let mut opts = MsrOptions {
+        polling: Polling::Event,
+        ..MsrOptions::default()
+    };
+    if let Ok(n) = std::env::var("RCUD_MSR_CHUNKS") {
+        opts.chunks = n.parse().map_err(|_| {
+            TransportError::Io(std::io::Error::other(format!(
+                "RCUD_MSR_CHUNKS={n} is not a number"
+            )))
+        })?;
+    }
+    if let Ok(p) = std::env::var("RCUD_MSR_POLLING") {
+        opts.polling = match p.as_str() {
+            "busy" => Polling::Busy,
+            "event" => Polling::Event,
+            other => {
+                return Err(TransportError::Io(std::io::Error::other(format!(
+                    "RCUD_MSR_POLLING={other}: expected busy or event"
+                ))))
+            }
+        };
+    }
+    opts.validate()?;
+    Ok(opts)
+}
+
+/// Sends our RDMA description (length-prefixed) and reads the peer's.
+fn exchange_description(stream: &mut TcpStream, blob: &[u8]) -> Result<Vec<u8>, TransportError> {
+    let mut out = Vec::with_capacity(4 + blob.len());
+    out.extend_from_slice(&(blob.len() as u32).to_le_bytes());
+    out.extend_from_slice(blob);
+    stream.write_all(&out)?;
+    let mut len = [0u8; 4];
+    stream.read_exact(&mut len)?;
+    let len = u32::from_le_bytes(len) as usize;
+    if len > MAX_BLOB {
+        return Err(TransportError::Io(std::io::Error::other(format!(
+            "peer's RDMA description of {len} bytes is too long"
+        ))));
+    }
+    let mut peer = vec![0u8; len];
+    stream.read_exact(&mut peer)?;
+    Ok(peer)
+}
+
 /// Builds the channel of `kind` on a socket whose handshake is done. Both
 /// ends call it with the same kind. A read timeout on `stream` bounds the RDMA
 /// set-up exchange; the TCP channel is left without one.
@@ -148,6 +204,17 @@ pub fn establish(
             let mut peer = vec![0u8; len];
             stream.read_exact(&mut peer)?;
             let chan: CsrChannel = endpoint.connect(&peer)?;
+            Ok(Box::new(chan))
+        }
+        TransportKind::Msr => {
+            let ctx = rdma_context()?;
+            let opts = msr_options_from_env()?;
+            // All notification and flow-control receives are posted and the
+            // receive chunks registered before the description (with their
+            // addresses and keys) leaves.
+            let (endpoint, blob) = MsrEndpoint::new(&ctx, &opts)?;
+            let peer = exchange_description(&mut stream, &blob)?;
+            let chan: MsrChannel = endpoint.connect(&peer)?;
             Ok(Box::new(chan))
         }
     }

@@ -13,6 +13,7 @@
 pub mod bootstrap;
 pub mod channel;
 pub mod csr;
+pub mod msr;
 pub mod tcp;
 pub mod verbs;
 

@@ -24,7 +24,7 @@ pub(crate) struct BenchArgs {
     /// Output format.
     #[arg(long, global = true, value_enum, default_value_t = Format::Table)]
     format: Format,
-    /// Transport module to the server (`tcp`, `csr`).
+    /// Transport module to the server (`tcp`, `csr`, `msr`).
     #[arg(long, global = true, env = "RCUD_TRANSPORT", default_value = "tcp")]
     transport: rcud_transport::bootstrap::TransportKind,
 }

@@ -1,0 +1,666 @@
+//! The MSR module over the `soft` verbs provider: frames of every shape, both
+//! directions at once, ping-pong, discard, chunk counts, a write with a wrong
+//! key, peer death, the bootstrap over two loopback TCP sockets, and two
+//! processes: the two-process test runs this binary again as the peer
+//! (`RCUD_MSR_CHILD` set); endpoint bytes travel over stdin/stdout in hex.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use rcud_proto::frame::FrameHeader;
+use rcud_proto::FrameKind;
+use rcud_transport::bootstrap::{self, TransportKind};
+use rcud_transport::msr::{MsrChannel, MsrEndpoint, MsrOptions, Polling};
+use rcud_transport::verbs::{Context, SOFT_DEVICE};
+use rcud_transport::{Channel, TcpOptions, TransportError};
+
+const MIB: usize = 1 << 20;
+const CHILD_ENV: &str = "RCUD_MSR_CHILD";
+
+fn opts(polling: Polling) -> MsrOptions {
+    MsrOptions {
+        polling,
+        ..MsrOptions::default()
+    }
+}
+
+fn pair() -> (MsrChannel, MsrChannel) {
+    MsrChannel::pair_local(&opts(Polling::Event)).unwrap()
+}
+
+fn header(id: u32, body: usize, bulk: usize) -> FrameHeader {
+    FrameHeader {
+        kind: FrameKind::REQUEST,
+        op: (id % 97) as u16,
+        body_len: body as u32,
+        id,
+        bulk_len: bulk as u64,
+    }
+}
+
+fn pattern(seed: u32, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        })
+        .collect()
+}
+
+/// Sends a frame, its payload split into pieces of `piece` bytes.
+fn send(ch: &mut (impl Channel + ?Sized), id: u32, body: &[u8], bulk: &[u8], piece: usize) {
+    let first = bulk.len().min(piece);
+    ch.send_frame(&header(id, body.len(), bulk.len()), body, &bulk[..first])
+        .unwrap();
+    for p in bulk[first..].chunks(piece.max(1)) {
+        ch.send_bulk(p).unwrap();
+    }
+}
+
+/// Receives a frame and checks it against what was sent.
+fn expect(ch: &mut (impl Channel + ?Sized), id: u32, body: &[u8], bulk: &[u8], piece: usize) {
+    let h = ch.recv_header().unwrap();
+    assert_eq!(h, header(id, body.len(), bulk.len()));
+    assert_eq!(
+        ch.recv_body(h.body_len).unwrap(),
+        body,
+        "body of frame {id}"
+    );
+    let mut got = vec![0u8; bulk.len()];
+    for p in got.chunks_mut(piece.max(1)) {
+        ch.recv_bulk_into(p).unwrap();
+    }
+    assert!(got == bulk, "payload of frame {id} differs");
+}
+
+/// Runs `f` in a thread and fails the test if it takes longer than `limit`.
+fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(limit)
+        .expect("timed out: the channel hung instead of failing")
+}
+
+#[test]
+fn frames_of_every_shape_arrive_intact() {
+    let chunk = MsrOptions::default().chunk;
+    // (body, bulk, send piece, receive piece)
+    let shapes: Vec<(usize, usize, usize, usize)> = vec![
+        (0, 0, 1, 1),
+        (5, 0, 1, 1),
+        (200, 17, 7, 3),
+        (0, chunk, chunk, chunk),
+        (0, chunk - 24, chunk, 4096),
+        (3, chunk - 27, 999, 1_000_003),
+        (100, 7 * chunk + 12_345, 333_333, 777_777),
+        (1, 13 * chunk + 1, chunk + 1, chunk - 1),
+        (64, 64 * MIB, 4 * MIB, 3 * MIB + 5),
+        (0, 0, 1, 1),
+    ];
+    let frames: Vec<(Vec<u8>, Vec<u8>, usize, usize)> = shapes
+        .iter()
+        .enumerate()
+        .map(|(i, &(b, k, sp, rp))| (pattern(i as u32, b), pattern(1000 + i as u32, k), sp, rp))
+        .collect();
+    let (mut a, mut b) = pair();
+    let sent = frames.clone();
+    within(Duration::from_secs(120), move || {
+        let t = thread::spawn(move || {
+            for (i, (body, bulk, sp, _)) in sent.iter().enumerate() {
+                send(&mut a, i as u32, body, bulk, *sp);
+            }
+            a.flush().unwrap();
+            a
+        });
+        for (i, (body, bulk, _, rp)) in frames.iter().enumerate() {
+            expect(&mut b, i as u32, body, bulk, *rp);
+        }
+        t.join().unwrap();
+    });
+}
+
+/// One side of the two-way test: small frames back to back, then lockstep
+/// rounds of frames of up to three chunks.
+fn two_way_side(mut ch: MsrChannel, me: u32) -> MsrChannel {
+    let peer = 1 - me;
+    let small = |who: u32, i: u32| {
+        let s = pattern(who * 1_000_000 + i, 2);
+        (
+            pattern(who * 7 + i, s[0] as usize % 200),
+            pattern(who * 11 + i, (s[1] as usize * 3) % 700),
+        )
+    };
+    for round in 0..5u32 {
+        for i in 0..500 {
+            let (body, bulk) = small(me, round * 1000 + i);
+            send(&mut ch, i, &body, &bulk, 100);
+        }
+        ch.flush().unwrap();
+        for i in 0..500 {
+            let (body, bulk) = small(peer, round * 1000 + i);
+            expect(&mut ch, i, &body, &bulk, 64);
+        }
+    }
+    for i in 0..40u32 {
+        let len = |who: u32| (pattern(who + 10 * i, 4)[0] as usize * 12_347) % (3 * MIB);
+        let mine = pattern(me * 100 + i, len(me));
+        send(&mut ch, i, &[1, 2, 3], &mine, 256 * 1024);
+        ch.flush().unwrap();
+        let theirs = pattern(peer * 100 + i, len(peer));
+        expect(&mut ch, i, &[1, 2, 3], &theirs, 100_000);
+    }
+    ch
+}
+
+#[test]
+fn many_frames_both_directions_at_once() {
+    for polling in [Polling::Event, Polling::Busy] {
+        let (a, b) = MsrChannel::pair_local(&opts(polling)).unwrap();
+        within(Duration::from_secs(120), move || {
+            let ta = thread::spawn(move || two_way_side(a, 0));
+            let tb = thread::spawn(move || two_way_side(b, 1));
+            ta.join().unwrap();
+            tb.join().unwrap();
+        });
+    }
+}
+
+#[test]
+fn request_reply_ping_pong() {
+    let (mut client, mut server) = MsrChannel::pair_local(&opts(Polling::Busy)).unwrap();
+    within(Duration::from_secs(60), move || {
+        let srv = thread::spawn(move || {
+            for _ in 0..2000 {
+                let h = server.recv_header().unwrap();
+                let body = server.recv_body(h.body_len).unwrap().to_vec();
+                let mut bulk = vec![0u8; h.bulk_len as usize];
+                server.recv_bulk_into(&mut bulk).unwrap();
+                let reply = FrameHeader {
+                    kind: FrameKind::REPLY,
+                    ..h
+                };
+                bulk.reverse();
+                server.send_frame(&reply, &body, &bulk).unwrap();
+                server.flush().unwrap();
+            }
+        });
+        let start = Instant::now();
+        for i in 0..2000u32 {
+            let bulk = pattern(i, if i % 10 == 0 { 70_000 } else { 8 });
+            let body = pattern(i + 5, 32);
+            client
+                .send_frame(&header(i, body.len(), bulk.len()), &body, &bulk)
+                .unwrap();
+            client.flush().unwrap();
+            let h = client.recv_header().unwrap();
+            assert_eq!((h.kind, h.id), (FrameKind::REPLY, i));
+            assert_eq!(client.recv_body(h.body_len).unwrap(), &body[..]);
+            let mut got = vec![0u8; h.bulk_len as usize];
+            client.recv_bulk_into(&mut got).unwrap();
+            got.reverse();
+            assert_eq!(got, bulk);
+        }
+        println!(
+            "msr ping-pong (busy polling, soft): {:.1} µs per round trip",
+            start.elapsed().as_secs_f64() * 1e6 / 2000.0
+        );
+        srv.join().unwrap();
+    });
+}
+
+#[test]
+fn discard_bulk_skips_exactly_the_payload() {
+    let (mut a, mut b) = pair();
+    let big = pattern(1, 5 * MIB + 333);
+    let next = pattern(2, 4000);
+    within(Duration::from_secs(60), move || {
+        let (big2, next2) = (big.clone(), next.clone());
+        let t = thread::spawn(move || {
+            send(&mut a, 1, b"x", &big2, MIB);
+            send(&mut a, 2, b"yz", &next2, 4000);
+            send(&mut a, 3, b"", &[], 1);
+            a.flush().unwrap();
+            a
+        });
+        let h = b.recv_header().unwrap();
+        assert_eq!(b.recv_body(h.body_len).unwrap(), b"x");
+        let mut head = vec![0u8; 1000];
+        b.recv_bulk_into(&mut head).unwrap();
+        assert_eq!(head, big[..1000]);
+        b.discard_bulk(1).unwrap();
+        b.discard_bulk(2 * MIB as u64 + 7).unwrap();
+        let rest = h.bulk_len - 1000 - 1 - 2 * MIB as u64 - 7;
+        b.discard_bulk(rest).unwrap();
+        expect(&mut b, 2, b"yz", &next, 999);
+        let h = b.recv_header().unwrap();
+        assert_eq!((h.id, h.body_len, h.bulk_len), (3, 0, 0));
+        b.discard_bulk(0).unwrap();
+        t.join().unwrap();
+    });
+}
+
+#[test]
+fn every_chunk_count_from_one_carries_the_stream() {
+    for bad in [0, 5000] {
+        let o = MsrOptions {
+            chunks: bad,
+            ..MsrOptions::default()
+        };
+        let err = MsrChannel::pair_local(&o).unwrap_err().to_string();
+        assert!(
+            err.contains("chunk count") && err.contains(&bad.to_string()),
+            "{bad}: {err}"
+        );
+    }
+    for good in [1, 2, 3, 6, 9, 18] {
+        let o = MsrOptions {
+            chunks: good,
+            chunk: 64 * 1024,
+            polling: Polling::Event,
+        };
+        let (mut a, mut b) = MsrChannel::pair_local(&o).unwrap();
+        assert_eq!(a.chunks(), good);
+        let bulk = pattern(good as u32, 5 * good * 64 * 1024 + 3);
+        let sent = bulk.clone();
+        let t = thread::spawn(move || {
+            send(&mut a, 9, b"", &sent, 10_000);
+            a.flush().unwrap();
+            // Small frames each flushed: one chunk, write and notification each.
+            for i in 0..50u32 {
+                send(&mut a, 10 + i, b"s", &pattern(i, 100), 100);
+                a.flush().unwrap();
+            }
+            a
+        });
+        expect(&mut b, 9, b"", &bulk, 65_536);
+        for i in 0..50u32 {
+            expect(&mut b, 10 + i, b"s", &pattern(i, 100), 7);
+        }
+        t.join().unwrap();
+    }
+}
+
+#[test]
+fn different_chunk_counts_at_the_two_ends_interoperate() {
+    let ctx = Context::open_by_name(SOFT_DEVICE).unwrap();
+    let o = |chunks| MsrOptions {
+        chunks,
+        chunk: 64 * 1024,
+        polling: Polling::Event,
+    };
+    let (a, a_bytes) = MsrEndpoint::new(&ctx, &o(3)).unwrap();
+    let (b, b_bytes) = MsrEndpoint::new(&ctx, &o(10)).unwrap();
+    let (mut a, mut b) = (a.connect(&b_bytes).unwrap(), b.connect(&a_bytes).unwrap());
+    within(Duration::from_secs(60), move || {
+        let t = thread::spawn(move || {
+            for i in 0..6u32 {
+                let bulk = pattern(i, 300_000 * i as usize);
+                send(&mut a, i, b"a", &bulk, 50_000);
+                a.flush().unwrap();
+                expect(&mut a, i, b"b", &bulk, 70_000);
+            }
+        });
+        for i in 0..6u32 {
+            let bulk = pattern(i, 300_000 * i as usize);
+            expect(&mut b, i, b"a", &bulk, 33_333);
+            send(&mut b, i, b"b", &bulk, 90_000);
+            b.flush().unwrap();
+        }
+        t.join().unwrap();
+    });
+}
+
+#[test]
+fn a_write_with_a_wrong_key_is_an_error_not_a_hang() {
+    let ctx = Context::open_by_name(SOFT_DEVICE).unwrap();
+    let o = MsrOptions {
+        chunks: 1,
+        chunk: 4096,
+        polling: Polling::Event,
+    };
+    let (a, _) = MsrEndpoint::new(&ctx, &o).unwrap();
+    let (b, mut b_bytes) = MsrEndpoint::new(&ctx, &o).unwrap();
+    // The description ends with the receive chunks' (address, length, key).
+    let last = b_bytes.len() - 1;
+    b_bytes[last] ^= 0x5a;
+    let mut a = a.connect(&b_bytes).unwrap();
+    let _b = b;
+    let r = within(Duration::from_secs(10), move || {
+        a.send_frame(&header(1, 3, 0), b"abc", &[])
+            .and_then(|_| a.flush())
+            .and_then(|_| a.recv_header().map(|_| ()))
+    });
+    let err = r.unwrap_err().to_string();
+    assert!(err.contains("rejected"), "{err}");
+}
+
+#[test]
+fn mismatched_chunk_sizes_and_garbage_endpoints_are_rejected() {
+    let ctx = Context::open_by_name(SOFT_DEVICE).unwrap();
+    let (a, _) = MsrEndpoint::new(&ctx, &opts(Polling::Event)).unwrap();
+    let small = MsrOptions {
+        chunk: 4096,
+        ..opts(Polling::Event)
+    };
+    let (_b, b_bytes) = MsrEndpoint::new(&ctx, &small).unwrap();
+    let err = a.connect(&b_bytes).unwrap_err().to_string();
+    assert!(err.contains("chunk size"), "{err}");
+    let (c, _) = MsrEndpoint::new(&ctx, &opts(Polling::Event)).unwrap();
+    let err = c.connect(b"MSR1garbage").unwrap_err().to_string();
+    assert!(err.contains("malformed"), "{err}");
+}
+
+#[test]
+fn receiver_dropped_mid_transfer_fails_the_sender() {
+    for polling in [Polling::Event, Polling::Busy] {
+        let (mut a, mut b) = MsrChannel::pair_local(&opts(polling)).unwrap();
+        let res = within(Duration::from_secs(30), move || {
+            let t = thread::spawn(move || {
+                let h = b.recv_header().unwrap();
+                b.recv_body(h.body_len).unwrap();
+                let mut part = vec![0u8; 3 * MIB];
+                b.recv_bulk_into(&mut part).unwrap();
+                drop(b);
+            });
+            let bulk = vec![7u8; 64 * MIB];
+            let r = a
+                .send_frame(&header(1, 0, bulk.len()), &[], &bulk)
+                .and_then(|_| a.flush());
+            t.join().unwrap();
+            r
+        });
+        assert!(matches!(res, Err(TransportError::Closed)), "{res:?}");
+    }
+}
+
+#[test]
+fn sender_dropped_mid_transfer_fails_the_receiver() {
+    let (mut a, mut b) = pair();
+    let res = within(Duration::from_secs(30), move || {
+        let bulk = pattern(3, 2 * MIB);
+        // Announce 10 MiB, send 2, go away.
+        a.send_frame(&header(1, 0, 10 * MIB), &[], &bulk).unwrap();
+        a.flush().unwrap();
+        drop(a);
+        let h = b.recv_header().unwrap();
+        assert_eq!(h.bulk_len, 10 * MIB as u64);
+        let mut got = vec![0u8; 2 * MIB - 24];
+        b.recv_bulk_into(&mut got).unwrap();
+        assert!(got == bulk[..2 * MIB - 24]);
+        let mut more = vec![0u8; MIB];
+        let r = b.recv_bulk_into(&mut more);
+        // Any later call fails the same way; nothing hangs.
+        let again = b.recv_header().map(|_| ());
+        (r, again)
+    });
+    assert!(matches!(res.0, Err(TransportError::Closed)), "{:?}", res.0);
+    assert!(res.1.is_err());
+}
+
+#[test]
+fn flush_after_peer_is_gone_is_closed() {
+    let (mut a, b) = pair();
+    drop(b);
+    let r = within(Duration::from_secs(10), move || {
+        a.send_frame(&header(1, 3, 0), b"abc", &[])
+            .and_then(|_| a.flush())
+    });
+    assert!(matches!(r, Err(TransportError::Closed)), "{r:?}");
+}
+
+fn memcpy_mbps(len: usize, reps: usize) -> f64 {
+    let src = pattern(9, len);
+    let mut dst = vec![0u8; len];
+    dst.copy_from_slice(&src);
+    let start = Instant::now();
+    for _ in 0..reps {
+        dst.copy_from_slice(std::hint::black_box(&src));
+        std::hint::black_box(&mut dst);
+    }
+    (len * reps) as f64 / start.elapsed().as_secs_f64() / 1e6
+}
+
+#[test]
+fn bandwidth_of_32_mib_frames_next_to_memcpy() {
+    const LEN: usize = 32 * MIB;
+    const REPS: usize = 10;
+    for polling in [Polling::Busy, Polling::Event] {
+        let (mut a, mut b) = MsrChannel::pair_local(&opts(polling)).unwrap();
+        let mbps = within(Duration::from_secs(120), move || {
+            let src = vec![0x5au8; LEN];
+            let t = thread::spawn(move || {
+                for i in 0..=REPS as u32 {
+                    a.send_frame(&header(i, 0, LEN), &[], &src).unwrap();
+                    a.flush().unwrap();
+                    // Wait for the receiver's acknowledgement.
+                    a.recv_header().unwrap();
+                }
+            });
+            let mut dst = vec![0u8; LEN];
+            let mut start = Instant::now();
+            for i in 0..=REPS as u32 {
+                if i == 1 {
+                    start = Instant::now(); // the first transfer warms up
+                }
+                let h = b.recv_header().unwrap();
+                b.recv_bulk_into(&mut dst).unwrap();
+                b.send_frame(&FrameHeader { bulk_len: 0, ..h }, &[], &[])
+                    .unwrap();
+                b.flush().unwrap();
+            }
+            t.join().unwrap();
+            (LEN * REPS) as f64 / start.elapsed().as_secs_f64() / 1e6
+        });
+        println!(
+            "msr soft, {REPS} × 32 MiB, 9 × 1 MiB chunks, {polling:?} polling: {mbps:.0} MB/s \
+             (memcpy of the same bytes: {:.0} MB/s)",
+            memcpy_mbps(LEN, REPS)
+        );
+    }
+}
+
+#[test]
+fn bandwidth_per_chunk_count() {
+    const LEN: usize = 32 * MIB;
+    const REPS: usize = 5;
+    let memcpy = memcpy_mbps(LEN, REPS);
+    for chunks in [1, 3, 9, 18, 36] {
+        let o = MsrOptions {
+            chunks,
+            polling: Polling::Busy,
+            ..MsrOptions::default()
+        };
+        let (mut a, mut b) = MsrChannel::pair_local(&o).unwrap();
+        let mbps = within(Duration::from_secs(120), move || {
+            let src = vec![0x5au8; LEN];
+            let t = thread::spawn(move || {
+                for i in 0..=REPS as u32 {
+                    a.send_frame(&header(i, 0, LEN), &[], &src).unwrap();
+                    a.flush().unwrap();
+                    a.recv_header().unwrap();
+                }
+            });
+            let mut dst = vec![0u8; LEN];
+            let mut start = Instant::now();
+            for i in 0..=REPS as u32 {
+                if i == 1 {
+                    start = Instant::now();
+                }
+                let h = b.recv_header().unwrap();
+                b.recv_bulk_into(&mut dst).unwrap();
+                b.send_frame(&FrameHeader { bulk_len: 0, ..h }, &[], &[])
+                    .unwrap();
+                b.flush().unwrap();
+            }
+            t.join().unwrap();
+            (LEN * REPS) as f64 / start.elapsed().as_secs_f64() / 1e6
+        });
+        println!(
+            "msr soft, 32 MiB, {chunks:>3} × 1 MiB chunks, busy polling: {mbps:.0} MB/s \
+             (memcpy: {memcpy:.0} MB/s)"
+        );
+    }
+}
+
+/// Both ends of a loopback TCP connection, each turned into an MSR channel by
+/// the bootstrap on its own thread (as the client and the server agent do).
+#[test]
+fn bootstrap_establishes_msr_over_loopback_tcp() {
+    assert_eq!("msr".parse::<TransportKind>(), Ok(TransportKind::Msr));
+    assert_eq!(TransportKind::Msr.to_string(), "msr");
+    assert_eq!(TransportKind::from_code(2), Some(TransportKind::Msr));
+    assert_eq!(TransportKind::Msr.code(), 2);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    within(Duration::from_secs(60), move || {
+        let server = thread::spawn(move || {
+            let (stream, _) = listener.accept().unwrap();
+            stream
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
+            let mut ch =
+                bootstrap::establish(stream, TransportKind::Msr, &TcpOptions::default()).unwrap();
+            assert!(ch.peer().starts_with("msr:"), "{}", ch.peer());
+            // Echo until the client goes away.
+            loop {
+                let Ok(h) = ch.recv_header() else { return };
+                let body = ch.recv_body(h.body_len).unwrap().to_vec();
+                let mut bulk = vec![0u8; h.bulk_len as usize];
+                if ch.recv_bulk_into(&mut bulk).is_err() {
+                    return;
+                }
+                if ch
+                    .send_frame(&h, &body, &bulk)
+                    .and_then(|_| ch.flush())
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        });
+        let stream = TcpStream::connect(addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut ch =
+            bootstrap::establish(stream, TransportKind::Msr, &TcpOptions::default()).unwrap();
+        for i in 0..20u32 {
+            let bulk = pattern(i, (i as usize * 777_777) % (5 * MIB));
+            send(&mut *ch, i, b"ping", &bulk, MIB / 2);
+            ch.flush().unwrap();
+            expect(&mut *ch, i, b"ping", &bulk, 100_000);
+        }
+        drop(ch);
+        server.join().unwrap();
+    });
+}
+
+// ---------------------------------------------------------------------------
+// Two processes.
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// Kills the child process if the test fails before it does.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn two_processes_echo_frames() {
+    let mut child = KillOnDrop(
+        Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
+            .env(CHILD_ENV, "echo")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stdin = child.0.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.0.stdout.take().unwrap()).lines();
+    let ctx = Context::open_by_name(SOFT_DEVICE).unwrap();
+    let (ep, mine) = MsrEndpoint::new(&ctx, &opts(Polling::Event)).unwrap();
+    writeln!(stdin, "@@ {}", hex(&mine)).unwrap();
+    let theirs = loop {
+        let line = lines.next().unwrap().unwrap();
+        // The harness prints "test child_entry ... " before the child's line.
+        if let Some(pos) = line.find("@@ ") {
+            break unhex(&line[pos + 3..]);
+        }
+    };
+    let mut ch = ep.connect(&theirs).unwrap();
+    let mut ch = within(Duration::from_secs(60), move || {
+        for i in 0..20u32 {
+            let bulk = pattern(i, (i as usize * 777_777) % (5 * MIB));
+            send(&mut ch, i, b"ping", &bulk, MIB / 2);
+            ch.flush().unwrap();
+            expect(&mut ch, i, b"ping", &bulk, 100_000);
+        }
+        ch
+    });
+    // Killing the peer mid-session surfaces as an error, not a hang.
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
+    let r = within(Duration::from_secs(10), move || {
+        let bulk = vec![1u8; 32 * MIB];
+        ch.send_frame(&header(99, 0, bulk.len()), &[], &bulk)
+            .and_then(|_| ch.flush())
+            .and_then(|_| ch.recv_header().map(|_| ()))
+    });
+    assert!(r.is_err(), "{r:?}");
+}
+
+/// The child's side of the two-process test; a no-op in a normal run.
+#[test]
+fn child_entry() {
+    if std::env::var(CHILD_ENV).is_err() {
+        return;
+    }
+    let ctx = Context::open_by_name(SOFT_DEVICE).unwrap();
+    let (ep, mine) = MsrEndpoint::new(&ctx, &opts(Polling::Event)).unwrap();
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).unwrap();
+    let theirs = unhex(line.trim_end().strip_prefix("@@ ").unwrap());
+    println!("@@ {}", hex(&mine));
+    std::io::stdout().flush().unwrap();
+    let mut ch = ep.connect(&theirs).unwrap();
+    // Echo frames until the parent goes away.
+    loop {
+        let Ok(h) = ch.recv_header() else { return };
+        let body = ch.recv_body(h.body_len).unwrap().to_vec();
+        let mut bulk = vec![0u8; h.bulk_len as usize];
+        if ch.recv_bulk_into(&mut bulk).is_err() {
+            return;
+        }
+        if ch
+            .send_frame(&h, &body, &bulk)
+            .and_then(|_| ch.flush())
+            .is_err()
+        {
+            return;
+        }
+    }
+}
