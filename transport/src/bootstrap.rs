@@ -189,20 +189,7 @@ pub fn establish(
             let (endpoint, blob) = CsrEndpoint::new(&ctx, &opts)?;
             // Both ends post their receives before their description leaves,
             // so each may write as soon as it has the other's.
-            let mut out = Vec::with_capacity(4 + blob.len());
-            out.extend_from_slice(&(blob.len() as u32).to_le_bytes());
-            out.extend_from_slice(&blob);
-            stream.write_all(&out)?;
-            let mut len = [0u8; 4];
-            stream.read_exact(&mut len)?;
-            let len = u32::from_le_bytes(len) as usize;
-            if len > MAX_BLOB {
-                return Err(TransportError::Io(std::io::Error::other(format!(
-                    "peer's RDMA description of {len} bytes is too long"
-                ))));
-            }
-            let mut peer = vec![0u8; len];
-            stream.read_exact(&mut peer)?;
+            let peer = exchange_description(&mut stream, &blob)?;
             let chan: CsrChannel = endpoint.connect(&peer)?;
             Ok(Box::new(chan))
         }
