@@ -536,24 +536,12 @@ fn a_faulting_client_does_not_disturb_others() {
 /// server keeps serving.
 #[test]
 fn sixteen_client_processes_one_killed_mid_transfer() {
-    use std::io::{BufRead, BufReader};
-    use std::process::Stdio;
-
     let Some(env) = setup("sixteen_client_processes_one_killed_mid_transfer") else {
         return;
     };
     let bin = build_as(env, "k_stress", "k_stress-default", COMMON_ARGS);
     let mut server = common::Server::start(env);
     let libdir = common::cudart_soname_dir(env);
-
-    let mut victim = common::clean_command(&bin);
-    victim
-        .arg("victim")
-        .env("LD_LIBRARY_PATH", libdir.path())
-        .env("RCUD_SERVERS", server.addr.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    let mut victim = victim.spawn().expect("start the victim");
     let runs: Vec<Run> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..15)
             .map(|i| {
@@ -564,14 +552,7 @@ fn sixteen_client_processes_one_killed_mid_transfer() {
                 })
             })
             .collect();
-        // Kill the victim once it is inside its stream of large copies.
-        let stdout = victim.stdout.take().expect("victim stdout");
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("victim output");
-        assert_eq!(line.trim(), "victim: copying");
-        std::thread::sleep(Duration::from_millis(300));
+        let mut victim = start_victim(&bin, &server, libdir.path(), "tcp");
         victim.kill().expect("kill the victim");
         let status = victim.wait().expect("reap the victim");
         assert!(!status.success(), "the victim was not killed: {status}");
@@ -658,31 +639,13 @@ fn every_program_over(transport: &str) {
 /// session: the server keeps serving CSR and TCP clients.
 #[test]
 fn a_csr_client_killed_mid_transfer() {
-    use std::io::{BufRead, BufReader};
-    use std::process::Stdio;
-
     let Some(env) = setup("a_csr_client_killed_mid_transfer") else {
         return;
     };
     let bin = build_as(env, "k_stress", "k_stress-default", COMMON_ARGS);
     let mut server = common::Server::start(env);
     let libdir = common::cudart_soname_dir(env);
-    let mut victim = common::clean_command(&bin);
-    victim
-        .arg("victim")
-        .env("LD_LIBRARY_PATH", libdir.path())
-        .env("RCUD_SERVERS", server.addr.to_string())
-        .env("RCUD_TRANSPORT", "csr")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    let mut victim = victim.spawn().expect("start the victim");
-    let stdout = victim.stdout.take().expect("victim stdout");
-    let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("victim output");
-    assert_eq!(line.trim(), "victim: copying");
-    std::thread::sleep(Duration::from_millis(300));
+    let mut victim = start_victim(&bin, &server, libdir.path(), "csr");
     victim.kill().expect("kill the victim");
     let _ = victim.wait();
     for transport in ["csr", "msr", "tcp"] {
@@ -695,4 +658,36 @@ fn a_csr_client_killed_mid_transfer() {
         run.assert_pass(Some(&server));
     }
     server.assert_running();
+}
+
+/// Starts `k_stress victim` against `server` over `transport` (bound through
+/// LD_LIBRARY_PATH alone) and returns once it is inside its stream of 64 MB
+/// copies; the caller kills it.
+fn start_victim(
+    bin: &std::path::Path,
+    server: &common::Server,
+    libdir: &std::path::Path,
+    transport: &str,
+) -> std::process::Child {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    let mut victim = common::clean_command(bin);
+    victim
+        .arg("victim")
+        .env("LD_LIBRARY_PATH", libdir)
+        .env("RCUD_SERVERS", server.addr.to_string())
+        .env("RCUD_TRANSPORT", transport)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut victim = victim.spawn().expect("start the victim");
+    let stdout = victim.stdout.take().expect("victim stdout");
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("victim output");
+    assert_eq!(line.trim(), "victim: copying");
+    // Let it get well into a transfer.
+    std::thread::sleep(Duration::from_millis(300));
+    victim
 }
