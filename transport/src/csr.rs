@@ -40,15 +40,15 @@
 //! waits poll with a time slice and test the queue pairs' state.
 
 use std::fmt;
-use std::io;
-use std::time::Duration;
 
 use rcud_proto::frame::{FrameHeader, HEADER_LEN};
 
 use crate::channel::{parse_header, Channel, TransportError};
+pub use crate::rdma::Polling;
+use crate::rdma::{blank, other, wait_cq};
 use crate::verbs::{
     Access, Completion, CompletionQueue, Context, Endpoint, MemoryRegion, ProtectionDomain, QpInit,
-    QpState, QueuePair, RecvWr, SendOp, SendWr, VerbsError, WcOpcode, WcStatus, SOFT_DEVICE,
+    QpState, QueuePair, RecvWr, SendOp, SendWr, VerbsError, WcStatus, SOFT_DEVICE,
 };
 use crate::DEFAULT_CHUNK;
 
@@ -58,20 +58,7 @@ pub const DEFAULT_CHUNKS: usize = 9;
 pub const MIN_CHUNKS: usize = 9;
 /// Receives posted on the control channel (credits in flight are at most two).
 const CTRL_DEPTH: usize = 8;
-/// Longest single wait for an event before the queue pairs' state is tested.
-const WAIT_SLICE: Duration = Duration::from_millis(50);
-/// Busy polls between state tests and yields.
-const SPINS: u32 = 256;
 const BLOB_MAGIC: &[u8; 4] = b"CSR1";
-
-/// How completions are detected.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Polling {
-    /// Poll the completion queue in a loop (the thesis's default).
-    Busy,
-    /// Sleep on the completion channel until an event arrives.
-    Event,
-}
 
 /// Tunables of the CSR module.
 #[derive(Debug, Clone)]
@@ -114,10 +101,6 @@ impl CsrOptions {
     }
 }
 
-fn other(msg: impl Into<String>) -> TransportError {
-    TransportError::Io(io::Error::other(msg.into()))
-}
-
 fn verbs(what: &str, e: VerbsError) -> TransportError {
     other(format!("CSR: {what}: {e}"))
 }
@@ -135,61 +118,6 @@ fn completion_error(channel: &str, wc: &Completion) -> TransportError {
             "CSR {channel} channel: work request {} ({:?}) failed with {st:?}",
             wc.wr_id, wc.opcode
         )),
-    }
-}
-
-fn blank() -> Completion {
-    Completion {
-        wr_id: 0,
-        qp_num: 0,
-        opcode: WcOpcode::Send,
-        status: WcStatus::Success,
-        byte_len: 0,
-        imm: None,
-    }
-}
-
-/// Polls `cq` until at least one completion arrives. Returns `Closed` when
-/// `qp` is in the error state and nothing more will come.
-fn wait_cq(
-    cq: &CompletionQueue,
-    qp: &QueuePair,
-    polling: Polling,
-    out: &mut [Completion],
-) -> Result<usize, TransportError> {
-    loop {
-        match polling {
-            Polling::Busy => {
-                for i in 0..SPINS {
-                    let n = cq.poll(out).map_err(|e| verbs("poll", e))?;
-                    if n > 0 {
-                        return Ok(n);
-                    }
-                    if i % 32 == 31 {
-                        std::thread::yield_now();
-                    } else {
-                        std::hint::spin_loop();
-                    }
-                }
-            }
-            Polling::Event => {
-                let n = cq
-                    .poll_wait(out, WAIT_SLICE)
-                    .map_err(|e| verbs("poll", e))?;
-                if n > 0 {
-                    return Ok(n);
-                }
-            }
-        }
-        if qp.state() == QpState::Error {
-            // Anything that raced with the state change comes first.
-            let n = cq.poll(out).map_err(|e| verbs("poll", e))?;
-            return if n > 0 {
-                Ok(n)
-            } else {
-                Err(TransportError::Closed)
-            };
-        }
     }
 }
 

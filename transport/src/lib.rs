@@ -14,6 +14,7 @@ pub mod bootstrap;
 pub mod channel;
 pub mod csr;
 pub mod msr;
+mod rdma;
 pub mod tcp;
 pub mod verbs;
 

@@ -42,12 +42,11 @@
 //! with a time slice and test the queue pairs' state.
 
 use std::fmt;
-use std::io;
-use std::time::Duration;
 
 use rcud_proto::frame::{FrameHeader, HEADER_LEN};
 
-pub use crate::csr::Polling;
+pub use crate::rdma::Polling;
+use crate::rdma::{blank, other, wait_cq};
 
 use crate::channel::{parse_header, Channel, TransportError};
 use crate::verbs::{
@@ -66,10 +65,6 @@ pub const MIN_CHUNKS: usize = 1;
 pub const MAX_CHUNKS: usize = 1024;
 /// Send-queue slots beyond the ones the protocol can fill.
 const SLACK: usize = 4;
-/// Longest single wait for an event before the queue pairs' state is tested.
-const WAIT_SLICE: Duration = Duration::from_millis(50);
-/// Busy polls between state tests and yields.
-const SPINS: u32 = 256;
 const BLOB_MAGIC: &[u8; 4] = b"MSR1";
 
 /// Tunables of the MSR module.
@@ -112,10 +107,6 @@ impl MsrOptions {
     }
 }
 
-fn other(msg: impl Into<String>) -> TransportError {
-    TransportError::Io(io::Error::other(msg.into()))
-}
-
 fn verbs(what: &str, e: VerbsError) -> TransportError {
     other(format!("MSR: {what}: {e}"))
 }
@@ -137,61 +128,6 @@ fn completion_error(wc: &Completion) -> TransportError {
             "MSR: work request {} ({:?}) failed with {st:?}",
             wc.wr_id, wc.opcode
         )),
-    }
-}
-
-fn blank() -> Completion {
-    Completion {
-        wr_id: 0,
-        qp_num: 0,
-        opcode: WcOpcode::Send,
-        status: WcStatus::Success,
-        byte_len: 0,
-        imm: None,
-    }
-}
-
-/// Polls `cq` until at least one completion arrives. Returns `Closed` when
-/// `qp` is in the error state and nothing more will come.
-fn wait_cq(
-    cq: &CompletionQueue,
-    qp: &QueuePair,
-    polling: Polling,
-    out: &mut [Completion],
-) -> Result<usize, TransportError> {
-    loop {
-        match polling {
-            Polling::Busy => {
-                for i in 0..SPINS {
-                    let n = cq.poll(out).map_err(|e| verbs("poll", e))?;
-                    if n > 0 {
-                        return Ok(n);
-                    }
-                    if i % 32 == 31 {
-                        std::thread::yield_now();
-                    } else {
-                        std::hint::spin_loop();
-                    }
-                }
-            }
-            Polling::Event => {
-                let n = cq
-                    .poll_wait(out, WAIT_SLICE)
-                    .map_err(|e| verbs("poll", e))?;
-                if n > 0 {
-                    return Ok(n);
-                }
-            }
-        }
-        if qp.state() == QpState::Error {
-            // Anything that raced with the state change comes first.
-            let n = cq.poll(out).map_err(|e| verbs("poll", e))?;
-            return if n > 0 {
-                Ok(n)
-            } else {
-                Err(TransportError::Closed)
-            };
-        }
     }
 }
 

@@ -1,0 +1,82 @@
+//! Pieces shared by the RDMA modules (CSR and MSR): how completions are
+//! waited for, and error helpers.
+
+use std::io;
+use std::time::Duration;
+
+use crate::channel::TransportError;
+use crate::verbs::{Completion, CompletionQueue, QpState, QueuePair, WcOpcode, WcStatus};
+
+/// Longest single wait for an event before the queue pair's state is tested.
+const WAIT_SLICE: Duration = Duration::from_millis(50);
+/// Busy polls between state tests and yields.
+const SPINS: u32 = 256;
+
+/// How completions are detected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Polling {
+    /// Poll the completion queue in a loop (the thesis's default).
+    Busy,
+    /// Sleep on the completion channel until an event arrives.
+    Event,
+}
+
+/// A transport error with a message.
+pub(crate) fn other(msg: impl Into<String>) -> TransportError {
+    TransportError::Io(io::Error::other(msg.into()))
+}
+
+/// An empty completion, to size polling buffers.
+pub(crate) fn blank() -> Completion {
+    Completion {
+        wr_id: 0,
+        qp_num: 0,
+        opcode: WcOpcode::Send,
+        status: WcStatus::Success,
+        byte_len: 0,
+        imm: None,
+    }
+}
+
+/// Polls `cq` until at least one completion arrives. Returns `Closed` when
+/// `qp` is in the error state and nothing more will come.
+pub(crate) fn wait_cq(
+    cq: &CompletionQueue,
+    qp: &QueuePair,
+    polling: Polling,
+    out: &mut [Completion],
+) -> Result<usize, TransportError> {
+    let poll_err = |e| other(format!("RDMA: polling a completion queue: {e}"));
+    loop {
+        match polling {
+            Polling::Busy => {
+                for i in 0..SPINS {
+                    let n = cq.poll(out).map_err(poll_err)?;
+                    if n > 0 {
+                        return Ok(n);
+                    }
+                    if i % 32 == 31 {
+                        std::thread::yield_now();
+                    } else {
+                        std::hint::spin_loop();
+                    }
+                }
+            }
+            Polling::Event => {
+                let n = cq.poll_wait(out, WAIT_SLICE).map_err(poll_err)?;
+                if n > 0 {
+                    return Ok(n);
+                }
+            }
+        }
+        if qp.state() == QpState::Error {
+            // Anything that raced with the state change comes first.
+            let n = cq.poll(out).map_err(poll_err)?;
+            return if n > 0 {
+                Ok(n)
+            } else {
+                Err(TransportError::Closed)
+            };
+        }
+    }
+}
