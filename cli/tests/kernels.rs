@@ -493,6 +493,75 @@ fn k_multi() {
     );
 }
 
+/// Copies between GPUs (`k_peer.cu`), three ways: two GPUs of the embedded
+/// server (agent threads), two GPUs of an `rcud-server` (agent processes),
+/// and a GPU on each of two servers. On one server the server moves the
+/// bytes agent to agent: it reports every copy the program made.
+#[test]
+fn k_peer() {
+    let Some(env) = setup("k_peer") else { return };
+    let bin = build_as(env, "k_peer", "k_peer-default", COMMON_ARGS);
+    let lines = owned(&[
+        "devices: 2",
+        "cudaDeviceCanAccessPeer(0, 1) = 0",
+        "cudaMemcpyPeer both ways, 1 B to 64 MiB + 1: ok",
+        "cudaMemcpyPeerAsync both ways, 1 B to 64 MiB + 1: ok",
+        "peer copies in stream order with kernels: ok",
+        "cudaMemcpyPeer after kernels on both devices: ok",
+        "cudaMemcpy between GPUs (DeviceToDevice, Default, Async): ok",
+        "cudaMemcpyPeer(source range past its allocation) -> cudaErrorInvalidValue",
+        "cudaMemcpyPeer(destination range past its allocation) -> cudaErrorInvalidValue",
+        "cudaMemcpyPeer(device 7) -> cudaErrorInvalidDevice",
+        "invalid copies: ok",
+    ]);
+
+    let mut cmd = std::process::Command::new(&env.rcud);
+    cmd.env_remove("LD_PRELOAD")
+        .env_remove("RCUD_SERVERS")
+        .env("RCUD_LOG", "warn,rcud_server::peer=debug")
+        .env("NO_COLOR", "1")
+        .args(["run", "--emu-gpus", "2", "--"])
+        .arg(&bin);
+    let run = common::run_with_timeout(cmd, KERNEL_RUN_TIMEOUT);
+    run.assert_pass(None);
+    assert_lines(&run, &lines);
+    let copies: usize = run
+        .stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("copies between the GPUs: "))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| run.fail("no count of copies", None));
+    let by_server = run
+        .stderr
+        .lines()
+        .filter(|l| l.contains("peer copy: received from the source agent"))
+        .count();
+    if by_server != copies {
+        run.fail(
+            &format!("the program made {copies} copies, the server made {by_server}"),
+            None,
+        );
+    }
+
+    let two_gpus = common::Server::start_with(env, &["--emu-gpus", "2"]);
+    let one_gpu = common::Server::start(env);
+    let libdir = common::cudart_soname_dir(env);
+    // GPU #1 of the second server, so that the device addresses of the two
+    // servers differ.
+    for servers in [
+        two_gpus.addr.to_string(),
+        format!("{}#0,{}#1", one_gpu.addr, two_gpus.addr),
+    ] {
+        let mut cmd = common::clean_command(&bin);
+        cmd.env("LD_LIBRARY_PATH", libdir.path())
+            .env("RCUD_SERVERS", &servers);
+        let run = common::run_with_timeout(cmd, KERNEL_RUN_TIMEOUT);
+        run.assert_pass(Some(&two_gpus));
+        assert_lines(&run, &lines);
+        eprintln!("k_peer on {servers}: passed");
+    }
+}
+
 /// Clients of one server are isolated: while one program's kernel faults
 /// (sticky illegal address in its own context), programs running at the same
 /// time on the same server finish correctly, and the server keeps serving.
@@ -613,6 +682,7 @@ fn every_program_over(transport: &str) {
         ("k_func_attrs", &[], &[]),
         ("k_streams", &[], &[]),
         ("k_multi", &[], &["--emu-gpus", "2"]),
+        ("k_peer", &[], &["--emu-gpus", "2"]),
         ("k_stress", &["100", "7"], &[]),
     ];
     for &(name, args, rcud_args) in runs {
@@ -635,17 +705,28 @@ fn every_program_over(transport: &str) {
     }
 }
 
-/// A CSR client killed in the middle of a 64 MB transfer ends only its own
-/// session: the server keeps serving CSR and TCP clients.
+/// A CSR client killed in the middle of a 64 MB transfer (its peer dies
+/// mid-burst) ends only its own session: the server keeps serving CSR, MSR
+/// and TCP clients.
 #[test]
 fn a_csr_client_killed_mid_transfer() {
-    let Some(env) = setup("a_csr_client_killed_mid_transfer") else {
+    client_killed_mid_transfer("csr");
+}
+
+/// The same with an MSR client killed in the middle of its RDMA writes.
+#[test]
+fn an_msr_client_killed_mid_transfer() {
+    client_killed_mid_transfer("msr");
+}
+
+fn client_killed_mid_transfer(victim_transport: &str) {
+    let Some(env) = setup(&format!("{victim_transport}_client_killed_mid_transfer")) else {
         return;
     };
     let bin = build_as(env, "k_stress", "k_stress-default", COMMON_ARGS);
     let mut server = common::Server::start(env);
     let libdir = common::cudart_soname_dir(env);
-    let mut victim = start_victim(&bin, &server, libdir.path(), "csr");
+    let mut victim = start_victim(&bin, &server, libdir.path(), victim_transport);
     victim.kill().expect("kill the victim");
     let _ = victim.wait();
     for transport in ["csr", "msr", "tcp"] {
@@ -658,6 +739,40 @@ fn a_csr_client_killed_mid_transfer() {
         run.assert_pass(Some(&server));
     }
     server.assert_running();
+}
+
+/// With `RCUD_GPUDIRECT=off` every payload goes through the staging chunks
+/// (no in-place posting from device memory or the application's buffer):
+/// the data-moving programs pass over both RDMA modules that way too.
+#[test]
+fn data_programs_over_rdma_with_gpudirect_off() {
+    let Some(env) = setup("data_programs_over_rdma_with_gpudirect_off") else {
+        return;
+    };
+    let stress = build_as(env, "k_stress", "k_stress-default", COMMON_ARGS);
+    let peer = build_as(env, "k_peer", "k_peer-default", COMMON_ARGS);
+    for transport in ["csr", "msr"] {
+        let runs: [(std::path::PathBuf, &[&str], &[&str]); 5] = [
+            (common::build(env, "memcpy"), &[], &[]),
+            (common::build(env, "pinned"), &[], &[]),
+            (common::build(env, "bandwidth"), &["4"], &[]),
+            (stress.clone(), &["50", "3"], &[]),
+            (peer.clone(), &[], &["--emu-gpus", "2"]),
+        ];
+        for (bin, args, rcud_args) in runs {
+            let mut cmd = std::process::Command::new(&env.rcud);
+            cmd.env_remove("LD_PRELOAD")
+                .env_remove("RCUD_SERVERS")
+                .env("RCUD_GPUDIRECT", "off")
+                .args(["run", "--transport", transport])
+                .args(rcud_args)
+                .arg("--")
+                .arg(&bin)
+                .args(args);
+            let run = common::run_with_timeout(cmd, KERNEL_RUN_TIMEOUT);
+            run.assert_pass(None);
+        }
+    }
 }
 
 /// Starts `k_stress victim` against `server` over `transport` (bound through

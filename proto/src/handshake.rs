@@ -10,7 +10,7 @@ use crate::codec::{DecodeError, Wire};
 /// Magic bytes at the start of a client hello.
 pub const MAGIC: [u8; 4] = *b"RCUD";
 /// Protocol version spoken by this build. The major part must match.
-pub const PROTOCOL_VERSION: u16 = 1;
+pub const PROTOCOL_VERSION: u16 = 2;
 /// Largest hello accepted, so garbage cannot make the server wait for megabytes.
 pub const MAX_HELLO: u32 = 4096;
 
@@ -44,6 +44,11 @@ crate::wire_struct! {
         pub driver_version: i32,
         /// Backend name (`emu`, `cuda`), for logs and `rcud info`.
         pub backend: String,
+        /// Random id of this server instance, shared by the listener and all
+        /// its agents: two connections reporting the same non-zero id are
+        /// served by one server, which can copy between their GPUs itself
+        /// (`PeerListen`/`PeerReceive`/`PeerSend`). Zero: no such copies.
+        pub instance: [u8; 16],
         /// Why the hello was refused, or a greeting.
         pub message: String,
     }
@@ -126,5 +131,25 @@ mod tests {
         };
         assert!(bad.validate().unwrap_err().contains("99"));
         assert!(hello_len(u32::MAX.to_le_bytes()).is_err());
+    }
+
+    #[test]
+    fn server_hello_carries_the_instance_id() {
+        let reply = ServerHello {
+            version: PROTOCOL_VERSION,
+            accepted: true,
+            gpu_count: 2,
+            driver_version: 13000,
+            backend: "emu".into(),
+            instance: *b"0123456789abcdef",
+            message: "welcome".into(),
+        };
+        let framed = encode_hello(&reply);
+        let len = hello_len(framed[..4].try_into().unwrap()).unwrap();
+        assert_eq!(len, framed.len() - 4);
+        let back: ServerHello = decode_hello(&framed[4..]).unwrap();
+        assert_eq!(back, reply);
+        // A truncated hello is rejected, never completed with zeros.
+        assert!(decode_hello::<ServerHello>(&framed[4..framed.len() - 9]).is_err());
     }
 }

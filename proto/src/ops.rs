@@ -197,6 +197,17 @@ ops! {
     /// Launch a kernel; `params` are packed at the kernel's parameter offsets.
     /// The reply carries the kernel's device `printf` output.
     0x0025 LaunchKernel { function: u32, grid: [u32; 3], block: [u32; 3], shared_mem: u32, stream: u64, params: Blob } -> { printf: Blob } bulk None;
+    /// First step of a copy between two GPUs of one server: the agent of the
+    /// destination GPU opens (once) its local rendezvous point and issues a
+    /// single-use ticket for the next [`req::PeerReceive`].
+    0x0040 PeerListen {} -> { endpoint: String, ticket: [u8; 16] } bulk None;
+    /// The destination agent waits for the source agent named by `ticket` and
+    /// receives `len` bytes from it into device address `dst`.
+    0x0041 PeerReceive { dst: u64, len: u64, ticket: [u8; 16] } -> {} bulk None;
+    /// The source agent sends the `len` device bytes at `src` to the
+    /// destination agent listening at `endpoint` (an endpoint of the same
+    /// server instance, from [`req::PeerListen`]), presenting `ticket`.
+    0x0042 PeerSend { src: u64, len: u64, endpoint: String, ticket: [u8; 16] } -> {} bulk None;
 }
 
 /// A failed operation as the server reports it: the CUDA error and, when the
@@ -305,6 +316,20 @@ mod tests {
                 name: "_Z6vecAddPfS_S_i".into(),
             }
             .into(),
+            req::PeerListen {}.into(),
+            req::PeerReceive {
+                dst: 0x7100_0000_0000,
+                len: (64 << 20) + 1,
+                ticket: [0x5A; 16],
+            }
+            .into(),
+            req::PeerSend {
+                src: 0x7000_0000_0010,
+                len: 3,
+                endpoint: "rcud-peer/00112233445566778899aabbccddeeff/0123456789abcdef".into(),
+                ticket: *b"0123456789abcdef",
+            }
+            .into(),
         ];
         for req in reqs {
             let mut body = Vec::new();
@@ -326,7 +351,7 @@ mod tests {
             state
         };
         for _ in 0..20_000 {
-            let op = (next() % 0x40) as u16;
+            let op = (next() % 0x48) as u16;
             let len = (next() % 96) as usize;
             let body: Vec<u8> = (0..len).map(|_| next() as u8).collect();
             if let Ok(req) = Request::decode(op, &body) {
@@ -336,6 +361,7 @@ mod tests {
             }
             let _ = decode_reply::<rep::GetDeviceInfo>(&body);
             let _ = decode_reply::<rep::LaunchKernel>(&body);
+            let _ = decode_reply::<rep::PeerListen>(&body);
         }
     }
 
@@ -368,5 +394,28 @@ mod tests {
         let mut bare = Vec::new();
         encode_reply::<rep::Malloc>(Err(&CudaError::MEMORY_ALLOCATION.into()), &mut bare);
         assert_eq!(bare.len(), 8);
+    }
+
+    #[test]
+    fn peer_replies_round_trip() {
+        let listen = rep::PeerListen {
+            endpoint: "rcud-peer/00112233445566778899aabbccddeeff/0123456789abcdef".into(),
+            ticket: [7; 16],
+        };
+        let mut body = Vec::new();
+        encode_reply(Ok(&listen), &mut body);
+        assert_eq!(decode_reply::<rep::PeerListen>(&body), Ok(Ok(listen)));
+        let mut body = Vec::new();
+        let failure = Failure::new(CudaError::DEVICES_UNAVAILABLE, "the source agent went away");
+        encode_reply::<rep::PeerReceive>(Err(&failure), &mut body);
+        assert_eq!(decode_reply::<rep::PeerReceive>(&body), Ok(Err(failure)));
+        // A ticket is exactly 16 bytes: a short one does not decode.
+        let mut short = to_vec(&req::PeerReceive {
+            dst: 1,
+            len: 2,
+            ticket: [1; 16],
+        });
+        short.pop();
+        assert!(Request::decode(0x0041, &short).is_err());
     }
 }

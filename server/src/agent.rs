@@ -5,7 +5,9 @@
 //! own allocations), runs them on the backend and replies. A malformed request
 //! ends the connection; an invalid but well-formed one gets a CUDA error reply.
 //! The client's device contexts are dropped, releasing everything it held,
-//! when the agent returns, whatever the reason.
+//! when the agent returns, whatever the reason. A copy between two GPUs of
+//! the server meets the agent of the other GPU on the server host
+//! ([`crate::peer`]).
 
 use std::io::{Read, Write};
 use std::sync::Arc;
@@ -22,6 +24,7 @@ use rcud_transport::{Channel, TransportError};
 use thiserror::Error;
 
 use crate::backend::{Backend, CopyError, DeviceContext, HostSource, KernelLaunch};
+use crate::peer::{self, InstanceId, PeerPort};
 
 /// Largest fat binary a client may ship.
 pub const MAX_MODULE: u64 = 256 << 20;
@@ -41,10 +44,20 @@ pub enum AgentError {
 }
 
 /// Reads the client's hello from a raw stream and answers it. Returns the
-/// hello when it was accepted.
+/// hello when it was accepted. The agent belongs to no server instance: it
+/// offers no copies between GPUs (see [`handshake_for`]).
 pub fn handshake<S: Read + Write>(
     stream: &mut S,
     backend: &dyn Backend,
+) -> Result<ClientHello, AgentError> {
+    handshake_for(stream, backend, InstanceId::NONE)
+}
+
+/// [`handshake`] for an agent of server `instance`, which the hello names.
+pub fn handshake_for<S: Read + Write>(
+    stream: &mut S,
+    backend: &dyn Backend,
+    instance: InstanceId,
 ) -> Result<ClientHello, AgentError> {
     let mut prefix = [0u8; 4];
     read_exact(stream, &mut prefix)?;
@@ -64,6 +77,7 @@ pub fn handshake<S: Read + Write>(
         gpu_count: backend.gpu_count(),
         driver_version: backend.driver_version(),
         backend: backend.name().into(),
+        instance: instance.0,
         message: match &verdict {
             Ok(()) => "welcome".into(),
             Err(why) => why.clone(),
@@ -96,6 +110,12 @@ pub struct Agent {
     epoch: std::time::Instant,
     /// Most device memory this client may hold (`--client-memory`).
     memory_limit: Option<u64>,
+    /// The server instance this agent belongs to (peer copies).
+    instance: InstanceId,
+    /// Where sources of peer copies to this client's GPU connect, once opened.
+    peer_port: Option<PeerPort>,
+    /// The ticket of the next `PeerReceive`, issued by `PeerListen`.
+    peer_ticket: Option<[u8; 16]>,
 }
 
 impl Agent {
@@ -109,7 +129,16 @@ impl Agent {
             body: Vec::with_capacity(256),
             epoch: std::time::Instant::now(),
             memory_limit: None,
+            instance: InstanceId::NONE,
+            peer_port: None,
+            peer_ticket: None,
         }
+    }
+
+    /// Lets the agent copy to and from other agents of server `instance`.
+    pub fn with_instance(mut self, instance: InstanceId) -> Self {
+        self.instance = instance;
+        self
     }
 
     /// Limits the device memory the client may hold; allocations beyond it
@@ -169,9 +198,15 @@ impl Agent {
             )));
         }
         tracing::trace!(op = req.name(), id = header.id, "request");
+        // A peer copy on a poisoned context still meets its other agent, to
+        // tell it the copy is off.
         let exempt = matches!(
             req,
-            Request::Attach(_) | Request::GetDeviceInfo(_) | Request::DeviceReset(_)
+            Request::Attach(_)
+                | Request::GetDeviceInfo(_)
+                | Request::DeviceReset(_)
+                | Request::PeerReceive(_)
+                | Request::PeerSend(_)
         );
         if let (Some(failure), false) = (&self.sticky, exempt) {
             let failure = failure.clone();
@@ -347,6 +382,90 @@ impl Agent {
                     res.map(|out| rep::LaunchKernel { printf: Blob(out) }),
                 )
             }
+            Request::PeerListen(_) => {
+                let res = self.peer_listen();
+                self.reply(&header, res)
+            }
+            Request::PeerReceive(r) => {
+                let res = self.peer_receive(&r);
+                self.reply(&header, res.map(|()| rep::PeerReceive {}))
+            }
+            Request::PeerSend(r) => {
+                let res = self.peer_send(&r);
+                self.reply(&header, res.map(|()| rep::PeerSend {}))
+            }
+        }
+    }
+
+    /// Opens this agent's rendezvous point on first use and issues the
+    /// ticket of the next `PeerReceive`.
+    fn peer_listen(&mut self) -> Result<rep::PeerListen, Failure> {
+        self.ctx()?;
+        if self.instance.is_none() {
+            return Err(Failure::new(
+                CudaError::NOT_SUPPORTED,
+                "this server copies between its GPUs only with an instance id",
+            ));
+        }
+        let local = |e: std::io::Error| Failure::from(peer::PeerError::Local(e));
+        let endpoint = match &self.peer_port {
+            Some(port) => port.endpoint().to_string(),
+            None => {
+                let port = PeerPort::open(self.instance).map_err(local)?;
+                let endpoint = port.endpoint().to_string();
+                self.peer_port = Some(port);
+                endpoint
+            }
+        };
+        let ticket = peer::random_bytes().map_err(local)?;
+        self.peer_ticket = Some(ticket);
+        Ok(rep::PeerListen { endpoint, ticket })
+    }
+
+    /// The destination's side of a peer copy.
+    fn peer_receive(&mut self, r: &ops::req::PeerReceive) -> Result<(), Failure> {
+        // Single use: a ticket is good for one copy, and only its own.
+        if self.peer_ticket.take() != Some(r.ticket) {
+            return Err(Failure::new(
+                CudaError::INVALID_VALUE,
+                "peer copy: unknown ticket (call PeerListen first)",
+            ));
+        }
+        let (Some(port), Some(ctx)) = (self.peer_port.as_ref(), self.ctx.as_deref_mut()) else {
+            return Err(CudaError::INVALID_DEVICE.into());
+        };
+        let refusal = self.sticky.as_ref().map(|f| f.code);
+        let res = peer::receive(port, ctx, refusal, r.dst, r.len, &r.ticket);
+        if let Err(e) = &res {
+            tracing::info!(dst = r.dst, len = r.len, "peer copy not received: {e}");
+        }
+        match (res, &self.sticky) {
+            (Err(_), Some(sticky)) => Err(sticky.clone()),
+            (res, _) => res.map_err(Failure::from),
+        }
+    }
+
+    /// The source's side of a peer copy.
+    fn peer_send(&mut self, r: &ops::req::PeerSend) -> Result<(), Failure> {
+        let Some(ctx) = self.ctx.as_deref_mut() else {
+            return Err(CudaError::INVALID_DEVICE.into());
+        };
+        let refusal = self.sticky.as_ref().map(|f| f.code);
+        let res = peer::send(
+            self.instance,
+            ctx,
+            refusal,
+            r.src,
+            r.len,
+            &r.endpoint,
+            &r.ticket,
+        );
+        if let Err(e) = &res {
+            tracing::info!(src = r.src, len = r.len, "peer copy not sent: {e}");
+        }
+        match (res, &self.sticky) {
+            (Err(_), Some(sticky)) => Err(sticky.clone()),
+            (res, _) => res.map_err(Failure::from),
         }
     }
 

@@ -24,6 +24,10 @@
 //!
 //! With process isolation the emulated device's memory budget
 //! (`--emu-memory`) is per agent process, that is per client.
+//!
+//! Agents of one listener, processes or threads, share its random instance
+//! id (`--instance-id`, hidden): they report it to their clients, and copy
+//! between GPUs only with agents of the same instance ([`crate::peer`]).
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -47,6 +51,7 @@ use parking_lot::{Condvar, Mutex};
 use rcud_proto::handshake::{self, ClientHello, ServerHello, PROTOCOL_VERSION};
 
 use crate::backend::Backend;
+use crate::peer::InstanceId;
 
 /// How the listener serves each client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -69,6 +74,11 @@ pub const AGENT_FD_FLAG: &str = "--agent-fd";
 
 /// Hidden flag naming the listener's pid, so the agent can follow it.
 pub const LISTENER_PID_FLAG: &str = "--listener-pid";
+
+/// Hidden flag handing the listener's instance id to the agent, which reports
+/// it to its client in place of an id of its own: clients recognise agents of
+/// one server by it, and agents accept peer copies only within it.
+pub const INSTANCE_FLAG: &str = "--instance-id";
 
 /// How long agents get to exit after `SIGTERM` before they are killed, unless
 /// the server is told otherwise.
@@ -115,16 +125,25 @@ pub fn limit_message(max_clients: u32) -> String {
 pub struct AgentLauncher {
     program: PathBuf,
     args: Vec<OsString>,
+    instance: InstanceId,
 }
 
 impl AgentLauncher {
     /// Agents run `program` with `args` (the backend settings) followed by
-    /// `--agent-fd 3 --listener-pid PID`.
+    /// `--agent-fd 3 --listener-pid PID` and, once the launcher belongs to a
+    /// server, `--instance-id ID`.
     pub fn new(program: impl Into<PathBuf>, args: Vec<OsString>) -> Self {
         Self {
             program: program.into(),
             args,
+            instance: InstanceId::NONE,
         }
+    }
+
+    /// Agents of server `instance`.
+    pub(crate) fn for_instance(mut self, instance: InstanceId) -> Self {
+        self.instance = instance;
+        self
     }
 
     /// Agents run this very executable.
@@ -147,6 +166,9 @@ impl AgentLauncher {
             // Its own process group: a Ctrl-C at the listener's terminal
             // reaches the listener only, which then stops agents in order.
             .process_group(0);
+        if !self.instance.is_none() {
+            cmd.arg(INSTANCE_FLAG).arg(self.instance.to_string());
+        }
         cmd.fd_mappings(vec![FdMapping {
             parent_fd: OwnedFd::from(stream),
             child_fd: AGENT_FD,
@@ -394,6 +416,7 @@ impl Refusals {
             gpu_count: backend.gpu_count(),
             driver_version: backend.driver_version(),
             backend: backend.name().into(),
+            instance: InstanceId::NONE.0,
             message,
         };
         let me = self.clone();

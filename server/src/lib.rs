@@ -12,6 +12,7 @@ pub mod agent;
 pub mod backend;
 pub mod isolation;
 pub mod listener;
+pub mod peer;
 
 pub use backend::{select_backend, Backend, BackendKind};
 pub use listener::{Server, ServerHandle};

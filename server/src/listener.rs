@@ -15,6 +15,7 @@ use rcud_transport::TcpOptions;
 use crate::agent::{self, Agent, AgentError};
 use crate::backend::Backend;
 use crate::isolation::{self, AgentLauncher, Agents, Isolation, Limits, Refusals};
+use crate::peer::InstanceId;
 
 /// A bound, not yet running server.
 pub struct Server {
@@ -26,6 +27,8 @@ pub struct Server {
     mode: Mode,
     refusals: Arc<Refusals>,
     grace: Duration,
+    /// Shared by every agent of this server, thread or process.
+    instance: InstanceId,
 }
 
 /// Where clients are served.
@@ -54,10 +57,12 @@ pub struct StopHandle {
 }
 
 impl Server {
-    /// Binds `addr` (use port 0 for any free port). Clients are served on
-    /// threads of this process until [`Server::with_process_isolation`].
+    /// Binds `addr` (use port 0 for any free port) and draws the server's
+    /// random instance id. Clients are served on threads of this process
+    /// until [`Server::with_process_isolation`].
     pub fn bind(addr: &str, backend: Arc<dyn Backend>) -> io::Result<Self> {
         Ok(Self {
+            instance: InstanceId::random()?,
             listener: TcpListener::bind(addr)?,
             backend,
             tcp: TcpOptions::default(),
@@ -72,7 +77,7 @@ impl Server {
     /// Serves every client in an agent process started by `launcher`.
     pub fn with_process_isolation(mut self, launcher: AgentLauncher) -> Self {
         self.mode = Mode::Process {
-            launcher,
+            launcher: launcher.for_instance(self.instance),
             agents: Arc::default(),
         };
         self
@@ -97,6 +102,11 @@ impl Server {
             Mode::Thread(_) => Isolation::Thread,
             Mode::Process { .. } => Isolation::Process,
         }
+    }
+
+    /// The id every agent of this server reports in its handshake.
+    pub fn instance(&self) -> InstanceId {
+        self.instance
     }
 
     /// The address the server listens on.
@@ -126,6 +136,7 @@ impl Server {
             %addr,
             backend = self.backend.name(),
             isolation = ?self.isolation(),
+            instance = %self.instance,
             max_clients = self.limits.max_clients,
             client_memory = ?self.limits.client_memory,
             "rcud-server listening"
@@ -184,11 +195,12 @@ impl Server {
                 let backend = self.backend.clone();
                 let tcp = self.tcp.clone();
                 let limits = self.limits.clone();
+                let instance = self.instance;
                 let spawned = thread::Builder::new()
                     .name("rcud-agent".into())
                     .spawn(move || {
                         let _live = guard;
-                        serve_client(stream, backend, &tcp, &limits);
+                        serve_client(stream, backend, &tcp, &limits, instance);
                     });
                 if let Err(e) = spawned {
                     tracing::error!(%peer, "cannot start an agent thread: {e}");
@@ -290,19 +302,21 @@ impl Drop for ServerHandle {
 
 /// Serves one client on `stream`, handshake included, and returns when the
 /// connection ends; the client's resources are released by then. Agent
-/// threads and agent processes both run this.
+/// threads and agent processes both run this, with their listener's
+/// `instance` id.
 pub fn serve_client(
     mut stream: TcpStream,
     backend: Arc<dyn Backend>,
     tcp: &TcpOptions,
     limits: &Limits,
+    instance: InstanceId,
 ) {
     let peer = stream
         .peer_addr()
         .map(|a| a.to_string())
         .unwrap_or_else(|_| "?".into());
     let _ = stream.set_read_timeout(Some(agent::HELLO_TIMEOUT));
-    let hello = match agent::handshake(&mut stream, backend.as_ref()) {
+    let hello = match agent::handshake_for(&mut stream, backend.as_ref(), instance) {
         Ok(hello) => hello,
         Err(AgentError::Transport(rcud_transport::TransportError::Closed)) => {
             tracing::debug!(%peer, "connection closed before the handshake");
@@ -326,6 +340,7 @@ pub fn serve_client(
     tracing::info!(%peer, %client, transport = %kind, "client connected");
     match Agent::new(backend, chan)
         .with_memory_limit(limits.client_memory)
+        .with_instance(instance)
         .run()
     {
         Ok(()) => tracing::info!(%peer, %client, "client disconnected; its resources are released"),

@@ -436,6 +436,11 @@ pub(crate) struct Server {
 
 impl Server {
     pub(crate) fn start(env: &Env) -> Server {
+        Self::start_with(env, &[])
+    }
+
+    /// [`Server::start`] with more `rcud-server` arguments.
+    pub(crate) fn start_with(env: &Env, extra: &[&str]) -> Server {
         let mut last_error = String::new();
         // A port picked by binding port 0 can be taken by someone else before
         // the server binds it: try a few.
@@ -446,6 +451,7 @@ impl Server {
             cmd.arg("--listen")
                 .arg(addr.to_string())
                 .args(["--backend", "emu"])
+                .args(extra)
                 .stdin(Stdio::null())
                 .stdout(Stdio::from(log.reopen().expect("reopen log")))
                 .stderr(Stdio::from(log.reopen().expect("reopen log")))

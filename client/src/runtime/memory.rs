@@ -129,8 +129,10 @@ impl Runtime {
         Ok(())
     }
 
-    /// Device-to-device copy. Between devices of different sessions the bytes
-    /// travel through this host, in bounded pieces.
+    /// Device-to-device copy, complete when it returns. Between two GPUs of
+    /// one server, the server moves the bytes from one agent to the other
+    /// (see [`Runtime::memcpy_between_agents`]); between servers they travel
+    /// through this host, in bounded pieces.
     pub fn memcpy_dtod(
         &self,
         dst_dev: usize,
@@ -143,6 +145,12 @@ impl Runtime {
             self.call(dst_dev, &req::MemcpyDtoD { dst, src, len }, &[], &mut [])?;
             return Ok(());
         }
+        if len == 0 {
+            return Ok(());
+        }
+        if let Some(done) = self.memcpy_between_agents(dst_dev, dst, src_dev, src, len) {
+            return done;
+        }
         const PIECE: u64 = 8 << 20;
         let mut staging = vec![0u8; len.min(PIECE) as usize];
         let mut done = 0;
@@ -153,6 +161,109 @@ impl Runtime {
             done += n as u64;
         }
         Ok(())
+    }
+
+    /// A copy between two GPUs of one server, done by the server: the
+    /// destination's agent receives straight from the source's agent. `None`
+    /// when the two sessions are not on one server instance (or it offers no
+    /// such copies); the caller then copies through this host.
+    ///
+    /// Both devices' queued work completes first (the legacy default
+    /// stream's ordering). `PeerReceive` goes to the destination on a
+    /// helper thread, because its agent answers only once the bytes are in;
+    /// `PeerSend` to the source runs here meanwhile.
+    fn memcpy_between_agents(
+        &self,
+        dst_dev: usize,
+        dst: u64,
+        src_dev: usize,
+        src: u64,
+        len: u64,
+    ) -> Option<Result<(), CudaError>> {
+        // Devices are always locked in ordinal order: two threads copying in
+        // opposite directions cannot deadlock.
+        let (first, second) = (dst_dev.min(src_dev), dst_dev.max(src_dev));
+        let mut first_guard = self.states[first].lock();
+        let mut second_guard = self.states[second].lock();
+        let (dst_st, src_st) = if first == dst_dev {
+            (&mut *first_guard, &mut *second_guard)
+        } else {
+            (&mut *second_guard, &mut *first_guard)
+        };
+        let ready = |st: &mut super::DeviceState, d: usize| -> Result<(), CudaError> {
+            self.flush_locked(st, d)?;
+            self.ready_session(st, d).map(|_| ())
+        };
+        if let Err(e) = ready(dst_st, dst_dev).and_then(|()| ready(src_st, src_dev)) {
+            return Some(Err(e));
+        }
+        let (Some(dst_session), Some(src_session)) =
+            (dst_st.session.as_mut(), src_st.session.as_mut())
+        else {
+            return Some(Err(CudaError::DEVICES_UNAVAILABLE));
+        };
+        let instance = dst_session.server_hello().instance;
+        if instance == [0; 16] || src_session.server_hello().instance != instance {
+            return None;
+        }
+        let listen = match dst_session.call(&req::PeerListen {}, &[], &mut []) {
+            Ok(Ok(r)) => r,
+            // The server cannot meet its own agents (no local sockets): the
+            // copy through this host still works, and reports the device's
+            // own errors.
+            Ok(Err(f)) => {
+                tracing::debug!(
+                    "copies between GPUs of {} go through this host: {f}",
+                    dst_session.server()
+                );
+                return None;
+            }
+            Err(e) => return Some(Err(self.lost(dst_st, dst_dev, &e))),
+        };
+        let receive = req::PeerReceive {
+            dst,
+            len,
+            ticket: listen.ticket,
+        };
+        let send = req::PeerSend {
+            src,
+            len,
+            endpoint: listen.endpoint,
+            ticket: listen.ticket,
+        };
+        let outcome = std::thread::scope(|scope| {
+            let receiver = std::thread::Builder::new()
+                .name("rcud-peer-copy".into())
+                .spawn_scoped(scope, || dst_session.call(&receive, &[], &mut []));
+            // Without the receiving thread nothing was sent: the copy goes
+            // through this host instead.
+            let receiver = receiver.ok()?;
+            let sent = src_session.call(&send, &[], &mut []);
+            Some((receiver.join(), sent))
+        });
+        let (received, sent) = outcome?;
+        // The source's own failure (a bad pointer) is the one to report; the
+        // destination's then only says that the copy was called off.
+        let sent = match sent {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(f)) => Err(self.failed(src_st, src_dev, &f)),
+            Err(e) => Err(self.lost(src_st, src_dev, &e)),
+        };
+        let received = match received {
+            Ok(Ok(Ok(_))) => Ok(()),
+            Ok(Ok(Err(f))) if sent.is_err() => Err(f.code),
+            Ok(Ok(Err(f))) => Err(self.failed(dst_st, dst_dev, &f)),
+            Ok(Err(e)) => Err(self.lost(dst_st, dst_dev, &e)),
+            // `Session::call` does not panic; were it to, the connection's
+            // state would be unknown.
+            Err(_) => {
+                dst_st.session = None;
+                dst_st.attached = false;
+                dst_st.forget_remote();
+                Err(CudaError::DEVICES_UNAVAILABLE)
+            }
+        };
+        Some(sent.and(received))
     }
 
     /// `cudaMemset` of `len` bytes at `dst`.
@@ -419,8 +530,9 @@ impl Runtime {
         }
     }
 
-    /// `cudaDeviceCanAccessPeer`: remote GPUs never map each other's memory;
-    /// copies between them go through this host (see [`Runtime::memcpy_dtod`]).
+    /// `cudaDeviceCanAccessPeer`: remote GPUs never map each other's memory,
+    /// so kernels on one cannot reach the other's; copies between them work
+    /// all the same (see [`Runtime::memcpy_dtod`]).
     pub fn can_access_peer(&self, device: i32, peer: i32) -> Result<bool, CudaError> {
         self.check_device(device)?;
         self.check_device(peer)?;

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use clap::{Parser, ValueEnum};
 use rcud_server::backend::{BackendKind, EmuSettings};
 use rcud_server::isolation::{self, AgentLauncher, Isolation, Limits};
+use rcud_server::peer::InstanceId;
 use rcud_server::{select_backend, Backend, Server};
 use rcud_transport::TcpOptions;
 use signal_hook::consts::{SIGINT, SIGTERM};
@@ -65,6 +66,9 @@ struct Args {
     /// Agent process: the listener that started it.
     #[arg(long = "listener-pid", hide = true, requires = "agent_fd")]
     listener_pid: Option<u32>,
+    /// Agent process: the listener's instance id, reported to the client.
+    #[arg(long = "instance-id", hide = true, requires = "agent_fd")]
+    instance_id: Option<InstanceId>,
 }
 
 impl Args {
@@ -231,7 +235,13 @@ fn agent_main(fd: i32, args: &Args) -> ExitCode {
             return ExitCode::from(AGENT_SETUP_FAILED);
         }
     };
-    rcud_server::listener::serve_client(stream, backend, &TcpOptions::default(), &args.limits());
+    rcud_server::listener::serve_client(
+        stream,
+        backend,
+        &TcpOptions::default(),
+        &args.limits(),
+        args.instance_id.unwrap_or_default(),
+    );
     ExitCode::SUCCESS
 }
 
