@@ -4,10 +4,16 @@
 //! benchmark needs no CUDA compiler; it goes through the same registration and
 //! launch path as a program's `<<<...>>>`.
 
+use std::process::ExitCode;
 use std::time::Instant;
 
 use rcud_client::runtime::LaunchConfig;
 use rcud_client::Runtime;
+use rcud_transport::bootstrap::TransportKind;
+use serde::Serialize;
+
+use super::output::{emit, Format, Table};
+use super::{progress, BenchResult, Setup};
 
 const KERNEL: &str = "rcud_bench_empty";
 
@@ -47,14 +53,57 @@ fn fatbin() -> Vec<u8> {
     out
 }
 
-/// Launches per second: `(all asynchronous, with a synchronize every `sync_every`)`.
-pub(crate) fn measure(
-    rt: &'static Runtime,
+#[derive(Debug, Serialize)]
+struct LaunchRow {
+    transport: String,
+    mode: String,
+    launches_per_s: f64,
+}
+
+pub(crate) fn run(
+    setup: &Setup,
+    transports: &[TransportKind],
     launches: u32,
     sync_every: u32,
-) -> Result<(f64, f64), Box<dyn std::error::Error>> {
+    format: Format,
+) -> BenchResult<ExitCode> {
+    let bar = progress(transports.len() as u64, format);
+    let mut rows = Vec::new();
+    for &kind in transports {
+        bar.set_message(kind.to_string());
+        let (free, synced) = measure(setup.runtime(kind)?, launches, sync_every)?;
+        rows.push(LaunchRow {
+            transport: kind.to_string(),
+            mode: "asynchronous".into(),
+            launches_per_s: free,
+        });
+        rows.push(LaunchRow {
+            transport: kind.to_string(),
+            mode: format!("synchronize every {sync_every}"),
+            launches_per_s: synced,
+        });
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    emit(format, &rows, || {
+        let mut t = Table::new(&["transport", "empty kernel <<<1,1>>>", "launches/s"]);
+        for r in &rows {
+            t.push(vec![
+                r.transport.clone(),
+                r.mode.clone(),
+                format!("{:.0}", r.launches_per_s),
+            ]);
+        }
+        t
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Launches per second: `(all asynchronous, with a synchronize every `sync_every`)`.
+fn measure(rt: &'static Runtime, launches: u32, sync_every: u32) -> BenchResult<(f64, f64)> {
     let module = rt.register_module(fatbin());
-    // Any address unique in this process names the kernel, as a host stub does.
+    // Any address unique in this process names the kernel, as a host stub
+    // does (one per runtime: each has its own registry).
     static STUB: u8 = 0;
     let stub = std::ptr::addr_of!(STUB) as u64;
     rt.register_kernel(module, stub, KERNEL.into());
@@ -67,9 +116,7 @@ pub(crate) fn measure(
     let mut no_args = |_: usize, _: &mut [u8]| {};
     rt.launch(stub, &config, &mut no_args)?;
     rt.synchronize()?;
-    let run = |every: u32,
-               no_args: &mut dyn FnMut(usize, &mut [u8])|
-     -> Result<f64, Box<dyn std::error::Error>> {
+    let run = |every: u32, no_args: &mut dyn FnMut(usize, &mut [u8])| -> BenchResult<f64> {
         let start = Instant::now();
         for i in 1..=launches {
             rt.launch(stub, &config, no_args)?;

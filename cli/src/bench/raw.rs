@@ -1,62 +1,162 @@
-//! The raw transport baseline: the same bytes over a plain TCP socket pair on
-//! the same path, with no CUDA semantics, measured in the same run.
+//! The raw transport baseline: the same bytes over the same transport module
+//! with no CUDA semantics, measured in the same run as rcud.
+//!
+//! - TCP: a plain socket pair on loopback, with a 9-byte header per request.
+//! - CSR and MSR: a channel pair of the module alone (on the soft RDMA device,
+//!   with the options the runtime's connections read from the environment),
+//!   with one frame header per request.
+//!
+//! Both have the shape of the copies they stand for: an upload answered by an
+//! empty reply (host to device), a request answered by the bytes (device to
+//! host). A peer thread answers.
 
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::thread::JoinHandle;
 
-/// A loopback peer that answers two kinds of request, each a 9-byte header
-/// (`b'U'`/`b'D'` and a little-endian length): `U` reads that many bytes and
-/// answers one byte, `D` sends that many bytes.
-pub(crate) struct RawPeer {
-    stream: TcpStream,
-    scratch: Vec<u8>,
-    _thread: JoinHandle<()>,
+use rcud_proto::frame::{FrameHeader, FrameKind};
+use rcud_transport::bootstrap::{self, TransportKind};
+use rcud_transport::csr::CsrChannel;
+use rcud_transport::msr::MsrChannel;
+use rcud_transport::{Channel, TransportError};
+
+/// Bytes the peers move per piece (the rcud server's staging size).
+const PIECE: usize = 1 << 20;
+
+/// One end of a raw connection; the other end is a peer thread.
+pub(crate) enum RawLink {
+    Tcp(TcpStream),
+    Module {
+        chan: Box<dyn Channel>,
+        chunks: usize,
+    },
 }
 
-impl RawPeer {
-    pub(crate) fn start() -> io::Result<Self> {
-        let listener = TcpListener::bind("127.0.0.1:0")?;
-        let addr = listener.local_addr()?;
-        let thread = std::thread::spawn(move || {
-            if let Ok((conn, _)) = listener.accept() {
-                let _ = serve(conn);
+impl RawLink {
+    /// Starts a peer for `kind`; its thread is pinned to `cpu` when given.
+    pub(crate) fn start(
+        kind: TransportKind,
+        cpu: Option<usize>,
+    ) -> Result<Self, Box<dyn std::error::Error>> {
+        let pin = move || {
+            if let Some(cpu) = cpu {
+                if let Err(e) = super::pin::pin_current(cpu) {
+                    tracing::warn!("raw peer: {e}");
+                }
             }
-        });
-        let stream = TcpStream::connect(addr)?;
-        stream.set_nodelay(true)?;
-        Ok(Self {
-            stream,
-            scratch: Vec::new(),
-            _thread: thread,
-        })
+        };
+        match kind {
+            TransportKind::Tcp => {
+                let listener = TcpListener::bind("127.0.0.1:0")?;
+                let addr = listener.local_addr()?;
+                std::thread::Builder::new()
+                    .name("rcud-bench-raw".into())
+                    .spawn(move || {
+                        pin();
+                        if let Ok((conn, _)) = listener.accept() {
+                            let _ = serve_tcp(conn);
+                        }
+                    })?;
+                let stream = TcpStream::connect(addr)?;
+                stream.set_nodelay(true)?;
+                Ok(RawLink::Tcp(stream))
+            }
+            TransportKind::Csr | TransportKind::Msr => {
+                let (ours, theirs, chunks): (Box<dyn Channel>, Box<dyn Channel>, usize) =
+                    if kind == TransportKind::Csr {
+                        let (a, b) = CsrChannel::pair_local(&bootstrap::csr_options_from_env()?)?;
+                        let n = a.chunks();
+                        (Box::new(a), Box::new(b), n)
+                    } else {
+                        let (a, b) = MsrChannel::pair_local(&bootstrap::msr_options_from_env()?)?;
+                        let n = a.chunks();
+                        (Box::new(a), Box::new(b), n)
+                    };
+                std::thread::Builder::new()
+                    .name("rcud-bench-raw".into())
+                    .spawn(move || {
+                        pin();
+                        if let Err(e) = serve_channel(theirs) {
+                            tracing::debug!("raw peer ended: {e}");
+                        }
+                    })?;
+                Ok(RawLink::Module { chan: ours, chunks })
+            }
+        }
     }
 
-    /// Sends `bytes` and waits for the one-byte answer (a host-to-device copy's shape).
-    pub(crate) fn upload(&mut self, bytes: &[u8]) -> io::Result<()> {
-        self.header(b'U', bytes.len())?;
-        self.stream.write_all(bytes)?;
-        let mut ack = [0u8; 1];
-        self.stream.read_exact(&mut ack)
+    /// Staging chunks per direction of the module's pair (`None` for TCP).
+    pub(crate) fn chunks(&self) -> Option<usize> {
+        match self {
+            RawLink::Tcp(_) => None,
+            RawLink::Module { chunks, .. } => Some(*chunks),
+        }
+    }
+
+    /// Sends `bytes` and waits for the answer (a host-to-device copy's shape).
+    pub(crate) fn upload(&mut self, bytes: &[u8]) -> Result<(), Box<dyn std::error::Error>> {
+        match self {
+            RawLink::Tcp(s) => {
+                s.write_all(&tcp_header(b'U', bytes.len()))?;
+                s.write_all(bytes)?;
+                s.read_exact(&mut [0u8; 1])?;
+            }
+            RawLink::Module { chan, .. } => {
+                chan.send_frame(&request(OP_UPLOAD, 0, bytes.len()), &[], bytes)?;
+                let h = chan.recv_header()?;
+                chan.recv_body(h.body_len)?;
+                chan.discard_bulk(h.bulk_len)?;
+            }
+        }
+        Ok(())
     }
 
     /// Asks for `into.len()` bytes and reads them (a device-to-host copy's shape).
-    pub(crate) fn download(&mut self, into: &mut [u8]) -> io::Result<()> {
-        self.header(b'D', into.len())?;
-        self.stream.read_exact(into)
-    }
-
-    fn header(&mut self, kind: u8, len: usize) -> io::Result<()> {
-        self.scratch.clear();
-        self.scratch.push(kind);
-        self.scratch.extend_from_slice(&(len as u64).to_le_bytes());
-        self.stream.write_all(&self.scratch)
+    pub(crate) fn download(&mut self, into: &mut [u8]) -> Result<(), Box<dyn std::error::Error>> {
+        match self {
+            RawLink::Tcp(s) => {
+                s.write_all(&tcp_header(b'D', into.len()))?;
+                s.read_exact(into)?;
+            }
+            RawLink::Module { chan, .. } => {
+                let len = (into.len() as u64).to_le_bytes();
+                chan.send_frame(&request(OP_DOWNLOAD, len.len(), 0), &len, &[])?;
+                let h = chan.recv_header()?;
+                chan.recv_body(h.body_len)?;
+                if h.bulk_len != into.len() as u64 {
+                    return Err(format!(
+                        "raw peer sent {} bytes for {} asked",
+                        h.bulk_len,
+                        into.len()
+                    )
+                    .into());
+                }
+                chan.recv_bulk_into(into)?;
+            }
+        }
+        Ok(())
     }
 }
 
-fn serve(mut conn: TcpStream) -> io::Result<()> {
+impl Drop for RawLink {
+    fn drop(&mut self) {
+        // The TCP peer sees the socket close; a module's peer is told.
+        if let RawLink::Module { chan, .. } = self {
+            let _ = chan
+                .send_frame(&request(OP_QUIT, 0, 0), &[], &[])
+                .and_then(|()| chan.flush());
+        }
+    }
+}
+
+fn tcp_header(kind: u8, len: usize) -> [u8; 9] {
+    let mut h = [kind; 9];
+    h[1..].copy_from_slice(&(len as u64).to_le_bytes());
+    h
+}
+
+fn serve_tcp(mut conn: TcpStream) -> io::Result<()> {
     conn.set_nodelay(true)?;
-    let mut buf = vec![0u8; 1 << 20];
+    let mut buf = vec![0u8; PIECE];
     let mut head = [0u8; 9];
     loop {
         conn.read_exact(&mut head)?;
@@ -78,5 +178,62 @@ fn serve(mut conn: TcpStream) -> io::Result<()> {
                 }
             }
         }
+    }
+}
+
+const OP_UPLOAD: u16 = 1;
+const OP_DOWNLOAD: u16 = 2;
+const OP_QUIT: u16 = 3;
+
+fn request(op: u16, body_len: usize, bulk_len: usize) -> FrameHeader {
+    FrameHeader {
+        kind: FrameKind::REQUEST,
+        op,
+        body_len: body_len as u32,
+        id: 0,
+        bulk_len: bulk_len as u64,
+    }
+}
+
+fn serve_channel(mut chan: Box<dyn Channel>) -> Result<(), TransportError> {
+    let mut buf = vec![0u8; PIECE];
+    loop {
+        let h = chan.recv_header()?;
+        let body = chan.recv_body(h.body_len)?;
+        let asked = body
+            .get(..8)
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, u64::from_le_bytes);
+        let mut reply = FrameHeader {
+            kind: FrameKind::REPLY,
+            ..h
+        };
+        reply.body_len = 0;
+        match h.op {
+            OP_UPLOAD => {
+                let mut left = h.bulk_len;
+                while left > 0 {
+                    let n = left.min(PIECE as u64) as usize;
+                    chan.recv_bulk_into(&mut buf[..n])?;
+                    left -= n as u64;
+                }
+                reply.bulk_len = 0;
+                chan.send_frame(&reply, &[], &[])?;
+            }
+            OP_DOWNLOAD => {
+                chan.discard_bulk(h.bulk_len)?;
+                reply.bulk_len = asked;
+                let first = asked.min(PIECE as u64) as usize;
+                chan.send_frame(&reply, &[], &buf[..first])?;
+                let mut left = asked - first as u64;
+                while left > 0 {
+                    let n = left.min(PIECE as u64) as usize;
+                    chan.send_bulk(&buf[..n])?;
+                    left -= n as u64;
+                }
+            }
+            _ => return Ok(()),
+        }
+        chan.flush()?;
     }
 }
