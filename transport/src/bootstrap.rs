@@ -13,7 +13,7 @@ use crate::channel::{Channel, TransportError};
 use crate::csr::{CsrChannel, CsrEndpoint, CsrOptions, Polling};
 use crate::msr::{MsrChannel, MsrEndpoint, MsrOptions};
 use crate::tcp::{TcpChannel, TcpOptions};
-use crate::verbs::Context;
+use crate::verbs::{Context, Fabric};
 
 /// Which transport module carries a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -73,79 +73,131 @@ impl std::fmt::Display for TransportKind {
 /// Longest RDMA connection description accepted from a peer.
 const MAX_BLOB: usize = 64 << 10;
 
-/// RDMA device the RDMA modules use: `RCUD_RDMA_DEVICE`, else the first one.
+/// RDMA device the RDMA modules use: `RCUD_RDMA_DEVICE`, else the first
+/// rdma-core adapter, else the `soft` device (peers on this host). Both ends
+/// must end up on the same provider: set `RCUD_RDMA_DEVICE` where a host has
+/// an adapter but its peer is reached over shared memory, or the other way.
 fn rdma_context() -> Result<Context, TransportError> {
-    let name = std::env::var("RCUD_RDMA_DEVICE").ok();
-    let found =
-        match name {
-            Some(n) => Context::open_by_name(&n),
-            None => match crate::verbs::devices().first() {
+    let found = match std::env::var("RCUD_RDMA_DEVICE") {
+        Ok(n) => Context::open_by_name(&n),
+        Err(_) => {
+            let all = crate::verbs::devices();
+            let pick = all
+                .iter()
+                .find(|d| d.provider != crate::verbs::Provider::Soft)
+                .or_else(|| all.first());
+            match pick {
                 Some(d) => Context::open(d),
-                None => return Err(TransportError::Io(std::io::Error::other(
-                    "no RDMA device: install rdma-core and an adapter, or use the TCP transport",
-                ))),
-            },
-        };
-    found.map_err(|e| TransportError::Io(std::io::Error::other(format!("RDMA device: {e}"))))
+                None => {
+                    return Err(env_error(
+                        "no RDMA device: install rdma-core and an adapter, or use the TCP \
+                         transport"
+                            .into(),
+                    ))
+                }
+            }
+        }
+    };
+    let ctx = found.map_err(|e| env_error(format!("RDMA device: {e}")))?;
+    tracing::debug!(device = %ctx.device().name, fabric = ?ctx.fabric(), "RDMA device");
+    Ok(ctx)
 }
 
-/// The CSR tunables from the environment: `RCUD_CSR_CHUNKS` (n ≥ 9, a
-/// multiple of 3) and `RCUD_CSR_POLLING=busy|event`. On the soft provider,
-/// which shares two cores with the rest of a test machine, waiting for events
-/// is the measured better default.
-pub fn csr_options_from_env() -> Result<CsrOptions, TransportError> {
-    let mut opts = CsrOptions {
+/// Tunables both RDMA modules read from the environment.
+struct RdmaTunables {
+    chunks: Option<usize>,
+    polling: Polling,
+    zero_copy: bool,
+}
+
+fn env_error(msg: String) -> TransportError {
+    TransportError::Io(std::io::Error::other(msg))
+}
+
+/// `RCUD_<MODULE>_CHUNKS`, `RCUD_<MODULE>_POLLING=busy|event` (wait-for-event
+/// by default: on the soft provider, which shares two cores with the rest of a
+/// test machine, it is the measured better choice) and `RCUD_GPUDIRECT=on|off`.
+fn rdma_tunables(module: &str) -> Result<RdmaTunables, TransportError> {
+    let mut t = RdmaTunables {
+        chunks: None,
         polling: Polling::Event,
-        ..CsrOptions::default()
+        zero_copy: true,
     };
-    if let Ok(n) = std::env::var("RCUD_CSR_CHUNKS") {
-        opts.chunks = n.parse().map_err(|_| {
-            TransportError::Io(std::io::Error::other(format!(
-                "RCUD_CSR_CHUNKS={n} is not a number"
-            )))
-        })?;
+    let chunks_var = format!("RCUD_{module}_CHUNKS");
+    if let Ok(n) = std::env::var(&chunks_var) {
+        t.chunks = Some(
+            n.parse()
+                .map_err(|_| env_error(format!("{chunks_var}={n} is not a number")))?,
+        );
     }
-    if let Ok(p) = std::env::var("RCUD_CSR_POLLING") {
-        opts.polling = match p.as_str() {
+    let polling_var = format!("RCUD_{module}_POLLING");
+    if let Ok(p) = std::env::var(&polling_var) {
+        t.polling = match p.as_str() {
             "busy" => Polling::Busy,
             "event" => Polling::Event,
             other => {
-                return Err(TransportError::Io(std::io::Error::other(format!(
-                    "RCUD_CSR_POLLING={other}: expected busy or event"
-                ))))
+                return Err(env_error(format!(
+                    "{polling_var}={other}: expected busy or event"
+                )))
             }
         };
     }
+    if let Ok(v) = std::env::var("RCUD_GPUDIRECT") {
+        t.zero_copy = match v.as_str() {
+            "on" | "1" => true,
+            "off" | "0" => false,
+            other => {
+                return Err(env_error(format!(
+                    "RCUD_GPUDIRECT={other}: expected on or off"
+                )))
+            }
+        };
+    }
+    Ok(t)
+}
+
+/// The CSR tunables from the environment for the `soft` device
+/// ([`csr_options_for`] with shared memory).
+pub fn csr_options_from_env() -> Result<CsrOptions, TransportError> {
+    csr_options_for(Fabric::SharedMemory)
+}
+
+/// The CSR tunables for a device on `fabric`: `RCUD_CSR_CHUNKS` (n ≥ 9, a
+/// multiple of 3; by default the measured optimum of the fabric,
+/// [`Fabric::best_chunks`]), `RCUD_CSR_POLLING=busy|event` and
+/// `RCUD_GPUDIRECT=on|off` (payloads posted in place from device memory on
+/// the server and from the application's buffer on the client, where the
+/// adapter registers memory cheaply; off: every byte through the staging
+/// chunks).
+pub fn csr_options_for(fabric: Fabric) -> Result<CsrOptions, TransportError> {
+    let t = rdma_tunables("CSR")?;
+    let opts = CsrOptions {
+        chunks: t.chunks.unwrap_or(fabric.best_chunks()),
+        polling: t.polling,
+        zero_copy: t.zero_copy,
+        ..CsrOptions::default()
+    };
     opts.validate()?;
     Ok(opts)
 }
 
-/// The MSR tunables from the environment: `RCUD_MSR_CHUNKS` (n ≥ 1) and
-/// `RCUD_MSR_POLLING=busy|event`; wait-for-event is the default on the soft
-/// provider, as for CSR.
+/// The MSR tunables from the environment for the `soft` device
+/// ([`msr_options_for`] with shared memory).
 pub fn msr_options_from_env() -> Result<MsrOptions, TransportError> {
-    let mut opts = MsrOptions {
-        polling: Polling::Event,
+    msr_options_for(Fabric::SharedMemory)
+}
+
+/// The MSR tunables for a device on `fabric`: `RCUD_MSR_CHUNKS` (n ≥ 1; by
+/// default [`Fabric::best_chunks`]), `RCUD_MSR_POLLING=busy|event` and
+/// `RCUD_GPUDIRECT=on|off`, as for CSR.
+pub fn msr_options_for(fabric: Fabric) -> Result<MsrOptions, TransportError> {
+    let t = rdma_tunables("MSR")?;
+    let opts = MsrOptions {
+        chunks: t.chunks.unwrap_or(fabric.best_chunks()),
+        polling: t.polling,
+        zero_copy: t.zero_copy,
         ..MsrOptions::default()
     };
-    if let Ok(n) = std::env::var("RCUD_MSR_CHUNKS") {
-        opts.chunks = n.parse().map_err(|_| {
-            TransportError::Io(std::io::Error::other(format!(
-                "RCUD_MSR_CHUNKS={n} is not a number"
-            )))
-        })?;
-    }
-    if let Ok(p) = std::env::var("RCUD_MSR_POLLING") {
-        opts.polling = match p.as_str() {
-            "busy" => Polling::Busy,
-            "event" => Polling::Event,
-            other => {
-                return Err(TransportError::Io(std::io::Error::other(format!(
-                    "RCUD_MSR_POLLING={other}: expected busy or event"
-                ))))
-            }
-        };
-    }
     opts.validate()?;
     Ok(opts)
 }
@@ -185,7 +237,7 @@ pub fn establish(
         }
         TransportKind::Csr => {
             let ctx = rdma_context()?;
-            let opts = csr_options_from_env()?;
+            let opts = csr_options_for(ctx.fabric())?;
             let (endpoint, blob) = CsrEndpoint::new(&ctx, &opts)?;
             // Both ends post their receives before their description leaves,
             // so each may write as soon as it has the other's.
@@ -195,7 +247,7 @@ pub fn establish(
         }
         TransportKind::Msr => {
             let ctx = rdma_context()?;
-            let opts = msr_options_from_env()?;
+            let opts = msr_options_for(ctx.fabric())?;
             // All notification and flow-control receives are posted and the
             // receive chunks registered before the description (with their
             // addresses and keys) leaves.

@@ -44,11 +44,12 @@ use std::fmt;
 use rcud_proto::frame::{FrameHeader, HEADER_LEN};
 
 use crate::channel::{parse_header, Channel, TransportError};
+use crate::chunks::{Incoming, Outgoing, RecvLink, SendLink};
 pub use crate::rdma::Polling;
 use crate::rdma::{blank, other, wait_cq};
 use crate::verbs::{
     Access, Completion, CompletionQueue, Context, Endpoint, MemoryRegion, ProtectionDomain, QpInit,
-    QpState, QueuePair, RecvWr, SendOp, SendWr, VerbsError, WcStatus, SOFT_DEVICE,
+    QueuePair, RecvWr, SendOp, SendWr, Sge, VerbsError, WcStatus, SOFT_DEVICE,
 };
 use crate::DEFAULT_CHUNK;
 
@@ -69,6 +70,10 @@ pub struct CsrOptions {
     pub chunks: usize,
     /// Busy polling or wait-for-event.
     pub polling: Polling,
+    /// Post large payloads straight from the caller's memory (device memory
+    /// on a server: the GPUDirect path) when the device registers memory
+    /// cheaply; otherwise every byte goes through the staging chunks.
+    pub zero_copy: bool,
 }
 
 impl Default for CsrOptions {
@@ -77,6 +82,7 @@ impl Default for CsrOptions {
             chunk: DEFAULT_CHUNK,
             chunks: DEFAULT_CHUNKS,
             polling: Polling::Busy,
+            zero_copy: true,
         }
     }
 }
@@ -213,11 +219,12 @@ impl CsrEndpoint {
             data_recv_cq,
             ctrl_send_cq,
             ctrl_recv_cq,
-            _pd: pd,
+            pd,
             device: ctx.device().name.clone(),
             chunk: opts.chunk,
             n,
             polling: opts.polling,
+            direct: opts.zero_copy && ctx.cheap_registration(),
         };
         Ok((
             CsrEndpoint {
@@ -266,23 +273,46 @@ impl CsrEndpoint {
             inner.ctrl_qp.qp_num()
         );
         let n = inner.n as u64;
+        let Inner {
+            data_qp,
+            ctrl_qp,
+            send_mrs,
+            recv_mrs,
+            data_send_cq,
+            data_recv_cq,
+            ctrl_send_cq,
+            ctrl_recv_cq,
+            pd,
+            chunk,
+            n: chunks,
+            polling,
+            direct,
+            ..
+        } = *inner;
         Ok(CsrChannel {
-            burst: n - 3,
-            peer_burst: p.n as u64 - 3,
-            window: p.n as u64 - 3,
-            send_seq: 0,
-            send_fill: 0,
-            send_open: false,
-            send_done: 0,
-            ctrl_outstanding: 0,
-            ctrl_error: None,
-            recv_cur: None,
-            recv_posted: n,
-            granted: n - 3,
+            link: CsrLink {
+                data_qp,
+                ctrl_qp,
+                recv_mrs,
+                data_send_cq,
+                data_recv_cq,
+                ctrl_send_cq,
+                ctrl_recv_cq,
+                chunk,
+                n: chunks,
+                polling,
+                burst: n - 3,
+                peer_burst: p.n as u64 - 3,
+                window: p.n as u64 - 3,
+                ctrl_outstanding: 0,
+                ctrl_error: None,
+                recv_posted: n,
+                granted: n - 3,
+            },
+            out: Outgoing::new(send_mrs, pd, chunk, direct, 2 * chunks + 16),
+            inc: Incoming::default(),
             body: Vec::with_capacity(256),
-            wcs: vec![blank(); 2 * inner.n + 16],
             peer,
-            inner,
         })
     }
 }
@@ -389,52 +419,60 @@ struct Inner {
     data_recv_cq: CompletionQueue,
     ctrl_send_cq: CompletionQueue,
     ctrl_recv_cq: CompletionQueue,
-    _pd: ProtectionDomain,
+    pd: ProtectionDomain,
     device: String,
     chunk: usize,
     n: usize,
     polling: Polling,
+    /// Large payloads are posted from the caller's memory.
+    direct: bool,
 }
 
 /// A [`Channel`] over RDMA channel semantics.
 pub struct CsrChannel {
-    inner: Box<Inner>,
+    // The link (queue pairs) is dropped before the staging regions.
+    link: CsrLink,
+    out: Outgoing,
+    inc: Incoming,
+    body: Vec<u8>,
+    peer: String,
+}
+
+/// The queue pairs of one end and their flow control.
+struct CsrLink {
+    data_qp: QueuePair,
+    ctrl_qp: QueuePair,
+    recv_mrs: Vec<MemoryRegion>,
+    data_send_cq: CompletionQueue,
+    data_recv_cq: CompletionQueue,
+    ctrl_send_cq: CompletionQueue,
+    ctrl_recv_cq: CompletionQueue,
+    chunk: usize,
+    n: usize,
+    polling: Polling,
     /// Our burst length (`n − 3`): signaling period and credit unit we grant.
     burst: u64,
     /// The peer's burst length: the credit unit we receive.
     peer_burst: u64,
     /// Sends we may still post before the next credit.
     window: u64,
-    /// Sequence number of the send chunk being filled (or next to fill).
-    send_seq: u64,
-    /// Bytes in the chunk being filled.
-    send_fill: usize,
-    /// Whether chunk `send_seq` is being filled.
-    send_open: bool,
-    /// Sends known complete: every sequence below this.
-    send_done: u64,
     /// Credits posted whose completions are not polled yet.
     ctrl_outstanding: usize,
     /// A control-channel failure seen while granting credits.
     ctrl_error: Option<TransportError>,
-    /// The receive chunk being consumed: (index, length, position).
-    recv_cur: Option<(usize, usize, usize)>,
     /// Receives ever posted on the data channel.
     recv_posted: u64,
     /// Sends ever granted to the peer (including the initial burst).
     granted: u64,
-    body: Vec<u8>,
-    wcs: Vec<Completion>,
-    peer: String,
 }
 
 impl fmt::Debug for CsrChannel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CsrChannel")
             .field("peer", &self.peer)
-            .field("chunk", &self.inner.chunk)
-            .field("chunks", &self.inner.n)
-            .field("window", &self.window)
+            .field("chunk", &self.link.chunk)
+            .field("chunks", &self.link.n)
+            .field("window", &self.link.window)
             .finish()
     }
 }
@@ -451,151 +489,65 @@ impl CsrChannel {
 
     /// Staging chunk size in bytes.
     pub fn chunk(&self) -> usize {
-        self.inner.chunk
+        self.link.chunk
     }
 
     /// Staging chunks per direction.
     pub fn chunks(&self) -> usize {
-        self.inner.n
+        self.link.n
     }
 
-    // ---- sending ------------------------------------------------------
-
-    /// Appends bytes to the outgoing stream, posting chunks as they fill.
-    fn push(&mut self, mut src: &[u8]) -> Result<(), TransportError> {
-        while !src.is_empty() {
-            if !self.send_open {
-                self.open_chunk()?;
-            }
-            let idx = (self.send_seq % self.inner.n as u64) as usize;
-            let k = (self.inner.chunk - self.send_fill).min(src.len());
-            self.inner.send_mrs[idx]
-                .write(self.send_fill, &src[..k])
-                .map_err(|e| verbs("staging", e))?;
-            self.send_fill += k;
-            src = &src[k..];
-            if self.send_fill == self.inner.chunk {
-                self.post_chunk()?;
-            }
-        }
-        Ok(())
+    fn take_ctrl_error(&mut self) -> Result<(), TransportError> {
+        self.link.ctrl_error.take().map_or(Ok(()), Err)
     }
 
-    /// Makes chunk `send_seq` writable: the send that last used its staging
-    /// region must be complete.
-    fn open_chunk(&mut self) -> Result<(), TransportError> {
-        let n = self.inner.n as u64;
-        while self.send_seq >= n && self.send_done <= self.send_seq - n {
-            let got = wait_cq(
-                &self.inner.data_send_cq,
-                &self.inner.data_qp,
-                self.inner.polling,
-                &mut self.wcs,
-            )?;
-            self.take_send_completions(got)?;
-        }
-        self.send_open = true;
-        self.send_fill = 0;
-        Ok(())
+    fn read_exact(&mut self, dst: &mut [u8]) -> Result<(), TransportError> {
+        let out = &mut self.out;
+        // Gathered sends go out before we wait: the peer may be waiting for them.
+        self.inc
+            .read_exact(dst, &mut self.link, |l| out.send_pending(l))
     }
+}
 
-    fn take_send_completions(&mut self, got: usize) -> Result<(), TransportError> {
-        for wc in &self.wcs[..got] {
-            if !wc.status.is_success() {
-                return Err(completion_error("data", wc));
-            }
-            // RC completions come in order: everything up to it is done.
-            self.send_done = self.send_done.max(wc.wr_id + 1);
-        }
-        Ok(())
-    }
-
-    /// Posts the chunk being filled (waiting for a credit if the window is
-    /// closed).
-    fn post_chunk(&mut self) -> Result<(), TransportError> {
+impl SendLink for CsrLink {
+    fn post(&mut self, seq: u64, src: Sge<'_>, signal: bool) -> Result<(), TransportError> {
         while self.window == 0 {
             self.wait_credit()?;
         }
-        let seq = self.send_seq;
-        let idx = (seq % self.inner.n as u64) as usize;
         // Late error checking: only the last send of a burst is signaled.
-        let signaled = (seq + 1).is_multiple_of(self.burst);
-        let mr = &self.inner.send_mrs[idx];
-        let wr = SendWr::new(seq, SendOp::Send, Some(mr.sge(0, self.send_fill))).signaled(signaled);
-        self.inner
-            .data_qp
+        let signaled = signal || (seq + 1).is_multiple_of(self.burst);
+        let wr = SendWr::new(seq, SendOp::Send, Some(src)).signaled(signaled);
+        self.data_qp
             .post_send(&[wr])
             .map_err(|e| verbs("posting a data send", e))?;
         self.window -= 1;
-        self.send_seq += 1;
-        self.send_open = false;
-        self.send_fill = 0;
-        // Sends that failed report so at once (errors are always signaled);
-        // a queue pair in error whose sends all succeeded delivered them.
-        if self.inner.data_qp.state() == QpState::Error {
-            self.check_send_errors()?;
-        }
         Ok(())
     }
 
-    /// Polls (without waiting) the data send completions for errors.
-    fn check_send_errors(&mut self) -> Result<(), TransportError> {
-        loop {
-            let got = self
-                .inner
-                .data_send_cq
-                .poll(&mut self.wcs)
-                .map_err(|e| verbs("poll", e))?;
-            if got == 0 {
-                return Ok(());
-            }
-            self.take_send_completions(got)?;
-        }
+    fn send_queue(&self) -> (&QueuePair, &CompletionQueue) {
+        (&self.data_qp, &self.data_send_cq)
     }
 
-    /// Waits for one or more credits from the peer.
-    fn wait_credit(&mut self) -> Result<(), TransportError> {
-        let mut wcs = [blank(); CTRL_DEPTH];
-        let got = wait_cq(
-            &self.inner.ctrl_recv_cq,
-            &self.inner.ctrl_qp,
-            self.inner.polling,
-            &mut wcs,
-        )?;
-        for wc in &wcs[..got] {
-            if !wc.status.is_success() {
-                return Err(completion_error("control", wc));
-            }
-            self.window += self.peer_burst;
-            self.inner
-                .ctrl_qp
-                .post_recv(&[RecvWr {
-                    wr_id: wc.wr_id,
-                    buf: None,
-                }])
-                .map_err(|e| verbs("re-posting a control receive", e))?;
-        }
-        Ok(())
+    fn queue_pairs(&self) -> [&QueuePair; 2] {
+        [&self.data_qp, &self.ctrl_qp]
     }
 
-    fn send_pending(&mut self) -> Result<(), TransportError> {
-        if self.send_open && self.send_fill > 0 {
-            self.post_chunk()?;
-        }
-        Ok(())
+    fn polling(&self) -> Polling {
+        self.polling
     }
 
-    // ---- receiving ----------------------------------------------------
+    fn completion_error(&self, wc: &Completion) -> TransportError {
+        completion_error("data", wc)
+    }
+}
 
-    /// The next receive chunk with data, waiting for it (gathered sends go
-    /// out first: the peer may be waiting for them).
-    fn next_chunk(&mut self) -> Result<(), TransportError> {
-        self.send_pending()?;
+impl RecvLink for CsrLink {
+    fn next(&mut self) -> Result<(usize, usize), TransportError> {
         let mut wc = [blank(); 1];
         wait_cq(
-            &self.inner.data_recv_cq,
-            &self.inner.data_qp,
-            self.inner.polling,
+            &self.data_recv_cq,
+            [&self.data_qp, &self.ctrl_qp],
+            self.polling,
             &mut wc,
         )?;
         let wc = wc[0];
@@ -603,26 +555,24 @@ impl CsrChannel {
             return Err(completion_error("data", &wc));
         }
         let idx = wc.wr_id as usize;
-        if idx >= self.inner.n {
+        if idx >= self.n || wc.byte_len as usize > self.chunk {
             return Err(other(format!("CSR: unexpected receive completion {wc:?}")));
         }
-        self.recv_cur = Some((idx, wc.byte_len as usize, 0));
-        if wc.byte_len == 0 {
-            self.finish_chunk(idx)?;
-        }
-        Ok(())
+        Ok((idx, wc.byte_len as usize))
+    }
+
+    fn region(&self, idx: usize) -> &MemoryRegion {
+        &self.recv_mrs[idx]
     }
 
     /// Re-posts a consumed receive chunk and grants a burst once the posted
     /// receives can hold one (early notification).
-    fn finish_chunk(&mut self, idx: usize) -> Result<(), TransportError> {
-        self.recv_cur = None;
-        let mr = &self.inner.recv_mrs[idx];
-        self.inner
-            .data_qp
+    fn finish(&mut self, idx: usize) -> Result<(), TransportError> {
+        let mr = &self.recv_mrs[idx];
+        self.data_qp
             .post_recv(&[RecvWr {
                 wr_id: idx as u64,
-                buf: Some(mr.sge(0, self.inner.chunk)),
+                buf: Some(mr.sge(0, self.chunk)),
             }])
             .map_err(|e| verbs("re-posting a data receive", e))?;
         self.recv_posted += 1;
@@ -632,28 +582,52 @@ impl CsrChannel {
         }
         Ok(())
     }
+}
+
+impl CsrLink {
+    /// Waits for one or more credits from the peer.
+    fn wait_credit(&mut self) -> Result<(), TransportError> {
+        let mut wcs = [blank(); CTRL_DEPTH];
+        let got = wait_cq(
+            &self.ctrl_recv_cq,
+            [&self.data_qp, &self.ctrl_qp],
+            self.polling,
+            &mut wcs,
+        )?;
+        for wc in &wcs[..got] {
+            if !wc.status.is_success() {
+                return Err(completion_error("control", wc));
+            }
+            self.window += self.peer_burst;
+            self.ctrl_qp
+                .post_recv(&[RecvWr {
+                    wr_id: wc.wr_id,
+                    buf: None,
+                }])
+                .map_err(|e| verbs("re-posting a control receive", e))?;
+        }
+        Ok(())
+    }
 
     /// Sends one credit. Failures are kept for the sending side to report:
     /// the data already received can still be read.
     fn send_credit(&mut self) {
         let mut wcs = [blank(); CTRL_DEPTH];
         while self.ctrl_outstanding > 0 {
-            let got = match self.inner.ctrl_send_cq.poll(&mut wcs) {
+            let got = match self.ctrl_send_cq.poll(&mut wcs) {
                 Ok(0) if self.ctrl_outstanding < CTRL_DEPTH => break,
-                Ok(0) => {
-                    match wait_cq(
-                        &self.inner.ctrl_send_cq,
-                        &self.inner.ctrl_qp,
-                        self.inner.polling,
-                        &mut wcs,
-                    ) {
-                        Ok(g) => g,
-                        Err(e) => {
-                            self.ctrl_error.get_or_insert(e);
-                            return;
-                        }
+                Ok(0) => match wait_cq(
+                    &self.ctrl_send_cq,
+                    [&self.data_qp, &self.ctrl_qp],
+                    self.polling,
+                    &mut wcs,
+                ) {
+                    Ok(g) => g,
+                    Err(e) => {
+                        self.ctrl_error.get_or_insert(e);
+                        return;
                     }
-                }
+                },
                 Ok(g) => g,
                 Err(e) => {
                     self.ctrl_error.get_or_insert(verbs("poll", e));
@@ -671,39 +645,11 @@ impl CsrChannel {
             return;
         }
         match self
-            .inner
             .ctrl_qp
             .post_send(&[SendWr::new(self.granted, SendOp::Send, None)])
         {
             Ok(()) => self.ctrl_outstanding += 1,
             Err(e) => self.ctrl_error = Some(verbs("posting a credit", e)),
-        }
-    }
-
-    /// Fills `dst` from the received chunks, in order.
-    fn read_exact(&mut self, dst: &mut [u8]) -> Result<(), TransportError> {
-        let mut done = 0;
-        while done < dst.len() {
-            let Some((idx, len, pos)) = self.recv_cur else {
-                self.next_chunk()?;
-                continue;
-            };
-            let k = (len - pos).min(dst.len() - done);
-            self.inner.recv_mrs[idx]
-                .read(pos, &mut dst[done..done + k])
-                .map_err(|e| verbs("reading a receive chunk", e))?;
-            done += k;
-            self.advance(idx, len, pos + k)?;
-        }
-        Ok(())
-    }
-
-    fn advance(&mut self, idx: usize, len: usize, pos: usize) -> Result<(), TransportError> {
-        if pos == len {
-            self.finish_chunk(idx)
-        } else {
-            self.recv_cur = Some((idx, len, pos));
-            Ok(())
         }
     }
 }
@@ -717,31 +663,25 @@ impl Channel for CsrChannel {
     ) -> Result<(), TransportError> {
         debug_assert_eq!(header.body_len as usize, body.len());
         debug_assert!(bulk.len() as u64 <= header.bulk_len);
-        if let Some(e) = self.ctrl_error.take() {
-            return Err(e);
-        }
-        self.push(&header.to_bytes())?;
-        self.push(body)?;
-        self.push(bulk)
+        self.take_ctrl_error()?;
+        self.out.push(&header.to_bytes(), &mut self.link)?;
+        self.out.push(body, &mut self.link)?;
+        self.out.push_payload(bulk, &mut self.link)
     }
 
     fn send_bulk(&mut self, bulk: &[u8]) -> Result<(), TransportError> {
-        self.push(bulk)
+        self.out.push_payload(bulk, &mut self.link)
     }
 
     fn send_raw(&mut self, frames: &[u8]) -> Result<(), TransportError> {
-        if let Some(e) = self.ctrl_error.take() {
-            return Err(e);
-        }
-        self.push(frames)
+        self.take_ctrl_error()?;
+        self.out.push(frames, &mut self.link)
     }
 
     fn flush(&mut self) -> Result<(), TransportError> {
-        if let Some(e) = self.ctrl_error.take() {
-            return Err(e);
-        }
-        self.send_pending()?;
-        self.check_send_errors()
+        self.take_ctrl_error()?;
+        self.out.send_pending(&mut self.link)?;
+        self.out.check_errors(&mut self.link)
     }
 
     fn recv_header(&mut self) -> Result<FrameHeader, TransportError> {
@@ -763,17 +703,10 @@ impl Channel for CsrChannel {
         self.read_exact(dst)
     }
 
-    fn discard_bulk(&mut self, mut len: u64) -> Result<(), TransportError> {
-        while len > 0 {
-            let Some((idx, clen, pos)) = self.recv_cur else {
-                self.next_chunk()?;
-                continue;
-            };
-            let k = ((clen - pos) as u64).min(len);
-            len -= k;
-            self.advance(idx, clen, pos + k as usize)?;
-        }
-        Ok(())
+    fn discard_bulk(&mut self, len: u64) -> Result<(), TransportError> {
+        let out = &mut self.out;
+        self.inc
+            .discard(len, &mut self.link, |l| out.send_pending(l))
     }
 
     fn peer(&self) -> String {

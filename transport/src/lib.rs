@@ -6,12 +6,16 @@
 //! (device memory for the emulated device, the user's buffer on the client).
 //! The transport knows nothing about CUDA beyond frame kinds.
 #![warn(missing_docs)]
-// Unsafe code is denied crate-wide and allowed only in the shared-memory
-// modules of the soft verbs provider (`verbs::soft::{shm, layout}`).
+// Unsafe code is denied crate-wide and allowed only at the boundaries: the
+// shared-memory modules of the soft verbs provider (`verbs::soft::{shm,
+// layout}`), the libibverbs/librdmacm FFI of the rdma-core provider
+// (`verbs::rdma_core`), and the registration of process memory in place
+// (`verbs::ProtectionDomain::register`, used by `chunks`).
 #![deny(unsafe_code)]
 
 pub mod bootstrap;
 pub mod channel;
+mod chunks;
 pub mod csr;
 pub mod msr;
 mod rdma;

@@ -49,9 +49,10 @@ pub use crate::rdma::Polling;
 use crate::rdma::{blank, other, wait_cq};
 
 use crate::channel::{parse_header, Channel, TransportError};
+use crate::chunks::{Incoming, Outgoing, RecvLink, SendLink};
 use crate::verbs::{
     Access, Completion, CompletionQueue, Context, Endpoint, MemoryRegion, ProtectionDomain, QpInit,
-    QpState, QueuePair, RecvWr, RemoteRegion, SendOp, SendWr, VerbsError, WcOpcode, WcStatus,
+    QueuePair, RecvWr, RemoteRegion, SendOp, SendWr, Sge, VerbsError, WcOpcode, WcStatus,
     SOFT_DEVICE,
 };
 use crate::DEFAULT_CHUNK;
@@ -76,6 +77,10 @@ pub struct MsrOptions {
     pub chunks: usize,
     /// Busy polling or wait-for-event.
     pub polling: Polling,
+    /// Write large payloads straight from the caller's memory (device memory
+    /// on a server: the GPUDirect path) when the device registers memory
+    /// cheaply; otherwise every byte goes through the staging chunks.
+    pub zero_copy: bool,
 }
 
 impl Default for MsrOptions {
@@ -84,6 +89,7 @@ impl Default for MsrOptions {
             chunk: DEFAULT_CHUNK,
             chunks: DEFAULT_CHUNKS,
             polling: Polling::Busy,
+            zero_copy: true,
         }
     }
 }
@@ -219,11 +225,12 @@ impl MsrEndpoint {
             tx_recv_cq,
             rx_send_cq,
             rx_recv_cq,
-            _pd: pd,
+            pd,
             device: ctx.device().name.clone(),
             chunk: opts.chunk,
             n,
             polling: opts.polling,
+            direct: opts.zero_copy && ctx.cheap_registration(),
         };
         Ok((
             MsrEndpoint {
@@ -281,22 +288,45 @@ impl MsrEndpoint {
         // The window never exceeds the flow-control receives we posted (n)
         // nor the peer's receive chunks.
         let window = inner.n.min(p.regions.len()) as u64;
+        let Inner {
+            tx_qp,
+            rx_qp,
+            send_mrs,
+            recv_mrs,
+            tx_send_cq,
+            tx_recv_cq,
+            rx_send_cq,
+            rx_recv_cq,
+            pd,
+            chunk,
+            n,
+            polling,
+            direct,
+            ..
+        } = *inner;
         Ok(MsrChannel {
-            signal_every: inner.n.div_ceil(3) as u64,
-            window,
-            remote: p.regions,
-            send_seq: 0,
-            send_fill: 0,
-            send_open: false,
-            send_done: 0,
-            fc_outstanding: 0,
-            fc_error: None,
-            recv_seq: 0,
-            recv_cur: None,
+            link: MsrLink {
+                tx_qp,
+                rx_qp,
+                recv_mrs,
+                tx_send_cq,
+                tx_recv_cq,
+                rx_send_cq,
+                rx_recv_cq,
+                chunk,
+                n,
+                polling,
+                signal_every: n.div_ceil(3) as u64,
+                window,
+                remote: p.regions,
+                fc_outstanding: 0,
+                fc_error: None,
+                recv_seq: 0,
+            },
+            out: Outgoing::new(send_mrs, pd, chunk, direct, 2 * n + 2 * SLACK),
+            inc: Incoming::default(),
             body: Vec::with_capacity(256),
-            wcs: vec![blank(); 2 * inner.n + 2 * SLACK],
             peer,
-            inner,
         })
     }
 }
@@ -410,50 +440,58 @@ struct Inner {
     tx_recv_cq: CompletionQueue,
     rx_send_cq: CompletionQueue,
     rx_recv_cq: CompletionQueue,
-    _pd: ProtectionDomain,
+    pd: ProtectionDomain,
     device: String,
     chunk: usize,
     n: usize,
     polling: Polling,
+    /// Large payloads are written from the caller's memory.
+    direct: bool,
 }
 
 /// A [`Channel`] over RDMA memory semantics.
 pub struct MsrChannel {
-    inner: Box<Inner>,
+    // The link (queue pairs) is dropped before the staging regions.
+    link: MsrLink,
+    out: Outgoing,
+    inc: Incoming,
+    body: Vec<u8>,
+    peer: String,
+}
+
+/// The queue pairs of one end and their flow control.
+struct MsrLink {
+    tx_qp: QueuePair,
+    rx_qp: QueuePair,
+    recv_mrs: Vec<MemoryRegion>,
+    tx_send_cq: CompletionQueue,
+    tx_recv_cq: CompletionQueue,
+    rx_send_cq: CompletionQueue,
+    rx_recv_cq: CompletionQueue,
+    chunk: usize,
+    n: usize,
+    polling: Polling,
     /// Signaling period of the notifications (late error checking).
     signal_every: u64,
     /// Chunks we may still write before the next flow-control message.
     window: u64,
     /// The peer's receive chunks: chunk `s` of the stream goes to `s mod len`.
     remote: Vec<RemoteRegion>,
-    /// Sequence number of the send chunk being filled (or next to fill).
-    send_seq: u64,
-    /// Bytes in the chunk being filled.
-    send_fill: usize,
-    /// Whether chunk `send_seq` is being filled.
-    send_open: bool,
-    /// Writes known complete: every sequence below this.
-    send_done: u64,
     /// Flow-control sends posted whose completions are not polled yet.
     fc_outstanding: usize,
     /// A flow-control failure seen while reading, for the sending side.
     fc_error: Option<TransportError>,
     /// Chunks received so far; the next lands in `recv_seq mod n`.
     recv_seq: u64,
-    /// The receive chunk being consumed: (index, length, position).
-    recv_cur: Option<(usize, usize, usize)>,
-    body: Vec<u8>,
-    wcs: Vec<Completion>,
-    peer: String,
 }
 
 impl fmt::Debug for MsrChannel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MsrChannel")
             .field("peer", &self.peer)
-            .field("chunk", &self.inner.chunk)
-            .field("chunks", &self.inner.n)
-            .field("window", &self.window)
+            .field("chunk", &self.link.chunk)
+            .field("chunks", &self.link.n)
+            .field("window", &self.link.window)
             .finish()
     }
 }
@@ -470,134 +508,126 @@ impl MsrChannel {
 
     /// Staging chunk size in bytes.
     pub fn chunk(&self) -> usize {
-        self.inner.chunk
+        self.link.chunk
     }
 
     /// Staging chunks per direction.
     pub fn chunks(&self) -> usize {
-        self.inner.n
+        self.link.n
     }
 
-    // ---- writing ------------------------------------------------------
-
-    /// Appends bytes to the outgoing stream, writing chunks as they fill.
-    fn push(&mut self, mut src: &[u8]) -> Result<(), TransportError> {
-        while !src.is_empty() {
-            if !self.send_open {
-                self.open_chunk()?;
-            }
-            let idx = (self.send_seq % self.inner.n as u64) as usize;
-            let k = (self.inner.chunk - self.send_fill).min(src.len());
-            self.inner.send_mrs[idx]
-                .write(self.send_fill, &src[..k])
-                .map_err(|e| verbs("staging", e))?;
-            self.send_fill += k;
-            src = &src[k..];
-            if self.send_fill == self.inner.chunk {
-                self.post_chunk()?;
-            }
-        }
-        Ok(())
+    fn take_fc_error(&mut self) -> Result<(), TransportError> {
+        self.link.fc_error.take().map_or(Ok(()), Err)
     }
 
-    /// Makes staging chunk `send_seq` writable: the write that last used it
-    /// must be complete.
-    fn open_chunk(&mut self) -> Result<(), TransportError> {
-        let n = self.inner.n as u64;
-        while self.send_seq >= n && self.send_done <= self.send_seq - n {
-            let got = wait_cq(
-                &self.inner.tx_send_cq,
-                &self.inner.tx_qp,
-                self.inner.polling,
-                &mut self.wcs,
-            )?;
-            self.take_send_completions(got)?;
-        }
-        self.send_open = true;
-        self.send_fill = 0;
-        Ok(())
+    fn read_exact(&mut self, dst: &mut [u8]) -> Result<(), TransportError> {
+        let out = &mut self.out;
+        // Gathered writes go out before we wait: the peer may be waiting for them.
+        self.inc
+            .read_exact(dst, &mut self.link, |l| out.send_pending(l))
     }
+}
 
-    fn take_send_completions(&mut self, got: usize) -> Result<(), TransportError> {
-        for wc in &self.wcs[..got] {
-            if !wc.status.is_success() {
-                return Err(completion_error(wc));
-            }
-            // RC completions come in order: everything up to it is done.
-            self.send_done = self.send_done.max(wc.wr_id + 1);
-        }
-        Ok(())
-    }
-
-    /// RDMA-writes the chunk being filled into the peer's next receive chunk
-    /// and notifies the peer (waiting for flow control if the window is
-    /// closed).
-    fn post_chunk(&mut self) -> Result<(), TransportError> {
+impl SendLink for MsrLink {
+    /// RDMA-writes a chunk into the peer's next receive chunk and notifies
+    /// the peer (waiting for flow control if the window is closed).
+    fn post(&mut self, seq: u64, src: Sge<'_>, signal: bool) -> Result<(), TransportError> {
         while self.window == 0 {
             self.wait_flow_control()?;
         }
-        let seq = self.send_seq;
-        let idx = (seq % self.inner.n as u64) as usize;
         let target = self.remote[(seq % self.remote.len() as u64) as usize];
         let dst = target
             .at(0)
             .ok_or_else(|| other("MSR: the peer's receive chunk is empty"))?;
-        let len = self.send_fill;
+        let len = src.len;
         // Late error checking: one notification in `signal_every` is signaled.
-        let signaled = (seq + 1).is_multiple_of(self.signal_every);
-        let mr = &self.inner.send_mrs[idx];
+        let signaled = signal || (seq + 1).is_multiple_of(self.signal_every);
         let wrs = [
-            SendWr::new(seq, SendOp::RdmaWrite(dst), Some(mr.sge(0, len))).signaled(false),
+            SendWr::new(seq, SendOp::RdmaWrite(dst), Some(src)).signaled(false),
             // RC ordering: the notification lands after the write's data.
             SendWr::new(seq, SendOp::SendWithImm(len as u32), None).signaled(signaled),
         ];
-        self.inner
-            .tx_qp
+        self.tx_qp
             .post_send(&wrs)
             .map_err(|e| verbs("posting an RDMA write", e))?;
         self.window -= 1;
-        self.send_seq += 1;
-        self.send_open = false;
-        self.send_fill = 0;
-        // Failed requests report so at once (errors are always signaled); a
-        // queue pair in error whose requests all succeeded delivered them.
-        if self.inner.tx_qp.state() == QpState::Error {
-            self.check_send_errors()?;
-        }
         Ok(())
     }
 
-    /// Polls (without waiting) the write completions for errors.
-    fn check_send_errors(&mut self) -> Result<(), TransportError> {
-        loop {
-            let got = self
-                .inner
-                .tx_send_cq
-                .poll(&mut self.wcs)
-                .map_err(|e| verbs("poll", e))?;
-            if got == 0 {
-                return Ok(());
-            }
-            self.take_send_completions(got)?;
-        }
+    fn send_queue(&self) -> (&QueuePair, &CompletionQueue) {
+        (&self.tx_qp, &self.tx_send_cq)
     }
 
+    fn queue_pairs(&self) -> [&QueuePair; 2] {
+        [&self.tx_qp, &self.rx_qp]
+    }
+
+    fn polling(&self) -> Polling {
+        self.polling
+    }
+
+    fn completion_error(&self, wc: &Completion) -> TransportError {
+        completion_error(wc)
+    }
+}
+
+impl RecvLink for MsrLink {
+    /// Waits for the next notification: a chunk the peer has written.
+    fn next(&mut self) -> Result<(usize, usize), TransportError> {
+        let mut wc = [blank(); 1];
+        wait_cq(
+            &self.rx_recv_cq,
+            [&self.tx_qp, &self.rx_qp],
+            self.polling,
+            &mut wc,
+        )?;
+        let wc = wc[0];
+        if !wc.status.is_success() {
+            return Err(completion_error(&wc));
+        }
+        let len = match (wc.opcode, wc.imm) {
+            (WcOpcode::Recv, Some(len)) if len as usize <= self.chunk && len > 0 => len as usize,
+            _ => return Err(other(format!("MSR: unexpected notification {wc:?}"))),
+        };
+        self.rx_qp
+            .post_recv(&[RecvWr {
+                wr_id: wc.wr_id,
+                buf: None,
+            }])
+            .map_err(|e| verbs("re-posting a notification receive", e))?;
+        let idx = (self.recv_seq % self.n as u64) as usize;
+        self.recv_seq += 1;
+        Ok((idx, len))
+    }
+
+    fn region(&self, idx: usize) -> &MemoryRegion {
+        &self.recv_mrs[idx]
+    }
+
+    /// A consumed chunk may be overwritten: tells the writer.
+    fn finish(&mut self, _idx: usize) -> Result<(), TransportError> {
+        self.send_flow_control();
+        Ok(())
+    }
+}
+
+impl MsrLink {
     /// Waits for one or more flow-control messages: each frees one chunk of
     /// the peer's staging buffer.
     fn wait_flow_control(&mut self) -> Result<(), TransportError> {
+        let mut wcs = [blank(); 16];
         let got = wait_cq(
-            &self.inner.tx_recv_cq,
-            &self.inner.tx_qp,
-            self.inner.polling,
-            &mut self.wcs,
+            &self.tx_recv_cq,
+            [&self.tx_qp, &self.rx_qp],
+            self.polling,
+            &mut wcs,
         )?;
-        for wc in &self.wcs[..got] {
+        for wc in &wcs[..got] {
             if !wc.status.is_success() {
                 return Err(completion_error(wc));
             }
             self.window += 1;
-            self.inner
-                .tx_qp
+            self.tx_qp
                 .post_recv(&[RecvWr {
                     wr_id: wc.wr_id,
                     buf: None,
@@ -607,77 +637,26 @@ impl MsrChannel {
         Ok(())
     }
 
-    fn send_pending(&mut self) -> Result<(), TransportError> {
-        if self.send_open && self.send_fill > 0 {
-            self.post_chunk()?;
-        }
-        Ok(())
-    }
-
-    // ---- reading ------------------------------------------------------
-
-    /// Waits for the next written chunk (gathered writes go out first: the
-    /// peer may be waiting for them).
-    fn next_chunk(&mut self) -> Result<(), TransportError> {
-        self.send_pending()?;
-        let mut wc = [blank(); 1];
-        wait_cq(
-            &self.inner.rx_recv_cq,
-            &self.inner.rx_qp,
-            self.inner.polling,
-            &mut wc,
-        )?;
-        let wc = wc[0];
-        if !wc.status.is_success() {
-            return Err(completion_error(&wc));
-        }
-        let len = match (wc.opcode, wc.imm) {
-            (WcOpcode::Recv, Some(len)) if len as usize <= self.inner.chunk && len > 0 => {
-                len as usize
-            }
-            _ => return Err(other(format!("MSR: unexpected notification {wc:?}"))),
-        };
-        self.inner
-            .rx_qp
-            .post_recv(&[RecvWr {
-                wr_id: wc.wr_id,
-                buf: None,
-            }])
-            .map_err(|e| verbs("re-posting a notification receive", e))?;
-        let idx = (self.recv_seq % self.inner.n as u64) as usize;
-        self.recv_seq += 1;
-        self.recv_cur = Some((idx, len, 0));
-        Ok(())
-    }
-
-    /// A consumed chunk may be overwritten: tells the writer.
-    fn finish_chunk(&mut self) {
-        self.recv_cur = None;
-        self.send_flow_control();
-    }
-
     /// Sends one flow-control message. Failures are kept for the sending side
     /// to report: the data already received can still be read.
     fn send_flow_control(&mut self) {
-        let cap = self.inner.n + SLACK;
+        let cap = self.n + SLACK;
         let mut wcs = [blank(); 16];
         while self.fc_outstanding > 0 {
-            let got = match self.inner.rx_send_cq.poll(&mut wcs) {
+            let got = match self.rx_send_cq.poll(&mut wcs) {
                 Ok(0) if self.fc_outstanding < cap => break,
-                Ok(0) => {
-                    match wait_cq(
-                        &self.inner.rx_send_cq,
-                        &self.inner.rx_qp,
-                        self.inner.polling,
-                        &mut wcs,
-                    ) {
-                        Ok(g) => g,
-                        Err(e) => {
-                            self.fc_error.get_or_insert(e);
-                            return;
-                        }
+                Ok(0) => match wait_cq(
+                    &self.rx_send_cq,
+                    [&self.tx_qp, &self.rx_qp],
+                    self.polling,
+                    &mut wcs,
+                ) {
+                    Ok(g) => g,
+                    Err(e) => {
+                        self.fc_error.get_or_insert(e);
+                        return;
                     }
-                }
+                },
                 Ok(g) => g,
                 Err(e) => {
                     self.fc_error.get_or_insert(verbs("poll", e));
@@ -695,43 +674,12 @@ impl MsrChannel {
             return;
         }
         match self
-            .inner
             .rx_qp
             .post_send(&[SendWr::new(self.recv_seq, SendOp::Send, None)])
         {
             Ok(()) => self.fc_outstanding += 1,
             Err(e) => self.fc_error = Some(verbs("posting a flow-control message", e)),
         }
-    }
-
-    /// Fills `dst` from the written chunks, in order.
-    fn read_exact(&mut self, dst: &mut [u8]) -> Result<(), TransportError> {
-        let mut done = 0;
-        while done < dst.len() {
-            let Some((idx, len, pos)) = self.recv_cur else {
-                self.next_chunk()?;
-                continue;
-            };
-            let k = (len - pos).min(dst.len() - done);
-            self.inner.recv_mrs[idx]
-                .read(pos, &mut dst[done..done + k])
-                .map_err(|e| verbs("reading a receive chunk", e))?;
-            done += k;
-            self.advance(idx, len, pos + k);
-        }
-        Ok(())
-    }
-
-    fn advance(&mut self, idx: usize, len: usize, pos: usize) {
-        if pos == len {
-            self.finish_chunk();
-        } else {
-            self.recv_cur = Some((idx, len, pos));
-        }
-    }
-
-    fn take_fc_error(&mut self) -> Result<(), TransportError> {
-        self.fc_error.take().map_or(Ok(()), Err)
     }
 }
 
@@ -745,24 +693,24 @@ impl Channel for MsrChannel {
         debug_assert_eq!(header.body_len as usize, body.len());
         debug_assert!(bulk.len() as u64 <= header.bulk_len);
         self.take_fc_error()?;
-        self.push(&header.to_bytes())?;
-        self.push(body)?;
-        self.push(bulk)
+        self.out.push(&header.to_bytes(), &mut self.link)?;
+        self.out.push(body, &mut self.link)?;
+        self.out.push_payload(bulk, &mut self.link)
     }
 
     fn send_bulk(&mut self, bulk: &[u8]) -> Result<(), TransportError> {
-        self.push(bulk)
+        self.out.push_payload(bulk, &mut self.link)
     }
 
     fn send_raw(&mut self, frames: &[u8]) -> Result<(), TransportError> {
         self.take_fc_error()?;
-        self.push(frames)
+        self.out.push(frames, &mut self.link)
     }
 
     fn flush(&mut self) -> Result<(), TransportError> {
         self.take_fc_error()?;
-        self.send_pending()?;
-        self.check_send_errors()
+        self.out.send_pending(&mut self.link)?;
+        self.out.check_errors(&mut self.link)
     }
 
     fn recv_header(&mut self) -> Result<FrameHeader, TransportError> {
@@ -784,17 +732,10 @@ impl Channel for MsrChannel {
         self.read_exact(dst)
     }
 
-    fn discard_bulk(&mut self, mut len: u64) -> Result<(), TransportError> {
-        while len > 0 {
-            let Some((idx, clen, pos)) = self.recv_cur else {
-                self.next_chunk()?;
-                continue;
-            };
-            let k = ((clen - pos) as u64).min(len);
-            len -= k;
-            self.advance(idx, clen, pos + k as usize);
-        }
-        Ok(())
+    fn discard_bulk(&mut self, len: u64) -> Result<(), TransportError> {
+        let out = &mut self.out;
+        self.inc
+            .discard(len, &mut self.link, |l| out.send_pending(l))
     }
 
     fn peer(&self) -> String {

@@ -39,10 +39,12 @@ pub(crate) fn blank() -> Completion {
 }
 
 /// Polls `cq` until at least one completion arrives. Returns `Closed` when
-/// `qp` is in the error state and nothing more will come.
+/// one of the connection's queue pairs `watch` is in the error state and
+/// nothing more will come: a connection whose control channel failed is as
+/// broken as one whose data channel did.
 pub(crate) fn wait_cq(
     cq: &CompletionQueue,
-    qp: &QueuePair,
+    watch: [&QueuePair; 2],
     polling: Polling,
     out: &mut [Completion],
 ) -> Result<usize, TransportError> {
@@ -69,7 +71,7 @@ pub(crate) fn wait_cq(
                 }
             }
         }
-        if qp.state() == QpState::Error {
+        if watch.iter().any(|qp| qp.state() == QpState::Error) {
             // Anything that raced with the state change comes first.
             let n = cq.poll(out).map_err(poll_err)?;
             return if n > 0 {

@@ -17,8 +17,9 @@
 //! - Posting on a queue pair in the error state succeeds and yields
 //!   [`WcStatus::WrFlush`] completions, as on hardware.
 //!
-//! Providers: `soft` (peers on one host over shared memory; always present).
-//! A provider implements the crate-private `*Ops` traits of this module and is
+//! Providers: `soft` (peers on one host over shared memory; always present)
+//! and `rdma-core` (InfiniBand, RoCE and iWARP adapters through libibverbs,
+//! loaded at run time; see [`rdma_core`]). A provider implements the crate-private `*Ops` traits of this module and is
 //! listed in [`devices`].
 
 use std::any::Any;
@@ -29,6 +30,7 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
+pub mod rdma_core;
 mod soft;
 
 /// Name of the device of the `soft` provider.
@@ -122,6 +124,8 @@ pub type Result<T> = std::result::Result<T, VerbsError>;
 pub enum Provider {
     /// Peers on one host over shared memory.
     Soft,
+    /// Adapters driven by rdma-core's libibverbs.
+    RdmaCore,
 }
 
 /// A device that can be opened.
@@ -131,6 +135,35 @@ pub struct DeviceInfo {
     pub name: String,
     /// Which provider drives it.
     pub provider: Provider,
+}
+
+/// The network a device drives, which sets the transports' defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fabric {
+    /// Peers on one host over shared memory (the `soft` provider).
+    SharedMemory,
+    /// InfiniBand.
+    InfiniBand,
+    /// RDMA over Converged Ethernet.
+    Roce,
+    /// iWARP (RDMA over TCP).
+    Iwarp,
+}
+
+impl Fabric {
+    /// Staging chunks of 1 MB per direction that gave the best bandwidth:
+    /// the thesis's measured optima for hardware (InfiniBand 288, RoCE 144,
+    /// iWARP 72; `spec/transports.md`), and ours for shared memory, where
+    /// there is no bandwidth-delay product to cover and a small ring stays in
+    /// cache (docs/performance.md).
+    pub fn best_chunks(self) -> usize {
+        match self {
+            Fabric::SharedMemory => 9,
+            Fabric::InfiniBand => 288,
+            Fabric::Roce => 144,
+            Fabric::Iwarp => 72,
+        }
+    }
 }
 
 /// Limits of a device.
@@ -148,12 +181,16 @@ pub struct DeviceAttr {
     pub max_msg_size: u32,
 }
 
-/// The devices present on this host. The `soft` device is always present.
+/// The devices present on this host: the `soft` device (always present,
+/// first), then the adapters rdma-core lists (none when libibverbs or an
+/// adapter is missing; [`rdma_core::availability`] says why).
 pub fn devices() -> Vec<DeviceInfo> {
-    vec![DeviceInfo {
+    let mut all = vec![DeviceInfo {
         name: SOFT_DEVICE.to_owned(),
         provider: Provider::Soft,
-    }]
+    }];
+    all.extend(rdma_core::devices());
+    all
 }
 
 /// Access rights of a memory region (local read is always granted).
@@ -467,12 +504,35 @@ impl fmt::Debug for Endpoint {
 
 pub(crate) trait ContextOps: Send + Sync {
     fn attr(&self) -> DeviceAttr;
+    fn fabric(&self) -> Fabric {
+        Fabric::SharedMemory
+    }
+    /// Whether registering existing process memory costs no more than a
+    /// table entry (no page pinning, no adapter round trip).
+    fn cheap_registration(&self) -> bool {
+        false
+    }
     fn alloc_pd(&self) -> Result<Arc<dyn PdOps>>;
     fn create_cq(&self, depth: u32) -> Result<Arc<dyn CqOps>>;
 }
 
 pub(crate) trait PdOps: Send + Sync {
     fn alloc_mr(&self, len: usize, access: Access) -> Result<Arc<dyn MrOps>>;
+    /// Registers `ptr..ptr + len` of this process in place.
+    ///
+    /// # Safety
+    /// As [`ProtectionDomain::register`].
+    #[allow(unsafe_code)]
+    unsafe fn register(
+        &self,
+        _ptr: *mut u8,
+        _len: usize,
+        _access: Access,
+    ) -> Result<Arc<dyn MrOps>> {
+        Err(VerbsError::InvalidArgument(
+            "this provider cannot register process memory".into(),
+        ))
+    }
     fn create_qp(&self, init: &QpInit<'_>) -> Result<Arc<dyn QpOps>>;
 }
 
@@ -524,6 +584,10 @@ impl Context {
                 ops: soft::open()?,
                 info: info.clone(),
             }),
+            Provider::RdmaCore => Ok(Context {
+                ops: rdma_core::open(&info.name)?,
+                info: info.clone(),
+            }),
         }
     }
 
@@ -532,14 +596,20 @@ impl Context {
         let all = devices();
         match all.iter().find(|d| d.name == name) {
             Some(d) => Context::open(d),
-            None => Err(VerbsError::NoSuchDevice {
-                name: name.to_owned(),
-                available: all
+            None => {
+                let mut available = all
                     .iter()
                     .map(|d| d.name.as_str())
                     .collect::<Vec<_>>()
-                    .join(", "),
-            }),
+                    .join(", ");
+                if let Err(why) = rdma_core::availability() {
+                    available.push_str(&format!("; no rdma-core device: {why}"));
+                }
+                Err(VerbsError::NoSuchDevice {
+                    name: name.to_owned(),
+                    available,
+                })
+            }
         }
     }
 
@@ -551,6 +621,18 @@ impl Context {
     /// The device's limits.
     pub fn attr(&self) -> DeviceAttr {
         self.ops.attr()
+    }
+
+    /// The network the device drives.
+    pub fn fabric(&self) -> Fabric {
+        self.ops.fabric()
+    }
+
+    /// Whether [`ProtectionDomain::register`] is cheap on this device (a table
+    /// entry, no page pinning), so that a transfer may register the caller's
+    /// buffer for its own duration instead of copying it into staging memory.
+    pub fn cheap_registration(&self) -> bool {
+        self.ops.cheap_registration()
     }
 
     /// Allocates a protection domain.
@@ -594,6 +676,32 @@ impl ProtectionDomain {
         Ok(MemoryRegion {
             ops: self.ops.alloc_mr(len, access)?,
         })
+    }
+
+    /// Registers `len` bytes of this process's memory at `ptr` in place (as
+    /// `ibv_reg_mr` does), so work requests can name them without a copy.
+    /// Providers may restrict the rights (the `soft` provider registers
+    /// process memory as a local source only: [`Access::NONE`]).
+    ///
+    /// # Safety
+    /// The range must stay valid for reads (and for writes, with
+    /// `LOCAL_WRITE`) until the region is dropped and every work request that
+    /// names it has completed.
+    #[allow(unsafe_code)]
+    pub unsafe fn register(
+        &self,
+        ptr: *mut u8,
+        len: usize,
+        access: Access,
+    ) -> Result<MemoryRegion> {
+        if access.contains(Access::REMOTE_WRITE) && !access.contains(Access::LOCAL_WRITE) {
+            return Err(VerbsError::InvalidArgument(
+                "REMOTE_WRITE requires LOCAL_WRITE".into(),
+            ));
+        }
+        // SAFETY: forwarded contract.
+        let ops = unsafe { self.ops.register(ptr, len, access)? };
+        Ok(MemoryRegion { ops })
     }
 
     /// Creates a reliable-connected queue pair in the `Init` state.

@@ -40,7 +40,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Once, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use layout::*;
-use shm::{futex_wait, futex_wake, shm_dir, sweep_stale, Shm, FILE_PREFIX};
+use shm::{futex_wait, futex_wake, shm_dir, sweep_stale, Shm, UserMem, FILE_PREFIX};
 
 use super::{
     Access, Completion, ContextOps, CqOps, DeviceAttr, Endpoint, MemoryRegion, MrOps, PdOps,
@@ -166,6 +166,12 @@ impl ContextOps for SoftContext {
         ATTR
     }
 
+    fn cheap_registration(&self) -> bool {
+        // A registration is a table slot: the sender copies from the range
+        // when it posts, nothing is pinned.
+        true
+    }
+
     fn alloc_pd(&self) -> Result<Arc<dyn PdOps>> {
         let shm = Shm::create(new_path("pd"), PD_HEADER_LEN + PD_ENTRIES * PD_ENTRY_LEN)?;
         let nonce = random_u64();
@@ -223,6 +229,19 @@ struct PdCore {
 }
 
 impl PdCore {
+    /// A free slot of the region table and a fresh key for it.
+    fn take_key(&self) -> Result<(u32, u32)> {
+        let mut k = lock(&self.keys);
+        let Some(idx) = k.free.pop() else {
+            return Err(VerbsError::Limit {
+                what: "memory regions per protection domain",
+                max: ATTR.max_mr.into(),
+            });
+        };
+        k.generation = (k.generation + 1) & 0xF_FFFF;
+        Ok((idx, (k.generation << 12) | idx))
+    }
+
     fn entry(&self, idx: u32) -> Option<&PdEntry> {
         self.shm
             .at::<PdEntry>(PD_HEADER_LEN + idx as usize * PD_ENTRY_LEN)
@@ -245,17 +264,7 @@ impl PdOps for SoftPd {
             });
         }
         let pd = &self.0;
-        let (idx, key) = {
-            let mut k = lock(&pd.keys);
-            let Some(idx) = k.free.pop() else {
-                return Err(VerbsError::Limit {
-                    what: "memory regions per protection domain",
-                    max: ATTR.max_mr.into(),
-                });
-            };
-            k.generation = (k.generation + 1) & 0xF_FFFF;
-            (idx, (k.generation << 12) | idx)
-        };
+        let (idx, key) = pd.take_key()?;
         let shm = match Shm::create(mr_path(pd.shm.path(), key), len) {
             Ok(s) => s,
             Err(e) => {
@@ -263,6 +272,7 @@ impl PdOps for SoftPd {
                 return Err(e);
             }
         };
+        // Published in the table: peers find the region by its key.
         if let Some(e) = pd.entry(idx) {
             e.len.store(len as u64, Ordering::Relaxed);
             e.addr.store(shm.as_ptr() as u64, Ordering::Relaxed);
@@ -271,7 +281,35 @@ impl PdOps for SoftPd {
         }
         Ok(Arc::new(SoftMr {
             pd: pd.clone(),
-            shm,
+            mem: Backing::Shared(shm),
+            idx,
+            key,
+            access,
+        }))
+    }
+
+    #[allow(unsafe_code)]
+    unsafe fn register(&self, ptr: *mut u8, len: usize, access: Access) -> Result<Arc<dyn MrOps>> {
+        if access != Access::NONE {
+            return Err(VerbsError::InvalidArgument(format!(
+                "the soft provider registers process memory as a local source only \
+                 (asked for {access:?}): peers cannot reach it; use alloc_mr for regions \
+                 that receive"
+            )));
+        }
+        // SAFETY: the caller of `ProtectionDomain::register` keeps the range
+        // valid while the region lives, which is `UserMem::new`'s contract.
+        let Some(mem) = (unsafe { UserMem::new(ptr, len) }) else {
+            return Err(VerbsError::InvalidArgument(format!(
+                "cannot register {len} bytes at {ptr:p}"
+            )));
+        };
+        // A slot of the region table is used, as an adapter's MR table entry
+        // would be, but nothing is published: peers cannot name the region.
+        let (idx, key) = self.0.take_key()?;
+        Ok(Arc::new(SoftMr {
+            pd: self.0.clone(),
+            mem: Backing::User(mem),
             idx,
             key,
             access,
@@ -336,9 +374,41 @@ impl PdOps for SoftPd {
     }
 }
 
+/// Where a region's bytes live.
+enum Backing {
+    /// A shared-memory file peers can map (provider-allocated regions).
+    Shared(Shm),
+    /// This process's own memory, registered in place (a local source only).
+    User(UserMem),
+}
+
+impl Backing {
+    fn len(&self) -> usize {
+        match self {
+            Backing::Shared(s) => s.len(),
+            Backing::User(u) => u.len(),
+        }
+    }
+
+    fn as_ptr(&self) -> *mut u8 {
+        match self {
+            Backing::Shared(s) => s.as_ptr(),
+            Backing::User(u) => u.as_ptr(),
+        }
+    }
+
+    /// Copies `len` bytes at `off` into a peer's mapping.
+    fn copy_to(&self, off: usize, dst: &Shm, dst_off: usize, len: usize) -> bool {
+        match self {
+            Backing::Shared(s) => Shm::copy(s, off, dst, dst_off, len),
+            Backing::User(u) => u.copy_to(off, dst, dst_off, len),
+        }
+    }
+}
+
 struct SoftMr {
     pd: Arc<PdCore>,
-    shm: Shm,
+    mem: Backing,
     idx: u32,
     key: u32,
     access: Access,
@@ -358,10 +428,10 @@ impl MrOps for SoftMr {
         self
     }
     fn addr(&self) -> u64 {
-        self.shm.as_ptr() as u64
+        self.mem.as_ptr() as u64
     }
     fn len(&self) -> usize {
-        self.shm.len()
+        self.mem.len()
     }
     fn lkey(&self) -> u32 {
         self.key
@@ -373,13 +443,19 @@ impl MrOps for SoftMr {
         self.access
     }
     fn read_at(&self, offset: usize, dst: &mut [u8]) {
-        self.shm.read_bytes(offset, dst);
+        match &self.mem {
+            Backing::Shared(s) => s.read_bytes(offset, dst),
+            Backing::User(u) => u.read_bytes(offset, dst),
+        };
     }
     fn write_at(&self, offset: usize, src: &[u8]) {
-        self.shm.write_bytes(offset, src);
+        match &self.mem {
+            Backing::Shared(s) => s.write_bytes(offset, src),
+            Backing::User(u) => u.write_bytes(offset, src),
+        };
     }
     fn as_ptr(&self) -> *mut u8 {
-        self.shm.as_ptr()
+        self.mem.as_ptr()
     }
 }
 
@@ -400,11 +476,11 @@ fn check_sge(sge: &super::Sge<'_>, pd: &Arc<PdCore>, need: Access) -> Result<()>
         )));
     }
     match sge.offset.checked_add(sge.len) {
-        Some(end) if end <= mr.shm.len() && sge.len <= MAX_MSG => Ok(()),
+        Some(end) if end <= mr.mem.len() && sge.len <= MAX_MSG => Ok(()),
         _ => Err(VerbsError::OutOfBounds {
             offset: sge.offset,
             len: sge.len,
-            size: mr.shm.len(),
+            size: mr.mem.len(),
         }),
     }
 }
@@ -761,7 +837,7 @@ impl QpCore {
         };
         let copy_to = |dst: &Shm, dst_off: usize| -> bool {
             match local {
-                Some((mr, off)) => Shm::copy(&mr.shm, off, dst, dst_off, len),
+                Some((mr, off)) => mr.mem.copy_to(off, dst, dst_off, len),
                 None => true,
             }
         };

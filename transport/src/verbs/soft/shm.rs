@@ -264,6 +264,97 @@ impl Shm {
     }
 }
 
+/// Memory of this process registered in place by its owner. Peers cannot
+/// map it, so it only serves as the local source of sends and RDMA writes.
+#[derive(Debug)]
+pub(crate) struct UserMem {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: `UserMem` only copies bytes out of (or into) a range its creator
+// promised stays valid; raw byte copies are valid from any thread.
+unsafe impl Send for UserMem {}
+// SAFETY: as above; no reference into the range is ever handed out.
+unsafe impl Sync for UserMem {}
+
+impl UserMem {
+    /// Wraps `ptr..ptr + len`; `None` for a null pointer or an empty range.
+    ///
+    /// # Safety
+    /// The range must stay valid for reads and writes for as long as the
+    /// returned value lives.
+    pub(crate) unsafe fn new(ptr: *mut u8, len: usize) -> Option<UserMem> {
+        let ptr = NonNull::new(ptr)?;
+        (len > 0 && (ptr.as_ptr() as usize).checked_add(len).is_some())
+            .then_some(UserMem { ptr, len })
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    fn in_bounds(&self, offset: usize, len: usize) -> bool {
+        offset.checked_add(len).is_some_and(|e| e <= self.len)
+    }
+
+    /// Copies `src` to `offset`; `false` (nothing copied) if out of bounds.
+    pub(crate) fn write_bytes(&self, offset: usize, src: &[u8]) -> bool {
+        if !self.in_bounds(offset, src.len()) {
+            return false;
+        }
+        // SAFETY: the destination lies inside the registered range, valid for
+        // writes by `new`'s contract; `src` is a Rust slice, and the range is
+        // never exposed as one, so nothing is aliased.
+        unsafe {
+            std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.as_ptr().add(offset), src.len())
+        };
+        true
+    }
+
+    /// Copies bytes at `offset` into `dst`; `false` if out of bounds.
+    pub(crate) fn read_bytes(&self, offset: usize, dst: &mut [u8]) -> bool {
+        if !self.in_bounds(offset, dst.len()) {
+            return false;
+        }
+        // SAFETY: the source lies inside the registered range, valid for reads
+        // by `new`'s contract; `dst` is an exclusive slice of other memory.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.ptr.as_ptr().add(offset),
+                dst.as_mut_ptr(),
+                dst.len(),
+            )
+        };
+        true
+    }
+
+    /// Copies `len` bytes at `offset` into `dst` at `dst_off`; `false`
+    /// (nothing copied) if either range is out of bounds.
+    pub(crate) fn copy_to(&self, offset: usize, dst: &Shm, dst_off: usize, len: usize) -> bool {
+        let fits = dst_off.checked_add(len).is_some_and(|e| e <= dst.len);
+        if !self.in_bounds(offset, len) || !fits {
+            return false;
+        }
+        // SAFETY: the source lies inside the registered range (valid for
+        // reads by `new`'s contract) and the destination inside a live
+        // mapping, both checked above; a process-private range cannot overlap
+        // a shared mapping.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.ptr.as_ptr().add(offset),
+                dst.ptr.as_ptr().add(dst_off),
+                len,
+            )
+        };
+        true
+    }
+}
+
 impl Drop for Shm {
     fn drop(&mut self) {
         // SAFETY: we mapped exactly `ptr..ptr + len` and every view borrowed
