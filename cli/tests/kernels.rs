@@ -546,11 +546,12 @@ fn k_peer() {
     let two_gpus = common::Server::start_with(env, &["--emu-gpus", "2"]);
     let one_gpu = common::Server::start(env);
     let libdir = common::cudart_soname_dir(env);
-    // GPU #1 of the second server, so that the device addresses of the two
-    // servers differ.
+    // GPU #0 of both servers: the client names an address window per device
+    // ordinal at attach, so their allocations cannot collide.
     for servers in [
         two_gpus.addr.to_string(),
-        format!("{}#0,{}#1", one_gpu.addr, two_gpus.addr),
+        format!("{}#0,{}#0", one_gpu.addr, two_gpus.addr),
+        format!("{}#1,{}#0", two_gpus.addr, one_gpu.addr),
     ] {
         let mut cmd = common::clean_command(&bin);
         cmd.env("LD_LIBRARY_PATH", libdir.path())

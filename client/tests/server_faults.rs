@@ -41,7 +41,9 @@ fn code<T>(r: Result<T, Failure>) -> Result<(), CudaError> {
 }
 
 fn attach(s: &mut Session, gpu: u32) {
-    s.call(&req::Attach { gpu }, &[], &mut []).unwrap().unwrap();
+    s.call(&req::Attach { gpu, window: gpu }, &[], &mut [])
+        .unwrap()
+        .unwrap();
 }
 
 /// True once the server has closed `stream` (read returns 0 or an error).
@@ -180,7 +182,10 @@ fn invalid_requests_get_cuda_errors_and_the_session_survives() {
         Err(CudaError::INVALID_DEVICE)
     );
     assert_eq!(
-        code(s.call(&req::Attach { gpu: 9 }, &[], &mut []).unwrap()),
+        code(
+            s.call(&req::Attach { gpu: 9, window: 0 }, &[], &mut [])
+                .unwrap()
+        ),
         Err(CudaError::INVALID_DEVICE)
     );
     attach(&mut s, 1);

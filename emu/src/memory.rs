@@ -11,10 +11,15 @@ use rcud_proto::CudaError;
 use crate::buffer::{Buffer, ALIGN};
 use crate::EmuGpu;
 
-/// Device addresses of GPU `n` start at `BASE + n * SPAN`, so pointers of
-/// different emulated GPUs never collide (unified addressing).
-const BASE: u64 = 0x7000_0000_0000;
+/// Device addresses of address window `w` start at `BASE + (w mod WINDOWS) *
+/// SPAN`: a client gives each of its GPUs its own window (its device
+/// ordinal), so its pointers never collide, even across servers (unified
+/// addressing). The windows lie between 16 TiB and 80 TiB, below where Linux
+/// places executables (0x5555…) and mappings (0x7f…), so device pointers do
+/// not look like the client's own host pointers either.
+const BASE: u64 = 0x1000_0000_0000;
 const SPAN: u64 = 1 << 40;
+const WINDOWS: u64 = 64;
 /// Unmapped gap after every allocation: an access just past the end of one
 /// allocation never lands in the next one.
 const GUARD: u64 = 4096;
@@ -26,16 +31,20 @@ pub struct DeviceMemory {
     gpu: Arc<EmuGpu>,
     allocs: BTreeMap<u64, Buffer>,
     next: u64,
+    /// End of this table's address window.
+    end: u64,
     held: u64,
 }
 
 impl DeviceMemory {
-    /// An empty allocation table on `gpu`, whose index is `index`.
-    pub fn new(gpu: Arc<EmuGpu>, index: u32) -> Self {
+    /// An empty allocation table on `gpu`, handing out addresses of address
+    /// window `window`.
+    pub fn new(gpu: Arc<EmuGpu>, window: u32) -> Self {
         Self {
             gpu,
             allocs: BTreeMap::new(),
-            next: BASE + u64::from(index) * SPAN,
+            next: BASE + (u64::from(window) % WINDOWS) * SPAN,
+            end: BASE + (u64::from(window) % WINDOWS + 1) * SPAN,
             held: 0,
         }
     }
@@ -56,6 +65,14 @@ impl DeviceMemory {
             return Err(CudaError::INVALID_VALUE);
         }
         let len = usize::try_from(size).map_err(|_| CudaError::MEMORY_ALLOCATION)?;
+        let next = size
+            .div_ceil(ALIGN as u64)
+            .checked_mul(ALIGN as u64)
+            .and_then(|s| self.next.checked_add(s + GUARD))
+            .filter(|&n| n <= self.end)
+            // The window's addresses are used up (a terabyte of allocations
+            // in this context): never hand out one of another window.
+            .ok_or(CudaError::MEMORY_ALLOCATION)?;
         self.gpu.reserve(size)?;
         let Some(buffer) = Buffer::zeroed(len) else {
             self.gpu.release(size);
@@ -63,7 +80,7 @@ impl DeviceMemory {
         };
         let addr = self.next;
         // Addresses are never reused, so a stale pointer never aliases new memory.
-        self.next = addr + size.div_ceil(ALIGN as u64) * ALIGN as u64 + GUARD;
+        self.next = next;
         self.allocs.insert(addr, buffer);
         self.held += size;
         Ok(addr)
@@ -373,6 +390,22 @@ mod tests {
             assert!(rb.atomic_u8(a).is_none());
         }
         assert_eq!(m.slice(a + 4, 4).unwrap(), &[1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn address_windows_are_disjoint() {
+        let gpu = EmuGpu::new(0, 1 << 20);
+        let mut w0 = DeviceMemory::new(gpu.clone(), 0);
+        let mut w1 = DeviceMemory::new(gpu.clone(), 1);
+        let (a, b) = (w0.malloc(4096).unwrap(), w1.malloc(4096).unwrap());
+        assert_eq!(b - a, SPAN, "window 1 starts one span after window 0");
+        // Not where Linux puts a process's own executable or mappings.
+        let last = DeviceMemory::new(gpu, (WINDOWS - 1) as u32).next;
+        assert!(a >= BASE && last + SPAN <= 0x5555_0000_0000);
+        assert!(
+            w1.slice(a, 1).is_err(),
+            "one window's pointer is invalid in another"
+        );
     }
 
     #[test]

@@ -149,7 +149,7 @@ macro_rules! ops {
 
 ops! {
     /// Bind this connection to one GPU of the server; memory operations need it.
-    0x0001 Attach { gpu: u32 } -> {} bulk None;
+    0x0001 Attach { gpu: u32, window: u32 } -> {} bulk None;
     /// Properties and attribute table of one GPU (no attach needed).
     0x0002 GetDeviceInfo { gpu: u32 } -> { props: DeviceProps, attributes: Vec<(i32, i32)> } bulk None;
     /// Free and total memory of the attached GPU.
@@ -288,7 +288,7 @@ mod tests {
     #[test]
     fn requests_round_trip_through_their_op_id() {
         let reqs: Vec<Request> = vec![
-            req::Attach { gpu: 3 }.into(),
+            req::Attach { gpu: 3, window: 5 }.into(),
             req::Malloc { size: 1 << 30 }.into(),
             req::MemcpyDtoD {
                 dst: 0x7000_0000_0100,

@@ -218,7 +218,9 @@ impl Agent {
                 let res = if self.ctx.is_some() {
                     Err(CudaError::INVALID_VALUE)
                 } else {
-                    self.backend.open(r.gpu).map(|ctx| self.ctx = Some(ctx))
+                    self.backend
+                        .open(r.gpu, r.window)
+                        .map(|ctx| self.ctx = Some(ctx))
                 };
                 self.reply(&header, res.map(|()| rep::Attach {}))
             }

@@ -128,7 +128,7 @@ fn limit_refuses_and_recovers(isolation: &str) {
             Err(e) => panic!("the third client is still not admitted: {e:?}"),
         }
     };
-    c3.call(&req::Attach { gpu: 0 }, &[], &mut [])
+    c3.call(&req::Attach { gpu: 0, window: 0 }, &[], &mut [])
         .expect("transport")
         .expect("attach");
     let p = c3.malloc(1000);

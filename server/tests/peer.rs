@@ -40,7 +40,7 @@ fn server(isolation: &str) -> ServerProc {
 /// A connection attached to GPU `gpu`.
 fn attached(addr: &str, gpu: u32, name: &str) -> Conn {
     let mut c = Conn::connect(addr, name).unwrap_or_else(|e| panic!("connect: {e:?}"));
-    c.call(&req::Attach { gpu }, &[], &mut [])
+    c.call(&req::Attach { gpu, window: gpu }, &[], &mut [])
         .expect("transport")
         .expect("attach");
     c

@@ -158,7 +158,7 @@ fn admitted_within(server: &ServerProc, limit: Duration) -> bool {
         match Conn::connect(server.addr(), "bystander") {
             Ok(mut c) => {
                 // A real session works.
-                c.call(&req::Attach { gpu: 0 }, &[], &mut [])
+                c.call(&req::Attach { gpu: 0, window: 0 }, &[], &mut [])
                     .expect("transport")
                     .expect("attach");
                 let p = c.malloc(4096);

@@ -33,7 +33,16 @@ impl Runtime {
         }
         if !st.attached {
             let attach = match st.session.as_mut() {
-                Some(session) => session.call(&req::Attach { gpu: dev.gpu }, &[], &mut []),
+                // The device ordinal names the address window: allocations
+                // of GPUs on different servers never collide.
+                Some(session) => session.call(
+                    &req::Attach {
+                        gpu: dev.gpu,
+                        window: d as u32,
+                    },
+                    &[],
+                    &mut [],
+                ),
                 None => return Err(CudaError::DEVICES_UNAVAILABLE),
             };
             match attach {

@@ -70,10 +70,10 @@ impl Backend for EmuBackend {
         Ok((g.props().clone(), g.attributes()))
     }
 
-    fn open(&self, gpu: u32) -> Result<Box<dyn DeviceContext>, CudaError> {
+    fn open(&self, gpu: u32, window: u32) -> Result<Box<dyn DeviceContext>, CudaError> {
         let g = self.gpu(gpu)?.clone();
         Ok(Box::new(EmuContext {
-            memory: DeviceMemory::new(g, gpu),
+            memory: DeviceMemory::new(g, window),
             images: self.images.clone(),
             modules: Vec::new(),
             functions: Vec::new(),

@@ -37,8 +37,12 @@ pub trait Backend: Send + Sync {
     fn driver_version(&self) -> i32;
     /// Properties and `(cudaDeviceAttr, value)` pairs of one GPU.
     fn device_info(&self, gpu: u32) -> Result<(DeviceProps, Vec<(i32, i32)>), CudaError>;
-    /// A fresh context for one client on one GPU.
-    fn open(&self, gpu: u32) -> Result<Box<dyn DeviceContext>, CudaError>;
+    /// A fresh context for one client on one GPU. `window` is the client's
+    /// name for this GPU (its device ordinal): backends that choose device
+    /// addresses themselves place this context's allocations in an address
+    /// range of that window, so that a client using GPUs of several servers
+    /// never sees two allocations at one address.
+    fn open(&self, gpu: u32, window: u32) -> Result<Box<dyn DeviceContext>, CudaError>;
 }
 
 /// One client's state on one GPU. Dropping it releases everything it holds.

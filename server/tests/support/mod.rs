@@ -309,7 +309,7 @@ impl Conn {
     /// Connects, handshakes and attaches to GPU 0; panics on failure.
     pub fn attached(addr: &str, name: &str) -> Self {
         let mut c = Self::connect(addr, name).unwrap_or_else(|e| panic!("connect: {e:?}"));
-        c.call(&req::Attach { gpu: 0 }, &[], &mut [])
+        c.call(&req::Attach { gpu: 0, window: 0 }, &[], &mut [])
             .expect("transport")
             .expect("attach");
         c

@@ -304,7 +304,10 @@ impl Backend for CudaBackend {
         Ok((g.props.clone(), g.attributes.clone()))
     }
 
-    fn open(&self, gpu: u32) -> Result<Box<dyn DeviceContext>, CudaError> {
+    // The driver chooses device addresses; placing them in the client's
+    // window would take the virtual memory management API (a reserved range
+    // per window), which this backend does not use yet.
+    fn open(&self, gpu: u32, _window: u32) -> Result<Box<dyn DeviceContext>, CudaError> {
         Ok(Box::new(self.open_cuda(gpu)?))
     }
 }

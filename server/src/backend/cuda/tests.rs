@@ -317,7 +317,7 @@ fn fake_driver_staged_copies_wait_before_reusing_a_chunk() {
     let Some(b) = fake_backend("fake_driver_staged_copies_wait_before_reusing_a_chunk") else {
         return;
     };
-    let mut ctx = b.open(0).unwrap();
+    let mut ctx = b.open(0, 0).unwrap();
     let chunk = STAGING_CHUNK;
     for (i, len) in [
         1,
@@ -356,7 +356,7 @@ fn fake_driver_a_failing_network_leaves_the_context_usable() {
     let Some(b) = fake_backend("fake_driver_a_failing_network_leaves_the_context_usable") else {
         return;
     };
-    let mut ctx = b.open(0).unwrap();
+    let mut ctx = b.open(0, 0).unwrap();
     let len = 5 * STAGING_CHUNK;
     let ptr = ctx.malloc(len as u64).unwrap();
     // The payload ends after two and a half chunks.
@@ -388,7 +388,7 @@ fn fake_driver_kernels_launch_with_their_packed_parameters() {
     let Some(b) = fake_backend("fake_driver_kernels_launch_with_their_packed_parameters") else {
         return;
     };
-    let mut ctx = b.open(0).unwrap();
+    let mut ctx = b.open(0, 0).unwrap();
     let image = empty_fatbin();
     let hash = rcud_fatbin::content_hash(&image);
     assert_eq!(
@@ -397,7 +397,7 @@ fn fake_driver_kernels_launch_with_their_packed_parameters() {
     );
     let m = ctx.load_module(hash, Some(image)).unwrap();
     // Cached for every client now.
-    let mut other = b.open(0).unwrap();
+    let mut other = b.open(0, 0).unwrap();
     other.load_module(hash, None).unwrap();
 
     let (f, attrs) = ctx.get_function(m, FILL).unwrap();
@@ -467,7 +467,7 @@ fn fake_driver_module_variables_are_copy_targets() {
     let Some(b) = fake_backend("fake_driver_module_variables_are_copy_targets") else {
         return;
     };
-    let mut ctx = b.open(0).unwrap();
+    let mut ctx = b.open(0, 0).unwrap();
     let image = empty_fatbin();
     let m = ctx
         .load_module(rcud_fatbin::content_hash(&image), Some(image))
@@ -492,8 +492,8 @@ fn fake_driver_a_kernel_fault_is_sticky_until_reset() {
     let Some(b) = fake_backend("fake_driver_a_kernel_fault_is_sticky_until_reset") else {
         return;
     };
-    let mut ctx = b.open(0).unwrap();
-    let mut bystander = b.open(0).unwrap();
+    let mut ctx = b.open(0, 0).unwrap();
+    let mut bystander = b.open(0, 0).unwrap();
     let kept = bystander.malloc(64).unwrap();
     let image = empty_fatbin();
     let m = ctx
@@ -577,7 +577,7 @@ fn gpu_copies_round_trip_through_the_staging_chunks() {
     let Some(b) = gpu("gpu_copies_round_trip_through_the_staging_chunks") else {
         return;
     };
-    let mut ctx = b.open(0).unwrap();
+    let mut ctx = b.open(0, 0).unwrap();
     let chunk = STAGING_CHUNK;
     for (i, len) in [
         1,
@@ -617,8 +617,8 @@ fn gpu_ranges_are_checked_against_the_clients_own_memory() {
     let Some(b) = gpu("gpu_ranges_are_checked_against_the_clients_own_memory") else {
         return;
     };
-    let mut a = b.open(0).unwrap();
-    let mut other = b.open(0).unwrap();
+    let mut a = b.open(0, 0).unwrap();
+    let mut other = b.open(0, 0).unwrap();
     let mine = a.malloc(4096).unwrap();
     let theirs = other.malloc(4096).unwrap();
     let invalid = Err(CudaError::INVALID_VALUE);
@@ -652,7 +652,7 @@ fn gpu_memset_and_device_copies_including_overlapping_ones() {
     let Some(b) = gpu("gpu_memset_and_device_copies_including_overlapping_ones") else {
         return;
     };
-    let mut ctx = b.open(0).unwrap();
+    let mut ctx = b.open(0, 0).unwrap();
     let len = 3 * STAGING_CHUNK as u64 + 11;
     let p = ctx.malloc(len).unwrap();
     ctx.memset(p, 0xab, len).unwrap();
@@ -676,7 +676,7 @@ fn gpu_reset_replaces_the_context() {
     let Some(b) = gpu("gpu_reset_replaces_the_context") else {
         return;
     };
-    let mut ctx = b.open(0).unwrap();
+    let mut ctx = b.open(0, 0).unwrap();
     let p = ctx.malloc(1 << 20).unwrap();
     ctx.reset();
     assert_eq!(ctx.check(p, 1), Err(CudaError::INVALID_VALUE));
@@ -690,7 +690,7 @@ fn gpu_modules_come_from_checked_images() {
     let Some(b) = gpu("gpu_modules_come_from_checked_images") else {
         return;
     };
-    let mut ctx = b.open(0).unwrap();
+    let mut ctx = b.open(0, 0).unwrap();
     let f = ctx.load_module([1; 32], None).unwrap_err();
     assert_eq!(f, Failure::from(CudaError::INVALID_VALUE));
     let junk = vec![0x50, 0xed, 0x55, 0xba, 1, 0, 0x10, 0];
