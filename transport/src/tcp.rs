@@ -39,6 +39,27 @@ impl Default for TcpOptions {
     }
 }
 
+/// Applies the options every rcud connection runs with: no Nagle delay,
+/// `opts.socket_buffer` send and receive buffers, keepalive. Public so that
+/// a baseline on a plain socket (`rcud bench --baseline`) runs with the same.
+pub fn tune(stream: &TcpStream, opts: &TcpOptions) -> io::Result<()> {
+    stream.set_nodelay(true)?;
+    let sock = SockRef::from(stream);
+    // Buffer sizes are hints; the kernel may clamp them.
+    if opts.socket_buffer > 0 {
+        let _ = sock.set_send_buffer_size(opts.socket_buffer);
+        let _ = sock.set_recv_buffer_size(opts.socket_buffer);
+    }
+    // A peer that vanishes without closing (power loss, cable) is detected
+    // within a minute instead of hanging the other side forever.
+    let keepalive = TcpKeepalive::new()
+        .with_time(Duration::from_secs(20))
+        .with_interval(Duration::from_secs(5))
+        .with_retries(6);
+    let _ = sock.set_tcp_keepalive(&keepalive);
+    Ok(())
+}
+
 /// A [`Channel`] over a TCP stream.
 #[derive(Debug)]
 pub struct TcpChannel {
@@ -66,20 +87,7 @@ impl TcpChannel {
 
     /// Wraps an accepted or connected stream and applies the socket options.
     pub fn from_stream(stream: TcpStream, opts: &TcpOptions) -> io::Result<Self> {
-        stream.set_nodelay(true)?;
-        let sock = SockRef::from(&stream);
-        // Buffer sizes are hints; the kernel may clamp them.
-        if opts.socket_buffer > 0 {
-            let _ = sock.set_send_buffer_size(opts.socket_buffer);
-            let _ = sock.set_recv_buffer_size(opts.socket_buffer);
-        }
-        // A peer that vanishes without closing (power loss, cable) is detected
-        // within a minute instead of hanging the other side forever.
-        let keepalive = TcpKeepalive::new()
-            .with_time(Duration::from_secs(20))
-            .with_interval(Duration::from_secs(5))
-            .with_retries(6);
-        let _ = sock.set_tcp_keepalive(&keepalive);
+        tune(&stream, opts)?;
         let peer = stream
             .peer_addr()
             .map(|a: SocketAddr| a.to_string())

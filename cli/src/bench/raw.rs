@@ -17,10 +17,8 @@ use rcud_proto::frame::{FrameHeader, FrameKind};
 use rcud_transport::bootstrap::{self, TransportKind};
 use rcud_transport::csr::CsrChannel;
 use rcud_transport::msr::MsrChannel;
+use rcud_transport::tcp::{self, TcpOptions};
 use rcud_transport::{Channel, TransportError};
-
-/// Bytes the peers move per piece (the rcud server's staging size).
-const PIECE: usize = 1 << 20;
 
 /// One end of a raw connection; the other end is a peer thread.
 pub(crate) enum RawLink {
@@ -53,11 +51,14 @@ impl RawLink {
                     .spawn(move || {
                         pin();
                         if let Ok((conn, _)) = listener.accept() {
-                            let _ = serve_tcp(conn);
+                            if tcp::tune(&conn, &TcpOptions::default()).is_ok() {
+                                let _ = serve_tcp(conn);
+                            }
                         }
                     })?;
+                // The same socket options as rcud's connections.
                 let stream = TcpStream::connect(addr)?;
-                stream.set_nodelay(true)?;
+                tcp::tune(&stream, &TcpOptions::default())?;
                 Ok(RawLink::Tcp(stream))
             }
             TransportKind::Csr | TransportKind::Msr => {
@@ -154,29 +155,37 @@ fn tcp_header(kind: u8, len: usize) -> [u8; 9] {
     h
 }
 
+/// The raw peer keeps the bytes in a buffer as large as the transfer, as the
+/// device's memory holds them: a small buffer reused for every piece would
+/// stay in the CPU cache and flatter the baseline.
+fn sized(buf: &mut Vec<u8>, len: usize) -> io::Result<&mut [u8]> {
+    if len > MAX_TRANSFER {
+        return Err(io::Error::other(format!(
+            "raw peer: {len} bytes asked, more than {MAX_TRANSFER}"
+        )));
+    }
+    if buf.len() < len {
+        buf.resize(len, 0x5a);
+    }
+    Ok(&mut buf[..len])
+}
+
+/// Largest transfer the raw peer serves.
+const MAX_TRANSFER: usize = 4 << 30;
+
 fn serve_tcp(mut conn: TcpStream) -> io::Result<()> {
-    conn.set_nodelay(true)?;
-    let mut buf = vec![0u8; PIECE];
+    let mut buf = Vec::new();
     let mut head = [0u8; 9];
     loop {
         conn.read_exact(&mut head)?;
-        let mut len = u64::from_le_bytes(head[1..].try_into().unwrap_or([0; 8])) as usize;
+        let len = u64::from_le_bytes(head[1..].try_into().unwrap_or([0; 8])) as usize;
+        let bytes = sized(&mut buf, len)?;
         match head[0] {
             b'U' => {
-                while len > 0 {
-                    let n = len.min(buf.len());
-                    conn.read_exact(&mut buf[..n])?;
-                    len -= n;
-                }
+                conn.read_exact(bytes)?;
                 conn.write_all(&[1])?;
             }
-            _ => {
-                while len > 0 {
-                    let n = len.min(buf.len());
-                    conn.write_all(&buf[..n])?;
-                    len -= n;
-                }
-            }
+            _ => conn.write_all(bytes)?,
         }
     }
 }
@@ -196,7 +205,7 @@ fn request(op: u16, body_len: usize, bulk_len: usize) -> FrameHeader {
 }
 
 fn serve_channel(mut chan: Box<dyn Channel>) -> Result<(), TransportError> {
-    let mut buf = vec![0u8; PIECE];
+    let mut buf = Vec::new();
     loop {
         let h = chan.recv_header()?;
         let body = chan.recv_body(h.body_len)?;
@@ -211,26 +220,14 @@ fn serve_channel(mut chan: Box<dyn Channel>) -> Result<(), TransportError> {
         reply.body_len = 0;
         match h.op {
             OP_UPLOAD => {
-                let mut left = h.bulk_len;
-                while left > 0 {
-                    let n = left.min(PIECE as u64) as usize;
-                    chan.recv_bulk_into(&mut buf[..n])?;
-                    left -= n as u64;
-                }
+                chan.recv_bulk_into(sized(&mut buf, h.bulk_len as usize)?)?;
                 reply.bulk_len = 0;
                 chan.send_frame(&reply, &[], &[])?;
             }
             OP_DOWNLOAD => {
                 chan.discard_bulk(h.bulk_len)?;
                 reply.bulk_len = asked;
-                let first = asked.min(PIECE as u64) as usize;
-                chan.send_frame(&reply, &[], &buf[..first])?;
-                let mut left = asked - first as u64;
-                while left > 0 {
-                    let n = left.min(PIECE as u64) as usize;
-                    chan.send_bulk(&buf[..n])?;
-                    left -= n as u64;
-                }
+                chan.send_frame(&reply, &[], sized(&mut buf, asked as usize)?)?;
             }
             _ => return Ok(()),
         }
