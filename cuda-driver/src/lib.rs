@@ -339,6 +339,16 @@ pub fn host_page_size() -> u64 {
     u64::try_from(size).ok().filter(|&s| s > 0).unwrap_or(4096)
 }
 
+/// Flushes every C stdio output stream of the process. The driver writes
+/// device `printf` output through C stdio, which buffers it when standard
+/// output is not a terminal; flushing makes it visible to whoever reads
+/// the descriptor.
+pub fn flush_c_stdio() {
+    // SAFETY: `fflush(NULL)` flushes all open output streams; it takes no
+    // pointer of ours and is safe to call at any time.
+    unsafe { libc::fflush(std::ptr::null_mut()) };
+}
+
 /// The loaded and initialised driver.
 #[derive(Clone)]
 pub struct Driver {

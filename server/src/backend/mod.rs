@@ -43,6 +43,10 @@ pub trait Backend: Send + Sync {
     /// range of that window, so that a client using GPUs of several servers
     /// never sees two allocations at one address.
     fn open(&self, gpu: u32, window: u32) -> Result<Box<dyn DeviceContext>, CudaError>;
+    /// This backend serves one client in a process of its own (an agent
+    /// process): process-wide state, such as standard output, is that
+    /// client's alone.
+    fn own_process(&self) {}
 }
 
 /// One client's state on one GPU. Dropping it releases everything it holds.

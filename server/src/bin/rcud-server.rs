@@ -235,6 +235,7 @@ fn agent_main(fd: i32, args: &Args) -> ExitCode {
             return ExitCode::from(AGENT_SETUP_FAILED);
         }
     };
+    backend.own_process();
     rcud_server::listener::serve_client(
         stream,
         backend,

@@ -117,6 +117,11 @@ static void run(struct stream *s, int upto) {
                 break;
             }
             memset(o->dst, o->value, o->n);
+#ifdef FAKE_PRINTF
+            // As the driver does with device printf: through C stdio, to
+            // the process's standard output.
+            if (o->kind == 2) printf("fill: %zu bytes of %u\n", o->n, (unsigned)o->value);
+#endif
             break;
         case 3: s->ctx->sticky = ILLEGAL_ADDRESS; break;
         }

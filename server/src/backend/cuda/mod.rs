@@ -20,18 +20,21 @@
 //!   fault poisons the context until `cudaDeviceReset`, which replaces it.
 //!
 //! Every operation completes before it returns (the trait's contract): a
-//! launch waits for its kernel. Device-side `printf` output is written by the
-//! driver to the server's standard output; it does not come back in the
-//! launch reply as it does on the emulated device.
+//! launch waits for its kernel. Device-side `printf` output, which the driver
+//! writes to the process's standard output, comes back in the launch reply
+//! when the backend serves one client in an agent process of its own
+//! ([`output`]); with agents as threads it goes to the server's standard
+//! output.
 
 mod errors;
 mod memory;
+mod output;
 mod props;
 
 use std::collections::{HashMap, VecDeque};
 use std::ffi::{CString, OsStr};
 use std::os::fd::OwnedFd;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 use rcud_cuda_driver as driver;
@@ -114,6 +117,9 @@ pub struct CudaBackend {
     version: i32,
     gpus: Vec<Gpu>,
     images: Arc<Mutex<ImageCache>>,
+    /// Standard output captured for device `printf`, once this backend serves
+    /// one client in a process of its own.
+    printf: Arc<OnceLock<output::StdoutCapture>>,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -174,6 +180,7 @@ impl CudaBackend {
             version,
             gpus,
             images: Arc::default(),
+            printf: Arc::default(),
         })
     }
 
@@ -237,6 +244,7 @@ impl CudaBackend {
             dma_buf: g.dma_buf.clone(),
             dma_buf_warned: false,
             images: self.images.clone(),
+            printf: self.printf.clone(),
         })
     }
 }
@@ -307,6 +315,21 @@ impl Backend for CudaBackend {
     // The driver chooses device addresses; placing them in the client's
     // window would take the virtual memory management API (a reserved range
     // per window), which this backend does not use yet.
+    fn own_process(&self) {
+        if self.printf.get().is_some() {
+            return;
+        }
+        match output::StdoutCapture::install() {
+            Ok(c) => {
+                let _ = self.printf.set(c);
+            }
+            Err(e) => tracing::warn!(
+                "device printf output will go to the server's standard output: capturing it \
+                 failed: {e}"
+            ),
+        }
+    }
+
     fn open(&self, gpu: u32, _window: u32) -> Result<Box<dyn DeviceContext>, CudaError> {
         Ok(Box::new(self.open_cuda(gpu)?))
     }
@@ -380,6 +403,7 @@ pub struct CudaDeviceContext {
     dma_buf: DmaBufSupport,
     dma_buf_warned: bool,
     images: Arc<Mutex<ImageCache>>,
+    printf: Arc<OnceLock<output::StdoutCapture>>,
 }
 
 impl std::fmt::Debug for CudaDeviceContext {
@@ -826,8 +850,17 @@ impl DeviceContext for CudaDeviceContext {
             launch.params,
         )
         .map_err(|e| self.note(&e))?;
-        // Device printf went to the server's standard output.
-        Ok(Vec::new())
+        // The launch has completed: the driver has written the kernel's
+        // printf output. Without a capture (agents as threads) it went to
+        // the server's standard output.
+        match self.printf.get().map(output::StdoutCapture::take) {
+            Some(Ok(text)) => Ok(text),
+            Some(Err(e)) => {
+                tracing::warn!("device printf output is lost: reading it back failed: {e}");
+                Ok(Vec::new())
+            }
+            None => Ok(Vec::new()),
+        }
     }
 }
 

@@ -462,6 +462,47 @@ fn fake_driver_kernels_launch_with_their_packed_parameters() {
     );
 }
 
+/// Device printf output (the driver writes it to standard output) comes back
+/// with the launch that produced it once the backend owns its process. The
+/// check runs in a child process, since it takes over standard output.
+#[test]
+fn fake_driver_device_printf_comes_back_with_the_launch() {
+    const CHILD: &str = "RCUD_PRINTF_CHILD";
+    let test = "fake_driver_device_printf_comes_back_with_the_launch";
+    let Some(lib) = fake_driver(test, "printf", &["-DFAKE_PRINTF"]) else {
+        return;
+    };
+    if std::env::var_os(CHILD).is_none() {
+        let exe = std::env::current_exe().unwrap();
+        // The test's full name: its module path without the crate.
+        let module = module_path!().split_once("::").map_or("", |(_, m)| m);
+        let out = Command::new(exe)
+            .args([&format!("{module}::{test}"), "--exact", "--nocapture"])
+            .env(CHILD, "1")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "child failed: {stderr}");
+        assert!(stderr.contains("printf checked"), "{stderr}");
+        return;
+    }
+    let b = CudaBackend::with_library(lib).unwrap();
+    b.own_process();
+    let mut ctx = b.open(0, 0).unwrap();
+    let image = empty_fatbin();
+    let m = ctx
+        .load_module(rcud_fatbin::content_hash(&image), Some(image))
+        .unwrap();
+    let (f, _) = ctx.get_function(m, FILL).unwrap();
+    let p = ctx.malloc(4096).unwrap();
+    // Each launch returns its own output, and only its own.
+    let first = ctx.launch(&launch_of(f, &fill_params(p, 100, 90))).unwrap();
+    assert_eq!(String::from_utf8_lossy(&first), "fill: 100 bytes of 90\n");
+    let second = ctx.launch(&launch_of(f, &fill_params(p, 7, 1))).unwrap();
+    assert_eq!(String::from_utf8_lossy(&second), "fill: 7 bytes of 1\n");
+    eprintln!("printf checked");
+}
+
 #[test]
 fn fake_driver_module_variables_are_copy_targets() {
     let Some(b) = fake_backend("fake_driver_module_variables_are_copy_targets") else {
