@@ -21,7 +21,9 @@
 //! Receiving ([`Incoming`]): chunks are consumed in order; a consumed chunk is
 //! handed back to its link (re-posted, or flow control sent).
 
-use crate::channel::TransportError;
+use rcud_proto::frame::{FrameHeader, HEADER_LEN};
+
+use crate::channel::{parse_header, Channel, TransportError};
 use crate::rdma::{other, wait_cq, Polling};
 use crate::verbs::{
     Access, Completion, CompletionQueue, MemoryRegion, ProtectionDomain, QpState, QueuePair, Sge,
@@ -327,3 +329,146 @@ impl Incoming {
         Ok(())
     }
 }
+
+/// A module's link that also reports failures seen on the receiving side
+/// (while sending flow control) to the next send.
+pub(crate) trait Link: SendLink + RecvLink + Send {
+    /// The failure kept for the sending side, if any.
+    fn take_error(&mut self) -> Result<(), TransportError>;
+}
+
+/// One end of an RDMA module's connection: its link and the two halves of
+/// the chunked stream, as a [`Channel`]. The modules wrap it.
+pub(crate) struct Stream<L> {
+    // The link (queue pairs) is dropped before the staging regions.
+    pub(crate) link: L,
+    out: Outgoing,
+    inc: Incoming,
+    body: Vec<u8>,
+    pub(crate) peer: String,
+}
+
+impl<L: Link> Stream<L> {
+    pub(crate) fn new(link: L, out: Outgoing, peer: String) -> Stream<L> {
+        Stream {
+            link,
+            out,
+            inc: Incoming::default(),
+            body: Vec::with_capacity(256),
+            peer,
+        }
+    }
+
+    fn read_exact(&mut self, dst: &mut [u8]) -> Result<(), TransportError> {
+        let out = &mut self.out;
+        // Gathered sends go out before we wait: the peer may be waiting for them.
+        self.inc
+            .read_exact(dst, &mut self.link, |l| out.send_pending(l))
+    }
+}
+
+impl<L: Link> Channel for Stream<L> {
+    fn send_frame(
+        &mut self,
+        header: &FrameHeader,
+        body: &[u8],
+        bulk: &[u8],
+    ) -> Result<(), TransportError> {
+        debug_assert_eq!(header.body_len as usize, body.len());
+        debug_assert!(bulk.len() as u64 <= header.bulk_len);
+        self.link.take_error()?;
+        self.out.push(&header.to_bytes(), &mut self.link)?;
+        self.out.push(body, &mut self.link)?;
+        self.out.push_payload(bulk, &mut self.link)
+    }
+
+    fn send_bulk(&mut self, bulk: &[u8]) -> Result<(), TransportError> {
+        self.out.push_payload(bulk, &mut self.link)
+    }
+
+    fn send_raw(&mut self, frames: &[u8]) -> Result<(), TransportError> {
+        self.link.take_error()?;
+        self.out.push(frames, &mut self.link)
+    }
+
+    fn flush(&mut self) -> Result<(), TransportError> {
+        self.link.take_error()?;
+        self.out.send_pending(&mut self.link)?;
+        self.out.check_errors(&mut self.link)
+    }
+
+    fn recv_header(&mut self) -> Result<FrameHeader, TransportError> {
+        let mut raw = [0u8; HEADER_LEN];
+        self.read_exact(&mut raw)?;
+        parse_header(&raw)
+    }
+
+    fn recv_body(&mut self, len: u32) -> Result<&[u8], TransportError> {
+        let mut body = std::mem::take(&mut self.body);
+        body.resize(len as usize, 0);
+        let res = self.read_exact(&mut body);
+        self.body = body;
+        res?;
+        Ok(&self.body)
+    }
+
+    fn recv_bulk_into(&mut self, dst: &mut [u8]) -> Result<(), TransportError> {
+        self.read_exact(dst)
+    }
+
+    fn discard_bulk(&mut self, len: u64) -> Result<(), TransportError> {
+        let out = &mut self.out;
+        self.inc
+            .discard(len, &mut self.link, |l| out.send_pending(l))
+    }
+
+    fn peer(&self) -> String {
+        self.peer.clone()
+    }
+}
+
+/// `impl Channel` for a module's wrapper of a [`Stream`] in field `stream`.
+macro_rules! channel_via_stream {
+    ($ty:ty) => {
+        impl $crate::channel::Channel for $ty {
+            fn send_frame(
+                &mut self,
+                header: &rcud_proto::frame::FrameHeader,
+                body: &[u8],
+                bulk: &[u8],
+            ) -> Result<(), $crate::channel::TransportError> {
+                self.stream.send_frame(header, body, bulk)
+            }
+            fn send_bulk(&mut self, bulk: &[u8]) -> Result<(), $crate::channel::TransportError> {
+                self.stream.send_bulk(bulk)
+            }
+            fn send_raw(&mut self, frames: &[u8]) -> Result<(), $crate::channel::TransportError> {
+                self.stream.send_raw(frames)
+            }
+            fn flush(&mut self) -> Result<(), $crate::channel::TransportError> {
+                self.stream.flush()
+            }
+            fn recv_header(
+                &mut self,
+            ) -> Result<rcud_proto::frame::FrameHeader, $crate::channel::TransportError> {
+                self.stream.recv_header()
+            }
+            fn recv_body(&mut self, len: u32) -> Result<&[u8], $crate::channel::TransportError> {
+                self.stream.recv_body(len)
+            }
+            fn recv_bulk_into(
+                &mut self,
+                dst: &mut [u8],
+            ) -> Result<(), $crate::channel::TransportError> {
+                self.stream.recv_bulk_into(dst)
+            }
+            fn discard_bulk(&mut self, len: u64) -> Result<(), $crate::channel::TransportError> {
+                self.stream.discard_bulk(len)
+            }
+            fn peer(&self) -> String {
+                self.stream.peer()
+            }
+        }
+    };
+}
+pub(crate) use channel_via_stream;

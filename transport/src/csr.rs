@@ -1,4 +1,4 @@
-//! The CSR module: a [`Channel`] over RDMA channel semantics (send/receive).
+//! The CSR module: a [`Channel`](crate::Channel) over RDMA channel semantics (send/receive).
 //!
 //! Each connection has two reliable-connected queue pairs:
 //! - the **data channel** carries the frame byte stream (headers, bodies and
@@ -10,8 +10,8 @@
 //! receiving (upper layers never register their own memory). Every receive
 //! chunk is posted at start; a completed receive is consumed, then re-posted.
 //! The byte stream is cut into chunks: chunk boundaries are invisible to the
-//! [`Channel`] caller, and small frames share a chunk (they are gathered, as the
-//! TCP module gathers them, and go out on [`Channel::flush`] or before the
+//! [`Channel`](crate::Channel) caller, and small frames share a chunk (they are gathered, as the
+//! TCP module gathers them, and go out on [`Channel::flush`](crate::Channel::flush) or before the
 //! channel waits to receive).
 //!
 //! Flow control, with `b = n − 3` (the burst length; `n ≥ 9`, a multiple of 3):
@@ -41,10 +41,8 @@
 
 use std::fmt;
 
-use rcud_proto::frame::{FrameHeader, HEADER_LEN};
-
-use crate::channel::{parse_header, Channel, TransportError};
-use crate::chunks::{Incoming, Outgoing, RecvLink, SendLink};
+use crate::channel::TransportError;
+use crate::chunks::{channel_via_stream, Link, Outgoing, RecvLink, SendLink, Stream};
 pub use crate::rdma::Polling;
 use crate::rdma::{blank, other, wait_cq};
 use crate::verbs::{
@@ -289,30 +287,28 @@ impl CsrEndpoint {
             direct,
             ..
         } = *inner;
+        let link = CsrLink {
+            data_qp,
+            ctrl_qp,
+            recv_mrs,
+            data_send_cq,
+            data_recv_cq,
+            ctrl_send_cq,
+            ctrl_recv_cq,
+            chunk,
+            n: chunks,
+            polling,
+            burst: n - 3,
+            peer_burst: p.n as u64 - 3,
+            window: p.n as u64 - 3,
+            ctrl_outstanding: 0,
+            ctrl_error: None,
+            recv_posted: n,
+            granted: n - 3,
+        };
+        let out = Outgoing::new(send_mrs, pd, chunk, direct, 2 * chunks + 16);
         Ok(CsrChannel {
-            link: CsrLink {
-                data_qp,
-                ctrl_qp,
-                recv_mrs,
-                data_send_cq,
-                data_recv_cq,
-                ctrl_send_cq,
-                ctrl_recv_cq,
-                chunk,
-                n: chunks,
-                polling,
-                burst: n - 3,
-                peer_burst: p.n as u64 - 3,
-                window: p.n as u64 - 3,
-                ctrl_outstanding: 0,
-                ctrl_error: None,
-                recv_posted: n,
-                granted: n - 3,
-            },
-            out: Outgoing::new(send_mrs, pd, chunk, direct, 2 * chunks + 16),
-            inc: Incoming::default(),
-            body: Vec::with_capacity(256),
-            peer,
+            stream: Stream::new(link, out, peer),
         })
     }
 }
@@ -428,15 +424,12 @@ struct Inner {
     direct: bool,
 }
 
-/// A [`Channel`] over RDMA channel semantics.
+/// A [`Channel`](crate::Channel) over RDMA channel semantics.
 pub struct CsrChannel {
-    // The link (queue pairs) is dropped before the staging regions.
-    link: CsrLink,
-    out: Outgoing,
-    inc: Incoming,
-    body: Vec<u8>,
-    peer: String,
+    stream: Stream<CsrLink>,
 }
+
+channel_via_stream!(CsrChannel);
 
 /// The queue pairs of one end and their flow control.
 struct CsrLink {
@@ -469,10 +462,10 @@ struct CsrLink {
 impl fmt::Debug for CsrChannel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CsrChannel")
-            .field("peer", &self.peer)
-            .field("chunk", &self.link.chunk)
-            .field("chunks", &self.link.n)
-            .field("window", &self.link.window)
+            .field("peer", &self.stream.peer)
+            .field("chunk", &self.stream.link.chunk)
+            .field("chunks", &self.stream.link.n)
+            .field("window", &self.stream.link.window)
             .finish()
     }
 }
@@ -489,23 +482,12 @@ impl CsrChannel {
 
     /// Staging chunk size in bytes.
     pub fn chunk(&self) -> usize {
-        self.link.chunk
+        self.stream.link.chunk
     }
 
     /// Staging chunks per direction.
     pub fn chunks(&self) -> usize {
-        self.link.n
-    }
-
-    fn take_ctrl_error(&mut self) -> Result<(), TransportError> {
-        self.link.ctrl_error.take().map_or(Ok(()), Err)
-    }
-
-    fn read_exact(&mut self, dst: &mut [u8]) -> Result<(), TransportError> {
-        let out = &mut self.out;
-        // Gathered sends go out before we wait: the peer may be waiting for them.
-        self.inc
-            .read_exact(dst, &mut self.link, |l| out.send_pending(l))
+        self.stream.link.n
     }
 }
 
@@ -654,62 +636,8 @@ impl CsrLink {
     }
 }
 
-impl Channel for CsrChannel {
-    fn send_frame(
-        &mut self,
-        header: &FrameHeader,
-        body: &[u8],
-        bulk: &[u8],
-    ) -> Result<(), TransportError> {
-        debug_assert_eq!(header.body_len as usize, body.len());
-        debug_assert!(bulk.len() as u64 <= header.bulk_len);
-        self.take_ctrl_error()?;
-        self.out.push(&header.to_bytes(), &mut self.link)?;
-        self.out.push(body, &mut self.link)?;
-        self.out.push_payload(bulk, &mut self.link)
-    }
-
-    fn send_bulk(&mut self, bulk: &[u8]) -> Result<(), TransportError> {
-        self.out.push_payload(bulk, &mut self.link)
-    }
-
-    fn send_raw(&mut self, frames: &[u8]) -> Result<(), TransportError> {
-        self.take_ctrl_error()?;
-        self.out.push(frames, &mut self.link)
-    }
-
-    fn flush(&mut self) -> Result<(), TransportError> {
-        self.take_ctrl_error()?;
-        self.out.send_pending(&mut self.link)?;
-        self.out.check_errors(&mut self.link)
-    }
-
-    fn recv_header(&mut self) -> Result<FrameHeader, TransportError> {
-        let mut raw = [0u8; HEADER_LEN];
-        self.read_exact(&mut raw)?;
-        parse_header(&raw)
-    }
-
-    fn recv_body(&mut self, len: u32) -> Result<&[u8], TransportError> {
-        let mut body = std::mem::take(&mut self.body);
-        body.resize(len as usize, 0);
-        let res = self.read_exact(&mut body);
-        self.body = body;
-        res?;
-        Ok(&self.body)
-    }
-
-    fn recv_bulk_into(&mut self, dst: &mut [u8]) -> Result<(), TransportError> {
-        self.read_exact(dst)
-    }
-
-    fn discard_bulk(&mut self, len: u64) -> Result<(), TransportError> {
-        let out = &mut self.out;
-        self.inc
-            .discard(len, &mut self.link, |l| out.send_pending(l))
-    }
-
-    fn peer(&self) -> String {
-        self.peer.clone()
+impl Link for CsrLink {
+    fn take_error(&mut self) -> Result<(), TransportError> {
+        self.ctrl_error.take().map_or(Ok(()), Err)
     }
 }

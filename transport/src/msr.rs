@@ -1,4 +1,4 @@
-//! The MSR module: a [`Channel`] over RDMA memory semantics (RDMA write).
+//! The MSR module: a [`Channel`](crate::Channel) over RDMA memory semantics (RDMA write).
 //!
 //! Dual channel: each direction has its own reliable-connected queue pair.
 //! On the queue pair of a direction the **writer** RDMA-writes staging chunks
@@ -14,8 +14,8 @@
 //! source chunks for the writes and `n` receive chunks the peer writes into
 //! (registered for remote write; their addresses and keys travel in the
 //! set-up bytes). Only these chunks are registered. The byte stream is cut into
-//! chunks as in CSR: chunk boundaries are invisible to the [`Channel`] caller,
-//! small frames share a chunk and go out on [`Channel::flush`] or before the
+//! chunks as in CSR: chunk boundaries are invisible to the [`Channel`](crate::Channel) caller,
+//! small frames share a chunk and go out on [`Channel::flush`](crate::Channel::flush) or before the
 //! channel waits to receive.
 //!
 //! Flow control: the peer's chunk `s mod n` receives the stream's chunk `s`.
@@ -43,13 +43,11 @@
 
 use std::fmt;
 
-use rcud_proto::frame::{FrameHeader, HEADER_LEN};
-
 pub use crate::rdma::Polling;
 use crate::rdma::{blank, other, wait_cq};
 
-use crate::channel::{parse_header, Channel, TransportError};
-use crate::chunks::{Incoming, Outgoing, RecvLink, SendLink};
+use crate::channel::TransportError;
+use crate::chunks::{channel_via_stream, Link, Outgoing, RecvLink, SendLink, Stream};
 use crate::verbs::{
     Access, Completion, CompletionQueue, Context, Endpoint, MemoryRegion, ProtectionDomain, QpInit,
     QueuePair, RecvWr, RemoteRegion, SendOp, SendWr, Sge, VerbsError, WcOpcode, WcStatus,
@@ -304,29 +302,27 @@ impl MsrEndpoint {
             direct,
             ..
         } = *inner;
+        let link = MsrLink {
+            tx_qp,
+            rx_qp,
+            recv_mrs,
+            tx_send_cq,
+            tx_recv_cq,
+            rx_send_cq,
+            rx_recv_cq,
+            chunk,
+            n,
+            polling,
+            signal_every: n.div_ceil(3) as u64,
+            window,
+            remote: p.regions,
+            fc_outstanding: 0,
+            fc_error: None,
+            recv_seq: 0,
+        };
+        let out = Outgoing::new(send_mrs, pd, chunk, direct, 2 * n + 2 * SLACK);
         Ok(MsrChannel {
-            link: MsrLink {
-                tx_qp,
-                rx_qp,
-                recv_mrs,
-                tx_send_cq,
-                tx_recv_cq,
-                rx_send_cq,
-                rx_recv_cq,
-                chunk,
-                n,
-                polling,
-                signal_every: n.div_ceil(3) as u64,
-                window,
-                remote: p.regions,
-                fc_outstanding: 0,
-                fc_error: None,
-                recv_seq: 0,
-            },
-            out: Outgoing::new(send_mrs, pd, chunk, direct, 2 * n + 2 * SLACK),
-            inc: Incoming::default(),
-            body: Vec::with_capacity(256),
-            peer,
+            stream: Stream::new(link, out, peer),
         })
     }
 }
@@ -449,15 +445,12 @@ struct Inner {
     direct: bool,
 }
 
-/// A [`Channel`] over RDMA memory semantics.
+/// A [`Channel`](crate::Channel) over RDMA memory semantics.
 pub struct MsrChannel {
-    // The link (queue pairs) is dropped before the staging regions.
-    link: MsrLink,
-    out: Outgoing,
-    inc: Incoming,
-    body: Vec<u8>,
-    peer: String,
+    stream: Stream<MsrLink>,
 }
+
+channel_via_stream!(MsrChannel);
 
 /// The queue pairs of one end and their flow control.
 struct MsrLink {
@@ -488,10 +481,10 @@ struct MsrLink {
 impl fmt::Debug for MsrChannel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MsrChannel")
-            .field("peer", &self.peer)
-            .field("chunk", &self.link.chunk)
-            .field("chunks", &self.link.n)
-            .field("window", &self.link.window)
+            .field("peer", &self.stream.peer)
+            .field("chunk", &self.stream.link.chunk)
+            .field("chunks", &self.stream.link.n)
+            .field("window", &self.stream.link.window)
             .finish()
     }
 }
@@ -508,23 +501,12 @@ impl MsrChannel {
 
     /// Staging chunk size in bytes.
     pub fn chunk(&self) -> usize {
-        self.link.chunk
+        self.stream.link.chunk
     }
 
     /// Staging chunks per direction.
     pub fn chunks(&self) -> usize {
-        self.link.n
-    }
-
-    fn take_fc_error(&mut self) -> Result<(), TransportError> {
-        self.link.fc_error.take().map_or(Ok(()), Err)
-    }
-
-    fn read_exact(&mut self, dst: &mut [u8]) -> Result<(), TransportError> {
-        let out = &mut self.out;
-        // Gathered writes go out before we wait: the peer may be waiting for them.
-        self.inc
-            .read_exact(dst, &mut self.link, |l| out.send_pending(l))
+        self.stream.link.n
     }
 }
 
@@ -683,62 +665,8 @@ impl MsrLink {
     }
 }
 
-impl Channel for MsrChannel {
-    fn send_frame(
-        &mut self,
-        header: &FrameHeader,
-        body: &[u8],
-        bulk: &[u8],
-    ) -> Result<(), TransportError> {
-        debug_assert_eq!(header.body_len as usize, body.len());
-        debug_assert!(bulk.len() as u64 <= header.bulk_len);
-        self.take_fc_error()?;
-        self.out.push(&header.to_bytes(), &mut self.link)?;
-        self.out.push(body, &mut self.link)?;
-        self.out.push_payload(bulk, &mut self.link)
-    }
-
-    fn send_bulk(&mut self, bulk: &[u8]) -> Result<(), TransportError> {
-        self.out.push_payload(bulk, &mut self.link)
-    }
-
-    fn send_raw(&mut self, frames: &[u8]) -> Result<(), TransportError> {
-        self.take_fc_error()?;
-        self.out.push(frames, &mut self.link)
-    }
-
-    fn flush(&mut self) -> Result<(), TransportError> {
-        self.take_fc_error()?;
-        self.out.send_pending(&mut self.link)?;
-        self.out.check_errors(&mut self.link)
-    }
-
-    fn recv_header(&mut self) -> Result<FrameHeader, TransportError> {
-        let mut raw = [0u8; HEADER_LEN];
-        self.read_exact(&mut raw)?;
-        parse_header(&raw)
-    }
-
-    fn recv_body(&mut self, len: u32) -> Result<&[u8], TransportError> {
-        let mut body = std::mem::take(&mut self.body);
-        body.resize(len as usize, 0);
-        let res = self.read_exact(&mut body);
-        self.body = body;
-        res?;
-        Ok(&self.body)
-    }
-
-    fn recv_bulk_into(&mut self, dst: &mut [u8]) -> Result<(), TransportError> {
-        self.read_exact(dst)
-    }
-
-    fn discard_bulk(&mut self, len: u64) -> Result<(), TransportError> {
-        let out = &mut self.out;
-        self.inc
-            .discard(len, &mut self.link, |l| out.send_pending(l))
-    }
-
-    fn peer(&self) -> String {
-        self.peer.clone()
+impl Link for MsrLink {
+    fn take_error(&mut self) -> Result<(), TransportError> {
+        self.fc_error.take().map_or(Ok(()), Err)
     }
 }
