@@ -453,6 +453,7 @@ fn k_streams() {
         "cudaStreamWaitEvent: ok",
         "host functions in stream order: ok",
         "host function without a synchronizing call: ok",
+        "copies after host functions see their writes: ok",
         "cudaMemcpyAsync to a bad pointer -> cudaErrorInvalidValue",
     ]);
     for (variant, extra) in [

@@ -26,6 +26,20 @@ pub trait HostDst: Send {
     fn bytes(&mut self) -> &mut [u8];
 }
 
+/// The host bytes of a queued host-to-device copy, read when the copy is
+/// sent rather than when it is queued: an application's page-locked buffer,
+/// which a host function queued before the copy may still be writing.
+pub trait HostSrc: Send {
+    /// How many bytes the copy moves.
+    fn len(&self) -> usize;
+    /// Whether the copy moves nothing.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The source bytes, packed (rows of a 2-D copy gathered).
+    fn bytes(&self) -> std::borrow::Cow<'_, [u8]>;
+}
+
 /// What to do with the reply of a queued operation.
 pub enum Completion {
     /// Only the status matters.
@@ -270,6 +284,13 @@ impl Session {
     /// Notes that the last queued operation's reply carries `bytes` of payload.
     pub fn expect_reply_bytes(&mut self, bytes: u64) {
         self.batch_reply_bytes += bytes;
+    }
+
+    /// Whether a queued host function has not run yet.
+    pub fn has_pending_callback(&self) -> bool {
+        self.queued
+            .iter()
+            .any(|q| matches!(q.completion, Completion::Callback(_)))
     }
 
     /// Queues a host function to run after everything queued before it.

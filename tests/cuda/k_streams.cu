@@ -25,6 +25,18 @@ static void CUDART_CB stream_cb(cudaStream_t, cudaError_t status, void *arg) {
 }
 
 static std::atomic<int> signalled{0};
+
+// Fills a page-locked buffer of FILL_N ints with i * k, k taken from the
+// buffer's first element (set by the host before it queues the function).
+static const int FILL_N = 1 << 16;
+struct Fill {
+    int *buf;
+    int k;
+};
+static void CUDART_CB fill_fn(void *arg) {
+    Fill *f = (Fill *)arg;
+    for (int i = 0; i < FILL_N; i++) f->buf[i] = i * f->k;
+}
 static void CUDART_CB signal_fn(void *) { signalled = 1; }
 
 int main() {
@@ -133,6 +145,54 @@ int main() {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     EXPECT(signalled, "the host function never ran");
     printf("host function without a synchronizing call: ok\n");
+
+    // What a host function writes is seen by the copies after it in the
+    // stream: a queued copy reads its page-locked source when it runs, after
+    // the functions before it, not when it was queued.
+    {
+        int *src, *back, *dbuf;
+        CHECK(cudaMallocHost(&src, 2 * FILL_N * sizeof(int)));
+        CHECK(cudaMallocHost(&back, 2 * FILL_N * sizeof(int)));
+        CHECK(cudaMalloc(&dbuf, 2 * FILL_N * sizeof(int)));
+        for (int i = 0; i < 2 * FILL_N; i++) src[i] = -1;
+        Fill first = {src, 3}, second = {src + FILL_N, 5};
+        const size_t half = FILL_N * sizeof(int);
+        CHECK(cudaLaunchHostFunc(streams[1], fill_fn, &first));
+        CHECK(cudaMemcpyAsync(dbuf, src, half, cudaMemcpyHostToDevice, streams[1]));
+        CHECK(cudaLaunchHostFunc(streams[1], fill_fn, &second));
+        CHECK(cudaMemcpyAsync(dbuf + FILL_N, src + FILL_N, half, cudaMemcpyHostToDevice,
+                              streams[1]));
+        CHECK(cudaMemcpyAsync(back, dbuf, 2 * half, cudaMemcpyDeviceToHost, streams[1]));
+        CHECK(cudaStreamSynchronize(streams[1]));
+        for (int i = 0; i < FILL_N; i++) {
+            EXPECT(back[i] == i * 3, "copy after the first host function: [%d] = %d", i, back[i]);
+            EXPECT(back[FILL_N + i] == i * 5, "copy after the second host function: [%d] = %d",
+                   i, back[FILL_N + i]);
+        }
+        // The same for a 2-D copy: rows of 1000 ints, 1024 apart on the host.
+        const int rows = FILL_N / 1024, width = 1000;
+        for (int i = 0; i < FILL_N; i++) src[i] = -1;
+        Fill third = {src, 7};
+        int *pitched;
+        size_t dpitch;
+        CHECK(cudaMallocPitch((void **)&pitched, &dpitch, width * sizeof(int), rows));
+        CHECK(cudaLaunchHostFunc(streams[2], fill_fn, &third));
+        CHECK(cudaMemcpy2DAsync(pitched, dpitch, src, 1024 * sizeof(int), width * sizeof(int),
+                                rows, cudaMemcpyHostToDevice, streams[2]));
+        CHECK(cudaMemcpy2DAsync(back, width * sizeof(int), pitched, dpitch, width * sizeof(int),
+                                rows, cudaMemcpyDeviceToHost, streams[2]));
+        CHECK(cudaStreamSynchronize(streams[2]));
+        for (int r = 0; r < rows; r++)
+            for (int c = 0; c < width; c++)
+                EXPECT(back[r * width + c] == (r * 1024 + c) * 7,
+                       "2-D copy after a host function: row %d col %d = %d", r, c,
+                       back[r * width + c]);
+        CHECK(cudaFree(pitched));
+        CHECK(cudaFree(dbuf));
+        CHECK(cudaFreeHost(back));
+        CHECK(cudaFreeHost(src));
+    }
+    printf("copies after host functions see their writes: ok\n");
 
     // Asynchronous calls on bad pointers fail at once.
     e = cudaMemcpyAsync((void *)0x10, host, 16, cudaMemcpyHostToDevice, streams[0]);

@@ -8,7 +8,7 @@ use rcud_proto::CudaError;
 
 use super::{MemcpyKind, Route, Runtime};
 use crate::hostmem::{HostRegion, HOST_ALLOC_FLAGS};
-use crate::session::{Completion, HostDst};
+use crate::session::{Completion, HostDst, HostSrc};
 
 impl Runtime {
     /// `cudaMalloc` on the current device.
@@ -358,6 +358,39 @@ impl Runtime {
         let len = src.len() as u64;
         self.check_device_range(d, dst, len)?;
         self.enqueue(d, &req::MemcpyHtoD { dst, len }, src, Completion::Status, 0)
+    }
+
+    /// Queued host-to-device copy from page-locked memory, read when the copy
+    /// is sent (after the host functions queued before it have run).
+    pub fn memcpy_htod_async_from(
+        &'static self,
+        d: usize,
+        dst: u64,
+        src: Box<dyn HostSrc>,
+    ) -> Result<(), CudaError> {
+        let len = src.len() as u64;
+        self.check_device_range(d, dst, len)?;
+        self.enqueue_from(d, req::MemcpyHtoD { dst, len }, src)
+    }
+
+    /// Queued 2-D host-to-device copy from page-locked memory: `src` yields
+    /// the `height` rows of `width` bytes, packed, when the copy is sent.
+    pub fn memcpy2d_htod_async_from(
+        &'static self,
+        d: usize,
+        dst: u64,
+        dpitch: u64,
+        width: u64,
+        height: u64,
+        src: Box<dyn HostSrc>,
+    ) -> Result<(), CudaError> {
+        let req = req::Memcpy2DHtoD {
+            dst,
+            dpitch,
+            width,
+            height,
+        };
+        self.enqueue_from(d, req, src)
     }
 
     /// Queued device-to-host copy into page-locked memory, written when the

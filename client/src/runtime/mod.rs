@@ -10,7 +10,7 @@
 //! asynchronous work), `memory`, `kernels`, `streams`.
 
 use std::cell::Cell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
@@ -102,8 +102,13 @@ pub struct RemoteDevice {
     pub backend: String,
 }
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct DeviceState {
+    /// Work queued behind a host function that has not run yet, and all work
+    /// after it, in order: it goes to the session, up to the next host
+    /// function, once that one has run. So a copy reads its page-locked
+    /// source after the host functions before it have written it.
+    held: VecDeque<Held>,
     session: Option<Session>,
     attached: bool,
     flags: u32,
@@ -123,6 +128,24 @@ struct DeviceState {
     kernels: HashMap<u64, Arc<RemoteKernel>>,
     /// Host shadow -> (device address, size) of a variable.
     variables: HashMap<u64, (u64, u64)>,
+}
+
+/// An operation waiting for a host function before it may be queued.
+struct Held {
+    /// Queues the operation (reading its host source now).
+    apply: Box<dyn FnOnce(&mut Session) + Send>,
+    /// It is a host function: operations after it wait for it in turn.
+    callback: bool,
+}
+
+impl std::fmt::Debug for DeviceState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceState")
+            .field("attached", &self.attached)
+            .field("held", &self.held.len())
+            .field("sticky", &self.sticky)
+            .finish_non_exhaustive()
+    }
 }
 
 impl DeviceState {

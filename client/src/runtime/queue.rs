@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use rcud_proto::ops::{req, Failure, Op};
 use rcud_proto::CudaError;
 
-use super::{report, DeviceState, Runtime};
-use crate::session::{Completion, Session};
+use super::{report, DeviceState, Held, Runtime};
+use crate::session::{Completion, HostSrc, Session};
 use crate::ClientError;
 
 impl Runtime {
@@ -88,7 +88,7 @@ impl Runtime {
 
     /// Queues an asynchronous operation on device `d`; it runs at the next
     /// flush (a synchronizing call, a full batch, or the progress thread).
-    pub(super) fn enqueue<O: Op>(
+    pub(super) fn enqueue<O: Op + Clone + Send + 'static>(
         &'static self,
         d: usize,
         req: &O,
@@ -101,9 +101,54 @@ impl Runtime {
         if st.session.as_ref().is_some_and(Session::batch_full) {
             self.flush_locked(st, d)?;
         }
+        let holding = !st.held.is_empty();
         let session = self.ready_session(st, d)?;
-        session.enqueue(req, bulk_out, completion);
-        session.expect_reply_bytes(reply_bytes);
+        if !holding {
+            session.enqueue(req, bulk_out, completion);
+            session.expect_reply_bytes(reply_bytes);
+        } else {
+            let (req, bulk) = (req.clone(), bulk_out.to_vec());
+            st.held.push_back(Held {
+                apply: Box::new(move |s: &mut Session| {
+                    s.enqueue(&req, &bulk, completion);
+                    s.expect_reply_bytes(reply_bytes);
+                }),
+                callback: false,
+            });
+        }
+        st.queued_since.get_or_insert_with(Instant::now);
+        drop(guard);
+        self.wake_progress();
+        Ok(())
+    }
+
+    /// Queues a host-to-device copy (`req`) whose source is read when the
+    /// copy is sent: behind a host function that has not run yet, the copy
+    /// waits for it (with everything queued after it), so it sees what the
+    /// function wrote, as CUDA's stream order requires.
+    pub(super) fn enqueue_from<O: Op + Clone + Send + 'static>(
+        &'static self,
+        d: usize,
+        req: O,
+        src: Box<dyn HostSrc>,
+    ) -> Result<(), CudaError> {
+        let mut guard = self.states[d].lock();
+        let st = &mut *guard;
+        if st.session.as_ref().is_some_and(Session::batch_full) {
+            self.flush_locked(st, d)?;
+        }
+        let holding = !st.held.is_empty();
+        let session = self.ready_session(st, d)?;
+        if !holding && !session.has_pending_callback() {
+            session.enqueue(&req, &src.bytes(), Completion::Status);
+        } else {
+            st.held.push_back(Held {
+                apply: Box::new(move |s: &mut Session| {
+                    s.enqueue(&req, &src.bytes(), Completion::Status)
+                }),
+                callback: false,
+            });
+        }
         st.queued_since.get_or_insert_with(Instant::now);
         drop(guard);
         self.wake_progress();
@@ -119,8 +164,16 @@ impl Runtime {
         let d = self.stream_device(stream)?;
         let mut guard = self.states[d].lock();
         let st = &mut *guard;
+        let holding = !st.held.is_empty();
         let session = self.ready_session(st, d)?;
-        session.enqueue_callback(f);
+        if !holding {
+            session.enqueue_callback(f);
+        } else {
+            st.held.push_back(Held {
+                apply: Box::new(move |s: &mut Session| s.enqueue_callback(f)),
+                callback: true,
+            });
+        }
         st.queued_since.get_or_insert_with(Instant::now);
         drop(guard);
         self.wake_progress();
@@ -131,6 +184,27 @@ impl Runtime {
     /// timestamps, `printf` output, and the first failure (sticky, or kept
     /// for the next call).
     pub(super) fn flush_locked(&self, st: &mut DeviceState, d: usize) -> Result<(), CudaError> {
+        loop {
+            self.flush_once(st, d)?;
+            // The host functions queued so far have run: what waited for the
+            // first of them is queued now, up to the next one.
+            let Some(session) = st.session.as_mut() else {
+                st.held.clear();
+                return Ok(());
+            };
+            if st.held.is_empty() {
+                return Ok(());
+            }
+            while let Some(h) = st.held.pop_front() {
+                (h.apply)(session);
+                if h.callback {
+                    break;
+                }
+            }
+        }
+    }
+
+    fn flush_once(&self, st: &mut DeviceState, d: usize) -> Result<(), CudaError> {
         st.queued_since = None;
         let Some(session) = st.session.as_mut() else {
             return Ok(());

@@ -5,7 +5,7 @@ use std::ffi::c_void;
 use std::os::raw::{c_int, c_uint};
 
 use rcud_client::runtime::Route;
-use rcud_client::session::HostDst;
+use rcud_client::session::{HostDst, HostSrc};
 use rcud_client::{MemcpyKind, Runtime};
 use rcud_proto::CudaError;
 
@@ -107,6 +107,30 @@ impl HostDst for PinnedDst {
     }
 }
 
+/// The application's page-locked buffer that a queued host-to-device copy
+/// reads when it is sent (after the host functions queued before it).
+struct PinnedSrc {
+    ptr: *const u8,
+    len: usize,
+}
+
+// SAFETY: CUDA's contract for cudaMemcpyAsync keeps a page-locked source valid
+// until the stream is synchronized (and cudaFreeHost sends every queue
+// first); the copy reads it from whichever thread sends the queue.
+unsafe impl Send for PinnedSrc {}
+
+impl HostSrc for PinnedSrc {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn bytes(&self) -> std::borrow::Cow<'_, [u8]> {
+        // SAFETY: see the Send impl; `len` bytes at `ptr` were checked to be
+        // page-locked memory of the application when the copy was queued.
+        std::borrow::Cow::Borrowed(unsafe { std::slice::from_raw_parts(self.ptr, self.len) })
+    }
+}
+
 /// `cudaMemcpyAsync`: copies to the device, between allocations of one
 /// device and into page-locked memory are queued; the others (pageable
 /// destinations, other devices) complete before returning, as CUDA specifies
@@ -129,6 +153,15 @@ fn memcpy_async(
         return Err(CudaError::INVALID_VALUE);
     }
     match rt.memcpy_route(dst as u64, src as u64, mkind)? {
+        Route::HostToDevice(d) if d == sd && rt.is_pinned(src as u64, count as u64) => rt
+            .memcpy_htod_async_from(
+                d,
+                dst as u64,
+                Box::new(PinnedSrc {
+                    ptr: src as *const u8,
+                    len: count,
+                }),
+            ),
         Route::HostToDevice(d) if d == sd => {
             // SAFETY: `src` is host memory readable for `count` bytes by the
             // cudaMemcpyAsync contract; the bytes are copied before returning.

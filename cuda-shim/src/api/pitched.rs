@@ -7,6 +7,7 @@ use std::ffi::c_void;
 use std::os::raw::{c_int, c_uint};
 
 use rcud_client::runtime::Route;
+use rcud_client::session::HostSrc;
 use rcud_client::{MemcpyKind, Runtime};
 use rcud_proto::CudaError;
 
@@ -44,6 +45,30 @@ fn gather(src: *const u8, spitch: usize, width: usize, height: usize) -> Vec<u8>
         packed.extend_from_slice(row);
     }
     packed
+}
+
+/// The application's page-locked rows that a queued 2-D host-to-device copy
+/// gathers when it is sent (after the host functions queued before it).
+struct PinnedRows {
+    src: *const u8,
+    spitch: usize,
+    width: usize,
+    height: usize,
+}
+
+// SAFETY: CUDA's contract for cudaMemcpy2DAsync keeps a page-locked source
+// valid until the stream is synchronized (and cudaFreeHost sends every queue
+// first); the rows are read by whichever thread sends the queue.
+unsafe impl Send for PinnedRows {}
+
+impl HostSrc for PinnedRows {
+    fn len(&self) -> usize {
+        self.width * self.height
+    }
+
+    fn bytes(&self) -> std::borrow::Cow<'_, [u8]> {
+        std::borrow::Cow::Owned(gather(self.src, self.spitch, self.width, self.height))
+    }
 }
 
 /// Spreads a packed buffer over rows `dpitch` apart at `dst`.
@@ -96,6 +121,21 @@ fn memcpy2d(
                 };
             }
             Ok(())
+        }
+        Route::HostToDevice(d)
+            if stream.is_some()
+                && spitch
+                    .checked_mul(height - 1)
+                    .and_then(|e| e.checked_add(width))
+                    .is_some_and(|extent| rt.is_pinned(s64, extent as u64)) =>
+        {
+            let rows = PinnedRows {
+                src: src as *const u8,
+                spitch,
+                width,
+                height,
+            };
+            rt.memcpy2d_htod_async_from(d, d64, dpitch as u64, w, h, Box::new(rows))
         }
         Route::HostToDevice(d) => {
             let packed = gather(src as *const u8, spitch, width, height);
