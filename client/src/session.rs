@@ -101,6 +101,8 @@ pub struct Session {
     /// system call at the next flush.
     batch: Vec<u8>,
     queued: std::collections::VecDeque<Queued>,
+    /// Host functions in `queued` (not run yet).
+    callbacks: usize,
     batch_reply_bytes: u64,
 }
 
@@ -169,6 +171,7 @@ impl Session {
             body: Vec::with_capacity(256),
             batch: Vec::new(),
             queued: std::collections::VecDeque::new(),
+            callbacks: 0,
             batch_reply_bytes: 0,
         })
     }
@@ -288,13 +291,12 @@ impl Session {
 
     /// Whether a queued host function has not run yet.
     pub fn has_pending_callback(&self) -> bool {
-        self.queued
-            .iter()
-            .any(|q| matches!(q.completion, Completion::Callback(_)))
+        self.callbacks > 0
     }
 
     /// Queues a host function to run after everything queued before it.
     pub fn enqueue_callback(&mut self, f: Box<dyn FnOnce() + Send>) {
+        self.callbacks += 1;
         self.queued.push_back(Queued {
             frame: None,
             completion: Completion::Callback(f),
@@ -318,12 +320,14 @@ impl Session {
         while let Some(q) = self.queued.pop_front() {
             let Some((id, op)) = q.frame else {
                 if let Completion::Callback(f) = q.completion {
+                    self.callbacks -= 1;
                     f();
                 }
                 continue;
             };
             if let Err(e) = self.complete(id, op, q.completion, &mut outcome) {
                 self.queued.clear();
+                self.callbacks = 0;
                 return Err(e);
             }
         }

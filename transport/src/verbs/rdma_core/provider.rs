@@ -1175,6 +1175,66 @@ impl QpCore {
     }
 }
 
+/// A work request of libibverbs' linked lists.
+trait Linked {
+    fn link(&mut self, next: *mut Self);
+}
+
+impl Linked for ibv_send_wr {
+    fn link(&mut self, next: *mut Self) {
+        self.next = next;
+    }
+}
+
+impl Linked for ibv_recv_wr {
+    fn link(&mut self, next: *mut Self) {
+        self.next = next;
+    }
+}
+
+/// Links `hw` into a list, posts it with `post` (`ops.post_send` or
+/// `ops.post_recv`) and counts what the adapter took into `ring`.
+///
+/// # Safety
+/// `qp` is live and `hw` holds requests the adapter may execute: their
+/// scatter lists point into live registered memory of the queue pair's
+/// domain that stays alive until the requests complete.
+unsafe fn post_list<W: Linked>(
+    hw: &mut [W],
+    ring: &mut Ring,
+    call: &str,
+    post: unsafe extern "C" fn(*mut ibv_qp, *mut W, *mut *mut W) -> c_int,
+    qp: *mut ibv_qp,
+) -> Result<()> {
+    let base = hw.as_mut_ptr();
+    let len = hw.len();
+    for i in 1..len {
+        // SAFETY: both indices are inside `hw`, which is not resized; only
+        // `base` is used from here on, so the links stay valid.
+        unsafe { (*base.add(i - 1)).link(base.add(i)) };
+    }
+    let mut bad: *mut W = std::ptr::null_mut();
+    // SAFETY: the caller's contract; the list is linked above.
+    let ret = unsafe { post(qp, base, &mut bad) };
+    if ret != 0 {
+        let posted = if bad.is_null() {
+            0
+        } else {
+            // SAFETY: the adapter sets `bad` to an element of `hw`.
+            usize::try_from(unsafe { bad.offset_from(base) }).unwrap_or(0)
+        };
+        ring.posted += posted as u64;
+        return Err(io(
+            format!(
+                "{call} rejected work request {posted} of {len} ({posted} before it were posted)"
+            ),
+            status_error(ret),
+        ));
+    }
+    ring.posted += len as u64;
+    Ok(())
+}
+
 /// `ops.post_send` and `ops.post_recv` of the context's table.
 type PostSend = unsafe extern "C" fn(*mut ibv_qp, *mut ibv_send_wr, *mut *mut ibv_send_wr) -> c_int;
 type PostRecv = unsafe extern "C" fn(*mut ibv_qp, *mut ibv_recv_wr, *mut *mut ibv_recv_wr) -> c_int;
@@ -1333,36 +1393,11 @@ impl QpOps for RdmaQp {
             };
             hw.push(h);
         }
-        let base = hw.as_mut_ptr();
-        for i in 1..hw.len() {
-            // SAFETY: both indices are inside `hw`, which is not resized again.
-            unsafe { (*base.add(i - 1)).next = base.add(i) };
-        }
-        let mut bad: *mut ibv_send_wr = std::ptr::null_mut();
-        // SAFETY: a well-formed list of `hw.len()` requests whose scatter
-        // lists point into `sges` and into registered regions of this
-        // domain (bounds checked above); the caller keeps the regions alive
-        // until completion (documented on `MemoryRegion`).
-        let ret = unsafe { post(qp.raw, base, &mut bad) };
-        if ret != 0 {
-            let posted = if bad.is_null() {
-                0
-            } else {
-                // SAFETY: `bad` points into `hw`.
-                usize::try_from(unsafe { bad.offset_from(base) }).unwrap_or(0)
-            };
-            ring.posted += posted as u64;
-            return Err(io(
-                format!(
-                    "ibv_post_send rejected work request {posted} of {} ({posted} before it \
-                     were posted)",
-                    wrs.len()
-                ),
-                status_error(ret),
-            ));
-        }
-        ring.posted += wrs.len() as u64;
-        Ok(())
+        // SAFETY: `hw` holds well-formed requests whose scatter lists point
+        // into `sges` and into registered regions of this domain (bounds
+        // checked above); the caller keeps the regions alive until
+        // completion (documented on `MemoryRegion`).
+        unsafe { post_list(&mut hw, &mut ring, "ibv_post_send", post, qp.raw) }
     }
 
     fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<()> {
@@ -1406,33 +1441,8 @@ impl QpOps for RdmaQp {
             };
             hw.push(h);
         }
-        let base = hw.as_mut_ptr();
-        for i in 1..hw.len() {
-            // SAFETY: both indices are inside `hw`, which is not resized again.
-            unsafe { (*base.add(i - 1)).next = base.add(i) };
-        }
-        let mut bad: *mut ibv_recv_wr = std::ptr::null_mut();
         // SAFETY: as in `post_send`; the regions have LOCAL_WRITE.
-        let ret = unsafe { post(qp.raw, base, &mut bad) };
-        if ret != 0 {
-            let posted = if bad.is_null() {
-                0
-            } else {
-                // SAFETY: `bad` points into `hw`.
-                usize::try_from(unsafe { bad.offset_from(base) }).unwrap_or(0)
-            };
-            ring.posted += posted as u64;
-            return Err(io(
-                format!(
-                    "ibv_post_recv rejected work request {posted} of {} ({posted} before it \
-                     were posted)",
-                    wrs.len()
-                ),
-                status_error(ret),
-            ));
-        }
-        ring.posted += wrs.len() as u64;
-        Ok(())
+        unsafe { post_list(&mut hw, &mut ring, "ibv_post_recv", post, qp.raw) }
     }
 }
 
