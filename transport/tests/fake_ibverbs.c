@@ -861,6 +861,13 @@ int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 			q->access = a->qp_access_flags;
 			q->qp.state = QPS_INIT;
 		}
+	} else if (cur == QPS_INIT && next == QPS_INIT) {
+		/* librdmacm refreshes the rights this way before RTR. */
+		if (!mask_ok(mask, M_STATE, M_PKEY | M_PORT | M_ACCESS) ||
+		    ((mask & M_PORT) && a->port_num != 1) || ((mask & M_PKEY) && a->pkey_index != 0))
+			rc = EINVAL;
+		else if (mask & M_ACCESS)
+			q->access = a->qp_access_flags;
 	} else if (cur == QPS_INIT && next == QPS_RTR) {
 		int need = M_STATE | M_AV | M_MTU | M_DEST_QPN | M_RQ_PSN |
 			   M_MAX_DEST_RD | M_MIN_RNR;

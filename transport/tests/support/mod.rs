@@ -9,6 +9,8 @@ use rcud_proto::frame::FrameHeader;
 use rcud_proto::FrameKind;
 use rcud_transport::Channel;
 
+pub mod fake_rdma;
+
 pub const MIB: usize = 1 << 20;
 
 pub fn header(id: u32, body: usize, bulk: usize) -> FrameHeader {

@@ -83,7 +83,10 @@ pub enum CmError {
         after: Duration,
     },
     /// Another event than the awaited one came (rejected, unreachable …).
-    #[error("RDMA CM: waiting for {waiting_for}, got {got} (status {status})")]
+    #[error(
+        "RDMA CM: waiting for {waiting_for}, got {got} (status {status}){}",
+        event_hint(.got, *.status)
+    )]
     Unexpected {
         /// The awaited event.
         waiting_for: &'static str,
@@ -101,6 +104,33 @@ pub enum CmError {
 }
 
 type Result<T> = std::result::Result<T, CmError>;
+
+/// What an unexpected event usually means, for the error message.
+fn event_hint(got: &str, status: i32) -> &'static str {
+    // REJECTED carries the InfiniBand CM reject reason (IB and RoCE) or a
+    // negative errno (iWARP).
+    const IB_REJ_INVALID_SERVICE_ID: i32 = 8;
+    const IB_REJ_CONSUMER_DEFINED: i32 = 28;
+    match got {
+        "RDMA_CM_EVENT_REJECTED" => match status {
+            IB_REJ_INVALID_SERVICE_ID => {
+                ": nobody listens at that address and port (reject reason: invalid service ID)"
+            }
+            s if s == -libc::ECONNREFUSED => {
+                ": nobody listens at that address and port (connection refused)"
+            }
+            IB_REJ_CONSUMER_DEFINED => ": the peer rejected the connection or gave it up",
+            _ => ": the peer or the fabric rejected the connection",
+        },
+        "RDMA_CM_EVENT_UNREACHABLE" => ": the peer did not answer (unreachable or not running)",
+        "RDMA_CM_EVENT_ADDR_ERROR" => {
+            ": no RDMA device reaches that address (is it on an IPoIB or RoCE interface?)"
+        }
+        "RDMA_CM_EVENT_ROUTE_ERROR" => ": no route to that address over the RDMA fabric",
+        "RDMA_CM_EVENT_DISCONNECTED" => ": the peer disconnected",
+        _ => "",
+    }
+}
 
 fn call(call: &'static str) -> CmError {
     CmError::Call {
@@ -125,10 +155,12 @@ unsafe impl Sync for CmId {}
 impl Drop for CmId {
     fn drop(&mut self) {
         // SAFETY: the id's queue pair (if any) is gone (it held this id);
-        // every event taken from the channel was acknowledged.
+        // every event taken from the channel was acknowledged. A channel
+        // whose id is still there is left alone (leaked), not freed under it.
         unsafe {
             if !self.raw.is_null() && (self.cm.destroy_id)(self.raw) != 0 {
                 tracing::warn!("rdma_destroy_id failed: {}", errno());
+                return;
             }
             (self.cm.destroy_event_channel)(self.channel);
         }
@@ -342,7 +374,18 @@ impl CmListener {
             }
             // The request's id arrived on the listener's channel: give it
             // its own, so that this connection's events stay with it.
-            let channel = new_channel(cm)?;
+            let channel = match new_channel(cm) {
+                Ok(channel) => channel,
+                Err(err) => {
+                    // SAFETY: the request's live id, owned by nothing here:
+                    // refused, then destroyed (its event was acknowledged).
+                    unsafe {
+                        (cm.reject)(e.id, std::ptr::null(), 0);
+                        (cm.destroy_id)(e.id);
+                    }
+                    return Err(err);
+                }
+            };
             let id = CmId {
                 cm,
                 raw: e.id,

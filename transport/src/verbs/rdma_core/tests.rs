@@ -1,7 +1,8 @@
-//! The generated bindings against the stand-in library of the integration
-//! tests (`tests/fake_ibverbs.c`), which declares the libibverbs structs
-//! itself: if the two disagree on a size or offset, the stand-in would test
-//! nothing, so this test pins them together.
+//! The generated bindings against the stand-in libraries of the integration
+//! tests (`tests/fake_ibverbs.c`, and `tests/fake_rdmacm.c` which includes
+//! it), which declare the libibverbs and librdmacm structs themselves: if
+//! the two disagree on a size or offset, the stand-ins would test nothing,
+//! so these tests pin them together.
 
 use std::mem::{offset_of, size_of};
 use std::path::PathBuf;
@@ -9,21 +10,21 @@ use std::process::Command;
 
 use super::sys::*;
 
-/// `fake_ibverbs.c` built next to the test executable, or `None` (with the
-/// reason printed) when no C compiler is at hand.
-fn build_fake() -> Option<PathBuf> {
-    let source = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fake_ibverbs.c");
+/// `tests/<source>` built next to the test executable as `<lib>`, or `None`
+/// (with the reason printed) when no C compiler is at hand.
+fn build_fake(source: &str, lib: &str) -> Option<PathBuf> {
+    let source = format!("{}/tests/{source}", env!("CARGO_MANIFEST_DIR"));
     let dir = std::env::current_exe()
         .ok()?
         .parent()?
         .join("rcud-fake-ibverbs-unit");
     std::fs::create_dir_all(&dir).ok()?;
-    let out = dir.join("libibverbs.so.1");
+    let out = dir.join(lib);
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     match Command::new(&cc)
         .args(["-shared", "-fPIC", "-O1", "-o"])
         .arg(&out)
-        .arg(source)
+        .arg(&source)
         .status()
     {
         Ok(s) if s.success() => Some(out),
@@ -46,7 +47,9 @@ macro_rules! layout {
 
 #[test]
 fn bindings_match_the_stand_in_layouts() {
-    let Some(lib) = build_fake() else { return };
+    let Some(lib) = build_fake("fake_ibverbs.c", "libibverbs.so.1") else {
+        return;
+    };
     let expected: Vec<(&str, usize)> = layout!(
         size ibv_context_ops, size ibv_context, size ibv_device_attr, size ibv_port_attr,
         size ibv_pd, size ibv_mr, size ibv_comp_channel, size ibv_cq, size ibv_qp,
@@ -112,17 +115,24 @@ fn bindings_match_the_stand_in_layouts() {
         off ibv_wc.qp_num as "ibv_wc.qp_num",
         off ibv_wc.wc_flags as "ibv_wc.wc_flags",
     );
+    compare(&lib, b"fake_ibv_layout", &expected);
+    // The offsets of the ops table are what the inline verbs rely on.
+    assert_eq!(offset_of!(ibv_context_ops, poll_cq), 11 * 8);
+    assert_eq!(offset_of!(ibv_context_ops, post_send), 25 * 8);
+}
+
+/// Asks the stand-in's `query` (`long f(const char *name)`) for each entry
+/// of `expected` and asserts that all agree.
+fn compare(lib: &PathBuf, query: &[u8], expected: &[(&str, usize)]) {
     // SAFETY: the stand-in's initialisers do nothing.
-    let lib = unsafe { libloading::Library::new(&lib) }.unwrap();
-    // SAFETY: the prototype of the stand-in's `fake_ibv_layout`.
+    let lib = unsafe { libloading::Library::new(lib) }.unwrap();
+    // SAFETY: the prototype of the stand-in's layout queries.
     let query = unsafe {
-        lib.get::<unsafe extern "C" fn(*const std::ffi::c_char) -> std::ffi::c_long>(
-            b"fake_ibv_layout",
-        )
+        lib.get::<unsafe extern "C" fn(*const std::ffi::c_char) -> std::ffi::c_long>(query)
     }
     .unwrap();
     let mut wrong = Vec::new();
-    for (name, ours) in &expected {
+    for (name, ours) in expected {
         let c_name = std::ffi::CString::new(*name).unwrap();
         // SAFETY: a NUL-terminated string that outlives the call.
         let theirs = unsafe { query(c_name.as_ptr()) };
@@ -131,7 +141,33 @@ fn bindings_match_the_stand_in_layouts() {
         }
     }
     assert!(wrong.is_empty(), "layouts differ:\n{}", wrong.join("\n"));
-    // The offsets of the ops table are what the inline verbs rely on.
-    assert_eq!(offset_of!(ibv_context_ops, poll_cq), 11 * 8);
-    assert_eq!(offset_of!(ibv_context_ops, post_send), 25 * 8);
+}
+
+#[test]
+fn cm_bindings_match_the_stand_in_layouts() {
+    let Some(lib) = build_fake("fake_rdmacm.c", "libfakerdma.so") else {
+        return;
+    };
+    let expected: Vec<(&str, usize)> = layout!(
+        size rdma_event_channel, size rdma_route, size rdma_cm_id, size rdma_conn_param,
+        size rdma_cm_event;
+        off rdma_cm_id.verbs as "rdma_cm_id.verbs",
+        off rdma_cm_id.channel as "rdma_cm_id.channel",
+        off rdma_cm_id.qp as "rdma_cm_id.qp",
+        off rdma_cm_id.route as "rdma_cm_id.route",
+        off rdma_cm_id.ps as "rdma_cm_id.ps",
+        off rdma_cm_id.port_num as "rdma_cm_id.port_num",
+        off rdma_cm_id.qp_type as "rdma_cm_id.qp_type",
+        off rdma_conn_param.private_data_len as "rdma_conn_param.private_data_len",
+        off rdma_conn_param.responder_resources as "rdma_conn_param.responder_resources",
+        off rdma_conn_param.retry_count as "rdma_conn_param.retry_count",
+        off rdma_conn_param.rnr_retry_count as "rdma_conn_param.rnr_retry_count",
+        off rdma_conn_param.qp_num as "rdma_conn_param.qp_num",
+        off rdma_cm_event.id as "rdma_cm_event.id",
+        off rdma_cm_event.listen_id as "rdma_cm_event.listen_id",
+        off rdma_cm_event.event as "rdma_cm_event.event",
+        off rdma_cm_event.status as "rdma_cm_event.status",
+        off rdma_cm_event.param as "rdma_cm_event.param",
+    );
+    compare(&lib, b"fake_rdmacm_layout", &expected);
 }
