@@ -158,11 +158,12 @@ impl Session {
                 message: hello.message,
             });
         }
-        let chan =
-            bootstrap::establish(stream, kind, &opts).map_err(|source| ClientError::Transport {
+        let chan = bootstrap::establish(stream, kind, bootstrap::Role::Client, &opts).map_err(
+            |source| ClientError::Transport {
                 server: server.to_string(),
                 source,
-            })?;
+            },
+        )?;
         Ok(Self {
             chan,
             server: server.to_string(),

@@ -330,7 +330,7 @@ pub fn serve_client(
     let client = hello.client;
     let kind = TransportKind::from_code(hello.transport).unwrap_or_default();
     // The RDMA set-up exchange is bounded by the same timeout as the hello.
-    let chan = match bootstrap::establish(stream, kind, tcp) {
+    let chan = match bootstrap::establish(stream, kind, bootstrap::Role::Agent, tcp) {
         Ok(c) => c,
         Err(e) => {
             tracing::warn!(%peer, transport = %kind, "cannot set up the connection: {e}");

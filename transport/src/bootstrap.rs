@@ -1,17 +1,18 @@
 //! Turning a connected TCP socket into the channel a client asked for.
 //!
 //! Every connection starts on TCP (the handshake names the transport). For
-//! RDMA modules both ends then create their RDMA state, exchange its
-//! description over the TCP socket, and connect; all of it happens inside the
-//! agent that serves the connection, never in the listener.
+//! the RDMA modules the agent then offers the first RDMA channel's port over
+//! the TCP socket and the modules' set-up runs through the connection
+//! manager ([`crate::setup`], [`crate::verbs::cm`]); all of it happens inside
+//! the agent that serves the connection, never in the listener.
 
-use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::str::FromStr;
 
 use crate::channel::{Channel, TransportError};
-use crate::csr::{CsrChannel, CsrEndpoint, CsrOptions, Polling};
-use crate::msr::{MsrChannel, MsrEndpoint, MsrOptions};
+use crate::csr::{CsrChannel, CsrOptions, Polling};
+use crate::msr::{MsrChannel, MsrOptions};
+use crate::setup;
 use crate::tcp::{TcpChannel, TcpOptions};
 use crate::verbs::{Context, Fabric};
 
@@ -68,39 +69,6 @@ impl std::fmt::Display for TransportKind {
             TransportKind::Msr => "msr",
         })
     }
-}
-
-/// Longest RDMA connection description accepted from a peer.
-const MAX_BLOB: usize = 64 << 10;
-
-/// RDMA device the RDMA modules use: `RCUD_RDMA_DEVICE`, else the first
-/// rdma-core adapter, else the `soft` device (peers on this host). Both ends
-/// must end up on the same provider: set `RCUD_RDMA_DEVICE` where a host has
-/// an adapter but its peer is reached over shared memory, or the other way.
-fn rdma_context() -> Result<Context, TransportError> {
-    let found = match std::env::var("RCUD_RDMA_DEVICE") {
-        Ok(n) => Context::open_by_name(&n),
-        Err(_) => {
-            let all = crate::verbs::devices();
-            let pick = all
-                .iter()
-                .find(|d| d.provider != crate::verbs::Provider::Soft)
-                .or_else(|| all.first());
-            match pick {
-                Some(d) => Context::open(d),
-                None => {
-                    return Err(env_error(
-                        "no RDMA device: install rdma-core and an adapter, or use the TCP \
-                         transport"
-                            .into(),
-                    ))
-                }
-            }
-        }
-    };
-    let ctx = found.map_err(|e| env_error(format!("RDMA device: {e}")))?;
-    tracing::debug!(device = %ctx.device().name, fabric = ?ctx.fabric(), "RDMA device");
-    Ok(ctx)
 }
 
 /// Tunables both RDMA modules read from the environment.
@@ -202,59 +170,48 @@ pub fn msr_options_for(fabric: Fabric) -> Result<MsrOptions, TransportError> {
     Ok(opts)
 }
 
-/// Sends our RDMA description (length-prefixed) and reads the peer's.
-fn exchange_description(stream: &mut TcpStream, blob: &[u8]) -> Result<Vec<u8>, TransportError> {
-    let mut out = Vec::with_capacity(4 + blob.len());
-    out.extend_from_slice(&(blob.len() as u32).to_le_bytes());
-    out.extend_from_slice(blob);
-    stream.write_all(&out)?;
-    let mut len = [0u8; 4];
-    stream.read_exact(&mut len)?;
-    let len = u32::from_le_bytes(len) as usize;
-    if len > MAX_BLOB {
-        return Err(TransportError::Io(std::io::Error::other(format!(
-            "peer's RDMA description of {len} bytes is too long"
-        ))));
-    }
-    let mut peer = vec![0u8; len];
-    stream.read_exact(&mut peer)?;
-    Ok(peer)
+/// Which end of a connection calls [`establish`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The server's agent: it offers the RDMA channels' ports and accepts.
+    Agent,
+    /// The client (the thesis's connector): it connects.
+    Client,
 }
 
 /// Builds the channel of `kind` on a socket whose handshake is done. Both
-/// ends call it with the same kind. A read timeout on `stream` bounds the RDMA
-/// set-up exchange; the TCP channel is left without one.
+/// ends call it with the same kind, each in its role. A read timeout on
+/// `stream` bounds the RDMA set-up (else [`setup::SETUP_TIMEOUT`]); the TCP
+/// channel is left without one.
 pub fn establish(
     mut stream: TcpStream,
     kind: TransportKind,
+    role: Role,
     tcp: &TcpOptions,
 ) -> Result<Box<dyn Channel>, TransportError> {
-    match kind {
-        TransportKind::Tcp => {
+    let csr_opts = |ctx: &Context| csr_options_for(ctx.fabric());
+    let msr_opts = |ctx: &Context| msr_options_for(ctx.fabric());
+    Ok(match (kind, role) {
+        (TransportKind::Tcp, _) => {
             // A timeout that bounded the handshake must not cut idle clients.
             stream.set_read_timeout(None)?;
-            Ok(Box::new(TcpChannel::from_stream(stream, tcp)?))
+            Box::new(TcpChannel::from_stream(stream, tcp)?)
         }
-        TransportKind::Csr => {
-            let ctx = rdma_context()?;
-            let opts = csr_options_for(ctx.fabric())?;
-            let (endpoint, blob) = CsrEndpoint::new(&ctx, &opts)?;
-            // Both ends post their receives before their description leaves,
-            // so each may write as soon as it has the other's.
-            let peer = exchange_description(&mut stream, &blob)?;
-            let chan: CsrChannel = endpoint.connect(&peer)?;
-            Ok(Box::new(chan))
+        (TransportKind::Csr, Role::Agent) => {
+            let (rv, first) = setup::offer(&mut stream, "CSR")?;
+            Box::new(CsrChannel::accept(&rv, first, &csr_opts)?)
         }
-        TransportKind::Msr => {
-            let ctx = rdma_context()?;
-            let opts = msr_options_for(ctx.fabric())?;
-            // All notification and flow-control receives are posted and the
-            // receive chunks registered before the description (with their
-            // addresses and keys) leaves.
-            let (endpoint, blob) = MsrEndpoint::new(&ctx, &opts)?;
-            let peer = exchange_description(&mut stream, &blob)?;
-            let chan: MsrChannel = endpoint.connect(&peer)?;
-            Ok(Box::new(chan))
+        (TransportKind::Csr, Role::Client) => {
+            let (rv, port) = setup::take_offer(&mut stream, "CSR")?;
+            Box::new(CsrChannel::connect(&rv, port, &csr_opts)?)
         }
-    }
+        (TransportKind::Msr, Role::Agent) => {
+            let (rv, first) = setup::offer(&mut stream, "MSR")?;
+            Box::new(MsrChannel::accept(&rv, first, &msr_opts)?)
+        }
+        (TransportKind::Msr, Role::Client) => {
+            let (rv, port) = setup::take_offer(&mut stream, "MSR")?;
+            Box::new(MsrChannel::connect(&rv, port, &msr_opts)?)
+        }
+    })
 }

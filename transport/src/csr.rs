@@ -29,10 +29,17 @@
 //! done, and completion errors (which are always reported) are checked then,
 //! on flush, and when the queue pair is seen in the error state.
 //!
-//! Set-up: [`CsrEndpoint::new`] creates everything and posts all receives; its
-//! bytes go to the peer out of band (the TCP bootstrap); [`CsrEndpoint::connect`]
-//! takes the peer's bytes and returns the [`CsrChannel`].
-//! [`CsrChannel::pair_local`] does both ends in one process.
+//! Set-up, as the thesis describes it ([`CsrChannel::accept`] on the agent,
+//! [`CsrChannel::connect`] on the client, through the connection manager,
+//! [`crate::verbs::cm`]): the agent offers the data channel's port over the
+//! TCP bootstrap; each end creates the data channel's structures, registers
+//! its staging chunks and posts every receive before it accepts or connects;
+//! the agent then opens the control channel's port and sends it over the
+//! data channel, together with its geometry (chunk size and count; the
+//! client's comes back the same way); each end posts its credit receives
+//! before the control channel is accepted or connected. A geometry message
+//! takes one receive chunk, which is re-posted before the stream starts.
+//! [`CsrChannel::pair_local`] runs both sides in one process.
 //!
 //! A frame bigger than the window can only be sent while the peer is
 //! receiving: like TCP with full socket buffers, two ends that both send large
@@ -45,9 +52,11 @@ use crate::channel::TransportError;
 use crate::chunks::{channel_via_stream, Link, Outgoing, RecvLink, SendLink, Stream};
 pub use crate::rdma::Polling;
 use crate::rdma::{blank, other, wait_cq};
+use crate::setup::{self, Fields, Rendezvous};
+use crate::verbs::cm::{Listener, Pending};
 use crate::verbs::{
-    Access, Completion, CompletionQueue, Context, Endpoint, MemoryRegion, ProtectionDomain, QpInit,
-    QueuePair, RecvWr, SendOp, SendWr, Sge, VerbsError, WcStatus, SOFT_DEVICE,
+    Access, Completion, CompletionQueue, Context, MemoryRegion, ProtectionDomain, QpInit,
+    QueuePair, RecvWr, SendOp, SendWr, Sge, VerbsError, WcStatus,
 };
 use crate::DEFAULT_CHUNK;
 
@@ -57,7 +66,7 @@ pub const DEFAULT_CHUNKS: usize = 9;
 pub const MIN_CHUNKS: usize = 9;
 /// Receives posted on the control channel (credits in flight are at most two).
 const CTRL_DEPTH: usize = 8;
-const BLOB_MAGIC: &[u8; 4] = b"CSR1";
+const HELLO_MAGIC: &[u8; 4] = b"CSR2";
 
 /// Tunables of the CSR module.
 #[derive(Debug, Clone)]
@@ -125,31 +134,70 @@ fn completion_error(channel: &str, wc: &Completion) -> TransportError {
     }
 }
 
-/// One end of a CSR connection before the peer's endpoint is known: all
-/// resources created, all receives posted.
-pub struct CsrEndpoint {
-    inner: Box<Inner>,
+/// What each end says over the data channel once it is open: its staging
+/// geometry, and (the agent) the control channel's port.
+#[derive(Debug)]
+struct Hello {
+    chunk: usize,
+    n: usize,
+    /// 0 from the client.
+    ctrl_port: u16,
 }
 
-impl fmt::Debug for CsrEndpoint {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CsrEndpoint")
-            .field("device", &self.inner.device)
-            .field("chunk", &self.inner.chunk)
-            .field("chunks", &self.inner.n)
-            .finish()
+impl Hello {
+    const LEN: usize = 18;
+
+    fn encode(&self) -> [u8; Self::LEN] {
+        let mut b = [0u8; Self::LEN];
+        b[..4].copy_from_slice(HELLO_MAGIC);
+        b[4..12].copy_from_slice(&(self.chunk as u64).to_le_bytes());
+        b[12..16].copy_from_slice(&(self.n as u32).to_le_bytes());
+        b[16..].copy_from_slice(&self.ctrl_port.to_le_bytes());
+        b
+    }
+
+    fn decode(b: &[u8]) -> Result<Hello, TransportError> {
+        let mut f = Fields::new(b, HELLO_MAGIC, "CSR geometry")?;
+        let chunk = f.u64()?;
+        let n = f.u32()? as usize;
+        let ctrl_port = f.u16()?;
+        f.end()?;
+        Ok(Hello {
+            chunk: usize::try_from(chunk)
+                .map_err(|_| other("CSR: the peer's chunk size does not fit"))?,
+            n,
+            ctrl_port,
+        })
     }
 }
 
-impl CsrEndpoint {
-    /// Creates both channels' structures on `ctx`, registers the staging
-    /// chunks and posts every receive. Returns the endpoint and the bytes to
-    /// send to the peer (both queue pairs' endpoints and the staging geometry).
+/// The data channel of one end: staging chunks, queues, every receive
+/// posted. The queue pair comes first so that it is destroyed before the
+/// regions its work requests name.
+struct DataSide {
+    qp: QueuePair,
+    send_mrs: Vec<MemoryRegion>,
+    recv_mrs: Vec<MemoryRegion>,
+    send_cq: CompletionQueue,
+    recv_cq: CompletionQueue,
+    pd: ProtectionDomain,
+    device: String,
+    chunk: usize,
+    n: usize,
+    polling: Polling,
+    /// Large payloads are posted from the caller's memory.
+    direct: bool,
+}
+
+impl DataSide {
+    /// Creates the data channel's structures on the connection's device,
+    /// registers the staging chunks and posts every receive.
     ///
     /// If the device cannot register `2 × chunks` regions, the largest count
     /// (a multiple of 3, at least 9) that registers is used and logged.
-    pub fn new(ctx: &Context, opts: &CsrOptions) -> Result<(CsrEndpoint, Vec<u8>), TransportError> {
+    fn create(p: &mut Pending, opts: &CsrOptions) -> Result<DataSide, TransportError> {
         opts.validate()?;
+        let ctx = p.context().clone();
         let attr = ctx.attr();
         if opts.chunk as u64 > u64::from(attr.max_msg_size) {
             return Err(other(format!(
@@ -163,30 +211,23 @@ impl CsrEndpoint {
         let (send_mrs, recv_mrs) = alloc_chunks(&pd, opts)?;
         let n = send_mrs.len();
         let depth = (2 * n + 16) as u32;
-        let cq = |what: &str, d: u32| {
-            ctx.create_cq(d)
-                .map_err(|e| verbs(&format!("creating the {what} completion queue"), e))
+        let cq = |what: &str| {
+            ctx.create_cq(depth)
+                .map_err(|e| verbs(&format!("creating the data {what} completion queue"), e))
         };
-        let data_send_cq = cq("data send", depth)?;
-        let data_recv_cq = cq("data receive", depth)?;
-        let ctrl_send_cq = cq("control send", 2 * CTRL_DEPTH as u32)?;
-        let ctrl_recv_cq = cq("control receive", 2 * CTRL_DEPTH as u32)?;
-        let data_qp = pd
-            .create_qp(&QpInit {
-                send_cq: &data_send_cq,
-                recv_cq: &data_recv_cq,
-                max_send_wr: n as u32,
-                max_recv_wr: n as u32,
-            })
-            .map_err(|e| verbs("creating the data queue pair", e))?;
-        let ctrl_qp = pd
-            .create_qp(&QpInit {
-                send_cq: &ctrl_send_cq,
-                recv_cq: &ctrl_recv_cq,
-                max_send_wr: CTRL_DEPTH as u32,
-                max_recv_wr: CTRL_DEPTH as u32,
-            })
-            .map_err(|e| verbs("creating the control queue pair", e))?;
+        let send_cq = cq("send")?;
+        let recv_cq = cq("receive")?;
+        let qp = p
+            .create_qp(
+                &pd,
+                &QpInit {
+                    send_cq: &send_cq,
+                    recv_cq: &recv_cq,
+                    max_send_wr: n as u32,
+                    max_recv_wr: n as u32,
+                },
+            )
+            .map_err(|e| other(format!("CSR: creating the data queue pair: {e}")))?;
         let wrs: Vec<RecvWr<'_>> = recv_mrs
             .iter()
             .enumerate()
@@ -195,121 +236,223 @@ impl CsrEndpoint {
                 buf: Some(mr.sge(0, opts.chunk)),
             })
             .collect();
-        data_qp
-            .post_recv(&wrs)
+        qp.post_recv(&wrs)
             .map_err(|e| verbs("posting the data receives", e))?;
-        let ctrl: Vec<RecvWr<'_>> = (0..CTRL_DEPTH)
-            .map(|i| RecvWr {
-                wr_id: i as u64,
-                buf: None,
-            })
-            .collect();
-        ctrl_qp
-            .post_recv(&ctrl)
-            .map_err(|e| verbs("posting the control receives", e))?;
-        let blob = encode_blob(opts.chunk, n, &data_qp.endpoint(), &ctrl_qp.endpoint());
-        let inner = Inner {
-            data_qp,
-            ctrl_qp,
+        Ok(DataSide {
+            qp,
             send_mrs,
             recv_mrs,
-            data_send_cq,
-            data_recv_cq,
-            ctrl_send_cq,
-            ctrl_recv_cq,
+            send_cq,
+            recv_cq,
             pd,
             device: ctx.device().name.clone(),
             chunk: opts.chunk,
             n,
             polling: opts.polling,
             direct: opts.zero_copy && ctx.cheap_registration(),
-        };
-        Ok((
-            CsrEndpoint {
-                inner: Box::new(inner),
-            },
-            blob,
-        ))
+        })
     }
 
-    /// The staging chunk count in use (lower than asked when the device could
-    /// not register that many).
-    pub fn chunks(&self) -> usize {
-        self.inner.n
+    fn send_hello(&self, rv: &Rendezvous, ctrl_port: u16) -> Result<(), TransportError> {
+        let hello = Hello {
+            chunk: self.chunk,
+            n: self.n,
+            ctrl_port,
+        }
+        .encode();
+        let mr = &self.send_mrs[0];
+        mr.write(0, &hello)
+            .map_err(|e| verbs("writing the geometry message", e))?;
+        setup::send_message(
+            rv,
+            &self.qp,
+            &self.send_cq,
+            Some(mr.sge(0, hello.len())),
+            "CSR geometry",
+        )
     }
 
-    /// Connects both channels to the peer described by `peer` (the bytes its
-    /// [`CsrEndpoint::new`] returned).
-    pub fn connect(self, peer: &[u8]) -> Result<CsrChannel, TransportError> {
-        let inner = self.inner;
-        let p = decode_blob(peer)?;
-        if p.chunk != inner.chunk {
+    /// Takes the peer's hello from the first receive chunk and re-posts it.
+    fn recv_hello(&self, rv: &Rendezvous) -> Result<Hello, TransportError> {
+        let wc = setup::recv_message(rv, &self.qp, &self.recv_cq, "CSR geometry")?;
+        let idx = wc.wr_id as usize;
+        let len = wc.byte_len as usize;
+        if idx >= self.n || len > self.chunk {
+            return Err(other(format!(
+                "CSR: the peer's first message is not its geometry ({wc:?})"
+            )));
+        }
+        // One byte more than a geometry is enough to tell it is too long.
+        let mut b = vec![0u8; len.min(Hello::LEN + 1)];
+        let mr = &self.recv_mrs[idx];
+        mr.read(0, &mut b)
+            .map_err(|e| verbs("reading the geometry message", e))?;
+        self.qp
+            .post_recv(&[RecvWr {
+                wr_id: idx as u64,
+                buf: Some(mr.sge(0, self.chunk)),
+            }])
+            .map_err(|e| verbs("re-posting a data receive", e))?;
+        let hello = Hello::decode(&b)?;
+        if hello.chunk != self.chunk {
             return Err(other(format!(
                 "CSR: the peer's staging chunks are {} bytes, ours {}: both ends must use the \
                  same chunk size",
-                p.chunk, inner.chunk
+                hello.chunk, self.chunk
             )));
         }
-        if p.n < MIN_CHUNKS || !p.n.is_multiple_of(3) {
+        if hello.n < MIN_CHUNKS || !hello.n.is_multiple_of(3) {
             return Err(other(format!(
                 "CSR: the peer announces an invalid chunk count {}",
-                p.n
+                hello.n
             )));
         }
-        inner
-            .data_qp
-            .connect(&p.data)
-            .map_err(|e| verbs("connecting the data channel", e))?;
-        inner
-            .ctrl_qp
-            .connect(&p.ctrl)
-            .map_err(|e| verbs("connecting the control channel", e))?;
-        let peer = format!(
+        Ok(hello)
+    }
+}
+
+/// The control channel of one end: zero-length credits both ways.
+struct CtrlSide {
+    qp: QueuePair,
+    send_cq: CompletionQueue,
+    recv_cq: CompletionQueue,
+    _pd: ProtectionDomain,
+}
+
+impl CtrlSide {
+    /// Creates the control channel's structures and posts its receives.
+    fn create(p: &mut Pending) -> Result<CtrlSide, TransportError> {
+        let ctx = p.context().clone();
+        let pd = ctx
+            .alloc_pd()
+            .map_err(|e| verbs("allocating the control channel's protection domain", e))?;
+        let cq = |what: &str| {
+            ctx.create_cq(2 * CTRL_DEPTH as u32)
+                .map_err(|e| verbs(&format!("creating the control {what} completion queue"), e))
+        };
+        let send_cq = cq("send")?;
+        let recv_cq = cq("receive")?;
+        let qp = p
+            .create_qp(
+                &pd,
+                &QpInit {
+                    send_cq: &send_cq,
+                    recv_cq: &recv_cq,
+                    max_send_wr: CTRL_DEPTH as u32,
+                    max_recv_wr: CTRL_DEPTH as u32,
+                },
+            )
+            .map_err(|e| other(format!("CSR: creating the control queue pair: {e}")))?;
+        let wrs: Vec<RecvWr<'_>> = (0..CTRL_DEPTH)
+            .map(|i| RecvWr {
+                wr_id: i as u64,
+                buf: None,
+            })
+            .collect();
+        qp.post_recv(&wrs)
+            .map_err(|e| verbs("posting the control receives", e))?;
+        Ok(CtrlSide {
+            qp,
+            send_cq,
+            recv_cq,
+            _pd: pd,
+        })
+    }
+}
+
+/// Picks the options once the connection's device is known.
+pub type OptionsFor<'a> = &'a dyn Fn(&Context) -> Result<CsrOptions, TransportError>;
+
+impl CsrChannel {
+    /// The agent's side of the set-up. The client was offered `first`'s
+    /// port: on its data-channel request, create the structures, register
+    /// the staging chunks, post every receive and accept; open the control
+    /// channel's port and send it over the data channel (with our geometry;
+    /// the client's comes back the same way); on the control request, post
+    /// the credit receives and accept.
+    pub fn accept(
+        rv: &Rendezvous,
+        first: Listener,
+        opts_for: OptionsFor<'_>,
+    ) -> Result<CsrChannel, TransportError> {
+        let mut p = rv.request(&first, "CSR", "data")?;
+        drop(first);
+        let opts = opts_for(p.context())?;
+        let data = DataSide::create(&mut p, &opts)?;
+        rv.establish(p, "CSR", "data")?;
+        let (second, ctrl_port) = rv.listen("CSR")?;
+        data.send_hello(rv, ctrl_port)?;
+        let peer = data.recv_hello(rv)?;
+        let mut p = rv.request(&second, "CSR", "control")?;
+        let ctrl = CtrlSide::create(&mut p)?;
+        rv.establish(p, "CSR", "control")?;
+        Ok(CsrChannel::from_sides(data, ctrl, &peer))
+    }
+
+    /// The client's side of the set-up: connect the data channel at the
+    /// agent's `port` (structures created, staging registered and every
+    /// receive posted first), learn the control channel's port over it, and
+    /// connect the control channel (its credit receives posted first).
+    pub fn connect(
+        rv: &Rendezvous,
+        port: u16,
+        opts_for: OptionsFor<'_>,
+    ) -> Result<CsrChannel, TransportError> {
+        let mut p = rv.resolve(port, "CSR", "data")?;
+        let opts = opts_for(p.context())?;
+        let data = DataSide::create(&mut p, &opts)?;
+        rv.establish(p, "CSR", "data")?;
+        data.send_hello(rv, 0)?;
+        let peer = data.recv_hello(rv)?;
+        if peer.ctrl_port == 0 {
+            return Err(other(
+                "CSR: the agent did not name its control channel's port",
+            ));
+        }
+        let mut p = rv.resolve(peer.ctrl_port, "CSR", "control")?;
+        let ctrl = CtrlSide::create(&mut p)?;
+        rv.establish(p, "CSR", "control")?;
+        Ok(CsrChannel::from_sides(data, ctrl, &peer))
+    }
+
+    fn from_sides(data: DataSide, ctrl: CtrlSide, peer: &Hello) -> CsrChannel {
+        let name = format!(
             "csr:{} qp {}/{}",
-            inner.device,
-            inner.data_qp.qp_num(),
-            inner.ctrl_qp.qp_num()
+            data.device,
+            data.qp.qp_num(),
+            ctrl.qp.qp_num()
         );
-        let n = inner.n as u64;
-        let Inner {
-            data_qp,
-            ctrl_qp,
-            send_mrs,
-            recv_mrs,
-            data_send_cq,
-            data_recv_cq,
-            ctrl_send_cq,
-            ctrl_recv_cq,
-            pd,
-            chunk,
-            n: chunks,
-            polling,
-            direct,
-            ..
-        } = *inner;
+        let n = data.n as u64;
         let link = CsrLink {
-            data_qp,
-            ctrl_qp,
-            recv_mrs,
-            data_send_cq,
-            data_recv_cq,
-            ctrl_send_cq,
-            ctrl_recv_cq,
-            chunk,
-            n: chunks,
-            polling,
+            data_qp: data.qp,
+            ctrl_qp: ctrl.qp,
+            recv_mrs: data.recv_mrs,
+            data_send_cq: data.send_cq,
+            data_recv_cq: data.recv_cq,
+            ctrl_send_cq: ctrl.send_cq,
+            ctrl_recv_cq: ctrl.recv_cq,
+            _ctrl_pd: ctrl._pd,
+            chunk: data.chunk,
+            n: data.n,
+            polling: data.polling,
             burst: n - 3,
-            peer_burst: p.n as u64 - 3,
-            window: p.n as u64 - 3,
+            peer_burst: peer.n as u64 - 3,
+            window: peer.n as u64 - 3,
             ctrl_outstanding: 0,
             ctrl_error: None,
             recv_posted: n,
             granted: n - 3,
         };
-        let out = Outgoing::new(send_mrs, pd, chunk, direct, 2 * chunks + 16);
-        Ok(CsrChannel {
-            stream: Stream::new(link, out, peer),
-        })
+        let out = Outgoing::new(
+            data.send_mrs,
+            data.pd,
+            data.chunk,
+            data.direct,
+            2 * data.n + 16,
+        );
+        CsrChannel {
+            stream: Stream::new(link, out, name),
+        }
     }
 }
 
@@ -357,73 +500,6 @@ fn alloc_chunks(
     Ok((send, recv))
 }
 
-struct PeerBlob {
-    chunk: usize,
-    n: usize,
-    data: Endpoint,
-    ctrl: Endpoint,
-}
-
-fn encode_blob(chunk: usize, n: usize, data: &Endpoint, ctrl: &Endpoint) -> Vec<u8> {
-    let mut b = Vec::with_capacity(24 + data.as_bytes().len() + ctrl.as_bytes().len());
-    b.extend_from_slice(BLOB_MAGIC);
-    b.extend_from_slice(&(chunk as u64).to_le_bytes());
-    b.extend_from_slice(&(n as u32).to_le_bytes());
-    for ep in [data, ctrl] {
-        b.extend_from_slice(&(ep.as_bytes().len() as u32).to_le_bytes());
-        b.extend_from_slice(ep.as_bytes());
-    }
-    b
-}
-
-fn decode_blob(b: &[u8]) -> Result<PeerBlob, TransportError> {
-    let bad = || other("CSR: the peer's endpoint bytes are malformed");
-    let mut rest = b.strip_prefix(BLOB_MAGIC.as_slice()).ok_or_else(bad)?;
-    let mut take = |len: usize| -> Result<&[u8], TransportError> {
-        if rest.len() < len {
-            return Err(bad());
-        }
-        let (h, t) = rest.split_at(len);
-        rest = t;
-        Ok(h)
-    };
-    let chunk = u64::from_le_bytes(take(8)?.try_into().map_err(|_| bad())?);
-    let n = u32::from_le_bytes(take(4)?.try_into().map_err(|_| bad())?);
-    let dl = u32::from_le_bytes(take(4)?.try_into().map_err(|_| bad())?);
-    let data = Endpoint::from_bytes(take(dl as usize)?);
-    let cl = u32::from_le_bytes(take(4)?.try_into().map_err(|_| bad())?);
-    let ctrl = Endpoint::from_bytes(take(cl as usize)?);
-    if !rest.is_empty() {
-        return Err(bad());
-    }
-    Ok(PeerBlob {
-        chunk: usize::try_from(chunk).map_err(|_| bad())?,
-        n: n as usize,
-        data,
-        ctrl,
-    })
-}
-
-/// The verbs resources of one end. Queue pairs come first so that they are
-/// destroyed before the regions their work requests name.
-struct Inner {
-    data_qp: QueuePair,
-    ctrl_qp: QueuePair,
-    send_mrs: Vec<MemoryRegion>,
-    recv_mrs: Vec<MemoryRegion>,
-    data_send_cq: CompletionQueue,
-    data_recv_cq: CompletionQueue,
-    ctrl_send_cq: CompletionQueue,
-    ctrl_recv_cq: CompletionQueue,
-    pd: ProtectionDomain,
-    device: String,
-    chunk: usize,
-    n: usize,
-    polling: Polling,
-    /// Large payloads are posted from the caller's memory.
-    direct: bool,
-}
-
 /// A [`Channel`](crate::Channel) over RDMA channel semantics.
 pub struct CsrChannel {
     stream: Stream<CsrLink>,
@@ -440,6 +516,7 @@ struct CsrLink {
     data_recv_cq: CompletionQueue,
     ctrl_send_cq: CompletionQueue,
     ctrl_recv_cq: CompletionQueue,
+    _ctrl_pd: ProtectionDomain,
     chunk: usize,
     n: usize,
     polling: Polling,
@@ -471,13 +548,18 @@ impl fmt::Debug for CsrChannel {
 }
 
 impl CsrChannel {
-    /// Both ends of a connection in this process, on the `soft` device.
+    /// Both ends of a connection in this process, on the `soft` device,
+    /// through the whole set-up (the agent's side on a thread of its own).
+    /// Returns the client's end and the agent's.
     pub fn pair_local(opts: &CsrOptions) -> Result<(CsrChannel, CsrChannel), TransportError> {
-        let ctx =
-            Context::open_by_name(SOFT_DEVICE).map_err(|e| verbs("opening the soft device", e))?;
-        let (a, a_bytes) = CsrEndpoint::new(&ctx, opts)?;
-        let (b, b_bytes) = CsrEndpoint::new(&ctx, opts)?;
-        Ok((a.connect(&b_bytes)?, b.connect(&a_bytes)?))
+        let agent_opts = opts.clone();
+        let (client, agent) = setup::pair_with(
+            &setup::local(),
+            "CSR",
+            move |rv, first| CsrChannel::accept(rv, first, &|_| Ok(agent_opts.clone())),
+            |rv, port| CsrChannel::connect(rv, port, &|_| Ok(opts.clone())),
+        );
+        Ok((client?, agent?))
     }
 
     /// Staging chunk size in bytes.

@@ -19,6 +19,7 @@ mod chunks;
 pub mod csr;
 pub mod msr;
 mod rdma;
+pub mod setup;
 pub mod tcp;
 pub mod verbs;
 

@@ -12,8 +12,8 @@
 //!
 //! Staging: `n` registered chunks of `chunk` bytes per direction: `n` local
 //! source chunks for the writes and `n` receive chunks the peer writes into
-//! (registered for remote write; their addresses and keys travel in the
-//! set-up bytes). Only these chunks are registered. The byte stream is cut into
+//! (registered for remote write; their addresses and keys travel in a
+//! set-up message). Only these chunks are registered. The byte stream is cut into
 //! chunks as in CSR: chunk boundaries are invisible to the [`Channel`](crate::Channel) caller,
 //! small frames share a chunk and go out on [`Channel::flush`](crate::Channel::flush) or before the
 //! channel waits to receive.
@@ -31,11 +31,17 @@
 //! shows it done, and failed work requests (always reported) are seen then, on
 //! flush, and when the queue pair is seen in the error state.
 //!
-//! Set-up: [`MsrEndpoint::new`] creates everything and posts all receives;
-//! its bytes (both queue pairs and the receive chunks' addresses and keys) go
-//! to the peer out of band (the TCP bootstrap); [`MsrEndpoint::connect`] takes
-//! the peer's bytes and returns the [`MsrChannel`]. [`MsrChannel::pair_local`]
-//! does both ends in one process.
+//! Set-up, as the thesis describes it ([`MsrChannel::accept`] on the agent,
+//! [`MsrChannel::connect`] on the client, through the connection manager,
+//! [`crate::verbs::cm`]): the agent offers the server→client channel's port
+//! over the TCP bootstrap and, once that channel is open, sends the
+//! client→server channel's port over it; before that second channel is
+//! accepted or connected, each end registers its staging chunks and posts its
+//! flow-control and notification receives and a receive for the peer's
+//! addresses. Then the addresses and keys of the receive chunks cross over
+//! the second channel (the agent's first), and the agent's first
+//! flow-control message means "ready for writes". [`MsrChannel::pair_local`]
+//! runs both sides in one process.
 //!
 //! As with CSR and TCP, two ends that both send more than a window before
 //! receiving wait on each other. Peer death is never a hang: the waits poll
@@ -48,10 +54,11 @@ use crate::rdma::{blank, other, wait_cq};
 
 use crate::channel::TransportError;
 use crate::chunks::{channel_via_stream, Link, Outgoing, RecvLink, SendLink, Stream};
+use crate::setup::{self, Fields, Rendezvous};
+use crate::verbs::cm::{Listener, Pending};
 use crate::verbs::{
-    Access, Completion, CompletionQueue, Context, Endpoint, MemoryRegion, ProtectionDomain, QpInit,
+    Access, Completion, CompletionQueue, Context, MemoryRegion, ProtectionDomain, QpInit,
     QueuePair, RecvWr, RemoteRegion, SendOp, SendWr, Sge, VerbsError, WcOpcode, WcStatus,
-    SOFT_DEVICE,
 };
 use crate::DEFAULT_CHUNK;
 
@@ -64,7 +71,8 @@ pub const MIN_CHUNKS: usize = 1;
 pub const MAX_CHUNKS: usize = 1024;
 /// Send-queue slots beyond the ones the protocol can fill.
 const SLACK: usize = 4;
-const BLOB_MAGIC: &[u8; 4] = b"MSR1";
+const PORT_MAGIC: &[u8; 4] = b"MSRP";
+const ADDRESSES_MAGIC: &[u8; 4] = b"MSR2";
 
 /// Tunables of the MSR module.
 #[derive(Debug, Clone)]
@@ -135,22 +143,6 @@ fn completion_error(wc: &Completion) -> TransportError {
     }
 }
 
-/// One end of an MSR connection before the peer's endpoint is known: all
-/// resources created, all receives posted.
-pub struct MsrEndpoint {
-    inner: Box<Inner>,
-}
-
-impl fmt::Debug for MsrEndpoint {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MsrEndpoint")
-            .field("device", &self.inner.device)
-            .field("chunk", &self.inner.chunk)
-            .field("chunks", &self.inner.n)
-            .finish()
-    }
-}
-
 fn post_empty_recvs(qp: &QueuePair, n: usize, what: &str) -> Result<(), TransportError> {
     let wrs: Vec<RecvWr<'_>> = (0..n)
         .map(|i| RecvWr {
@@ -162,181 +154,365 @@ fn post_empty_recvs(qp: &QueuePair, n: usize, what: &str) -> Result<(), Transpor
         .map_err(|e| verbs(&format!("posting the {what} receives"), e))
 }
 
-impl MsrEndpoint {
-    /// Creates both channels' structures on `ctx`, registers the staging
-    /// chunks and posts every notification and flow-control receive. Returns
-    /// the endpoint and the bytes to send to the peer (both queue pairs'
-    /// endpoints, the staging geometry and the receive chunks' keys).
-    ///
-    /// If the device cannot register `2 × chunks` regions, the largest count
-    /// that registers is used and logged.
-    pub fn new(ctx: &Context, opts: &MsrOptions) -> Result<(MsrEndpoint, Vec<u8>), TransportError> {
-        opts.validate()?;
-        let attr = ctx.attr();
-        if opts.chunk as u64 > u64::from(attr.max_msg_size) {
-            return Err(other(format!(
-                "MSR chunk size {} exceeds the device's largest message ({} bytes)",
-                opts.chunk, attr.max_msg_size
-            )));
-        }
+/// Which way a channel carries this end's data.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Way {
+    /// Our writes and notifications out, the peer's flow control in.
+    Out,
+    /// The peer's writes and notifications in, our flow control out.
+    In,
+}
+
+/// One channel of one end, with a small registered buffer for the set-up
+/// messages it carries (a port, receive-chunk addresses): the receive half
+/// first, the send half after it.
+struct Half {
+    qp: QueuePair,
+    send_cq: CompletionQueue,
+    recv_cq: CompletionQueue,
+    setup: MemoryRegion,
+    pd: ProtectionDomain,
+}
+
+/// The largest set-up message for `n` chunks (the address list).
+fn setup_len(n: usize) -> usize {
+    ADDRESSES_HEAD + n * RemoteRegion::ENCODED_LEN
+}
+
+const ADDRESSES_HEAD: usize = 16;
+
+impl Half {
+    /// Creates the channel's structures on the connection's device, sized
+    /// for `n` chunks (receives are posted later, as the set-up goes).
+    fn create(p: &mut Pending, way: Way, n: usize) -> Result<Half, TransportError> {
+        let ctx = p.context().clone();
         let pd = ctx
             .alloc_pd()
             .map_err(|e| verbs("allocating a protection domain", e))?;
-        let (send_mrs, recv_mrs) = alloc_chunks(&pd, opts)?;
-        let n = send_mrs.len();
         let cq = |what: &str, d: usize| {
             ctx.create_cq(d as u32)
                 .map_err(|e| verbs(&format!("creating the {what} completion queue"), e))
         };
         // Every work request may complete (flushed) at once on an error.
-        let tx_send_cq = cq("write", 2 * n + 2 * SLACK)?;
-        let tx_recv_cq = cq("flow-control receive", n + SLACK)?;
-        let rx_send_cq = cq("flow-control send", n + 2 * SLACK)?;
-        let rx_recv_cq = cq("notification receive", n + SLACK)?;
-        let tx_qp = pd
-            .create_qp(&QpInit {
-                send_cq: &tx_send_cq,
-                recv_cq: &tx_recv_cq,
+        let (send_cq, recv_cq, max_send) = match way {
+            Way::Out => (
+                cq("write", 2 * n + 2 * SLACK)?,
+                cq("flow-control receive", n + SLACK)?,
                 // A write and a notification per chunk in flight.
-                max_send_wr: (2 * n + SLACK) as u32,
-                max_recv_wr: n as u32,
-            })
-            .map_err(|e| verbs("creating the outgoing queue pair", e))?;
-        let rx_qp = pd
-            .create_qp(&QpInit {
-                send_cq: &rx_send_cq,
-                recv_cq: &rx_recv_cq,
-                max_send_wr: (n + SLACK) as u32,
-                max_recv_wr: n as u32,
-            })
-            .map_err(|e| verbs("creating the incoming queue pair", e))?;
-        post_empty_recvs(&tx_qp, n, "flow-control")?;
-        post_empty_recvs(&rx_qp, n, "notification")?;
-        let regions: Vec<RemoteRegion> = recv_mrs.iter().map(MemoryRegion::remote).collect();
-        let blob = encode_blob(opts.chunk, &tx_qp.endpoint(), &rx_qp.endpoint(), &regions);
-        let inner = Inner {
-            tx_qp,
-            rx_qp,
-            send_mrs,
-            recv_mrs,
-            tx_send_cq,
-            tx_recv_cq,
-            rx_send_cq,
-            rx_recv_cq,
-            pd,
-            device: ctx.device().name.clone(),
-            chunk: opts.chunk,
-            n,
-            polling: opts.polling,
-            direct: opts.zero_copy && ctx.cheap_registration(),
+                2 * n + SLACK,
+            ),
+            Way::In => (
+                cq("flow-control send", n + 2 * SLACK)?,
+                cq("notification receive", n + SLACK)?,
+                n + SLACK,
+            ),
         };
-        Ok((
-            MsrEndpoint {
-                inner: Box::new(inner),
-            },
-            blob,
-        ))
-    }
-
-    /// The staging chunk count in use (lower than asked when the device could
-    /// not register that many).
-    pub fn chunks(&self) -> usize {
-        self.inner.n
-    }
-
-    /// Connects both channels to the peer described by `peer` (the bytes its
-    /// [`MsrEndpoint::new`] returned).
-    pub fn connect(self, peer: &[u8]) -> Result<MsrChannel, TransportError> {
-        let inner = self.inner;
-        let p = decode_blob(peer)?;
-        if p.chunk != inner.chunk {
-            return Err(other(format!(
-                "MSR: the peer's staging chunks are {} bytes, ours {}: both ends must use the \
-                 same chunk size",
-                p.chunk, inner.chunk
-            )));
-        }
-        if !(MIN_CHUNKS..=MAX_CHUNKS).contains(&p.regions.len()) {
-            return Err(other(format!(
-                "MSR: the peer announces an invalid chunk count {}",
-                p.regions.len()
-            )));
-        }
-        if let Some(r) = p.regions.iter().find(|r| r.len < inner.chunk as u64) {
-            return Err(other(format!(
-                "MSR: the peer's receive chunk {r:?} is smaller than the chunk size {}",
-                inner.chunk
-            )));
-        }
-        // Our tx (writes out) pairs with the peer's rx, and the other way.
-        inner
-            .tx_qp
-            .connect(&p.rx)
-            .map_err(|e| verbs("connecting the outgoing channel", e))?;
-        inner
-            .rx_qp
-            .connect(&p.tx)
-            .map_err(|e| verbs("connecting the incoming channel", e))?;
-        let peer = format!(
-            "msr:{} qp {}/{}",
-            inner.device,
-            inner.tx_qp.qp_num(),
-            inner.rx_qp.qp_num()
-        );
-        // The window never exceeds the flow-control receives we posted (n)
-        // nor the peer's receive chunks.
-        let window = inner.n.min(p.regions.len()) as u64;
-        let Inner {
-            tx_qp,
-            rx_qp,
-            send_mrs,
-            recv_mrs,
-            tx_send_cq,
-            tx_recv_cq,
-            rx_send_cq,
-            rx_recv_cq,
+        let qp = p
+            .create_qp(
+                &pd,
+                &QpInit {
+                    send_cq: &send_cq,
+                    recv_cq: &recv_cq,
+                    max_send_wr: max_send as u32,
+                    // One set-up message besides the protocol's n.
+                    max_recv_wr: n as u32 + 1,
+                },
+            )
+            .map_err(|e| {
+                let which = if way == Way::Out {
+                    "outgoing"
+                } else {
+                    "incoming"
+                };
+                other(format!("MSR: creating the {which} queue pair: {e}"))
+            })?;
+        // The peer may use more chunks than we do: room for the most.
+        let setup = pd
+            .alloc_mr(2 * setup_len(MAX_CHUNKS), Access::LOCAL_WRITE)
+            .map_err(|e| verbs("registering the set-up buffer", e))?;
+        Ok(Half {
+            qp,
+            send_cq,
+            recv_cq,
+            setup,
             pd,
-            chunk,
-            n,
-            polling,
-            direct,
-            ..
-        } = *inner;
-        let link = MsrLink {
-            tx_qp,
-            rx_qp,
-            recv_mrs,
-            tx_send_cq,
-            tx_recv_cq,
-            rx_send_cq,
-            rx_recv_cq,
-            chunk,
-            n,
-            polling,
-            signal_every: n.div_ceil(3) as u64,
-            window,
-            remote: p.regions,
-            fc_outstanding: 0,
-            fc_error: None,
-            recv_seq: 0,
-        };
-        let out = Outgoing::new(send_mrs, pd, chunk, direct, 2 * n + 2 * SLACK);
-        Ok(MsrChannel {
-            stream: Stream::new(link, out, peer),
         })
+    }
+
+    fn post_setup_recv(&self, what: &str) -> Result<(), TransportError> {
+        let half = self.setup.len() / 2;
+        setup::post_message_recv(&self.qp, self.setup.sge(0, half), what)
+    }
+
+    /// Receives a set-up message (its receive posted first) into `buf`.
+    fn recv_setup(&self, rv: &Rendezvous, what: &str) -> Result<Vec<u8>, TransportError> {
+        let wc = setup::recv_message(rv, &self.qp, &self.recv_cq, what)?;
+        let len = wc.byte_len as usize;
+        if wc.wr_id != setup::SETUP_WR || len > self.setup.len() / 2 {
+            return Err(other(format!(
+                "MSR: expected the peer's {what}, got {wc:?}"
+            )));
+        }
+        let mut b = vec![0u8; len];
+        self.setup
+            .read(0, &mut b)
+            .map_err(|e| verbs("reading a set-up message", e))?;
+        Ok(b)
+    }
+
+    fn send_setup(&self, rv: &Rendezvous, bytes: &[u8], what: &str) -> Result<(), TransportError> {
+        let half = self.setup.len() / 2;
+        if bytes.len() > half {
+            return Err(other(format!("MSR: the {what} does not fit its buffer")));
+        }
+        self.setup
+            .write(half, bytes)
+            .map_err(|e| verbs("writing a set-up message", e))?;
+        setup::send_message(
+            rv,
+            &self.qp,
+            &self.send_cq,
+            Some(self.setup.sge(half, bytes.len())),
+            what,
+        )
+    }
+
+    /// Sends the second channel's port (agent, on the first channel).
+    fn send_port(&self, rv: &Rendezvous, port: u16) -> Result<(), TransportError> {
+        let mut b = [0u8; 6];
+        b[..4].copy_from_slice(PORT_MAGIC);
+        b[4..].copy_from_slice(&port.to_le_bytes());
+        self.send_setup(rv, &b, "second channel's port")
+    }
+
+    fn recv_port(&self, rv: &Rendezvous) -> Result<u16, TransportError> {
+        let b = self.recv_setup(rv, "second channel's port")?;
+        let mut f = Fields::new(&b, PORT_MAGIC, "second channel's port")?;
+        let port = f.u16()?;
+        f.end()?;
+        Ok(port)
+    }
+
+    /// Sends where the peer may write: our staging geometry and the
+    /// addresses and keys of our receive chunks.
+    fn send_addresses(
+        &self,
+        rv: &Rendezvous,
+        chunk: usize,
+        recv_mrs: &[MemoryRegion],
+    ) -> Result<(), TransportError> {
+        let mut b = Vec::with_capacity(setup_len(recv_mrs.len()));
+        b.extend_from_slice(ADDRESSES_MAGIC);
+        b.extend_from_slice(&(chunk as u64).to_le_bytes());
+        b.extend_from_slice(&(recv_mrs.len() as u32).to_le_bytes());
+        for mr in recv_mrs {
+            b.extend_from_slice(&mr.remote().to_bytes());
+        }
+        self.send_setup(rv, &b, "receive chunks' addresses")
+    }
+
+    /// Receives the peer's receive chunks and checks them against ours.
+    fn recv_addresses(
+        &self,
+        rv: &Rendezvous,
+        chunk: usize,
+    ) -> Result<Vec<RemoteRegion>, TransportError> {
+        let what = "receive chunks' addresses";
+        let b = self.recv_setup(rv, what)?;
+        let mut f = Fields::new(&b, ADDRESSES_MAGIC, "receive chunks' addresses")?;
+        let theirs = f.u64()?;
+        let n = f.u32()? as usize;
+        if theirs != chunk as u64 {
+            return Err(other(format!(
+                "MSR: the peer's staging chunks are {theirs} bytes, ours {chunk}: both ends must \
+                 use the same chunk size"
+            )));
+        }
+        if !(MIN_CHUNKS..=MAX_CHUNKS).contains(&n) {
+            return Err(other(format!(
+                "MSR: the peer announces an invalid chunk count {n}"
+            )));
+        }
+        let regions = (0..n)
+            .map(|_| {
+                let r = RemoteRegion::from_bytes(f.take(RemoteRegion::ENCODED_LEN)?).ok_or_else(
+                    || other("MSR: the peer's receive chunk addresses are malformed"),
+                )?;
+                if r.len < chunk as u64 {
+                    return Err(other(format!(
+                        "MSR: the peer's receive chunk {r:?} is smaller than the chunk size \
+                         {chunk}"
+                    )));
+                }
+                Ok(r)
+            })
+            .collect::<Result<Vec<_>, TransportError>>()?;
+        f.end()?;
+        Ok(regions)
     }
 }
 
+/// Picks the options once the connection's device is known.
+pub type OptionsFor<'a> = &'a dyn Fn(&Context) -> Result<MsrOptions, TransportError>;
+
+fn checked_options(ctx: &Context, opts_for: OptionsFor<'_>) -> Result<MsrOptions, TransportError> {
+    let opts = opts_for(ctx)?;
+    opts.validate()?;
+    let attr = ctx.attr();
+    if opts.chunk as u64 > u64::from(attr.max_msg_size) {
+        return Err(other(format!(
+            "MSR chunk size {} exceeds the device's largest message ({} bytes)",
+            opts.chunk, attr.max_msg_size
+        )));
+    }
+    Ok(opts)
+}
+
+impl MsrChannel {
+    /// The agent's side of the set-up. The client was offered `first`'s
+    /// port: accept the server→client channel on it, open a second port and
+    /// send it over that channel; on the client→server request, register the
+    /// staging chunks, post flow-control and notification receives and a
+    /// receive for the client's addresses, accept, send our addresses, take
+    /// the client's, and send the flow-control message meaning "ready for
+    /// writes".
+    pub fn accept(
+        rv: &Rendezvous,
+        first: Listener,
+        opts_for: OptionsFor<'_>,
+    ) -> Result<MsrChannel, TransportError> {
+        let mut p = rv.request(&first, "MSR", "server→client")?;
+        drop(first);
+        let ctx = p.context().clone();
+        let opts = checked_options(&ctx, opts_for)?;
+        let out = Half::create(&mut p, Way::Out, opts.chunks)?;
+        rv.establish(p, "MSR", "server→client")?;
+        let (second, port) = rv.listen("MSR")?;
+        out.send_port(rv, port)?;
+        let mut p = rv.request(&second, "MSR", "client→server")?;
+        let inc = Half::create(&mut p, Way::In, opts.chunks)?;
+        let (send_mrs, recv_mrs) = alloc_chunks(&out.pd, &inc.pd, &opts)?;
+        let n = send_mrs.len();
+        post_empty_recvs(&out.qp, n, "flow-control")?;
+        inc.post_setup_recv("client's addresses")?;
+        post_empty_recvs(&inc.qp, n, "notification")?;
+        rv.establish(p, "MSR", "client→server")?;
+        inc.send_addresses(rv, opts.chunk, &recv_mrs)?;
+        let remote = inc.recv_addresses(rv, opts.chunk)?;
+        // Zero-length, like every flow-control message.
+        setup::send_message(rv, &inc.qp, &inc.send_cq, None, "ready-for-writes message")?;
+        Ok(MsrChannel::from_halves(
+            &ctx, out, inc, send_mrs, recv_mrs, remote, &opts,
+        ))
+    }
+
+    /// The client's side of the set-up: connect the server→client channel
+    /// at the agent's `port` (a receive for the second port posted), take
+    /// the second port over it; create the client→server structures,
+    /// register the staging chunks, post a receive for the agent's
+    /// addresses and the flow-control and notification receives, connect;
+    /// take the agent's addresses, send ours, and wait for "ready for
+    /// writes".
+    pub fn connect(
+        rv: &Rendezvous,
+        port: u16,
+        opts_for: OptionsFor<'_>,
+    ) -> Result<MsrChannel, TransportError> {
+        let mut p = rv.resolve(port, "MSR", "server→client")?;
+        let ctx = p.context().clone();
+        let opts = checked_options(&ctx, opts_for)?;
+        let inc = Half::create(&mut p, Way::In, opts.chunks)?;
+        inc.post_setup_recv("second channel's port")?;
+        rv.establish(p, "MSR", "server→client")?;
+        let second = inc.recv_port(rv)?;
+        let mut p = rv.resolve(second, "MSR", "client→server")?;
+        let out = Half::create(&mut p, Way::Out, opts.chunks)?;
+        let (send_mrs, recv_mrs) = alloc_chunks(&out.pd, &inc.pd, &opts)?;
+        let n = send_mrs.len();
+        out.post_setup_recv("agent's addresses")?;
+        post_empty_recvs(&out.qp, n, "flow-control")?;
+        post_empty_recvs(&inc.qp, n, "notification")?;
+        rv.establish(p, "MSR", "client→server")?;
+        let remote = out.recv_addresses(rv, opts.chunk)?;
+        out.send_addresses(rv, opts.chunk, &recv_mrs)?;
+        let ready = setup::recv_message(rv, &out.qp, &out.recv_cq, "ready-for-writes message")?;
+        if ready.wr_id as usize >= n || ready.byte_len != 0 {
+            return Err(other(format!(
+                "MSR: expected the agent's ready-for-writes message, got {ready:?}"
+            )));
+        }
+        // It took a flow-control receive: put it back.
+        out.qp
+            .post_recv(&[RecvWr {
+                wr_id: ready.wr_id,
+                buf: None,
+            }])
+            .map_err(|e| verbs("re-posting a flow-control receive", e))?;
+        Ok(MsrChannel::from_halves(
+            &ctx, out, inc, send_mrs, recv_mrs, remote, &opts,
+        ))
+    }
+
+    fn from_halves(
+        ctx: &Context,
+        out: Half,
+        inc: Half,
+        send_mrs: Vec<MemoryRegion>,
+        recv_mrs: Vec<MemoryRegion>,
+        remote: Vec<RemoteRegion>,
+        opts: &MsrOptions,
+    ) -> MsrChannel {
+        let n = send_mrs.len();
+        let name = format!(
+            "msr:{} qp {}/{}",
+            ctx.device().name,
+            out.qp.qp_num(),
+            inc.qp.qp_num()
+        );
+        // The window never exceeds the flow-control receives we posted (n)
+        // nor the peer's receive chunks.
+        let window = n.min(remote.len()) as u64;
+        let link = MsrLink {
+            tx_qp: out.qp,
+            rx_qp: inc.qp,
+            recv_mrs,
+            tx_send_cq: out.send_cq,
+            tx_recv_cq: out.recv_cq,
+            rx_send_cq: inc.send_cq,
+            rx_recv_cq: inc.recv_cq,
+            chunk: opts.chunk,
+            n,
+            polling: opts.polling,
+            signal_every: n.div_ceil(3) as u64,
+            window,
+            remote,
+            fc_outstanding: 0,
+            fc_error: None,
+            recv_seq: 0,
+            _rx_pd: inc.pd,
+        };
+        let direct = opts.zero_copy && ctx.cheap_registration();
+        let out = Outgoing::new(send_mrs, out.pd, opts.chunk, direct, 2 * n + 2 * SLACK);
+        MsrChannel {
+            stream: Stream::new(link, out, name),
+        }
+    }
+}
+
+/// Registers the staging chunks: local sources on the outgoing channel's
+/// protection domain, receive chunks (written by the peer) on the incoming
+/// one's.
 fn alloc_chunks(
-    pd: &ProtectionDomain,
+    out_pd: &ProtectionDomain,
+    in_pd: &ProtectionDomain,
     opts: &MsrOptions,
 ) -> Result<(Vec<MemoryRegion>, Vec<MemoryRegion>), TransportError> {
     let mut send = Vec::with_capacity(opts.chunks);
     let mut recv = Vec::with_capacity(opts.chunks);
     for i in 0..opts.chunks {
-        let r = pd
+        let r = in_pd
             .alloc_mr(opts.chunk, Access::LOCAL_WRITE | Access::REMOTE_WRITE)
-            .and_then(|r| Ok((r, pd.alloc_mr(opts.chunk, Access::NONE)?)));
+            .and_then(|r| Ok((r, out_pd.alloc_mr(opts.chunk, Access::NONE)?)));
         match r {
             Ok((r, s)) => {
                 recv.push(r);
@@ -365,84 +541,6 @@ fn alloc_chunks(
         }
     }
     Ok((send, recv))
-}
-
-struct PeerBlob {
-    chunk: usize,
-    tx: Endpoint,
-    rx: Endpoint,
-    regions: Vec<RemoteRegion>,
-}
-
-fn encode_blob(chunk: usize, tx: &Endpoint, rx: &Endpoint, regions: &[RemoteRegion]) -> Vec<u8> {
-    let mut b = Vec::with_capacity(
-        24 + tx.as_bytes().len() + rx.as_bytes().len() + regions.len() * RemoteRegion::ENCODED_LEN,
-    );
-    b.extend_from_slice(BLOB_MAGIC);
-    b.extend_from_slice(&(chunk as u64).to_le_bytes());
-    b.extend_from_slice(&(regions.len() as u32).to_le_bytes());
-    for ep in [tx, rx] {
-        b.extend_from_slice(&(ep.as_bytes().len() as u32).to_le_bytes());
-        b.extend_from_slice(ep.as_bytes());
-    }
-    for r in regions {
-        b.extend_from_slice(&r.to_bytes());
-    }
-    b
-}
-
-fn decode_blob(b: &[u8]) -> Result<PeerBlob, TransportError> {
-    let bad = || other("MSR: the peer's endpoint bytes are malformed");
-    let mut rest = b.strip_prefix(BLOB_MAGIC.as_slice()).ok_or_else(bad)?;
-    let mut take = |len: usize| -> Result<&[u8], TransportError> {
-        if rest.len() < len {
-            return Err(bad());
-        }
-        let (h, t) = rest.split_at(len);
-        rest = t;
-        Ok(h)
-    };
-    let chunk = u64::from_le_bytes(take(8)?.try_into().map_err(|_| bad())?);
-    let n = u32::from_le_bytes(take(4)?.try_into().map_err(|_| bad())?) as usize;
-    let tl = u32::from_le_bytes(take(4)?.try_into().map_err(|_| bad())?);
-    let tx = Endpoint::from_bytes(take(tl as usize)?);
-    let rl = u32::from_le_bytes(take(4)?.try_into().map_err(|_| bad())?);
-    let rx = Endpoint::from_bytes(take(rl as usize)?);
-    if n > MAX_CHUNKS {
-        return Err(bad());
-    }
-    let regions = (0..n)
-        .map(|_| RemoteRegion::from_bytes(take(RemoteRegion::ENCODED_LEN)?).ok_or_else(bad))
-        .collect::<Result<Vec<_>, _>>()?;
-    if !rest.is_empty() {
-        return Err(bad());
-    }
-    Ok(PeerBlob {
-        chunk: usize::try_from(chunk).map_err(|_| bad())?,
-        tx,
-        rx,
-        regions,
-    })
-}
-
-/// The verbs resources of one end. Queue pairs come first so that they are
-/// destroyed before the regions their work requests name.
-struct Inner {
-    tx_qp: QueuePair,
-    rx_qp: QueuePair,
-    send_mrs: Vec<MemoryRegion>,
-    recv_mrs: Vec<MemoryRegion>,
-    tx_send_cq: CompletionQueue,
-    tx_recv_cq: CompletionQueue,
-    rx_send_cq: CompletionQueue,
-    rx_recv_cq: CompletionQueue,
-    pd: ProtectionDomain,
-    device: String,
-    chunk: usize,
-    n: usize,
-    polling: Polling,
-    /// Large payloads are written from the caller's memory.
-    direct: bool,
 }
 
 /// A [`Channel`](crate::Channel) over RDMA memory semantics.
@@ -476,6 +574,9 @@ struct MsrLink {
     fc_error: Option<TransportError>,
     /// Chunks received so far; the next lands in `recv_seq mod n`.
     recv_seq: u64,
+    /// Holds the receive chunks' registrations (the send chunks' is the
+    /// outgoing stream's).
+    _rx_pd: ProtectionDomain,
 }
 
 impl fmt::Debug for MsrChannel {
@@ -490,13 +591,18 @@ impl fmt::Debug for MsrChannel {
 }
 
 impl MsrChannel {
-    /// Both ends of a connection in this process, on the `soft` device.
+    /// Both ends of a connection in this process, on the `soft` device,
+    /// through the whole set-up (the agent's side on a thread of its own).
+    /// Returns the client's end and the agent's.
     pub fn pair_local(opts: &MsrOptions) -> Result<(MsrChannel, MsrChannel), TransportError> {
-        let ctx =
-            Context::open_by_name(SOFT_DEVICE).map_err(|e| verbs("opening the soft device", e))?;
-        let (a, a_bytes) = MsrEndpoint::new(&ctx, opts)?;
-        let (b, b_bytes) = MsrEndpoint::new(&ctx, opts)?;
-        Ok((a.connect(&b_bytes)?, b.connect(&a_bytes)?))
+        let agent_opts = opts.clone();
+        let (client, agent) = setup::pair_with(
+            &setup::local(),
+            "MSR",
+            move |rv, first| MsrChannel::accept(rv, first, &|_| Ok(agent_opts.clone())),
+            |rv, port| MsrChannel::connect(rv, port, &|_| Ok(opts.clone())),
+        );
+        Ok((client?, agent?))
     }
 
     /// Staging chunk size in bytes.

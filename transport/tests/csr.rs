@@ -1,22 +1,26 @@
 //! The CSR module over the `soft` verbs provider: frames of every shape, both
 //! directions at once, ping-pong, discard, chunk-count validation, peer death
-//! and two processes. The two-process test runs this binary again as the peer
-//! (`RCUD_CSR_CHILD` set); endpoint bytes travel over stdin/stdout in hex, as
-//! they would over the TCP bootstrap.
+//! two processes, and the set-up against peers that break it. The
+//! two-process test runs this binary again as the client (`RCUD_CSR_CHILD`
+//! set); the agent's first port travels over its stdin, as it would over the
+//! TCP bootstrap.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use rcud_proto::frame::FrameHeader;
 use rcud_proto::FrameKind;
-use rcud_transport::csr::{CsrChannel, CsrEndpoint, CsrOptions, Polling};
-use rcud_transport::verbs::{Context, SOFT_DEVICE};
+use rcud_transport::csr::{CsrChannel, CsrOptions, Polling};
+use rcud_transport::setup::{self, Rendezvous};
+use rcud_transport::verbs::{Context, Provider, SOFT_DEVICE};
 use rcud_transport::{Channel, TransportError};
 
+mod rogue;
 mod support;
 
+use rogue::*;
 use support::*;
 
 const CHILD_ENV: &str = "RCUD_CSR_CHILD";
@@ -225,19 +229,102 @@ fn chunk_count_must_be_at_least_nine_and_a_multiple_of_three() {
 }
 
 #[test]
-fn mismatched_chunk_sizes_and_garbage_endpoints_are_rejected() {
-    let ctx = Context::open_by_name(SOFT_DEVICE).unwrap();
-    let (a, _) = CsrEndpoint::new(&ctx, &opts(Polling::Event)).unwrap();
+fn mismatched_chunk_sizes_fail_both_ends_of_the_set_up() {
     let small = CsrOptions {
         chunk: 4096,
         ..opts(Polling::Event)
     };
-    let (_b, b_bytes) = CsrEndpoint::new(&ctx, &small).unwrap();
-    let err = a.connect(&b_bytes).unwrap_err().to_string();
-    assert!(err.contains("chunk size"), "{err}");
-    let (c, _) = CsrEndpoint::new(&ctx, &opts(Polling::Event)).unwrap();
-    let err = c.connect(b"CSR1garbage").unwrap_err().to_string();
-    assert!(err.contains("malformed"), "{err}");
+    let (client, agent) = setup::pair_with(
+        &setup::local(),
+        "CSR",
+        |rv, first| CsrChannel::accept(rv, first, &|_| Ok(opts(Polling::Event))),
+        |rv, port| CsrChannel::connect(rv, port, &|_| Ok(small.clone())),
+    );
+    for r in [client.map(drop), agent.map(drop)] {
+        let err = r.unwrap_err().to_string();
+        assert!(err.contains("chunk size"), "{err}");
+    }
+}
+
+#[test]
+fn a_malformed_geometry_message_fails_the_agents_set_up() {
+    for (said, expected) in [
+        (b"XXXXgarbage".to_vec(), "malformed"),
+        (
+            csr_geometry(CsrOptions::default().chunk, 9, 0)[..10].to_vec(),
+            "truncated",
+        ),
+        (
+            [csr_geometry(CsrOptions::default().chunk, 9, 0), vec![0]].concat(),
+            "trailing",
+        ),
+        (
+            csr_geometry(CsrOptions::default().chunk, 10, 0),
+            "invalid chunk count",
+        ),
+    ] {
+        let (client, agent) = setup::pair_with(
+            &setup::local(),
+            "CSR",
+            |rv, first| CsrChannel::accept(rv, first, &|_| Ok(opts(Polling::Event))),
+            |rv, port| {
+                let rogue = RogueCsr::data_channel(rv, port, 9, 4096)?;
+                rogue.say(&said);
+                Ok(rogue)
+            },
+        );
+        // The rogue lives until the agent has given up.
+        let _rogue = client.unwrap();
+        let err = agent.unwrap_err().to_string();
+        assert!(err.contains(expected), "{expected}: {err}");
+    }
+}
+
+#[test]
+fn a_set_up_left_half_done_times_out() {
+    let quick = Rendezvous::new(
+        Provider::Soft,
+        std::net::Ipv4Addr::LOCALHOST.into(),
+        Duration::from_millis(1500),
+    );
+    let started = Instant::now();
+    // The client opens the data channel, says its geometry and stops there.
+    let (client, agent) = setup::pair_with(
+        &quick,
+        "CSR",
+        |rv, first| CsrChannel::accept(rv, first, &|_| Ok(opts(Polling::Event))),
+        |rv, port| {
+            let rogue = RogueCsr::data_channel(rv, port, 9, 4096)?;
+            rogue.say(&csr_geometry(CsrOptions::default().chunk, 9, 0));
+            Ok(rogue)
+        },
+    );
+    let _rogue = client.unwrap();
+    let err = agent.unwrap_err();
+    assert!(
+        matches!(&err, TransportError::Io(e) if e.kind() == std::io::ErrorKind::TimedOut),
+        "{err}"
+    );
+    assert!(err.to_string().contains("control channel"), "{err}");
+    // Nobody ever comes: the agent gives up on the first request as well.
+    let quick = Rendezvous::new(
+        Provider::Soft,
+        std::net::Ipv4Addr::LOCALHOST.into(),
+        Duration::from_millis(500),
+    );
+    let (first, _port) = quick.listen("CSR").unwrap();
+    let err = CsrChannel::accept(&quick, first, &|_| Ok(opts(Polling::Event))).unwrap_err();
+    assert!(err.to_string().contains("data channel"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn connecting_to_a_port_nobody_listens_on_names_the_cause() {
+    let rv = setup::local();
+    let (first, port) = rv.listen("CSR").unwrap();
+    drop(first);
+    let err = CsrChannel::connect(&rv, port, &|_| Ok(opts(Polling::Event))).unwrap_err();
+    assert!(err.to_string().contains("nobody listens"), "{err}");
 }
 
 #[test]
@@ -357,23 +444,15 @@ fn two_processes_echo_frames() {
             .args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
             .env(CHILD_ENV, "echo")
             .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
+            .stdout(Stdio::null())
             .spawn()
             .unwrap(),
     );
     let mut stdin = child.0.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.0.stdout.take().unwrap()).lines();
-    let ctx = Context::open_by_name(SOFT_DEVICE).unwrap();
-    let (ep, mine) = CsrEndpoint::new(&ctx, &opts(Polling::Event)).unwrap();
-    writeln!(stdin, "@@ {}", hex(&mine)).unwrap();
-    let theirs = loop {
-        let line = lines.next().unwrap().unwrap();
-        // The harness prints "test child_entry ... " before the child's line.
-        if let Some(pos) = line.find("@@ ") {
-            break unhex(&line[pos + 3..]);
-        }
-    };
-    let mut ch = ep.connect(&theirs).unwrap();
+    let rv = setup::local();
+    let (first, port) = rv.listen("CSR").unwrap();
+    writeln!(stdin, "{port}").unwrap();
+    let mut ch = CsrChannel::accept(&rv, first, &|_| Ok(opts(Polling::Event))).unwrap();
     let mut ch = within(Duration::from_secs(60), move || {
         for i in 0..20u32 {
             let bulk = pattern(i, (i as usize * 777_777) % (5 * MIB));
@@ -401,14 +480,10 @@ fn child_entry() {
     if std::env::var(CHILD_ENV).is_err() {
         return;
     }
-    let ctx = Context::open_by_name(SOFT_DEVICE).unwrap();
-    let (ep, mine) = CsrEndpoint::new(&ctx, &opts(Polling::Event)).unwrap();
     let mut line = String::new();
     std::io::stdin().read_line(&mut line).unwrap();
-    let theirs = unhex(line.trim_end().strip_prefix("@@ ").unwrap());
-    println!("@@ {}", hex(&mine));
-    std::io::stdout().flush().unwrap();
-    let mut ch = ep.connect(&theirs).unwrap();
+    let port = line.trim().parse().unwrap();
+    let mut ch = CsrChannel::connect(&setup::local(), port, &|_| Ok(opts(Polling::Event))).unwrap();
     // Echo frames until the parent goes away.
     loop {
         let Ok(h) = ch.recv_header() else { return };

@@ -1,10 +1,11 @@
 //! The MSR module over the `soft` verbs provider: frames of every shape, both
 //! directions at once, ping-pong, discard, chunk counts, a write with a wrong
-//! key, peer death, the bootstrap over two loopback TCP sockets, and two
-//! processes: the two-process test runs this binary again as the peer
-//! (`RCUD_MSR_CHILD` set); endpoint bytes travel over stdin/stdout in hex.
+//! key, peer death, the set-up against peers that break it, the bootstrap over
+//! two loopback TCP sockets, and two processes: the two-process test runs
+//! this binary again as the client (`RCUD_MSR_CHILD` set); the agent's first
+//! port travels over its stdin.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::thread;
@@ -12,13 +13,15 @@ use std::time::{Duration, Instant};
 
 use rcud_proto::frame::FrameHeader;
 use rcud_proto::FrameKind;
-use rcud_transport::bootstrap::{self, TransportKind};
-use rcud_transport::msr::{MsrChannel, MsrEndpoint, MsrOptions, Polling};
-use rcud_transport::verbs::{Context, SOFT_DEVICE};
+use rcud_transport::bootstrap::{self, Role, TransportKind};
+use rcud_transport::msr::{MsrChannel, MsrOptions, Polling};
+use rcud_transport::setup;
 use rcud_transport::{Channel, TcpOptions, TransportError};
 
+mod rogue;
 mod support;
 
+use rogue::*;
 use support::*;
 
 const CHILD_ENV: &str = "RCUD_MSR_CHILD";
@@ -236,16 +239,19 @@ fn every_chunk_count_from_one_carries_the_stream() {
 
 #[test]
 fn different_chunk_counts_at_the_two_ends_interoperate() {
-    let ctx = Context::open_by_name(SOFT_DEVICE).unwrap();
     let o = |chunks| MsrOptions {
         chunks,
         chunk: 64 * 1024,
         polling: Polling::Event,
         ..Default::default()
     };
-    let (a, a_bytes) = MsrEndpoint::new(&ctx, &o(3)).unwrap();
-    let (b, b_bytes) = MsrEndpoint::new(&ctx, &o(10)).unwrap();
-    let (mut a, mut b) = (a.connect(&b_bytes).unwrap(), b.connect(&a_bytes).unwrap());
+    let (a, b) = setup::pair_with(
+        &setup::local(),
+        "MSR",
+        move |rv, first| MsrChannel::accept(rv, first, &|_| Ok(o(3))),
+        |rv, port| MsrChannel::connect(rv, port, &|_| Ok(o(10))),
+    );
+    let (mut a, mut b) = (a.unwrap(), b.unwrap());
     within(Duration::from_secs(60), move || {
         let t = thread::spawn(move || {
             for i in 0..6u32 {
@@ -265,45 +271,102 @@ fn different_chunk_counts_at_the_two_ends_interoperate() {
     });
 }
 
+/// The agent writes into chunks whose key the client announced wrong: the
+/// write is rejected and the agent's channel fails, without a hang.
 #[test]
 fn a_write_with_a_wrong_key_is_an_error_not_a_hang() {
-    let ctx = Context::open_by_name(SOFT_DEVICE).unwrap();
     let o = MsrOptions {
         chunks: 1,
         chunk: 4096,
         polling: Polling::Event,
         ..Default::default()
     };
-    let (a, _) = MsrEndpoint::new(&ctx, &o).unwrap();
-    let (b, mut b_bytes) = MsrEndpoint::new(&ctx, &o).unwrap();
-    // The description ends with the receive chunks' (address, length, key).
-    let last = b_bytes.len() - 1;
-    b_bytes[last] ^= 0x5a;
-    let mut a = a.connect(&b_bytes).unwrap();
-    let _b = b;
+    let (rogue, agent) = setup::pair_with(
+        &setup::local(),
+        "MSR",
+        move |rv, first| MsrChannel::accept(rv, first, &|_| Ok(o.clone())),
+        |rv, port| {
+            RogueMsr::connect(rv, port, 1, 4096, |regions| {
+                for r in regions {
+                    r.rkey ^= 0x5a;
+                }
+            })
+        },
+    );
+    let _rogue = rogue.unwrap();
+    let mut agent = agent.unwrap();
     let r = within(Duration::from_secs(10), move || {
-        a.send_frame(&header(1, 3, 0), b"abc", &[])
-            .and_then(|_| a.flush())
-            .and_then(|_| a.recv_header().map(|_| ()))
+        agent
+            .send_frame(&header(1, 3, 0), b"abc", &[])
+            .and_then(|_| agent.flush())
+            .and_then(|_| agent.recv_header().map(|_| ()))
     });
     let err = r.unwrap_err().to_string();
     assert!(err.contains("rejected"), "{err}");
 }
 
 #[test]
-fn mismatched_chunk_sizes_and_garbage_endpoints_are_rejected() {
-    let ctx = Context::open_by_name(SOFT_DEVICE).unwrap();
-    let (a, _) = MsrEndpoint::new(&ctx, &opts(Polling::Event)).unwrap();
+fn mismatched_chunk_sizes_fail_both_ends_of_the_set_up() {
     let small = MsrOptions {
         chunk: 4096,
         ..opts(Polling::Event)
     };
-    let (_b, b_bytes) = MsrEndpoint::new(&ctx, &small).unwrap();
-    let err = a.connect(&b_bytes).unwrap_err().to_string();
+    let (client, agent) = setup::pair_with(
+        &setup::local(),
+        "MSR",
+        |rv, first| MsrChannel::accept(rv, first, &|_| Ok(opts(Polling::Event))),
+        |rv, port| MsrChannel::connect(rv, port, &|_| Ok(small.clone())),
+    );
+    let err = client.unwrap_err().to_string();
     assert!(err.contains("chunk size"), "{err}");
-    let (c, _) = MsrEndpoint::new(&ctx, &opts(Polling::Event)).unwrap();
-    let err = c.connect(b"MSR1garbage").unwrap_err().to_string();
-    assert!(err.contains("malformed"), "{err}");
+    // The client gave up before sending its addresses: the agent was left
+    // waiting for them, or saw the client go.
+    assert!(agent.is_err());
+}
+
+#[test]
+fn malformed_addresses_fail_the_agents_set_up() {
+    let chunk = MsrOptions::default().chunk;
+    let count = |n: u32| {
+        let mut b = b"MSR2".to_vec();
+        b.extend_from_slice(&(chunk as u64).to_le_bytes());
+        b.extend_from_slice(&n.to_le_bytes());
+        b
+    };
+    for (said, expected) in [
+        (b"MSR1garbage".to_vec(), "malformed"),
+        (count(2), "truncated"),
+        (count(0), "invalid chunk count"),
+        (count(5000), "invalid chunk count"),
+    ] {
+        let (rogue, agent) = setup::pair_with(
+            &setup::local(),
+            "MSR",
+            |rv, first| MsrChannel::accept(rv, first, &|_| Ok(opts(Polling::Event))),
+            |rv, port| {
+                let rogue = RogueMsr::open(rv, port, 2, chunk)?;
+                rogue.out.say(&said);
+                Ok(rogue)
+            },
+        );
+        let _rogue = rogue.unwrap();
+        let err = agent.unwrap_err().to_string();
+        assert!(err.contains(expected), "{expected}: {err}");
+    }
+    // Receive chunks smaller than the chunk size.
+    let (rogue, agent) = setup::pair_with(
+        &setup::local(),
+        "MSR",
+        |rv, first| MsrChannel::accept(rv, first, &|_| Ok(opts(Polling::Event))),
+        |rv, port| {
+            let rogue = RogueMsr::open(rv, port, 2, chunk)?;
+            rogue.out.say(&rogue.addresses(|r| r[1].len -= 1));
+            Ok(rogue)
+        },
+    );
+    let _rogue = rogue.unwrap();
+    let err = agent.unwrap_err().to_string();
+    assert!(err.contains("smaller than the chunk size"), "{err}");
 }
 
 #[test]
@@ -462,8 +525,13 @@ fn bootstrap_establishes_msr_over_loopback_tcp() {
             stream
                 .set_read_timeout(Some(Duration::from_secs(10)))
                 .unwrap();
-            let mut ch =
-                bootstrap::establish(stream, TransportKind::Msr, &TcpOptions::default()).unwrap();
+            let mut ch = bootstrap::establish(
+                stream,
+                TransportKind::Msr,
+                Role::Agent,
+                &TcpOptions::default(),
+            )
+            .unwrap();
             assert!(ch.peer().starts_with("msr:"), "{}", ch.peer());
             // Echo until the client goes away.
             loop {
@@ -486,8 +554,13 @@ fn bootstrap_establishes_msr_over_loopback_tcp() {
         stream
             .set_read_timeout(Some(Duration::from_secs(10)))
             .unwrap();
-        let mut ch =
-            bootstrap::establish(stream, TransportKind::Msr, &TcpOptions::default()).unwrap();
+        let mut ch = bootstrap::establish(
+            stream,
+            TransportKind::Msr,
+            Role::Client,
+            &TcpOptions::default(),
+        )
+        .unwrap();
         for i in 0..20u32 {
             let bulk = pattern(i, (i as usize * 777_777) % (5 * MIB));
             send(&mut *ch, i, b"ping", &bulk, MIB / 2);
@@ -519,23 +592,15 @@ fn two_processes_echo_frames() {
             .args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
             .env(CHILD_ENV, "echo")
             .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
+            .stdout(Stdio::null())
             .spawn()
             .unwrap(),
     );
     let mut stdin = child.0.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.0.stdout.take().unwrap()).lines();
-    let ctx = Context::open_by_name(SOFT_DEVICE).unwrap();
-    let (ep, mine) = MsrEndpoint::new(&ctx, &opts(Polling::Event)).unwrap();
-    writeln!(stdin, "@@ {}", hex(&mine)).unwrap();
-    let theirs = loop {
-        let line = lines.next().unwrap().unwrap();
-        // The harness prints "test child_entry ... " before the child's line.
-        if let Some(pos) = line.find("@@ ") {
-            break unhex(&line[pos + 3..]);
-        }
-    };
-    let mut ch = ep.connect(&theirs).unwrap();
+    let rv = setup::local();
+    let (first, port) = rv.listen("MSR").unwrap();
+    writeln!(stdin, "{port}").unwrap();
+    let mut ch = MsrChannel::accept(&rv, first, &|_| Ok(opts(Polling::Event))).unwrap();
     let mut ch = within(Duration::from_secs(60), move || {
         for i in 0..20u32 {
             let bulk = pattern(i, (i as usize * 777_777) % (5 * MIB));
@@ -563,14 +628,10 @@ fn child_entry() {
     if std::env::var(CHILD_ENV).is_err() {
         return;
     }
-    let ctx = Context::open_by_name(SOFT_DEVICE).unwrap();
-    let (ep, mine) = MsrEndpoint::new(&ctx, &opts(Polling::Event)).unwrap();
     let mut line = String::new();
     std::io::stdin().read_line(&mut line).unwrap();
-    let theirs = unhex(line.trim_end().strip_prefix("@@ ").unwrap());
-    println!("@@ {}", hex(&mine));
-    std::io::stdout().flush().unwrap();
-    let mut ch = ep.connect(&theirs).unwrap();
+    let port = line.trim().parse().unwrap();
+    let mut ch = MsrChannel::connect(&setup::local(), port, &|_| Ok(opts(Polling::Event))).unwrap();
     // Echo frames until the parent goes away.
     loop {
         let Ok(h) = ch.recv_header() else { return };

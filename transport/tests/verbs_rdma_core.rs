@@ -22,17 +22,12 @@ use std::sync::OnceLock;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rcud_proto::frame::FrameHeader;
-use rcud_proto::FrameKind;
 use rcud_transport::bootstrap;
-use rcud_transport::csr::{CsrEndpoint, CsrOptions, Polling};
-use rcud_transport::msr::{MsrEndpoint, MsrOptions};
 use rcud_transport::verbs::rdma_core::{self, cm, Unavailable};
 use rcud_transport::verbs::{
     devices, Access, Completion, CompletionQueue, Context, Fabric, MemoryRegion, Provider, QpInit,
     QpState, QueuePair, RecvWr, SendOp, SendWr, VerbsError, WcOpcode, WcStatus, SOFT_DEVICE,
 };
-use rcud_transport::Channel;
 
 const CHILD_ENV: &str = "RCUD_RDMA_CORE_CHILD";
 const FAKE_DEVICE: &str = "fakeib0";
@@ -661,90 +656,6 @@ fn registration_limit_is_reported_as_a_limit() {
     assert!(matches!(e, VerbsError::Limit { max: 3, .. }), "{e:?}");
     drop(held);
     pd.alloc_mr(4096, Access::LOCAL_WRITE).unwrap();
-}
-
-// ---- the RDMA modules on the stand-in -----------------------------------
-
-fn frame(id: u32, bulk: usize) -> FrameHeader {
-    FrameHeader {
-        kind: FrameKind::REQUEST,
-        op: 1,
-        body_len: 3,
-        id,
-        bulk_len: bulk as u64,
-    }
-}
-
-fn exchange(mut a: impl Channel + 'static, mut b: impl Channel) {
-    let payload: Vec<u8> = (0..700_000u32).map(|i| (i % 253) as u8).collect();
-    let sent = payload.clone();
-    let t = thread::spawn(move || {
-        for id in 0..3 {
-            a.send_frame(&frame(id, sent.len()), b"abc", &sent).unwrap();
-        }
-        a.flush().unwrap();
-        a
-    });
-    for id in 0..3 {
-        let h = b.recv_header().unwrap();
-        assert_eq!(h, frame(id, payload.len()));
-        assert_eq!(b.recv_body(3).unwrap(), b"abc");
-        let mut got = vec![0u8; payload.len()];
-        b.recv_bulk_into(&mut got).unwrap();
-        assert!(got == payload, "payload of frame {id}");
-    }
-    drop(t.join().unwrap());
-}
-
-#[test]
-fn csr_runs_on_the_provider_and_falls_back_to_fewer_chunks() {
-    // 2 regions per chunk and side: 36 chunks per side do not fit in 100
-    // registrations, so the second side falls back.
-    if with_fake(
-        "csr_runs_on_the_provider_and_falls_back_to_fewer_chunks",
-        &[("FAKE_IBV_MAX_MR", "100")],
-    ) {
-        return;
-    }
-    let ctx = Context::open_by_name(FAKE_DEVICE).unwrap();
-    let opts = CsrOptions {
-        chunk: 64 << 10,
-        chunks: 36,
-        polling: Polling::Event,
-        ..CsrOptions::default()
-    };
-    let (a, a_bytes) = CsrEndpoint::new(&ctx, &opts).unwrap();
-    let (b, b_bytes) = CsrEndpoint::new(&ctx, &opts).unwrap();
-    let a = a.connect(&b_bytes).unwrap();
-    let b = b.connect(&a_bytes).unwrap();
-    assert!(
-        b.chunks() < 36 && b.chunks() >= 9 && b.chunks() % 3 == 0,
-        "{}",
-        b.chunks()
-    );
-    exchange(a, b);
-    drop(ctx);
-    assert_eq!(fake_live_objects(), 0);
-}
-
-#[test]
-fn msr_runs_on_the_provider() {
-    if with_fake("msr_runs_on_the_provider", &[]) {
-        return;
-    }
-    let ctx = Context::open_by_name(FAKE_DEVICE).unwrap();
-    let opts = MsrOptions {
-        chunk: 64 << 10,
-        chunks: 6,
-        ..MsrOptions::default()
-    };
-    let (a, a_bytes) = MsrEndpoint::new(&ctx, &opts).unwrap();
-    let (b, b_bytes) = MsrEndpoint::new(&ctx, &opts).unwrap();
-    let a = a.connect(&b_bytes).unwrap();
-    let b = b.connect(&a_bytes).unwrap();
-    exchange(a, b);
-    drop(ctx);
-    assert_eq!(fake_live_objects(), 0);
 }
 
 // ---- real hardware ----------------------------------------------------------

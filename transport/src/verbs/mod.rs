@@ -3,9 +3,10 @@
 //! The objects and their relations follow ibverbs: a [`Context`] is an open
 //! device; it allocates [`ProtectionDomain`]s and [`CompletionQueue`]s; a
 //! protection domain owns [`MemoryRegion`]s and reliable-connected
-//! [`QueuePair`]s. A queue pair is connected by exchanging [`Endpoint`]s out of
-//! band (the caller ships the opaque bytes over its TCP bootstrap) and calling
-//! [`QueuePair::connect`] on both sides.
+//! [`QueuePair`]s. Queue pairs are connected through the connection manager
+//! ([`cm`]: RDMA CM's model for both providers), or, at a lower level, by
+//! exchanging [`Endpoint`]s out of band and calling [`QueuePair::connect`] on
+//! both sides.
 //!
 //! Differences from raw ibverbs, on purpose:
 //! - Memory regions own their memory, allocated by the provider (shared memory
@@ -30,6 +31,7 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
+pub mod cm;
 pub mod rdma_core;
 mod soft;
 

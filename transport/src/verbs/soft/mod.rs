@@ -23,6 +23,7 @@
 //! whose peer fails, is destroyed or dies, goes to the error state and flushes
 //! its receives: the connection is broken both ways, never left hanging.
 
+pub(crate) mod cm;
 #[allow(unsafe_code)]
 mod layout;
 #[allow(unsafe_code)]
