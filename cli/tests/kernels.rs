@@ -453,6 +453,8 @@ fn k_streams() {
         "cudaStreamWaitEvent: ok",
         "host functions in stream order: ok",
         "host function without a synchronizing call: ok",
+        "CUDA calls in a host function -> cudaErrorNotPermitted, cudaErrorNotPermitted",
+        "CUDA calls in a host function refused: ok",
         "copies after host functions see their writes: ok",
         "cudaMemcpyAsync to a bad pointer -> cudaErrorInvalidValue",
     ]);

@@ -1,5 +1,6 @@
 //! A session: one connection to one rcud server, optionally attached to one GPU.
 
+use std::cell::Cell;
 use std::io::{Read, Write};
 use std::time::Duration;
 
@@ -15,6 +16,30 @@ use crate::ClientError;
 
 /// How long a server may take to answer the hello.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+thread_local! {
+    /// Set while this thread runs an application's host function.
+    static IN_HOST_FUNCTION: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the calling thread is inside a host function (`cudaLaunchHostFunc`,
+/// `cudaStreamAddCallback`). CUDA forbids CUDA calls there; they run while
+/// their device's queue is held, so the C layer refuses them with
+/// `cudaErrorNotPermitted` instead of letting them wait on themselves.
+pub fn in_host_function() -> bool {
+    IN_HOST_FUNCTION.with(Cell::get)
+}
+
+fn run_host_function(f: Box<dyn FnOnce() + Send>) {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            IN_HOST_FUNCTION.with(|c| c.set(self.0));
+        }
+    }
+    let _reset = Reset(IN_HOST_FUNCTION.with(|c| c.replace(true)));
+    f();
+}
 
 /// The result of a remote call: transport failures outside, CUDA errors inside.
 pub type CallResult<T> = Result<Result<T, Failure>, ClientError>;
@@ -322,7 +347,7 @@ impl Session {
             let Some((id, op)) = q.frame else {
                 if let Completion::Callback(f) = q.completion {
                     self.callbacks -= 1;
-                    f();
+                    run_host_function(f);
                 }
                 continue;
             };

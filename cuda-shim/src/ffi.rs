@@ -11,11 +11,18 @@ use rcud_proto::CudaError;
 /// `cudaError_t` as the C ABI returns it.
 pub(crate) type CudaErrorT = std::os::raw::c_int;
 
-/// Runs the body of an API function: sets up logging once, turns a panic into
+/// Runs the body of an API function: sets up logging once, refuses calls
+/// from inside a host function (`cudaErrorNotPermitted`), turns a panic into
 /// `cudaErrorUnknown` instead of unwinding into C, and records a failure as
 /// the thread's last error.
 pub(crate) fn guard(body: impl FnOnce() -> Result<(), CudaError>) -> CudaErrorT {
     init_logging();
+    // CUDA forbids CUDA calls in a host function; ours would wait on the
+    // queue that runs it. Refused without touching the thread's last error,
+    // which belongs to the code the function interrupted.
+    if rcud_client::session::in_host_function() {
+        return CudaError::NOT_PERMITTED.0 as CudaErrorT;
+    }
     let result = catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|_| {
         eprintln!("rcud: internal error (panic) in the CUDA runtime library");
         Err(CudaError::UNKNOWN)

@@ -10,7 +10,8 @@ use crate::codec::{DecodeError, Wire};
 /// Magic bytes at the start of a client hello.
 pub const MAGIC: [u8; 4] = *b"RCUD";
 /// Protocol version spoken by this build. The major part must match.
-pub const PROTOCOL_VERSION: u16 = 2;
+/// 3: the RDMA modules set up through the agent's offer and RDMA CM.
+pub const PROTOCOL_VERSION: u16 = 3;
 /// Largest hello accepted, so garbage cannot make the server wait for megabytes.
 pub const MAX_HELLO: u32 = 4096;
 

@@ -39,6 +39,15 @@ static void CUDART_CB fill_fn(void *arg) {
 }
 static void CUDART_CB signal_fn(void *) { signalled = 1; }
 
+// CUDA calls are not permitted in a host function: they fail (here with
+// cudaErrorNotPermitted) instead of waiting on the stream that runs it.
+static std::atomic<int> inside_malloc{-1}, inside_sync{-1};
+static void CUDART_CB calls_cuda_fn(void *stream) {
+    void *p = nullptr;
+    inside_malloc = (int)cudaMalloc(&p, 64);
+    inside_sync = (int)cudaStreamSynchronize((cudaStream_t)stream);
+}
+
 int main() {
     int least = 1, greatest = 1;
     CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
@@ -145,6 +154,18 @@ int main() {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     EXPECT(signalled, "the host function never ran");
     printf("host function without a synchronizing call: ok\n");
+
+    (void)cudaGetLastError();  // the timing-disabled event's error above
+    CHECK(cudaLaunchHostFunc(streams[3], calls_cuda_fn, (void *)streams[3]));
+    CHECK(cudaStreamSynchronize(streams[3]));
+    printf("CUDA calls in a host function -> %s, %s\n",
+           cudaGetErrorName((cudaError_t)inside_malloc.load()),
+           cudaGetErrorName((cudaError_t)inside_sync.load()));
+    EXPECT(inside_malloc == cudaErrorNotPermitted && inside_sync == cudaErrorNotPermitted,
+           "CUDA calls in a host function: %d %d", (int)inside_malloc, (int)inside_sync);
+    // The refusals are not this thread's errors.
+    CHECK(cudaGetLastError());
+    printf("CUDA calls in a host function refused: ok\n");
 
     // What a host function writes is seen by the copies after it in the
     // stream: a queued copy reads its page-locked source when it runs, after
