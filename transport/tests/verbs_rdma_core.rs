@@ -4,11 +4,13 @@
 //!   the errors name the library and what to install, and `devices()` still
 //!   lists the soft device.
 //! - Against `fake_ibverbs.c`, a stand-in for libibverbs with an in-process
-//!   loopback adapter, built here with the C compiler (`$CC`, else `cc`;
-//!   without one these tests say so and pass): the provider's FFI layer for
-//!   real (ops-table calls, work-request translation, completion decoding,
-//!   queue-pair transitions and their masks, completion-channel waits), and
-//!   the CSR and MSR modules on top of it.
+//!   loopback adapter, built with the C compiler by `support::fake_rdma`
+//!   (`$CC`, else `cc`; without one these tests say so and pass), librdmacm
+//!   left missing: the provider's FFI layer for real (ops-table calls,
+//!   work-request translation, completion decoding, queue-pair transitions
+//!   and their masks, completion-channel waits). RDMA CM and the CSR and MSR
+//!   modules on top of the provider: `cm_rdma_core.rs`,
+//!   `modules_rdma_core.rs`.
 //! - On a host with an adapter: a loopback over it; skipped with the reason
 //!   otherwise.
 //!
@@ -16,9 +18,6 @@
 //! environment of its own runs this binary again as a child with that
 //! environment (`RCUD_RDMA_CORE_CHILD` set), and the child runs the test.
 
-use std::path::PathBuf;
-use std::process::Command;
-use std::sync::OnceLock;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -29,84 +28,21 @@ use rcud_transport::verbs::{
     QpState, QueuePair, RecvWr, SendOp, SendWr, VerbsError, WcOpcode, WcStatus, SOFT_DEVICE,
 };
 
-const CHILD_ENV: &str = "RCUD_RDMA_CORE_CHILD";
-const FAKE_DEVICE: &str = "fakeib0";
+mod support;
+
+use support::fake_rdma::{
+    fake_verbs_live_objects, run_in_child, with_fake_rdma, CHILD_ENV, FAKE_DEVICE,
+};
+
 const NOWHERE_IBVERBS: &str = "/nonexistent/rcud-test/libibverbs.so.1";
 const NOWHERE_RDMACM: &str = "/nonexistent/rcud-test/librdmacm.so.1";
 
-/// `fake_ibverbs.c` built once next to the test executable.
-fn fake_library() -> Option<PathBuf> {
-    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let source = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fake_ibverbs.c");
-            let dir = std::env::current_exe()
-                .ok()?
-                .parent()?
-                .join("rcud-fake-ibverbs");
-            std::fs::create_dir_all(&dir).ok()?;
-            let out = dir.join("libibverbs.so.1");
-            let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-            match Command::new(&cc)
-                .args(["-shared", "-fPIC", "-O1", "-o"])
-                .arg(&out)
-                .arg(source)
-                .status()
-            {
-                Ok(s) if s.success() => Some(out),
-                Ok(s) => panic!("{cc} failed to build {source}: {s}"),
-                Err(e) => {
-                    eprintln!("no C compiler ({cc}: {e}): the stand-in tests are skipped");
-                    None
-                }
-            }
-        })
-        .clone()
-}
-
-/// In the parent: runs `test` in a child process with `env` set and returns
-/// `true` (the caller returns). In the child: returns `false` (the caller
-/// runs the test body).
-fn run_in_child(test: &str, env: &[(&str, &str)]) -> bool {
-    if std::env::var_os(CHILD_ENV).is_some() {
-        return false;
-    }
-    let exe = std::env::current_exe().unwrap();
-    let out = Command::new(exe)
-        .args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, "1")
-        .envs(env.iter().copied())
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "child {test} failed:\n{text}");
-    assert!(
-        text.contains("1 passed"),
-        "child {test} ran no test:\n{text}"
-    );
-    true
-}
-
-/// Runs `test` in a child whose libibverbs is the stand-in (with `env`
-/// besides); `None` when it cannot be built.
+/// Runs `test` in a child whose libibverbs is the stand-in and whose
+/// librdmacm is missing (with `env` besides); `true` in the parent.
 fn with_fake(test: &str, env: &[(&str, &str)]) -> bool {
-    if std::env::var_os(CHILD_ENV).is_some() {
-        return false;
-    }
-    let Some(lib) = fake_library() else {
-        return true;
-    };
-    let lib = lib.to_string_lossy().into_owned();
-    let mut all = vec![
-        ("RCUD_IBVERBS_LIBRARY", lib.as_str()),
-        ("RCUD_RDMACM_LIBRARY", NOWHERE_RDMACM),
-    ];
+    let mut all = vec![("RCUD_RDMACM_LIBRARY", NOWHERE_RDMACM)];
     all.extend_from_slice(env);
-    run_in_child(test, &all)
+    with_fake_rdma(test, &all)
 }
 
 fn blank() -> Completion {
@@ -171,19 +107,6 @@ fn pair(name: &str, depth: u32) -> (Context, Side, Side) {
     b.qp.connect(&a.qp.endpoint()).unwrap();
     assert_eq!(a.qp.state(), QpState::ReadyToSend);
     (ctx, a, b)
-}
-
-/// Objects the stand-in still holds (0 once everything was dropped).
-fn fake_live_objects() -> std::ffi::c_long {
-    let path = std::env::var("RCUD_IBVERBS_LIBRARY").unwrap();
-    // SAFETY: the stand-in, already loaded by the provider; no initialisers.
-    let lib = unsafe { libloading::Library::new(path) }.unwrap();
-    // SAFETY: the prototype of `fake_ibv_live_objects`.
-    let f =
-        unsafe { lib.get::<unsafe extern "C" fn() -> std::ffi::c_long>(b"fake_ibv_live_objects") }
-            .unwrap();
-    // SAFETY: takes nothing, reads a counter.
-    unsafe { f() }
 }
 
 // ---- missing libraries ---------------------------------------------------
@@ -409,7 +332,11 @@ fn send_and_receive() {
     );
     drop(ctx);
     send_recv_body();
-    assert_eq!(fake_live_objects(), 0, "every object is destroyed on drop");
+    assert_eq!(
+        fake_verbs_live_objects(),
+        0,
+        "every object is destroyed on drop"
+    );
 }
 
 #[test]
@@ -605,7 +532,7 @@ fn completion_wait_times_out_and_wakes() {
     completion_wait_body();
     // Every event taken from the channels was acknowledged (the stand-in
     // refuses to destroy a queue otherwise, as libibverbs blocks).
-    assert_eq!(fake_live_objects(), 0);
+    assert_eq!(fake_verbs_live_objects(), 0);
 }
 
 fn completion_wait_body() {
