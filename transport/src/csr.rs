@@ -198,13 +198,7 @@ impl DataSide {
     fn create(p: &mut Pending, opts: &CsrOptions) -> Result<DataSide, TransportError> {
         opts.validate()?;
         let ctx = p.context().clone();
-        let attr = ctx.attr();
-        if opts.chunk as u64 > u64::from(attr.max_msg_size) {
-            return Err(other(format!(
-                "CSR chunk size {} exceeds the device's largest message ({} bytes)",
-                opts.chunk, attr.max_msg_size
-            )));
-        }
+        setup::check_chunk(&ctx, opts.chunk, "CSR")?;
         let pd = ctx
             .alloc_pd()
             .map_err(|e| verbs("allocating a protection domain", e))?;

@@ -358,13 +358,7 @@ pub type OptionsFor<'a> = &'a dyn Fn(&Context) -> Result<MsrOptions, TransportEr
 fn checked_options(ctx: &Context, opts_for: OptionsFor<'_>) -> Result<MsrOptions, TransportError> {
     let opts = opts_for(ctx)?;
     opts.validate()?;
-    let attr = ctx.attr();
-    if opts.chunk as u64 > u64::from(attr.max_msg_size) {
-        return Err(other(format!(
-            "MSR chunk size {} exceeds the device's largest message ({} bytes)",
-            opts.chunk, attr.max_msg_size
-        )));
-    }
+    setup::check_chunk(ctx, opts.chunk, "MSR")?;
     Ok(opts)
 }
 

@@ -320,6 +320,17 @@ pub fn take_offer(
     Ok((rv, port))
 }
 
+/// Checks that one staging chunk fits the device's largest message.
+pub(crate) fn check_chunk(ctx: &Context, chunk: usize, module: &str) -> Result<(), TransportError> {
+    let max = ctx.attr().max_msg_size;
+    if chunk as u64 > u64::from(max) {
+        return Err(other(format!(
+            "{module} chunk size {chunk} exceeds the device's largest message ({max} bytes)"
+        )));
+    }
+    Ok(())
+}
+
 /// Waits for one completion on `cq` until the set-up's deadline; `Closed`
 /// when `qp` fails first.
 fn wait_one(

@@ -61,15 +61,19 @@ fn prepare(p: &mut Pending) -> End {
     }
 }
 
-fn one(cq: &CompletionQueue) -> Completion {
-    let mut wc = [Completion {
+fn blank() -> Completion {
+    Completion {
         wr_id: 0,
         qp_num: 0,
         opcode: WcOpcode::Send,
         status: WcStatus::Success,
         byte_len: 0,
         imm: None,
-    }];
+    }
+}
+
+fn one(cq: &CompletionQueue) -> Completion {
+    let mut wc = [blank()];
     let deadline = Instant::now() + T;
     while cq.poll_wait(&mut wc, Duration::from_millis(50)).unwrap() == 0 {
         assert!(Instant::now() < deadline, "no completion");
@@ -122,14 +126,7 @@ fn a_connection_sends_both_ways_as_soon_as_it_is_established() {
     let deadline = Instant::now() + T;
     while end.qp.state() != QpState::Error {
         assert!(Instant::now() < deadline, "the peer's end was not noticed");
-        let mut wc = [Completion {
-            wr_id: 0,
-            qp_num: 0,
-            opcode: WcOpcode::Send,
-            status: WcStatus::Success,
-            byte_len: 0,
-            imm: None,
-        }];
+        let mut wc = [blank()];
         let _ = end.recv_cq.poll_wait(&mut wc, Duration::from_millis(20));
     }
 }
