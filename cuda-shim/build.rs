@@ -1,89 +1,237 @@
-//! Generates the parts of the C ABI that follow from the export list:
+//! Generates the parts of the C ABI that follow from the export lists of the
+//! NVIDIA libraries this one library stands in for (`exports/*.txt`, written by
+//! `scripts/gen-exports.py` from NVIDIA's headers and libraries):
 //!
-//! - `stubs.rs`: an exported function for every symbol of `exports/cudart13.txt`
-//!   that `src/api/` does not implement; it returns `cudaErrorNotSupported` and
-//!   logs its name once.
-//! - `symver.rs`: `.symver` directives that give every exported function the
+//! - `stubs.rs`: an exported function for every listed symbol that the
+//!   library's hand-written module (`src/cudart/`, `src/driver/`) does not
+//!   implement; it returns the library's "not supported" code and logs its
+//!   name once.
+//! - `symver.rs`: `.symver` directives that give every runtime function the
 //!   version `libcudart.so.13`, as NVIDIA's library does, so that programs
 //!   linked against it (whose references read `cudaMalloc@libcudart.so.13`)
 //!   bind to ours.
-//! - `libcudart.map`: the linker version script that defines that version node.
+//! - `libcudart.map`: the linker version script with one version node per
+//!   replaced library.
+//! - `procs.rs`: the `cuGetProcAddress` table (name, CUDA version, flavour,
+//!   function).
 //!
-//! Generated at build time from the list and the sources, so it cannot drift.
+//! Generated at build time from the lists and the sources, so it cannot drift.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-const VERSION_NODE: &str = "libcudart.so.13";
+/// One replaced library.
+struct Library {
+    /// Its soname, also its symbol version node.
+    node: &'static str,
+    /// The export list under `exports/`.
+    list: &'static str,
+    /// The hand-written functions, under `src/`.
+    sources: &'static str,
+    /// Path of the stub body: `fn(name, &LOGGED) -> c_int`.
+    not_supported: &'static str,
+    /// Whether references carry the version (NVIDIA versions libcudart's
+    /// symbols; libcuda's are unversioned, and bind to our default version).
+    symver: bool,
+    /// Exported although the list lacks them.
+    extra: &'static [&'static str],
+}
 
-/// Exported although CUDA 13 dropped them: CUDA 12 headers named
-/// `cudaGetDeviceProperties` `cudaGetDeviceProperties_v2`, and code that
-/// looks symbols up by name (dlsym) still asks for it.
-const EXTRA_EXPORTS: &[&str] = &["cudaGetDeviceProperties_v2"];
+const LIBRARIES: &[Library] = &[
+    Library {
+        node: "libcudart.so.13",
+        list: "cudart13.txt",
+        sources: "cudart",
+        not_supported: "crate::ffi::not_supported",
+        symver: true,
+        // CUDA 12 headers named `cudaGetDeviceProperties`
+        // `cudaGetDeviceProperties_v2`, and code that looks symbols up by
+        // name (dlsym) still asks for it.
+        extra: &["cudaGetDeviceProperties_v2"],
+    },
+    Library {
+        node: "libcuda.so.1",
+        list: "cuda.txt",
+        sources: "driver",
+        not_supported: "crate::driver::not_supported",
+        symver: false,
+        extra: &[],
+    },
+];
 
 fn main() {
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets this"));
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets this"));
-    let list = root.join("exports/cudart13.txt");
-    println!("cargo:rerun-if-changed={}", list.display());
-    println!("cargo:rerun-if-changed=src/api");
-
-    let exports: Vec<String> = std::fs::read_to_string(&list)
-        .expect("read exports/cudart13.txt")
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#') && *l != VERSION_NODE)
-        .map(String::from)
-        .chain(EXTRA_EXPORTS.iter().map(|s| s.to_string()))
-        .collect();
-    let implemented = implemented_functions(&root.join("src/api"));
-    for name in &implemented {
-        assert!(
-            exports.contains(name),
-            "src/api implements `{name}`, which libcudart.so.13 does not export"
-        );
-    }
 
     let mut stubs = String::new();
     let mut symver = String::from("std::arch::global_asm!(\n");
-    let mut map = format!("{VERSION_NODE} {{\n  global:\n");
-    for name in &exports {
-        writeln!(symver, "    \".symver {name}, {name}@@@{VERSION_NODE}\",").unwrap();
-        writeln!(map, "    {name};").unwrap();
-        if implemented.contains(name) {
-            continue;
+    let mut map = String::new();
+    let mut all_exports = BTreeSet::new();
+    for (i, lib) in LIBRARIES.iter().enumerate() {
+        let exports = read_list(&root.join("exports").join(lib.list), lib.node);
+        let exports: Vec<String> = exports
+            .into_iter()
+            .chain(lib.extra.iter().map(|s| s.to_string()))
+            .collect();
+        let implemented = implemented_functions(&root.join("src").join(lib.sources));
+        for name in &implemented {
+            assert!(
+                exports.contains(name),
+                "src/{} implements `{name}`, which {} does not export",
+                lib.sources,
+                lib.node
+            );
         }
-        writeln!(
-            stubs,
-            "#[no_mangle]\npub extern \"C\" fn {name}() -> ::std::os::raw::c_int {{\n    \
-             static LOGGED: ::std::sync::atomic::AtomicBool = ::std::sync::atomic::AtomicBool::new(false);\n    \
-             crate::ffi::not_supported(\"{name}\", &LOGGED)\n}}\n"
-        )
-        .unwrap();
+        writeln!(map, "{} {{\n  global:", lib.node).unwrap();
+        for name in &exports {
+            assert!(
+                all_exports.insert(name.clone()),
+                "`{name}` is listed for two libraries"
+            );
+            if lib.symver {
+                writeln!(symver, "    \".symver {name}, {name}@@@{}\",", lib.node).unwrap();
+            }
+            writeln!(map, "    {name};").unwrap();
+            if implemented.contains(name) {
+                continue;
+            }
+            writeln!(
+                stubs,
+                "#[no_mangle]\npub extern \"C\" fn {name}() -> ::std::os::raw::c_int {{\n    \
+                 static LOGGED: ::std::sync::atomic::AtomicBool = ::std::sync::atomic::AtomicBool::new(false);\n    \
+                 {}(\"{name}\", &LOGGED)\n}}\n",
+                lib.not_supported
+            )
+            .unwrap();
+        }
+        if i == 0 {
+            map.push_str("  local:\n    *;\n");
+        }
+        map.push_str("};\n");
+        println!(
+            "cargo:rustc-env=RCUD_{}_EXPORT_COUNT={}",
+            lib.sources.to_uppercase(),
+            exports.len()
+        );
     }
     symver.push_str(");\n");
-    map.push_str("  local:\n    *;\n};\n");
 
     write(&out.join("stubs.rs"), &stubs);
     write(&out.join("symver.rs"), &symver);
+    write(&out.join("procs.rs"), &proc_table(&root, &all_exports));
+    write(&out.join("driver_errors.rs"), &driver_errors(&root));
+    println!(
+        "cargo:rustc-env=RCUD_CUDA_VERSION={}",
+        header_cuda_version(&root)
+    );
     let map_path = out.join("libcudart.map");
     write(&map_path, &map);
 
-    // Link the cdylib with the soname and version node of NVIDIA's library.
-    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,{VERSION_NODE}");
+    // Link the cdylib with the soname and version nodes of NVIDIA's runtime;
+    // `rcud run` also offers the file as libcuda.so.1, and the dynamic
+    // linker loads one file once, whatever name reached it.
+    println!(
+        "cargo:rustc-cdylib-link-arg=-Wl,-soname,{}",
+        LIBRARIES[0].node
+    );
     println!(
         "cargo:rustc-cdylib-link-arg=-Wl,--version-script={}",
         map_path.display()
     );
-    println!("cargo:rustc-env=RCUD_EXPORT_COUNT={}", exports.len());
+}
+
+/// The symbols of an export list: one per line, `#` comments, and the
+/// version node's own name left out.
+fn read_list(path: &Path, node: &str) -> Vec<String> {
+    println!("cargo:rerun-if-changed={}", path.display());
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#') && *l != node)
+        .map(String::from)
+        .collect()
+}
+
+/// `static PROCS: &[(&str, u32, bool, *const ())]`: name, the CUDA version
+/// the variant appeared in, whether it is the per-thread-stream variant, and
+/// the exported function.
+fn proc_table(root: &Path, exports: &BTreeSet<String>) -> String {
+    let path = root.join("exports/cuda-procs.txt");
+    println!("cargo:rerun-if-changed={}", path.display());
+    let text = std::fs::read_to_string(&path).expect("read exports/cuda-procs.txt");
+    let mut out = String::from("extern \"C\" {\n");
+    let mut rows = String::new();
+    let mut declared = BTreeSet::new();
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let [name, version, flavour, symbol] = fields[..] else {
+            panic!("exports/cuda-procs.txt: bad line `{line}`");
+        };
+        assert!(
+            exports.contains(symbol),
+            "cuda-procs.txt names `{symbol}`, which no list exports"
+        );
+        if declared.insert(symbol.to_string()) {
+            writeln!(out, "    fn {symbol}();").unwrap();
+        }
+        writeln!(
+            rows,
+            "    Proc {{ name: \"{name}\", version: {version}, per_thread: {}, function: {symbol} as *const () }},",
+            flavour == "ptds"
+        )
+        .unwrap();
+    }
+    out.push_str("}\n\n/// Every `cuGetProcAddress` entry, from cudaTypedefs.h.\n");
+    out.push_str("pub(crate) static PROCS: &[Proc] = &[\n");
+    out.push_str(&rows);
+    out.push_str("];\n");
+    out
+}
+
+/// The `CUDA_VERSION` of the cuda.h that `exports/cuda.txt` comes from: the
+/// driver API version this library implements.
+fn header_cuda_version(root: &Path) -> u32 {
+    let text =
+        std::fs::read_to_string(root.join("exports/cuda.txt")).expect("read exports/cuda.txt");
+    text.lines()
+        .find_map(|l| l.strip_prefix("# CUDA_VERSION "))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("exports/cuda.txt names its CUDA_VERSION")
+}
+
+/// `static DRIVER_ERRORS: &[(c_int, &CStr)]`: every `CUresult` and its name.
+fn driver_errors(root: &Path) -> String {
+    let path = root.join("exports/cuda-errors.txt");
+    println!("cargo:rerun-if-changed={}", path.display());
+    let text = std::fs::read_to_string(&path).expect("read exports/cuda-errors.txt");
+    let mut out = String::from(
+        "/// Every `CUresult` of cuda.h and its name.\n\
+         pub(crate) static DRIVER_ERRORS: &[(::std::os::raw::c_int, &::std::ffi::CStr)] = &[\n",
+    );
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
+        let (value, name) = line
+            .split_once(' ')
+            .unwrap_or_else(|| panic!("exports/cuda-errors.txt: bad line `{line}`"));
+        writeln!(out, "    ({value}, c\"{name}\"),").unwrap();
+    }
+    out.push_str("];\n");
+    out
 }
 
 /// Names of the `extern "C"` functions defined in `dir`'s Rust files.
 fn implemented_functions(dir: &Path) -> BTreeSet<String> {
+    println!("cargo:rerun-if-changed={}", dir.display());
     let mut names = BTreeSet::new();
     let mut files: Vec<_> = std::fs::read_dir(dir)
-        .expect("read src/api")
+        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|e| e == "rs"))
@@ -98,6 +246,23 @@ fn implemented_functions(dir: &Path) -> BTreeSet<String> {
                 if let Some((a, b)) = rest.split('(').next().and_then(|h| h.split_once(" / ")) {
                     names.insert(a.trim().to_string());
                     names.insert(b.trim().to_string());
+                }
+                continue;
+            }
+            // `driver_fn! { name (args) ...` and `driver_fn! { [name, twin] (args) ...`.
+            if let Some(rest) = line.trim_start().strip_prefix("driver_fn! { ") {
+                let list = rest.split('(').next().unwrap_or("");
+                for name in list
+                    .trim()
+                    .trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .split(',')
+                {
+                    let name = name.trim();
+                    // The macro's own rules name `$name`.
+                    if !name.is_empty() && !name.starts_with('$') {
+                        names.insert(name.to_string());
+                    }
                 }
                 continue;
             }

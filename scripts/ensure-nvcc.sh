@@ -6,7 +6,9 @@
 #   1. $RCUD_NVCC, when set (must be executable);
 #   2. `nvcc` on PATH;
 #   3. the CUDA 13 toolkit from PyPI in <repo root>/.venv-cuda, installed there
-#      (python3 -m venv + pip) when it is missing.
+#      (python3 -m venv + pip) when it is missing; NVRTC (for the driver-API
+#      test that compiles a kernel at run time) is added to an existing
+#      .venv-cuda that lacks it.
 #
 # The PyPI toolkit ships only libcudart.so.13; linking with `nvcc -cudart shared`
 # needs a `libcudart.so` symlink beside it, which this script creates.
@@ -54,7 +56,20 @@ find_venv_nvcc() {
     return 1
 }
 
-if ! nvcc_path="$(find_venv_nvcc)"; then
+# NVRTC (libnvrtc.so.13) for the driver-API test program that compiles its
+# kernel at run time; an existing .venv-cuda from before gets it added.
+find_venv_nvrtc() {
+    local candidate
+    for candidate in "$venv"/lib/python3*/site-packages/nvidia/cu13/lib/libnvrtc.so.13; do
+        if [[ -e "$candidate" ]]; then
+            printf '%s\n' "$candidate"
+            return 0
+        fi
+    done
+    return 1
+}
+
+if ! nvcc_path="$(find_venv_nvcc)" || ! find_venv_nvrtc >/dev/null; then
     if ! command -v python3 >/dev/null 2>&1; then
         log "no nvcc on PATH and no python3 to install the CUDA toolkit from PyPI"
         exit 1
@@ -63,12 +78,13 @@ if ! nvcc_path="$(find_venv_nvcc)"; then
         log "creating virtual environment $venv"
         python3 -m venv "$venv" >&2
     fi
-    log "installing the CUDA 13 compiler and runtime from PyPI into $venv (a few hundred MB)"
+    log "installing the CUDA 13 compiler, runtime and NVRTC from PyPI into $venv (a few hundred MB)"
     "$venv/bin/python" -m pip install --disable-pip-version-check --quiet \
         "nvidia-cuda-nvcc==13.*" \
         "nvidia-cuda-runtime==13.*" \
         "nvidia-cuda-crt==13.*" \
-        "nvidia-cuda-cccl==13.*" >&2
+        "nvidia-cuda-cccl==13.*" \
+        "nvidia-cuda-nvrtc==13.*" >&2
     if ! nvcc_path="$(find_venv_nvcc)"; then
         log "pip finished but no nvcc was found under $venv/lib/python3*/site-packages/nvidia/cu13/bin"
         exit 1

@@ -58,8 +58,10 @@ pub(crate) enum RunError {
 
 /// File name of the library cargo builds.
 const LIBRARY_FILE: &str = "librcudart.so";
-/// The soname programs linked with `-cudart shared` ask for.
-const SONAME: &str = "libcudart.so.13";
+/// The names programs load the library by: the runtime's soname (programs
+/// linked with `-cudart shared`) and the driver's (everything else: nvcc's
+/// static runtime, driver-API programs, CuPy, Numba, cuda-python).
+const SONAMES: &[&str] = &["libcudart.so.13", "libcuda.so.1"];
 
 pub(crate) fn run(args: RunArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
     let library = match args.library {
@@ -85,14 +87,19 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode, Box<dyn std::error::Error>>
         }
     };
 
-    // A directory holding `libcudart.so.13`, so that programs start on
-    // machines without any CUDA toolkit even when LD_PRELOAD is dropped
-    // (setuid helpers, programs that sanitise their environment).
+    // A directory holding the library under NVIDIA's sonames, so that
+    // programs start on machines without any CUDA toolkit or driver even
+    // when LD_PRELOAD is dropped (setuid helpers, programs that sanitise
+    // their environment). The dynamic linker loads one file once, whichever
+    // name reached it, so both APIs share one client runtime.
     let libdir = tempfile::Builder::new()
         .prefix("rcud-lib-")
         .tempdir()
         .map_err(RunError::LibDir)?;
-    std::os::unix::fs::symlink(&library, libdir.path().join(SONAME)).map_err(RunError::LibDir)?;
+    for soname in SONAMES {
+        std::os::unix::fs::symlink(&library, libdir.path().join(soname))
+            .map_err(RunError::LibDir)?;
+    }
 
     let program = &args.program[0];
     let mut cmd = Command::new(program);

@@ -111,6 +111,11 @@ impl Registry {
         }
     }
 
+    /// Forgets one kernel.
+    pub fn remove_kernel(&mut self, host_stub: u64) {
+        self.kernels.remove(&host_stub);
+    }
+
     /// The kernel whose host stub is `host_stub`.
     pub fn kernel(&self, host_stub: u64) -> Option<&KernelEntry> {
         self.kernels.get(&host_stub)

@@ -27,6 +27,7 @@ pub(crate) fn guard(body: impl FnOnce() -> Result<(), CudaError>) -> CudaErrorT 
         eprintln!("rcud: internal error (panic) in the CUDA runtime library");
         Err(CudaError::UNKNOWN)
     });
+    crate::driver::initialized_by_runtime();
     Runtime::record(result).0 as CudaErrorT
 }
 
@@ -41,7 +42,7 @@ pub(crate) fn not_supported(name: &str, logged: &AtomicBool) -> CudaErrorT {
 
 /// Logs go to stderr, filtered by `RCUD_LOG` (e.g. `RCUD_LOG=warn` or
 /// `RCUD_LOG=rcud=debug`); nothing is printed when it is unset.
-fn init_logging() {
+pub(crate) fn init_logging() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         if let Ok(filter) = std::env::var("RCUD_LOG") {

@@ -8,7 +8,8 @@
 //! and the library never exits the application.
 
 pub(crate) mod abi;
-mod api;
+mod cudart;
+mod driver;
 mod ffi;
 
 /// Functions of the CUDA runtime that rcud does not implement yet.

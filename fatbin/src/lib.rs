@@ -20,6 +20,7 @@
 pub mod container;
 mod decompress;
 mod error;
+pub mod image;
 mod le;
 pub mod nvinfo;
 pub mod ptx;

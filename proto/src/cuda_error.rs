@@ -213,6 +213,12 @@ impl CudaError {
     }
 }
 
+impl CudaError {
+    /// The driver API's name for [`CudaError::DEVICE_UNINITIALIZED`]
+    /// (`CUDA_ERROR_INVALID_CONTEXT`, the same value).
+    pub const INVALID_CONTEXT: Self = Self::DEVICE_UNINITIALIZED;
+}
+
 impl fmt::Debug for CudaError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.name() {

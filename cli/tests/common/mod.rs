@@ -538,3 +538,201 @@ pub(crate) fn assert_emulated_device(run: &Run) {
 pub(crate) fn local_gpu_present() -> bool {
     Path::new("/proc/driver/nvidia/version").exists() || Path::new("/dev/nvidiactl").exists()
 }
+
+// ---------------------------------------------------------------------------
+// Driver-API programs (`driver.rs`)
+// ---------------------------------------------------------------------------
+
+/// The sources of the driver-API test programs: `<repo>/tests/cuda/driver`.
+pub(crate) fn driver_src_dir() -> PathBuf {
+    repo_root().join("tests").join("cuda").join("driver")
+}
+
+/// The directory of a link-time stand-in for NVIDIA's `libcuda.so` (soname
+/// `libcuda.so.1`, every function of `cuda-shim/exports/cuda.txt` as an empty
+/// function), `<repo>/target/cuda-tests/stubs`, for linking driver-API
+/// programs with `-L<dir> -lcuda` where no toolkit stub exists (the PyPI
+/// toolkit has none). The programs then need `libcuda.so.1` at run time, like
+/// programs linked on a CUDA machine; the stub itself is never run. Built with
+/// `$CC` (default `cc`) once per test process, and not at all when it is newer
+/// than the export list.
+pub(crate) fn cuda_stub_dir() -> PathBuf {
+    static STUB: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    match STUB.get_or_init(build_cuda_stub) {
+        Ok(dir) => dir.clone(),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn build_cuda_stub() -> Result<PathBuf, String> {
+    let exports = repo_root()
+        .join("cuda-shim")
+        .join("exports")
+        .join("cuda.txt");
+    let dir = cuda_build_dir().join("stubs");
+    let lib = dir.join("libcuda.so");
+    let src_time =
+        modified(&exports).ok_or_else(|| format!("{} does not exist", exports.display()))?;
+    if modified(&lib).is_some_and(|t| t > src_time) {
+        return Ok(dir);
+    }
+    let list = fs::read_to_string(&exports).map_err(|e| format!("{}: {e}", exports.display()))?;
+    let mut c = String::from("/* Generated from cuda-shim/exports/cuda.txt: link-time stub. */\n");
+    for line in list.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if !line
+            .chars()
+            .all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
+        {
+            return Err(format!(
+                "{}: not a symbol name: {line:?}",
+                exports.display()
+            ));
+        }
+        c.push_str(&format!("void {line}(void) {{}}\n"));
+    }
+    fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let pid = std::process::id();
+    let c_file = dir.join(format!(".libcuda-stub.{pid}.c"));
+    let tmp = dir.join(format!(".libcuda.so.{pid}.tmp"));
+    fs::write(&c_file, c).map_err(|e| format!("{}: {e}", c_file.display()))?;
+    let cc = std::env::var_os("CC")
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "cc".into());
+    let mut cmd = Command::new(&cc);
+    cmd.args(["-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o"])
+        .arg(&tmp)
+        .arg(&c_file);
+    let output = cmd
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", cc.to_string_lossy()))?;
+    let _ = fs::remove_file(&c_file);
+    if !output.status.success() {
+        let _ = fs::remove_file(&tmp);
+        return Err(format!(
+            "building the libcuda.so link stub failed ({}):\n{cmd:?}\n{}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    fs::rename(&tmp, &lib).map_err(|e| format!("{} -> {}: {e}", tmp.display(), lib.display()))?;
+    Ok(dir)
+}
+
+/// Runs `nvcc ARGS -o <repo>/target/cuda-tests/<out_name> SOURCES` once per
+/// test process, and not at all when the output is newer than every file of
+/// `sources` and `deps` (headers, the link stub). `args` says what to make
+/// (`-ptx`, `-fatbin`, a program with `-cudart none`, ...); nothing is added to
+/// it. Each `out_name` must always be built with the same arguments.
+pub(crate) fn nvcc_build(
+    env: &Env,
+    out_name: &str,
+    sources: &[PathBuf],
+    deps: &[PathBuf],
+    args: &[String],
+) -> PathBuf {
+    type Cell = Arc<OnceLock<Result<PathBuf, String>>>;
+    static BUILDS: OnceLock<Mutex<HashMap<String, Cell>>> = OnceLock::new();
+    let cell: Cell = BUILDS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .entry(out_name.to_string())
+        .or_default()
+        .clone();
+    match cell.get_or_init(|| nvcc_compile(env, out_name, sources, deps, args)) {
+        Ok(path) => path.clone(),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn nvcc_compile(
+    env: &Env,
+    out_name: &str,
+    sources: &[PathBuf],
+    deps: &[PathBuf],
+    args: &[String],
+) -> Result<PathBuf, String> {
+    let out_dir = cuda_build_dir();
+    let out = out_dir.join(out_name);
+    let mut newest = None;
+    for input in sources.iter().chain(deps) {
+        let t = modified(input).ok_or_else(|| format!("{} does not exist", input.display()))?;
+        newest = newest.max(Some(t));
+    }
+    if let (Some(out_time), Some(src_time)) = (modified(&out), newest) {
+        if out_time > src_time {
+            return Ok(out);
+        }
+    }
+    fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
+    let tmp = out_dir.join(format!(".{out_name}.{}.tmp", std::process::id()));
+    let mut cmd = Command::new(&env.nvcc);
+    cmd.args(args).arg("-o").arg(&tmp).args(sources);
+    let output = cmd
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", env.nvcc.display()))?;
+    if !output.status.success() {
+        let _ = fs::remove_file(&tmp);
+        return Err(format!(
+            "nvcc failed to build {out_name} ({}):\n{cmd:?}\n{}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    fs::rename(&tmp, &out).map_err(|e| format!("{} -> {}: {e}", tmp.display(), out.display()))?;
+    Ok(out)
+}
+
+/// Where nvcc's toolkit keeps NVRTC: the library directory and the `-l`
+/// argument that links it (`-lnvrtc`, or `-l:libnvrtc.so.13` for the PyPI
+/// package, which has no `libnvrtc.so`); `None` when it has no NVRTC.
+pub(crate) fn nvrtc_lib(env: &Env) -> Option<(PathBuf, String)> {
+    let real = fs::canonicalize(&env.nvcc).ok()?;
+    let top = real.parent()?.parent()?;
+    let dirs = [
+        top.join("lib64"),
+        top.join("lib"),
+        top.join("targets").join("x86_64-linux").join("lib"),
+        top.join("targets").join("sbsa-linux").join("lib"),
+    ];
+    for dir in dirs {
+        if dir.join("libnvrtc.so").exists() {
+            return Some((dir, "-lnvrtc".into()));
+        }
+        if dir.join("libnvrtc.so.13").exists() {
+            return Some((dir, "-l:libnvrtc.so.13".into()));
+        }
+    }
+    None
+}
+
+/// `rcud run RCUD_ARGS [--server ADDR] -- PROGRAM ARGS` with the variables
+/// `vars` set for `rcud` (and so for the program), killed after `timeout`.
+pub(crate) fn rcud_run_opts(
+    env: &Env,
+    server: Option<&Server>,
+    rcud_args: &[&str],
+    vars: &[(&str, &std::ffi::OsStr)],
+    program: &Path,
+    args: &[&str],
+    timeout: Duration,
+) -> Run {
+    let mut cmd = Command::new(&env.rcud);
+    cmd.env_remove("LD_PRELOAD")
+        .env_remove("RCUD_SERVERS")
+        .arg("run")
+        .args(rcud_args);
+    for (name, value) in vars {
+        cmd.env(name, value);
+    }
+    if let Some(server) = server {
+        cmd.arg("--server").arg(server.addr.to_string());
+    }
+    cmd.arg("--").arg(program).args(args);
+    run_with_timeout(cmd, timeout)
+}

@@ -147,6 +147,32 @@ impl Runtime {
         self.enqueue(d, &req, &[], Completion::Launch, 0)
     }
 
+    /// Launches kernel `function` with its parameters already packed at
+    /// their offsets (`CU_LAUNCH_PARAM_BUFFER_POINTER`); `packed` must hold
+    /// at least the kernel's parameter bytes.
+    pub fn launch_packed(
+        &'static self,
+        function: u64,
+        config: &LaunchConfig,
+        packed: &[u8],
+    ) -> Result<(), CudaError> {
+        let d = self.stream_device(config.stream)?;
+        let kernel = self.remote_kernel(d, function)?;
+        self.check_launch(d, &kernel, config)?;
+        let params = packed
+            .get(..kernel.layout.total_size)
+            .ok_or(CudaError::INVALID_VALUE)?;
+        let req = req::LaunchKernel {
+            function: kernel.function,
+            grid: config.grid,
+            block: config.block,
+            shared_mem: config.shared_mem as u32,
+            stream: config.stream,
+            params: Blob(params.to_vec()),
+        };
+        self.enqueue(d, &req, &[], Completion::Launch, 0)
+    }
+
     /// The launch configuration checks CUDA makes before a kernel is queued.
     pub(super) fn check_launch(
         &self,

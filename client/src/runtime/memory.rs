@@ -38,12 +38,25 @@ impl Runtime {
 
     /// The device that owns the allocation containing `ptr`.
     pub fn device_of(&self, ptr: u64) -> Option<usize> {
+        self.allocation(ptr).map(|(_, _, d)| d)
+    }
+
+    /// The device allocation containing `ptr`: (base, length, device).
+    pub fn allocation(&self, ptr: u64) -> Option<(u64, u64, usize)> {
         self.allocs
             .read()
             .range((Bound::Unbounded, Bound::Included(ptr)))
             .next_back()
             .filter(|(&base, &(len, _))| ptr < base + len)
-            .map(|(_, &(_, d))| d)
+            .map(|(&base, &(len, d))| (base, len, d))
+    }
+
+    /// The page-locked host region containing `ptr`: (base, length, flags).
+    pub fn host_region(&self, ptr: u64) -> Option<(u64, u64, u32)> {
+        self.host
+            .lock()
+            .lookup(ptr)
+            .map(|(base, r)| (base, r.len, r.flags))
     }
 
     /// `cudaMemGetInfo` of the current device: (free, total).
@@ -64,6 +77,11 @@ impl Runtime {
     /// device and clears its errors; the next call reconnects.
     pub fn reset(&self) -> Result<(), CudaError> {
         let d = self.current_device()?;
+        self.reset_device(d)
+    }
+
+    /// Frees everything device `d` held for this process and clears its errors.
+    pub(super) fn reset_device(&self, d: usize) -> Result<(), CudaError> {
         let mut guard = self.states[d].lock();
         let st = &mut *guard;
         // Queued work runs first; its errors die with the context.

@@ -26,7 +26,9 @@ use crate::modules::Registry;
 use crate::session::Session;
 use rcud_transport::bootstrap::TransportKind;
 
+mod contexts;
 mod kernels;
+mod loaded;
 mod memory;
 mod queue;
 mod streams;
@@ -181,8 +183,9 @@ pub struct LaunchConfig {
     pub stream: u64,
 }
 
+pub use contexts::ContextInfo;
+
 thread_local! {
-    static CURRENT_DEVICE: Cell<usize> = const { Cell::new(0) };
     static LAST_ERROR: Cell<CudaError> = const { Cell::new(CudaError::SUCCESS) };
 }
 
@@ -200,6 +203,8 @@ pub struct Runtime {
     transport: TransportKind,
     streams: Mutex<HashMap<u64, StreamState>>,
     events: Mutex<HashMap<u64, EventState>>,
+    contexts: Mutex<contexts::Contexts>,
+    loaded: Mutex<loaded::Loaded>,
     next_handle: AtomicU64,
     printf_sink: OnceLock<PrintfSink>,
     progress: OnceLock<Option<std::thread::Thread>>,
@@ -300,6 +305,8 @@ impl Runtime {
             registry: RwLock::default(),
             streams: Mutex::default(),
             events: Mutex::default(),
+            contexts: Mutex::default(),
+            loaded: Mutex::default(),
             next_handle: AtomicU64::new(FIRST_HANDLE),
             printf_sink: OnceLock::new(),
             progress: OnceLock::new(),
@@ -393,7 +400,7 @@ impl Runtime {
         }
     }
 
-    fn check_device(&self, device: i32) -> Result<usize, CudaError> {
+    pub(crate) fn check_device(&self, device: i32) -> Result<usize, CudaError> {
         self.device_count()?;
         usize::try_from(device)
             .ok()
@@ -401,16 +408,16 @@ impl Runtime {
             .ok_or(CudaError::INVALID_DEVICE)
     }
 
-    /// The calling thread's current device.
+    /// The calling thread's current device: its current context's.
     pub fn current_device(&self) -> Result<usize, CudaError> {
         self.device_count()?;
-        Ok(CURRENT_DEVICE.with(Cell::get))
+        Ok(self.runtime_device())
     }
 
     /// `cudaSetDevice`.
     pub fn set_device(&self, device: i32) -> Result<(), CudaError> {
         let d = self.check_device(device)?;
-        CURRENT_DEVICE.with(|c| c.set(d));
+        self.bind_primary(d);
         Ok(())
     }
 

@@ -8,7 +8,7 @@ use std::os::raw::c_int;
 use rcud_client::Runtime;
 
 /// Reads the fat binary a `__fatBinC_Wrapper_t` points to.
-fn read_fatbin(wrapper: *const c_void) -> Result<Vec<u8>, String> {
+pub(crate) fn read_fatbin(wrapper: *const c_void) -> Result<Vec<u8>, String> {
     if wrapper.is_null() {
         return Err("NULL fat binary wrapper".into());
     }

@@ -80,7 +80,7 @@ fn scatter(packed: &[u8], dst: *mut u8, dpitch: usize, width: usize) {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn memcpy2d(
+pub(crate) fn memcpy2d(
     dst: *mut c_void,
     dpitch: usize,
     src: *const c_void,
@@ -179,7 +179,7 @@ with_ptsz! {
     }
 }
 
-fn memset2d(
+pub(crate) fn memset2d(
     dst: *mut c_void,
     pitch: usize,
     value: c_int,

@@ -72,10 +72,22 @@ pub extern "C" fn cudaRuntimeGetVersion(version: *mut c_int) -> CudaErrorT {
     guard(|| write_out(version, RUNTIME_VERSION))
 }
 
-/// 0 when no server is reachable, as CUDA reports without a driver.
+/// The version `cuDriverGetVersion` reports, the driver API this library
+/// implements; 0 when no server is reachable, as CUDA reports without a
+/// driver.
 #[no_mangle]
 pub extern "C" fn cudaDriverGetVersion(version: *mut c_int) -> CudaErrorT {
-    guard(|| write_out(version, rt().driver_version()))
+    let reachable = rt().device_count().is_ok();
+    guard(|| {
+        write_out(
+            version,
+            if reachable {
+                crate::driver::DRIVER_VERSION
+            } else {
+                0
+            },
+        )
+    })
 }
 
 #[no_mangle]

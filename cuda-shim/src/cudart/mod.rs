@@ -25,9 +25,9 @@ macro_rules! with_ptsz {
 
 mod device;
 mod error;
-mod launch;
-mod memory;
-mod pitched;
-mod registration;
-mod stream;
+pub(crate) mod launch;
+pub(crate) mod memory;
+pub(crate) mod pitched;
+pub(crate) mod registration;
+pub(crate) mod stream;
 mod symbols;

@@ -41,7 +41,7 @@ pub extern "C" fn cudaMemGetInfo(free: *mut usize, total: *mut usize) -> CudaErr
 }
 
 /// The common body of the synchronous copies.
-pub(super) fn memcpy(
+pub(crate) fn memcpy(
     dst: *mut c_void,
     src: *const c_void,
     count: usize,
@@ -135,7 +135,7 @@ impl HostSrc for PinnedSrc {
 /// device and into page-locked memory are queued; the others (pageable
 /// destinations, other devices) complete before returning, as CUDA specifies
 /// for pageable memory.
-fn memcpy_async(
+pub(crate) fn memcpy_async(
     dst: *mut c_void,
     src: *const c_void,
     count: usize,
@@ -191,7 +191,7 @@ with_ptsz! {
     }
 }
 
-fn memset_async(
+pub(crate) fn memset_async(
     dev_ptr: *mut c_void,
     value: c_int,
     count: usize,
@@ -209,7 +209,7 @@ with_ptsz! {
     }
 }
 
-fn memset(dev_ptr: *mut c_void, value: c_int, count: usize) -> Result<(), CudaError> {
+pub(crate) fn memset(dev_ptr: *mut c_void, value: c_int, count: usize) -> Result<(), CudaError> {
     if count == 0 {
         return Ok(());
     }
@@ -228,7 +228,11 @@ with_ptsz! {
 /// Alignment of host allocations: a page, as the driver's pinned memory.
 const HOST_ALIGN: usize = 4096;
 
-fn host_alloc(ptr: *mut *mut c_void, size: usize, flags: c_uint) -> Result<(), CudaError> {
+pub(crate) fn host_alloc(
+    ptr: *mut *mut c_void,
+    size: usize,
+    flags: c_uint,
+) -> Result<(), CudaError> {
     if ptr.is_null() {
         return Err(CudaError::INVALID_VALUE);
     }
@@ -257,23 +261,25 @@ pub extern "C" fn cudaHostAlloc(ptr: *mut *mut c_void, size: usize, flags: c_uin
     guard(|| host_alloc(ptr, size, flags))
 }
 
+pub(crate) fn free_host(ptr: *mut c_void) -> Result<(), CudaError> {
+    if ptr.is_null() {
+        return Ok(());
+    }
+    // Queued copies into this memory must land before it is released.
+    rt().drain_all();
+    let region = rt().host_alloc_remove(ptr as u64)?;
+    let layout = Layout::from_size_align(region.len as usize, HOST_ALIGN)
+        .map_err(|_| CudaError::INVALID_VALUE)?;
+    // SAFETY: the table only holds allocations made by `host_alloc` with
+    // this size and alignment, and the entry was just removed, so the
+    // memory is released exactly once.
+    unsafe { alloc::dealloc(ptr as *mut u8, layout) };
+    Ok(())
+}
+
 #[no_mangle]
 pub extern "C" fn cudaFreeHost(ptr: *mut c_void) -> CudaErrorT {
-    guard(|| {
-        if ptr.is_null() {
-            return Ok(());
-        }
-        // Queued copies into this memory must land before it is released.
-        rt().drain_all();
-        let region = rt().host_alloc_remove(ptr as u64)?;
-        let layout = Layout::from_size_align(region.len as usize, HOST_ALIGN)
-            .map_err(|_| CudaError::INVALID_VALUE)?;
-        // SAFETY: the table only holds allocations made by `host_alloc` with
-        // this size and alignment, and the entry was just removed, so the
-        // memory is released exactly once.
-        unsafe { alloc::dealloc(ptr as *mut u8, layout) };
-        Ok(())
-    })
+    guard(|| free_host(ptr))
 }
 
 #[no_mangle]

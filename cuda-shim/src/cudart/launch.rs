@@ -77,7 +77,7 @@ pub extern "C" fn __cudaGetKernel(kernel: *mut *mut c_void, func: *const c_void)
 
 /// Launches the kernel whose host stub is `func` with `args`, one pointer per
 /// parameter; its device `printf` output goes to the program's stdout.
-fn launch(
+pub(crate) fn launch(
     func: *const c_void,
     config: LaunchConfig,
     args: *mut *mut c_void,
@@ -95,12 +95,22 @@ fn launch(
             }
         }
     };
-    static SINK: std::sync::Once = std::sync::Once::new();
-    SINK.call_once(|| rt().set_printf_sink(Box::new(crate::ffi::write_stdout)));
+    printf_to_stdout();
     rt().launch(func as u64, &config, &mut read_arg)
 }
 
-fn config(grid: Dim3, block: Dim3, shared_mem: usize, stream: *mut c_void) -> LaunchConfig {
+/// Device `printf` output goes to the program's C `stdout`.
+pub(crate) fn printf_to_stdout() {
+    static SINK: std::sync::Once = std::sync::Once::new();
+    SINK.call_once(|| rt().set_printf_sink(Box::new(crate::ffi::write_stdout)));
+}
+
+pub(crate) fn config(
+    grid: Dim3,
+    block: Dim3,
+    shared_mem: usize,
+    stream: *mut c_void,
+) -> LaunchConfig {
     LaunchConfig {
         grid: grid.into(),
         block: block.into(),
@@ -121,7 +131,7 @@ with_ptsz! {
     }
 }
 
-fn launch_ex(
+pub(crate) fn launch_ex(
     cfg: *const CudaLaunchConfig,
     func: *const c_void,
     args: *mut *mut c_void,
@@ -209,7 +219,7 @@ pub extern "C" fn cudaFuncSetCacheConfig(func: *const c_void, _config: c_int) ->
 
 /// Active blocks per multiprocessor, from the device's limits and the
 /// kernel's block size, static and dynamic shared memory, and registers.
-fn occupancy(
+pub(crate) fn occupancy(
     func: *const c_void,
     block_size: c_int,
     dynamic_smem: usize,

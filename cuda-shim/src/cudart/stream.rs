@@ -18,8 +18,8 @@ fn rt() -> &'static Runtime {
     Runtime::global()
 }
 
-type Stream = *mut c_void;
-type Event = *mut c_void;
+pub(crate) type Stream = *mut c_void;
+pub(crate) type Event = *mut c_void;
 
 fn create_stream(stream: *mut Stream, flags: c_uint, priority: c_int) -> Result<(), CudaError> {
     if stream.is_null() {
@@ -173,10 +173,14 @@ fn enqueue_host_call(stream: Stream, run: Box<dyn FnOnce()>) -> Result<(), CudaE
     )
 }
 
-type HostFn = Option<unsafe extern "C" fn(*mut c_void)>;
-type StreamCallback = Option<unsafe extern "C" fn(Stream, CudaErrorT, *mut c_void)>;
+pub(crate) type HostFn = Option<unsafe extern "C" fn(*mut c_void)>;
+pub(crate) type StreamCallback = Option<unsafe extern "C" fn(Stream, CudaErrorT, *mut c_void)>;
 
-fn launch_host_func(stream: Stream, f: HostFn, data: *mut c_void) -> Result<(), CudaError> {
+pub(crate) fn launch_host_func(
+    stream: Stream,
+    f: HostFn,
+    data: *mut c_void,
+) -> Result<(), CudaError> {
     let f = f.ok_or(CudaError::INVALID_VALUE)?;
     let data = data as usize;
     // SAFETY: `f` is the application's host function, called once with its
@@ -190,7 +194,7 @@ with_ptsz! {
     }
 }
 
-fn add_callback(
+pub(crate) fn add_callback(
     stream: Stream,
     cb: StreamCallback,
     data: *mut c_void,

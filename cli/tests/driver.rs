@@ -1,0 +1,384 @@
+//! The CUDA driver API end to end: the self-checking programs of
+//! `tests/cuda/driver/`, written against `cuda.h` only (or mixing it with the
+//! runtime), built with nvcc and linked as on a CUDA machine (`-lcuda`, here
+//! against a link-time stub, so the binaries need `libcuda.so.1`; one program
+//! `dlopen`s it instead), run unmodified under `rcud run`. Their kernels come
+//! as PTX text and fat binaries built from `kernels.cu` / `matmul.cu`, or from
+//! NVRTC at run time. Every run must exit with status 0 and print `PASS` last;
+//! each test also checks the program's own lines.
+//!
+//! Requirements and skipping as in `e2e.rs` (see `common/mod.rs`): without
+//! nvcc the tests print `skipped: ...` and pass, unless `RCUD_REQUIRE_CUDA=1`.
+//! `d_nvrtc` also needs NVRTC beside nvcc (`scripts/ensure-nvcc.sh` installs
+//! it). Everything is built into `<repo>/target/cuda-tests/`.
+
+mod common;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use common::{
+    cuda_stub_dir, driver_src_dir, nvcc_build, nvrtc_lib, rcud_run_opts, setup, Env, Run, Server,
+};
+
+/// Limit for one run; each program takes a few seconds at most.
+const DRIVER_RUN_TIMEOUT: Duration = Duration::from_secs(90);
+
+fn src(name: &str) -> PathBuf {
+    driver_src_dir().join(name)
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| a.to_string()).collect()
+}
+
+/// The device code of `kernels.cu` as PTX text, a fat binary with only
+/// compute_80 PTX, and a fat binary with sm_80 code and compute_80 PTX.
+struct Kernels {
+    ptx: PathBuf,
+    ptx_fatbin: PathBuf,
+    full_fatbin: PathBuf,
+}
+
+fn kernels(env: &Env) -> Kernels {
+    let source = [src("kernels.cu")];
+    Kernels {
+        ptx: nvcc_build(
+            env,
+            "d-kernels.ptx",
+            &source,
+            &[],
+            &strings(&["-ptx", "-arch=compute_80"]),
+        ),
+        ptx_fatbin: nvcc_build(
+            env,
+            "d-kernels-ptx.fatbin",
+            &source,
+            &[],
+            &strings(&["-fatbin", "-gencode", "arch=compute_80,code=compute_80"]),
+        ),
+        full_fatbin: nvcc_build(
+            env,
+            "d-kernels-full.fatbin",
+            &source,
+            &[],
+            &strings(&[
+                "-fatbin",
+                "-gencode",
+                "arch=compute_80,code=[sm_80,compute_80]",
+            ]),
+        ),
+    }
+}
+
+fn path_arg(path: &std::path::Path) -> String {
+    path.to_str()
+        .unwrap_or_else(|| panic!("{} is not UTF-8", path.display()))
+        .to_string()
+}
+
+/// Builds the host program `tests/cuda/driver/<file>` into
+/// `target/cuda-tests/<name>`: driver API only (`-cudart none`), linked
+/// against the libcuda stub, plus `extra` arguments.
+fn build_driver_program(env: &Env, name: &str, file: &str, extra: &[String]) -> PathBuf {
+    let stubs = cuda_stub_dir();
+    let mut args = strings(&["-cudart", "none", "-O2", "-Xcompiler", "-Wall"]);
+    args.push(format!("-L{}", path_arg(&stubs)));
+    args.push("-lcuda".into());
+    args.extend_from_slice(extra);
+    nvcc_build(
+        env,
+        name,
+        &[src(file)],
+        &[src("drv_check.h"), stubs.join("libcuda.so")],
+        &args,
+    )
+}
+
+/// `rcud run --backend emu [RCUD_ARGS] -- PROGRAM ARGS` with an embedded
+/// server, or `rcud run --server ADDR -- ...` against `server`.
+fn run(
+    env: &Env,
+    server: Option<&Server>,
+    rcud_args: &[&str],
+    vars: &[(&str, &std::ffi::OsStr)],
+    program: &std::path::Path,
+    args: &[&str],
+) -> Run {
+    let mut all_args = Vec::new();
+    if server.is_none() {
+        all_args.extend(["--backend", "emu"]);
+    }
+    all_args.extend_from_slice(rcud_args);
+    let run = rcud_run_opts(
+        env,
+        server,
+        &all_args,
+        vars,
+        program,
+        args,
+        DRIVER_RUN_TIMEOUT,
+    );
+    run.assert_pass(server);
+    run
+}
+
+fn assert_lines(run: &Run, lines: &[&str]) {
+    for line in lines {
+        run.assert_line(line);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// d_vector_add
+// ---------------------------------------------------------------------------
+
+fn vector_add(env: &Env, server: Option<&Server>, rcud_args: &[&str]) {
+    let k = kernels(env);
+    let bin = build_driver_program(env, "d_vector_add", "d_vector_add.c", &[]);
+    let (ptx, ptx_fatbin, full_fatbin) = (
+        path_arg(&k.ptx),
+        path_arg(&k.ptx_fatbin),
+        path_arg(&k.full_fatbin),
+    );
+    let run = run(
+        env,
+        server,
+        rcud_args,
+        &[],
+        &bin,
+        &[&ptx, &ptx_fatbin, &full_fatbin],
+    );
+    assert_lines(
+        &run,
+        &[
+            "compute capability: 8.0",
+            "vector_add cuModuleLoadData(ptx): ok",
+            "vector_add cuModuleLoad(fatbin): ok",
+            "vector_add cuModuleLoadFatBinary: ok",
+            "axpy cuLaunchKernel(extra): ok",
+            "vector_add cuLaunchKernel(stream): ok",
+            "vector_add cuLaunchKernelEx: ok",
+            "cuModuleGetGlobal: ok",
+        ],
+    );
+    run.assert_contains("device 0: rcud emulated GPU");
+}
+
+#[test]
+fn d_vector_add() {
+    let Some(env) = setup("d_vector_add") else {
+        return;
+    };
+    vector_add(env, None, &[]);
+}
+
+#[test]
+fn d_vector_add_over_csr() {
+    let Some(env) = setup("d_vector_add_over_csr") else {
+        return;
+    };
+    vector_add(env, None, &["--transport", "csr"]);
+}
+
+#[test]
+fn d_vector_add_over_msr() {
+    let Some(env) = setup("d_vector_add_over_msr") else {
+        return;
+    };
+    vector_add(env, None, &["--transport", "msr"]);
+}
+
+/// Against a separately started `rcud-server` (agent processes).
+#[test]
+fn d_vector_add_remote_server() {
+    let Some(env) = setup("d_vector_add_remote_server") else {
+        return;
+    };
+    let mut server = Server::start(env);
+    vector_add(env, Some(&server), &[]);
+    server.assert_running();
+}
+
+// ---------------------------------------------------------------------------
+// The other programs
+// ---------------------------------------------------------------------------
+
+#[test]
+fn d_matmul() {
+    let Some(env) = setup("d_matmul") else {
+        return;
+    };
+    let ptx = nvcc_build(
+        env,
+        "d-matmul.ptx",
+        &[src("matmul.cu")],
+        &[],
+        &strings(&["-ptx", "-arch=compute_80"]),
+    );
+    let bin = build_driver_program(env, "d_matmul", "d_matmul.c", &[]);
+    let run = run(env, None, &[], &[], &bin, &[&path_arg(&ptx)]);
+    run.assert_line("matmul 256x256 * 256x256 on 2 streams: ok");
+    run.assert_contains("elapsed: ");
+}
+
+/// Runs d_contexts under `rcud run --backend emu RCUD_ARGS` and checks its
+/// lines, and `second_device`.
+fn contexts(name: &str, rcud_args: &[&str], second_device: &str) {
+    let Some(env) = setup(name) else {
+        return;
+    };
+    let k = kernels(env);
+    let bin = build_driver_program(env, "d_contexts", "d_contexts.c", &strings(&["-lpthread"]));
+    let run = run(env, None, rcud_args, &[], &bin, &[&path_arg(&k.ptx)]);
+    assert_lines(
+        &run,
+        &[
+            "cuGetErrorName(9999) -> CUDA_ERROR_INVALID_VALUE",
+            "driver version >= 13000: ok",
+            "cuDeviceGet before cuInit -> CUDA_ERROR_NOT_INITIALIZED",
+            "cuDeviceGet(count) -> CUDA_ERROR_INVALID_DEVICE",
+            "cuDeviceGet(-1) -> CUDA_ERROR_INVALID_DEVICE",
+            "cuMemAlloc without context -> CUDA_ERROR_INVALID_CONTEXT",
+            "cuCtxPopCurrent on an empty stack -> CUDA_ERROR_INVALID_CONTEXT",
+            "no current context: ok",
+            "primary context: ok",
+            "cuCtxGetApiVersion: ok",
+            "context stack: ok",
+            "cuModuleGetFunction(no_such_kernel) -> CUDA_ERROR_NOT_FOUND",
+            "cuModuleGetGlobal(no_such_variable) -> CUDA_ERROR_NOT_FOUND",
+            "kernel in a created context: ok",
+            "per-thread current context: ok",
+            second_device,
+            "cuGetProcAddress: ok",
+            "cuCtxDestroy: ok",
+        ],
+    );
+}
+
+#[test]
+fn d_contexts() {
+    contexts("d_contexts", &[], "second device: not present");
+}
+
+/// With two emulated GPUs: contexts of the second one, cuMemcpyPeer.
+#[test]
+fn d_contexts_two_gpus() {
+    contexts(
+        "d_contexts_two_gpus",
+        &["--emu-gpus", "2"],
+        "second device: ok",
+    );
+}
+
+#[test]
+fn d_mixed() {
+    let Some(env) = setup("d_mixed") else {
+        return;
+    };
+    let k = kernels(env);
+    let stubs = cuda_stub_dir();
+    let mut args = strings(&[
+        "-cudart",
+        "shared",
+        "-arch=sm_80",
+        "-O2",
+        "-Xcompiler",
+        "-Wall",
+    ]);
+    if let Some(dir) = &env.link_dir {
+        args.push(format!("-L{}", path_arg(dir)));
+    }
+    args.push(format!("-L{}", path_arg(&stubs)));
+    args.push("-lcuda".into());
+    let bin = nvcc_build(
+        env,
+        "d_mixed",
+        &[src("d_mixed.cu")],
+        &[src("drv_check.h"), stubs.join("libcuda.so")],
+        &args,
+    );
+    let run = run(env, None, &[], &[], &bin, &[&path_arg(&k.ptx)]);
+    assert_lines(
+        &run,
+        &[
+            "primary context shared: ok",
+            "cudaMalloc + cuMemcpyHtoD: ok",
+            "cuMemAlloc + cudaMemcpy: ok",
+            "cuLaunchKernel on a cudaStream_t: ok",
+            "cudaMemcpyAsync on a CUstream: ok",
+        ],
+    );
+}
+
+#[test]
+fn d_nvrtc() {
+    let Some(env) = setup("d_nvrtc") else {
+        return;
+    };
+    let Some((nvrtc_dir, nvrtc_link)) = nvrtc_lib(env) else {
+        let why = format!(
+            "no NVRTC beside {} (scripts/ensure-nvcc.sh installs it into .venv-cuda)",
+            env.nvcc.display()
+        );
+        if std::env::var("RCUD_REQUIRE_CUDA").as_deref() == Ok("1") {
+            panic!("RCUD_REQUIRE_CUDA=1 but {why}");
+        }
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "skipped: d_nvrtc: {why}");
+        return;
+    };
+    let bin = build_driver_program(
+        env,
+        "d_nvrtc",
+        "d_nvrtc.c",
+        &[format!("-L{}", path_arg(&nvrtc_dir)), nvrtc_link],
+    );
+    // `rcud run` puts its own directory in front of LD_LIBRARY_PATH.
+    let mut library_path = OsString::from(nvrtc_dir.as_os_str());
+    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH").filter(|v| !v.is_empty()) {
+        library_path.push(":");
+        library_path.push(old);
+    }
+    let run = run(
+        env,
+        None,
+        &[],
+        &[("LD_LIBRARY_PATH", library_path.as_os_str())],
+        &bin,
+        &[],
+    );
+    assert_lines(
+        &run,
+        &[
+            "cuModuleLoadDataEx: ok",
+            "saxpy: ok",
+            "jit::scale<double>: ok",
+        ],
+    );
+}
+
+#[test]
+fn d_dlopen() {
+    let Some(env) = setup("d_dlopen") else {
+        return;
+    };
+    let k = kernels(env);
+    // Not linked with libcuda: it dlopens libcuda.so.1.
+    let bin = nvcc_build(
+        env,
+        "d_dlopen",
+        &[src("d_dlopen.c")],
+        &[],
+        &strings(&["-cudart", "none", "-O2", "-Xcompiler", "-Wall", "-ldl"]),
+    );
+    let run = run(env, None, &[], &[], &bin, &[&path_arg(&k.ptx)]);
+    assert_lines(
+        &run,
+        &[
+            "vector_add via dlsym: ok",
+            "vector_add via cuGetProcAddress: ok",
+        ],
+    );
+}

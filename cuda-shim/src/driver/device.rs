@@ -1,0 +1,109 @@
+//! Devices and their primary contexts.
+
+use std::os::raw::{c_char, c_int, c_uint};
+
+use super::{device, initialized, out, rt, DriverError};
+
+/// `CU_CTX_*` flags a primary context accepts: the scheduling mask,
+/// `MAP_HOST`, `LMEM_RESIZE_TO_MAX`, `COREDUMP_ENABLE`, `USER_COREDUMP_ENABLE`
+/// and `SYNC_MEMOPS`.
+const PRIMARY_CTX_FLAGS: c_uint = 0x07 | 0x08 | 0x10 | 0x20 | 0x40 | 0x80;
+
+driver_fn! { cuDeviceGetCount (count: *mut c_int) {
+    initialized()?;
+    let n = rt().device_count().map_err(|_| DriverError::NO_DEVICE)?;
+    out(count, n as c_int)
+} }
+
+driver_fn! { cuDeviceGet (result: *mut c_int, ordinal: c_int) {
+    out(result, device(ordinal)?)
+} }
+
+driver_fn! { cuDeviceGetName (name: *mut c_char, len: c_int, dev: c_int) {
+    let props = rt().props(device(dev)?)?;
+    if name.is_null() || len <= 0 {
+        return Err(DriverError::INVALID_VALUE);
+    }
+    let bytes = props.name.as_bytes();
+    let n = bytes.len().min(len as usize - 1);
+    // SAFETY: the caller provides `len` writable bytes at `name`; n + 1 <= len.
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), name as *mut u8, n);
+        *name.add(n) = 0;
+    }
+    Ok(())
+} }
+
+driver_fn! { [cuDeviceGetUuid, cuDeviceGetUuid_v2] (uuid: *mut [u8; 16], dev: c_int) {
+    let props = rt().props(device(dev)?)?;
+    out(uuid, props.uuid)
+} }
+
+driver_fn! { cuDeviceGetLuid (luid: *mut [u8; 8], mask: *mut c_uint, dev: c_int) {
+    let props = rt().props(device(dev)?)?;
+    out(luid, props.luid)?;
+    out(mask, props.luid_device_node_mask)
+} }
+
+driver_fn! { cuDeviceTotalMem_v2 (bytes: *mut usize, dev: c_int) {
+    let props = rt().props(device(dev)?)?;
+    out(bytes, props.total_global_mem as usize)
+} }
+
+// `CUdevice_attribute` values are `cudaDeviceAttr` values.
+driver_fn! { cuDeviceGetAttribute (value: *mut c_int, attr: c_int, dev: c_int) {
+    let v = rt().attribute(attr, device(dev)?)?;
+    out(value, v)
+} }
+
+driver_fn! { cuDeviceComputeCapability (major: *mut c_int, minor: *mut c_int, dev: c_int) {
+    let props = rt().props(device(dev)?)?;
+    out(major, props.major)?;
+    out(minor, props.minor)
+} }
+
+driver_fn! { cuDeviceGetPCIBusId (bus_id: *mut c_char, len: c_int, dev: c_int) {
+    let props = rt().props(device(dev)?)?;
+    let text = format!(
+        "{:04x}:{:02x}:{:02x}.0\0",
+        props.pci_domain_id, props.pci_bus_id, props.pci_device_id
+    );
+    if bus_id.is_null() || len <= 0 {
+        return Err(DriverError::INVALID_VALUE);
+    }
+    let n = text.len().min(len as usize);
+    // SAFETY: the caller provides `len` writable bytes; the last one written
+    // is a NUL whenever the text fits.
+    unsafe {
+        std::ptr::copy_nonoverlapping(text.as_ptr(), bus_id as *mut u8, n);
+        *bus_id.add(n - 1) = 0;
+    }
+    Ok(())
+} }
+
+driver_fn! { cuDevicePrimaryCtxRetain (ctx: *mut u64, dev: c_int) {
+    let handle = rt().primary_retain(device(dev)?)?;
+    out(ctx, handle)
+} }
+
+driver_fn! { [cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2] (dev: c_int) {
+    Ok(rt().primary_release(device(dev)?)?)
+} }
+
+driver_fn! { [cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset_v2] (dev: c_int) {
+    Ok(rt().primary_reset(device(dev)?)?)
+} }
+
+driver_fn! { cuDevicePrimaryCtxGetState (dev: c_int, flags: *mut c_uint, active: *mut c_int) {
+    let (f, a) = rt().primary_state(device(dev)?)?;
+    out(flags, f)?;
+    out(active, a as c_int)
+} }
+
+driver_fn! { [cuDevicePrimaryCtxSetFlags, cuDevicePrimaryCtxSetFlags_v2] (dev: c_int, flags: c_uint) {
+    let dev = device(dev)?;
+    if flags & !PRIMARY_CTX_FLAGS != 0 || (flags & 0x07).count_ones() > 1 {
+        return Err(DriverError::INVALID_VALUE);
+    }
+    Ok(rt().primary_set_flags(dev, flags)?)
+} }

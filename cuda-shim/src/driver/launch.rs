@@ -1,0 +1,201 @@
+//! Kernel launches: `cuLaunchKernel` with `kernelParams` or `extra`, and
+//! `cuLaunchKernelEx`. They take the runtime's path, so they are queued and
+//! batched exactly like `<<<...>>>` launches.
+
+use std::ffi::c_void;
+use std::os::raw::c_uint;
+
+use rcud_client::runtime::LaunchConfig;
+
+use super::{context_device, rt, DriverError, DriverResult};
+use crate::cudart::launch::printf_to_stdout;
+
+/// `CU_LAUNCH_PARAM_*` markers of the `extra` array.
+const PARAM_END: usize = 0x00;
+const PARAM_BUFFER_POINTER: usize = 0x01;
+const PARAM_BUFFER_SIZE: usize = 0x02;
+
+/// `CUlaunchAttributeID` values accepted as hints.
+const LAUNCH_ATTR_IGNORE: c_uint = 0;
+const LAUNCH_ATTR_ACCESS_POLICY_WINDOW: c_uint = 1;
+const LAUNCH_ATTR_PRIORITY: c_uint = 8;
+
+/// Where the kernel's arguments are.
+enum Args {
+    /// One pointer per parameter.
+    Pointers(*mut *mut c_void),
+    /// All parameters packed at their offsets (`CU_LAUNCH_PARAM_BUFFER_*`).
+    Buffer(*const u8, usize),
+}
+
+/// The packed argument buffer an `extra` array names.
+fn extra_buffer(extra: *mut *mut c_void) -> Result<Args, DriverError> {
+    let (mut buffer, mut size) = (None, None);
+    let mut i = 0;
+    loop {
+        // SAFETY: the API passes a CU_LAUNCH_PARAM_END-terminated array of
+        // (marker, value) pairs.
+        let marker = unsafe { *extra.add(i) } as usize;
+        match marker {
+            PARAM_END => break,
+            PARAM_BUFFER_POINTER | PARAM_BUFFER_SIZE => {
+                // SAFETY: as above: a marker is followed by its value.
+                let value = unsafe { *extra.add(i + 1) };
+                if marker == PARAM_BUFFER_POINTER {
+                    buffer = Some(value as *const u8);
+                } else if !value.is_null() {
+                    // SAFETY: the size marker's value points to a size_t.
+                    size = Some(unsafe { *(value as *const usize) });
+                }
+                i += 2;
+            }
+            _ => return Err(DriverError::INVALID_VALUE),
+        }
+    }
+    match (buffer, size) {
+        (Some(b), Some(s)) if !b.is_null() || s == 0 => Ok(Args::Buffer(b, s)),
+        _ => Err(DriverError::INVALID_VALUE),
+    }
+}
+
+fn launch(
+    function: u64,
+    config: LaunchConfig,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> DriverResult {
+    context_device()?;
+    if function == 0 {
+        return Err(DriverError::INVALID_HANDLE);
+    }
+    let args = match (params.is_null(), extra.is_null()) {
+        (_, true) => Args::Pointers(params),
+        (true, false) => extra_buffer(extra)?,
+        (false, false) => return Err(DriverError::INVALID_VALUE),
+    };
+    printf_to_stdout();
+    match args {
+        Args::Pointers(p) => {
+            let mut read_arg = |i: usize, dst: &mut [u8]| {
+                if p.is_null() {
+                    return;
+                }
+                // SAFETY: kernelParams holds one pointer per parameter, each
+                // to a value of the parameter's size.
+                unsafe {
+                    let src = *p.add(i) as *const u8;
+                    if !src.is_null() {
+                        std::ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), dst.len());
+                    }
+                }
+            };
+            Ok(rt().launch(function, &config, &mut read_arg)?)
+        }
+        Args::Buffer(b, size) => {
+            let packed = if size == 0 {
+                &[][..]
+            } else {
+                // SAFETY: the `extra` array names `size` bytes at `b`.
+                unsafe { std::slice::from_raw_parts(b, size) }
+            };
+            Ok(rt().launch_packed(function, &config, packed)?)
+        }
+    }
+}
+
+driver_fn! { [cuLaunchKernel, cuLaunchKernel_ptsz] (function: u64, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint, shared_mem: c_uint, stream: *mut c_void, params: *mut *mut c_void, extra: *mut *mut c_void) {
+    let config = LaunchConfig {
+        grid: [gx, gy, gz],
+        block: [bx, by, bz],
+        shared_mem: u64::from(shared_mem),
+        stream: stream as u64,
+    };
+    launch(function, config, params, extra)
+} }
+
+/// `CUlaunchAttribute`: an id and a 64-byte value union, 72 bytes in all.
+#[repr(C)]
+pub struct LaunchAttribute {
+    id: c_uint,
+    pad: [u8; 4],
+    value: [u8; 64],
+}
+
+/// `CUlaunchConfig`.
+#[repr(C)]
+pub struct LaunchConfigEx {
+    grid: [c_uint; 3],
+    block: [c_uint; 3],
+    shared_mem: c_uint,
+    stream: *mut c_void,
+    attrs: *const LaunchAttribute,
+    num_attrs: c_uint,
+}
+
+driver_fn! { [cuLaunchKernelEx, cuLaunchKernelEx_ptsz] (config: *const LaunchConfigEx, function: u64, params: *mut *mut c_void, extra: *mut *mut c_void) {
+    if config.is_null() {
+        return Err(DriverError::INVALID_VALUE);
+    }
+    // SAFETY: non-NULL, and the API passes a valid CUlaunchConfig.
+    let c = unsafe { &*config };
+    let attrs = if c.num_attrs == 0 || c.attrs.is_null() {
+        &[][..]
+    } else {
+        // SAFETY: the API makes `attrs` point to `num_attrs` entries.
+        unsafe { std::slice::from_raw_parts(c.attrs, c.num_attrs as usize) }
+    };
+    for attr in attrs {
+        match attr.id {
+            LAUNCH_ATTR_IGNORE | LAUNCH_ATTR_ACCESS_POLICY_WINDOW | LAUNCH_ATTR_PRIORITY => {}
+            id => {
+                eprintln!("rcud: cuLaunchKernelEx: launch attribute {id} (CUlaunchAttributeID) is not supported by rcud");
+                return Err(DriverError::NOT_SUPPORTED);
+            }
+        }
+    }
+    let launch_config = LaunchConfig {
+        grid: c.grid,
+        block: c.block,
+        shared_mem: u64::from(c.shared_mem),
+        stream: c.stream as u64,
+    };
+    launch(function, launch_config, params, extra)
+} }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn c_layouts_match_cuda_h() {
+        assert_eq!(std::mem::size_of::<LaunchAttribute>(), 72);
+        assert_eq!(std::mem::offset_of!(LaunchConfigEx, stream), 32);
+        assert_eq!(std::mem::offset_of!(LaunchConfigEx, attrs), 40);
+        assert_eq!(std::mem::offset_of!(LaunchConfigEx, num_attrs), 48);
+    }
+
+    #[test]
+    fn extra_arrays_name_a_buffer() {
+        let mut args = [7u8; 12];
+        let mut size = 12usize;
+        let mut extra = [
+            PARAM_BUFFER_POINTER as *mut c_void,
+            args.as_mut_ptr() as *mut c_void,
+            PARAM_BUFFER_SIZE as *mut c_void,
+            &mut size as *mut usize as *mut c_void,
+            PARAM_END as *mut c_void,
+        ];
+        match extra_buffer(extra.as_mut_ptr()) {
+            Ok(Args::Buffer(p, 12)) => assert_eq!(p, args.as_ptr()),
+            _ => panic!("buffer expected"),
+        }
+        let mut no_size = [
+            PARAM_BUFFER_POINTER as *mut c_void,
+            args.as_mut_ptr() as *mut c_void,
+            PARAM_END as *mut c_void,
+        ];
+        assert!(extra_buffer(no_size.as_mut_ptr()).is_err());
+        let mut bad = [9usize as *mut c_void, PARAM_END as *mut c_void];
+        assert!(extra_buffer(bad.as_mut_ptr()).is_err());
+    }
+}

@@ -1,0 +1,525 @@
+//! Device and page-locked host memory, copies, memsets and pointer
+//! attributes. The copies and memsets are the runtime's, with unified
+//! addressing deciding directions, so both APIs queue and batch alike.
+
+use std::ffi::c_void;
+use std::os::raw::{c_int, c_uint};
+
+use super::{context_device, initialized, out, rt, DriverError, DriverResult};
+use crate::cudart::{memory, pitched};
+
+/// `cudaMemcpyKind` values the runtime helpers take.
+const HOST_TO_DEVICE: c_int = 1;
+const DEVICE_TO_HOST: c_int = 2;
+const DEVICE_TO_DEVICE: c_int = 3;
+const DEFAULT: c_int = 4;
+
+/// `CUmemorytype`.
+const MEMORYTYPE_HOST: c_uint = 1;
+const MEMORYTYPE_DEVICE: c_uint = 2;
+const MEMORYTYPE_ARRAY: c_uint = 3;
+const MEMORYTYPE_UNIFIED: c_uint = 4;
+
+type Stream = *mut c_void;
+
+fn ptr(p: u64) -> *mut c_void {
+    p as *mut c_void
+}
+
+driver_fn! { cuMemAlloc_v2 (dptr: *mut u64, size: usize) {
+    context_device()?;
+    if dptr.is_null() || size == 0 {
+        return Err(DriverError::INVALID_VALUE);
+    }
+    let p = rt().malloc(size as u64)?;
+    out(dptr, p)
+} }
+
+driver_fn! { cuMemAllocPitch_v2 (dptr: *mut u64, pitch: *mut usize, width: usize, height: usize, element_size: c_uint) {
+    context_device()?;
+    if dptr.is_null() || pitch.is_null() || width == 0 || height == 0 || ![4, 8, 16].contains(&element_size) {
+        return Err(DriverError::INVALID_VALUE);
+    }
+    let (p, row) = rt().malloc_pitch(width as u64, height as u64)?;
+    out(dptr, p)?;
+    out(pitch, row as usize)
+} }
+
+driver_fn! { cuMemFree_v2 (dptr: u64) {
+    context_device()?;
+    if dptr != 0 && rt().allocation(dptr).is_none_or(|(base, _, _)| base != dptr) {
+        return Err(DriverError::INVALID_VALUE);
+    }
+    Ok(rt().free(dptr)?)
+} }
+
+driver_fn! { cuMemGetInfo_v2 (free: *mut usize, total: *mut usize) {
+    context_device()?;
+    let (f, t) = rt().mem_get_info()?;
+    out(free, f as usize)?;
+    out(total, t as usize)
+} }
+
+driver_fn! { cuMemGetAddressRange_v2 (base: *mut u64, size: *mut usize, dptr: u64) {
+    initialized()?;
+    let (b, len, _) = rt().allocation(dptr).ok_or(DriverError::NOT_FOUND)?;
+    if !base.is_null() {
+        out(base, b)?;
+    }
+    if !size.is_null() {
+        out(size, len as usize)?;
+    }
+    Ok(())
+} }
+
+// ---- page-locked host memory ----------------------------------------------
+
+driver_fn! { cuMemAllocHost_v2 (pp: *mut *mut c_void, size: usize) {
+    context_device()?;
+    Ok(memory::host_alloc(pp, size, 0)?)
+} }
+
+driver_fn! { cuMemHostAlloc (pp: *mut *mut c_void, size: usize, flags: c_uint) {
+    context_device()?;
+    Ok(memory::host_alloc(pp, size, flags)?)
+} }
+
+driver_fn! { cuMemFreeHost (p: *mut c_void) {
+    context_device()?;
+    Ok(memory::free_host(p)?)
+} }
+
+driver_fn! { cuMemHostRegister_v2 (p: *mut c_void, size: usize, flags: c_uint) {
+    context_device()?;
+    if p.is_null() || size == 0 {
+        return Err(DriverError::INVALID_VALUE);
+    }
+    Ok(rt().host_register(p as u64, size as u64, flags)?)
+} }
+
+driver_fn! { cuMemHostUnregister (p: *mut c_void) {
+    context_device()?;
+    rt().drain_all();
+    Ok(rt().host_unregister(p as u64)?)
+} }
+
+driver_fn! { cuMemHostGetDevicePointer_v2 (dptr: *mut u64, p: *mut c_void, flags: c_uint) {
+    context_device()?;
+    out(dptr, rt().host_device_pointer(p as u64, flags)?)
+} }
+
+driver_fn! { cuMemHostGetFlags (flags: *mut c_uint, p: *mut c_void) {
+    context_device()?;
+    let (_, _, f) = rt().host_region(p as u64).ok_or(DriverError::INVALID_VALUE)?;
+    out(flags, f)
+} }
+
+// ---- copies ----------------------------------------------------------------
+
+driver_fn! { [cuMemcpy, cuMemcpy_ptds] (dst: u64, src: u64, n: usize) {
+    context_device()?;
+    Ok(memory::memcpy(ptr(dst), ptr(src), n, DEFAULT)?)
+} }
+
+driver_fn! { [cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds] (dst: u64, src: *const c_void, n: usize) {
+    context_device()?;
+    Ok(memory::memcpy(ptr(dst), src, n, HOST_TO_DEVICE)?)
+} }
+
+driver_fn! { [cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds] (dst: *mut c_void, src: u64, n: usize) {
+    context_device()?;
+    Ok(memory::memcpy(dst, ptr(src), n, DEVICE_TO_HOST)?)
+} }
+
+driver_fn! { [cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds] (dst: u64, src: u64, n: usize) {
+    context_device()?;
+    Ok(memory::memcpy(ptr(dst), ptr(src), n, DEVICE_TO_DEVICE)?)
+} }
+
+driver_fn! { [cuMemcpyAsync, cuMemcpyAsync_ptsz] (dst: u64, src: u64, n: usize, stream: Stream) {
+    context_device()?;
+    Ok(memory::memcpy_async(ptr(dst), ptr(src), n, DEFAULT, stream)?)
+} }
+
+driver_fn! { [cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz] (dst: u64, src: *const c_void, n: usize, stream: Stream) {
+    context_device()?;
+    Ok(memory::memcpy_async(ptr(dst), src, n, HOST_TO_DEVICE, stream)?)
+} }
+
+driver_fn! { [cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz] (dst: *mut c_void, src: u64, n: usize, stream: Stream) {
+    context_device()?;
+    Ok(memory::memcpy_async(dst, ptr(src), n, DEVICE_TO_HOST, stream)?)
+} }
+
+driver_fn! { [cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz] (dst: u64, src: u64, n: usize, stream: Stream) {
+    context_device()?;
+    Ok(memory::memcpy_async(ptr(dst), ptr(src), n, DEVICE_TO_DEVICE, stream)?)
+} }
+
+fn peer(dst: u64, dst_ctx: u64, src: u64, src_ctx: u64, n: usize) -> DriverResult {
+    initialized()?;
+    let dd = rt().context_info(dst_ctx)?.device;
+    let sd = rt().context_info(src_ctx)?.device;
+    Ok(rt().memcpy_peer(dd as c_int, dst, sd as c_int, src, n as u64)?)
+}
+
+driver_fn! { [cuMemcpyPeer, cuMemcpyPeer_ptds] (dst: u64, dst_ctx: u64, src: u64, src_ctx: u64, n: usize) {
+    peer(dst, dst_ctx, src, src_ctx, n)
+} }
+
+// Ordered after earlier work of `stream` by waiting for it: copies between
+// GPUs go through the servers, never through a queue.
+driver_fn! { [cuMemcpyPeerAsync, cuMemcpyPeerAsync_ptsz] (dst: u64, dst_ctx: u64, src: u64, src_ctx: u64, n: usize, stream: Stream) {
+    initialized()?;
+    rt().stream_synchronize(stream as u64)?;
+    peer(dst, dst_ctx, src, src_ctx, n)
+} }
+
+/// `CUDA_MEMCPY2D`.
+#[repr(C)]
+pub struct Memcpy2D {
+    src_x_in_bytes: usize,
+    src_y: usize,
+    src_memory_type: c_uint,
+    src_host: *const c_void,
+    src_device: u64,
+    src_array: *mut c_void,
+    src_pitch: usize,
+    dst_x_in_bytes: usize,
+    dst_y: usize,
+    dst_memory_type: c_uint,
+    dst_host: *mut c_void,
+    dst_device: u64,
+    dst_array: *mut c_void,
+    dst_pitch: usize,
+    width_in_bytes: usize,
+    height: usize,
+}
+
+/// The address of one end of a 2-D copy: (x, y) into its memory.
+fn copy_end(
+    kind: c_uint,
+    host: u64,
+    device: u64,
+    x: usize,
+    y: usize,
+    pitch: usize,
+) -> Result<u64, DriverError> {
+    let base = match kind {
+        MEMORYTYPE_HOST => host,
+        MEMORYTYPE_DEVICE | MEMORYTYPE_UNIFIED => device,
+        MEMORYTYPE_ARRAY => {
+            tracing::warn!("cuMemcpy2D: CUDA arrays are not supported by rcud yet");
+            return Err(DriverError::NOT_SUPPORTED);
+        }
+        _ => return Err(DriverError::INVALID_VALUE),
+    };
+    let offset = y.checked_mul(pitch).and_then(|o| o.checked_add(x));
+    offset
+        .and_then(|o| base.checked_add(o as u64))
+        .ok_or(DriverError::INVALID_VALUE)
+}
+
+fn memcpy_2d(p: *const Memcpy2D, stream: Option<Stream>) -> DriverResult {
+    context_device()?;
+    if p.is_null() {
+        return Err(DriverError::INVALID_VALUE);
+    }
+    // SAFETY: non-NULL, and the API passes a valid CUDA_MEMCPY2D.
+    let p = unsafe { &*p };
+    let src = copy_end(
+        p.src_memory_type,
+        p.src_host as u64,
+        p.src_device,
+        p.src_x_in_bytes,
+        p.src_y,
+        p.src_pitch,
+    )?;
+    let dst = copy_end(
+        p.dst_memory_type,
+        p.dst_host as u64,
+        p.dst_device,
+        p.dst_x_in_bytes,
+        p.dst_y,
+        p.dst_pitch,
+    )?;
+    let (spitch, dpitch) = (
+        p.src_pitch.max(p.width_in_bytes),
+        p.dst_pitch.max(p.width_in_bytes),
+    );
+    Ok(pitched::memcpy2d(
+        ptr(dst),
+        dpitch,
+        ptr(src),
+        spitch,
+        p.width_in_bytes,
+        p.height,
+        DEFAULT,
+        stream,
+    )?)
+}
+
+driver_fn! { [cuMemcpy2D_v2, cuMemcpy2DUnaligned_v2, cuMemcpy2D_v2_ptds, cuMemcpy2DUnaligned_v2_ptds] (p: *const Memcpy2D) {
+    memcpy_2d(p, None)
+} }
+
+driver_fn! { [cuMemcpy2DAsync_v2, cuMemcpy2DAsync_v2_ptsz] (p: *const Memcpy2D, stream: Stream) {
+    memcpy_2d(p, Some(stream))
+} }
+
+// ---- memsets ---------------------------------------------------------------
+
+/// Fills `count` elements of `width` bytes with `value`: a byte memset when
+/// every byte of the value is the same, else the filled bytes are copied.
+fn memset_elements(
+    dst: u64,
+    value: u32,
+    width: usize,
+    count: usize,
+    stream: Option<Stream>,
+) -> DriverResult {
+    context_device()?;
+    if !dst.is_multiple_of(width as u64) {
+        return Err(DriverError::INVALID_VALUE);
+    }
+    let bytes = value.to_le_bytes();
+    let element = &bytes[..width];
+    let len = count.checked_mul(width).ok_or(DriverError::INVALID_VALUE)?;
+    if element.iter().all(|&b| b == element[0]) {
+        return Ok(match stream {
+            Some(s) => memory::memset_async(ptr(dst), c_int::from(element[0]), len, s),
+            None => memory::memset(ptr(dst), c_int::from(element[0]), len),
+        }?);
+    }
+    let pattern: Vec<u8> = element.iter().copied().cycle().take(len).collect();
+    let src = pattern.as_ptr() as *const c_void;
+    // Pageable source: the bytes are taken before the call returns.
+    Ok(match stream {
+        Some(s) => memory::memcpy_async(ptr(dst), src, len, HOST_TO_DEVICE, s),
+        None => memory::memcpy(ptr(dst), src, len, HOST_TO_DEVICE),
+    }?)
+}
+
+driver_fn! { [cuMemsetD8_v2, cuMemsetD8_v2_ptds] (dst: u64, value: u8, n: usize) {
+    memset_elements(dst, u32::from(value), 1, n, None)
+} }
+
+driver_fn! { [cuMemsetD16_v2, cuMemsetD16_v2_ptds] (dst: u64, value: u16, n: usize) {
+    memset_elements(dst, u32::from(value), 2, n, None)
+} }
+
+driver_fn! { [cuMemsetD32_v2, cuMemsetD32_v2_ptds] (dst: u64, value: u32, n: usize) {
+    memset_elements(dst, value, 4, n, None)
+} }
+
+driver_fn! { [cuMemsetD8Async, cuMemsetD8Async_ptsz] (dst: u64, value: u8, n: usize, stream: Stream) {
+    memset_elements(dst, u32::from(value), 1, n, Some(stream))
+} }
+
+driver_fn! { [cuMemsetD16Async, cuMemsetD16Async_ptsz] (dst: u64, value: u16, n: usize, stream: Stream) {
+    memset_elements(dst, u32::from(value), 2, n, Some(stream))
+} }
+
+driver_fn! { [cuMemsetD32Async, cuMemsetD32Async_ptsz] (dst: u64, value: u32, n: usize, stream: Stream) {
+    memset_elements(dst, value, 4, n, Some(stream))
+} }
+
+/// 2-D memsets: row by row unless the value is one repeated byte.
+fn memset_2d(
+    dst: u64,
+    pitch: usize,
+    value: u32,
+    width: usize,
+    w: usize,
+    h: usize,
+    stream: Option<Stream>,
+) -> DriverResult {
+    context_device()?;
+    let bytes = value.to_le_bytes();
+    if bytes[..width].iter().all(|&b| b == bytes[0]) {
+        let row = w.checked_mul(width).ok_or(DriverError::INVALID_VALUE)?;
+        return Ok(pitched::memset2d(
+            ptr(dst),
+            pitch,
+            c_int::from(bytes[0]),
+            row,
+            h,
+            stream,
+        )?);
+    }
+    for y in 0..h {
+        let row = dst + (y * pitch) as u64;
+        memset_elements(row, value, width, w, stream)?;
+    }
+    Ok(())
+}
+
+driver_fn! { [cuMemsetD2D8_v2, cuMemsetD2D8_v2_ptds] (dst: u64, pitch: usize, value: u8, w: usize, h: usize) {
+    memset_2d(dst, pitch, u32::from(value), 1, w, h, None)
+} }
+
+driver_fn! { [cuMemsetD2D16_v2, cuMemsetD2D16_v2_ptds] (dst: u64, pitch: usize, value: u16, w: usize, h: usize) {
+    memset_2d(dst, pitch, u32::from(value), 2, w, h, None)
+} }
+
+driver_fn! { [cuMemsetD2D32_v2, cuMemsetD2D32_v2_ptds] (dst: u64, pitch: usize, value: u32, w: usize, h: usize) {
+    memset_2d(dst, pitch, value, 4, w, h, None)
+} }
+
+driver_fn! { [cuMemsetD2D8Async, cuMemsetD2D8Async_ptsz] (dst: u64, pitch: usize, value: u8, w: usize, h: usize, stream: Stream) {
+    memset_2d(dst, pitch, u32::from(value), 1, w, h, Some(stream))
+} }
+
+driver_fn! { [cuMemsetD2D16Async, cuMemsetD2D16Async_ptsz] (dst: u64, pitch: usize, value: u16, w: usize, h: usize, stream: Stream) {
+    memset_2d(dst, pitch, u32::from(value), 2, w, h, Some(stream))
+} }
+
+driver_fn! { [cuMemsetD2D32Async, cuMemsetD2D32Async_ptsz] (dst: u64, pitch: usize, value: u32, w: usize, h: usize, stream: Stream) {
+    memset_2d(dst, pitch, value, 4, w, h, Some(stream))
+} }
+
+// ---- pointer attributes ------------------------------------------------------
+
+/// `CUpointer_attribute` values answered.
+mod attr {
+    pub(super) const CONTEXT: i32 = 1;
+    pub(super) const MEMORY_TYPE: i32 = 2;
+    pub(super) const DEVICE_POINTER: i32 = 3;
+    pub(super) const HOST_POINTER: i32 = 4;
+    pub(super) const SYNC_MEMOPS: i32 = 6;
+    pub(super) const BUFFER_ID: i32 = 7;
+    pub(super) const IS_MANAGED: i32 = 8;
+    pub(super) const DEVICE_ORDINAL: i32 = 9;
+    pub(super) const IS_LEGACY_CUDA_IPC_CAPABLE: i32 = 10;
+    pub(super) const RANGE_START_ADDR: i32 = 11;
+    pub(super) const RANGE_SIZE: i32 = 12;
+    pub(super) const MAPPED: i32 = 13;
+    pub(super) const ALLOWED_HANDLE_TYPES: i32 = 14;
+    pub(super) const IS_GPU_DIRECT_RDMA_CAPABLE: i32 = 15;
+    pub(super) const ACCESS_FLAGS: i32 = 16;
+    pub(super) const MEMPOOL_HANDLE: i32 = 17;
+}
+
+/// One attribute's value, in the C type the driver writes for it.
+enum AttrValue {
+    Bool(bool),
+    U32(u32),
+    I32(i32),
+    U64(u64),
+}
+
+/// What `ptr` is: device memory (base, length, device) or page-locked host
+/// memory (base, length).
+enum Pointee {
+    Device(u64, u64, usize),
+    Host(u64, u64),
+}
+
+fn pointee(p: u64) -> Option<Pointee> {
+    if let Some((b, len, d)) = rt().allocation(p) {
+        return Some(Pointee::Device(b, len, d));
+    }
+    rt().host_region(p).map(|(b, len, _)| Pointee::Host(b, len))
+}
+
+fn attribute(attribute: i32, p: u64) -> Result<AttrValue, DriverError> {
+    use AttrValue::*;
+    let target = pointee(p);
+    let known = target.is_some();
+    let device = match target {
+        Some(Pointee::Device(_, _, d)) => Some(d),
+        _ => None,
+    };
+    Ok(match (attribute, target) {
+        (attr::MEMORY_TYPE, Some(Pointee::Device(..))) => U32(MEMORYTYPE_DEVICE),
+        (attr::MEMORY_TYPE, Some(Pointee::Host(..))) => U32(MEMORYTYPE_HOST),
+        (attr::CONTEXT, Some(_)) => U64(rt().primary_context(device.unwrap_or(0) as c_int)?),
+        (attr::DEVICE_POINTER | attr::HOST_POINTER, Some(Pointee::Host(..))) => U64(p),
+        (attr::DEVICE_POINTER, Some(Pointee::Device(..))) => U64(p),
+        (attr::DEVICE_ORDINAL, Some(_)) => I32(device.unwrap_or(0) as i32),
+        (attr::RANGE_START_ADDR, Some(Pointee::Device(b, ..) | Pointee::Host(b, _))) => U64(b),
+        (attr::RANGE_SIZE, Some(Pointee::Device(_, len, _) | Pointee::Host(_, len))) => U64(len),
+        (attr::BUFFER_ID, Some(Pointee::Device(b, ..) | Pointee::Host(b, _))) => U64(b),
+        (attr::SYNC_MEMOPS, Some(_)) => Bool(true),
+        (attr::MAPPED, Some(_)) => Bool(true),
+        (
+            attr::IS_MANAGED | attr::IS_LEGACY_CUDA_IPC_CAPABLE | attr::IS_GPU_DIRECT_RDMA_CAPABLE,
+            _,
+        ) => Bool(false),
+        (attr::ALLOWED_HANDLE_TYPES, _) => U64(0),
+        // CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE.
+        (attr::ACCESS_FLAGS, Some(_)) => U32(3),
+        (attr::MEMPOOL_HANDLE, Some(_)) => U64(0),
+        (a, _) if known || a > attr::MEMPOOL_HANDLE + 4 => {
+            tracing::warn!("cuPointerGetAttribute: attribute {a} is not supported by rcud");
+            return Err(DriverError::NOT_SUPPORTED);
+        }
+        _ => return Err(DriverError::INVALID_VALUE),
+    })
+}
+
+fn write_attr(data: *mut c_void, value: AttrValue) -> DriverResult {
+    match value {
+        AttrValue::Bool(v) => out(data as *mut bool, v),
+        AttrValue::U32(v) => out(data as *mut u32, v),
+        AttrValue::I32(v) => out(data as *mut i32, v),
+        AttrValue::U64(v) => out(data as *mut u64, v),
+    }
+}
+
+driver_fn! { cuPointerGetAttribute (data: *mut c_void, attr: c_int, p: u64) {
+    initialized()?;
+    write_attr(data, attribute(attr, p)?)
+} }
+
+// Unlike the single query, unknown pointers are not an error here: their
+// attributes read as zero, as the driver does for memory it does not know.
+driver_fn! { cuPointerGetAttributes (count: c_uint, attrs: *const c_int, data: *mut *mut c_void, p: u64) {
+    initialized()?;
+    if attrs.is_null() || data.is_null() {
+        return Err(DriverError::INVALID_VALUE);
+    }
+    for i in 0..count as usize {
+        // SAFETY: the API passes `count` attributes and `count` output
+        // pointers.
+        let (a, slot) = unsafe { (*attrs.add(i), *data.add(i)) };
+        let value = match attribute(a, p) {
+            Ok(v) => v,
+            Err(DriverError::INVALID_VALUE) if a == attr::MEMORY_TYPE => AttrValue::U32(0),
+            Err(DriverError::INVALID_VALUE) if a == attr::DEVICE_ORDINAL => AttrValue::I32(-2),
+            Err(DriverError::INVALID_VALUE) => AttrValue::U64(0),
+            Err(e) => return Err(e),
+        };
+        // A NULL slot asks for nothing.
+        if !slot.is_null() {
+            write_attr(slot, value)?;
+        }
+    }
+    Ok(())
+} }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_2d_copy_end_is_its_base_plus_rows_and_columns() {
+        assert_eq!(
+            copy_end(MEMORYTYPE_HOST, 0x1000, 0, 4, 2, 256).ok(),
+            Some(0x1000 + 516)
+        );
+        assert_eq!(
+            copy_end(MEMORYTYPE_DEVICE, 0, 0x8000, 0, 1, 64).ok(),
+            Some(0x8040)
+        );
+        assert_eq!(
+            copy_end(MEMORYTYPE_ARRAY, 0, 0, 0, 0, 0),
+            Err(DriverError::NOT_SUPPORTED)
+        );
+        assert_eq!(copy_end(9, 0, 0, 0, 0, 0), Err(DriverError::INVALID_VALUE));
+        assert_eq!(
+            copy_end(MEMORYTYPE_HOST, u64::MAX, 0, 1, 0, 0),
+            Err(DriverError::INVALID_VALUE)
+        );
+    }
+}

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Writes the export lists of the NVIDIA libraries rcud replaces.
+
+One generator for every replaced library; `cuda-shim/build.rs` turns each list
+into exported stubs, symbol versions and (for the driver) the
+`cuGetProcAddress` table. The lists are checked in under `cuda-shim/exports/`
+so that a build needs no CUDA toolkit; rerun this script when the toolkit the
+tests install moves to a new version:
+
+    scripts/gen-exports.py            # toolkit from scripts/ensure-nvcc.sh
+
+Sources, all from the PyPI toolkit:
+
+- `libcuda.so.1` (`exports/cuda.txt`): every function `cuda.h` declares, with
+  the header preprocessed three ways (default, per-thread default stream, and
+  NVIDIA's internal view, which declares the legacy unversioned names). The
+  union is what the real driver exports: `cuMemAlloc` and `cuMemAlloc_v2`,
+  `cuMemcpyHtoD_v2` and `cuMemcpyHtoD_v2_ptds`, ...
+- `cuGetProcAddress` (`exports/cuda-procs.txt`): `cudaTypedefs.h` names one
+  function-pointer type per (function, CUDA version it appeared in, stream
+  flavour), e.g. `PFN_cuMemAlloc_v3020`. The n-th version of a function (in
+  version order) is the symbol with suffix `_v<n>` (none for the first); a
+  per-thread-stream version is the newest default one at or before it, plus
+  `_ptds`/`_ptsz`. Every row is checked against `cuda.txt`.
+- `CUresult` (`exports/cuda-errors.txt`): value and name of every driver
+  error code, for `cuGetErrorName`.
+- `libcudart.so.13` (`exports/cudart13.txt`): the dynamic symbols of NVIDIA's
+  library itself, which the PyPI runtime package ships.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EXPORTS = ROOT / "cuda-shim" / "exports"
+
+DECLARATION = re.compile(r"\bCUresult\s+(cu\w+)\s*\(")
+PFN = re.compile(r"\bPFN_(cu\w+?)_v(\d+)(_ptds|_ptsz)?\)")
+CUDA_VERSION = re.compile(r"#define\s+CUDA_VERSION\s+(\d+)")
+ERROR_ENUM = re.compile(r"typedef enum cudaError_enum \{(.*?)\} CUresult;", re.S)
+ERROR_VALUE = re.compile(r"^\s*(CUDA_\w+)\s*=\s*(\d+)", re.M)
+
+
+def toolkit_root() -> Path:
+    nvcc = subprocess.run(
+        [str(ROOT / "scripts" / "ensure-nvcc.sh")],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    return Path(nvcc).resolve().parent.parent
+
+
+def preprocess(include: Path, defines: list[str]) -> str:
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        sys.exit("gen-exports: needs a C compiler (cc) to preprocess cuda.h")
+    return subprocess.run(
+        [cc, "-E", "-x", "c", f"-I{include}", *defines, "-"],
+        input="#include <cuda.h>\n",
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+
+
+def driver_exports(include: Path) -> list[str]:
+    names: set[str] = set()
+    for defines in ([], ["-DCUDA_API_PER_THREAD_DEFAULT_STREAM"], ["-D__CUDA_API_VERSION_INTERNAL"]):
+        names.update(DECLARATION.findall(preprocess(include, defines)))
+    return sorted(names)
+
+
+def proc_table(typedefs: str, exports: set[str]) -> list[tuple[str, int, str, str]]:
+    """(name, version, flavour, symbol) rows; flavour is `default` or `ptds`."""
+    versions: dict[str, set[int]] = defaultdict(set)
+    per_thread: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    for name, version, suffix in PFN.findall(typedefs):
+        if suffix:
+            per_thread[name].append((int(version), suffix))
+        else:
+            versions[name].add(int(version))
+    rows = []
+    problems = []
+    for name in sorted(versions):
+        ordered = sorted(versions[name])
+        symbol_of = {v: name if i == 0 else f"{name}_v{i + 1}" for i, v in enumerate(ordered)}
+        for v in ordered:
+            rows.append((name, v, "default", symbol_of[v]))
+        for v, suffix in sorted(set(per_thread.get(name, []))):
+            base = [s for s in ordered if s <= v]
+            if not base:
+                problems.append(f"{name} v{v}{suffix}: no default version before it")
+                continue
+            rows.append((name, v, "ptds", symbol_of[base[-1]] + suffix))
+    for name in sorted(set(per_thread) - set(versions)):
+        problems.append(f"{name}: only per-thread-stream versions")
+    for name, v, flavour, symbol in rows:
+        if symbol not in exports:
+            problems.append(f"{name} v{v} ({flavour}) -> {symbol}, which cuda.h does not declare")
+    if problems:
+        sys.exit("gen-exports: cudaTypedefs.h and cuda.h disagree:\n  " + "\n  ".join(problems))
+    return rows
+
+
+def driver_errors(cuda_h: str) -> list[str]:
+    body = ERROR_ENUM.search(cuda_h)
+    if body is None:
+        sys.exit("gen-exports: no `enum cudaError_enum` in cuda.h")
+    return [f"{value} {name}" for name, value in ERROR_VALUE.findall(body.group(1))]
+
+
+def library_exports(library: Path) -> list[str]:
+    nm = subprocess.run(
+        ["nm", "-D", "--defined-only", str(library)], check=True, capture_output=True, text=True
+    ).stdout
+    names = set()
+    for line in nm.splitlines():
+        parts = line.split()
+        if len(parts) == 3:
+            names.add(parts[2].split("@")[0])
+    return sorted(names)
+
+
+def write(path: Path, header: list[str], lines: list[str]) -> None:
+    text = "".join(f"# {h}\n" for h in header) + "".join(f"{line}\n" for line in lines)
+    path.write_text(text)
+    print(f"gen-exports: wrote {path.relative_to(ROOT)} ({len(lines)} entries)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--toolkit", type=Path, help="CUDA toolkit root (default: the tests' PyPI toolkit)")
+    args = parser.parse_args()
+    root = args.toolkit or toolkit_root()
+    include = root / "include"
+    cuda_h = (include / "cuda.h").read_text()
+    version = CUDA_VERSION.search(cuda_h)
+    version_text = version.group(1) if version else "unknown"
+    generated = f"Generated by scripts/gen-exports.py from the CUDA {version_text} toolkit; do not edit."
+
+    exports = driver_exports(include)
+    write(
+        EXPORTS / "cuda.txt",
+        [generated, "Functions of libcuda.so.1, from cuda.h.", f"CUDA_VERSION {version_text}"],
+        exports,
+    )
+    rows = proc_table((include / "cudaTypedefs.h").read_text(), set(exports))
+    write(
+        EXPORTS / "cuda-procs.txt",
+        [generated, "cuGetProcAddress: name, CUDA version, default|ptds, symbol (cudaTypedefs.h)."],
+        [f"{n} {v} {f} {s}" for n, v, f, s in rows],
+    )
+    write(EXPORTS / "cuda-errors.txt", [generated, "CUresult values and names (cuda.h)."], driver_errors(cuda_h))
+    cudart = library_exports(root / "lib" / "libcudart.so.13")
+    write(EXPORTS / "cudart13.txt", [generated, "Dynamic symbols of NVIDIA's libcudart.so.13."], cudart)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,247 @@
+// Vector addition through the CUDA driver API only (cuda.h, linked with
+// -lcuda, no runtime): device queries, a context of its own, modules from PTX
+// text (cuModuleLoadData), from a fat binary file (cuModuleLoad) and from a fat
+// binary image in memory (cuModuleLoadFatBinary), launches with kernelParams,
+// with the `extra` parameter buffer and with cuLaunchKernelEx, and
+// `__device__` / `__constant__` variables through cuModuleGetGlobal.
+//
+// Usage: d_vector_add KERNELS.ptx KERNELS-PTX.fatbin KERNELS-FULL.fatbin
+// (all three built from kernels.cu; the first fat binary holds only compute_80
+// PTX, the second sm_80 code and compute_80 PTX).
+//
+// Prints one line per case, e.g. `vector_add cuModuleLoadData(ptx): ok`.
+// Self-checking: `FAIL: <reason>` and exit status 1 on any error or mismatch,
+// `PASS` as the last line on success.
+
+#include <cuda.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "drv_check.h"
+
+#define N 100003
+#define BLOCK 256
+
+static float h_a[N], h_b[N], h_c[N];
+
+static unsigned grid_for(int n) { return (unsigned)((n + BLOCK - 1) / BLOCK); }
+
+// Launches vector_add from `mod` with kernelParams on `stream` and checks c = a + b.
+static void run_vector_add(CUmodule mod, CUstream stream, CUdeviceptr d_a, CUdeviceptr d_b,
+                           CUdeviceptr d_c, const char *how) {
+    CUfunction f;
+    CU_CHECK(cuModuleGetFunction(&f, mod, "vector_add"));
+    int max_threads = 0;
+    CU_CHECK(cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f));
+    EXPECT(max_threads >= BLOCK, "vector_add allows only %d threads per block", max_threads);
+    // On the launch's stream: a non-blocking stream is not ordered after the
+    // legacy default stream of cuMemsetD32.
+    if (stream) {
+        CU_CHECK(cuMemsetD32Async(d_c, 0xFFFFFFFFu, N, stream));
+    } else {
+        CU_CHECK(cuMemsetD32(d_c, 0xFFFFFFFFu, N));
+    }
+    int n = N;
+    void *params[] = {&d_a, &d_b, &d_c, &n};
+    CU_CHECK(cuLaunchKernel(f, grid_for(n), 1, 1, BLOCK, 1, 1, 0, stream, params, NULL));
+    if (stream) {
+        CU_CHECK(cuStreamSynchronize(stream));
+    } else {
+        CU_CHECK(cuCtxSynchronize());
+    }
+    memset(h_c, 0, sizeof h_c);
+    CU_CHECK(cuMemcpyDtoH(h_c, d_c, sizeof h_c));
+    for (int i = 0; i < N; i++) {
+        EXPECT(h_c[i] == h_a[i] + h_b[i], "%s: c[%d] = %g, expected %g", how, i, h_c[i],
+               h_a[i] + h_b[i]);
+    }
+    printf("vector_add %s: ok\n", how);
+}
+
+int main(int argc, char **argv) {
+    EXPECT(argc == 4, "usage: %s KERNELS.ptx KERNELS-PTX.fatbin KERNELS-FULL.fatbin", argv[0]);
+    const char *ptx_path = argv[1], *ptx_fatbin_path = argv[2], *full_fatbin_path = argv[3];
+
+    // --- Device queries -----------------------------------------------------
+    CU_CHECK(cuInit(0));
+    int version = 0;
+    CU_CHECK(cuDriverGetVersion(&version));
+    printf("driver version: %d\n", version);
+    int count = 0;
+    CU_CHECK(cuDeviceGetCount(&count));
+    EXPECT(count >= 1, "cuDeviceGetCount reports %d devices", count);
+    CUdevice dev;
+    CU_CHECK(cuDeviceGet(&dev, 0));
+    char name[256];
+    memset(name, 0, sizeof name);
+    CU_CHECK(cuDeviceGetName(name, sizeof name, dev));
+    EXPECT(strlen(name) > 0, "empty device name");
+    int major = 0, minor = 0, warp = 0, sms = 0, max_block = 0;
+    CU_CHECK(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));
+    CU_CHECK(cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev));
+    CU_CHECK(cuDeviceGetAttribute(&warp, CU_DEVICE_ATTRIBUTE_WARP_SIZE, dev));
+    CU_CHECK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
+    CU_CHECK(cuDeviceGetAttribute(&max_block, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, dev));
+    EXPECT(major >= 8, "compute capability %d.%d is below 8.0 (the kernels are compute_80)",
+           major, minor);
+    EXPECT(warp == 32, "warp size %d", warp);
+    EXPECT(sms > 0, "%d multiprocessors", sms);
+    EXPECT(max_block >= BLOCK, "at most %d threads per block", max_block);
+    size_t total = 0;
+    CU_CHECK(cuDeviceTotalMem(&total, dev));
+    EXPECT(total >= ((size_t)64 << 20), "total memory %zu bytes", total);
+    printf("device 0: %s\n", name);
+    printf("compute capability: %d.%d\n", major, minor);
+    printf("total memory: %zu MiB\n", total >> 20);
+
+    // --- A context of our own -----------------------------------------------
+    CUcontext ctx;
+    CU_CHECK(cuCtxCreate(&ctx, NULL, 0, dev));
+    CUcontext current = NULL;
+    CU_CHECK(cuCtxGetCurrent(&current));
+    EXPECT(current == ctx, "cuCtxCreate did not make the new context current");
+    size_t free_mem = 0, total_mem = 0;
+    CU_CHECK(cuMemGetInfo(&free_mem, &total_mem));
+    EXPECT(free_mem > 0 && free_mem <= total_mem, "cuMemGetInfo: free %zu of %zu", free_mem,
+           total_mem);
+
+    for (int i = 0; i < N; i++) {
+        h_a[i] = (float)i;
+        h_b[i] = (float)(2 * i);
+    }
+    CUdeviceptr d_a, d_b, d_c;
+    CU_CHECK(cuMemAlloc(&d_a, sizeof h_a));
+    CU_CHECK(cuMemAlloc(&d_b, sizeof h_b));
+    CU_CHECK(cuMemAlloc(&d_c, sizeof h_c));
+    EXPECT(d_a != 0 && d_b != 0 && d_c != 0, "cuMemAlloc returned a null pointer");
+    CU_CHECK(cuMemcpyHtoD(d_a, h_a, sizeof h_a));
+    CU_CHECK(cuMemcpyHtoD(d_b, h_b, sizeof h_b));
+
+    // --- PTX text -------------------------------------------------------------
+    char *ptx = read_file(ptx_path, NULL);
+    CUmodule ptx_mod;
+    CU_CHECK(cuModuleLoadData(&ptx_mod, ptx));
+    free(ptx);  // the driver keeps no reference to the image
+    run_vector_add(ptx_mod, NULL, d_a, d_b, d_c, "cuModuleLoadData(ptx)");
+
+    // --- A fat binary file (compute_80 PTX only) --------------------------------
+    CUmodule file_mod;
+    CU_CHECK(cuModuleLoad(&file_mod, ptx_fatbin_path));
+    run_vector_add(file_mod, NULL, d_a, d_b, d_c, "cuModuleLoad(fatbin)");
+    CU_CHECK(cuModuleUnload(file_mod));
+
+    // --- A fat binary image (sm_80 and compute_80), `extra` launch ---------------
+    char *fatbin = read_file(full_fatbin_path, NULL);
+    CUmodule fat_mod;
+    CU_CHECK(cuModuleLoadFatBinary(&fat_mod, fatbin));
+    free(fatbin);
+    run_vector_add(fat_mod, NULL, d_a, d_b, d_c, "cuModuleLoadFatBinary");
+    {
+        CUfunction axpy;
+        CU_CHECK(cuModuleGetFunction(&axpy, fat_mod, "axpy"));
+        // y = 0.5 * a + b with y starting as a copy of b.
+        CU_CHECK(cuMemcpyDtoD(d_c, d_b, sizeof h_b));
+        struct {
+            int n;
+            float alpha;
+            CUdeviceptr x;
+            CUdeviceptr y;
+        } args = {N, 0.5f, d_a, d_c};
+        size_t args_size = sizeof args;
+        EXPECT(args_size == 24, "unexpected argument buffer size %zu", args_size);
+        void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &args, CU_LAUNCH_PARAM_BUFFER_SIZE,
+                         &args_size, CU_LAUNCH_PARAM_END};
+        CU_CHECK(cuLaunchKernel(axpy, grid_for(N), 1, 1, BLOCK, 1, 1, 0, NULL, NULL, extra));
+        CU_CHECK(cuCtxSynchronize());
+        CU_CHECK(cuMemcpyDtoH(h_c, d_c, sizeof h_c));
+        for (int i = 0; i < N; i++) {
+            float want = 0.5f * h_a[i] + h_b[i];
+            EXPECT(h_c[i] == want, "axpy extra: y[%d] = %g, expected %g", i, h_c[i], want);
+        }
+        printf("axpy cuLaunchKernel(extra): ok\n");
+    }
+    CU_CHECK(cuModuleUnload(fat_mod));
+
+    // --- cuLaunchKernelEx on a stream --------------------------------------------
+    {
+        CUstream stream;
+        CU_CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+        run_vector_add(ptx_mod, stream, d_a, d_b, d_c, "cuLaunchKernel(stream)");
+
+        CUfunction f;
+        CU_CHECK(cuModuleGetFunction(&f, ptx_mod, "vector_add"));
+        CU_CHECK(cuMemsetD32Async(d_c, 0, N, stream));
+        int n = N - 3;  // leaves the last three elements 0
+        void *params[] = {&d_a, &d_b, &d_c, &n};
+        CUlaunchConfig config;
+        memset(&config, 0, sizeof config);
+        config.gridDimX = grid_for(n);
+        config.gridDimY = 1;
+        config.gridDimZ = 1;
+        config.blockDimX = BLOCK;
+        config.blockDimY = 1;
+        config.blockDimZ = 1;
+        config.sharedMemBytes = 0;
+        config.hStream = stream;
+        config.attrs = NULL;
+        config.numAttrs = 0;
+        CU_CHECK(cuLaunchKernelEx(&config, f, params, NULL));
+        CU_CHECK(cuMemcpyDtoHAsync(h_c, d_c, sizeof h_c, stream));
+        CU_CHECK(cuStreamSynchronize(stream));
+        for (int i = 0; i < N; i++) {
+            float want = i < n ? h_a[i] + h_b[i] : 0.0f;
+            EXPECT(h_c[i] == want, "cuLaunchKernelEx: c[%d] = %g, expected %g", i, h_c[i], want);
+        }
+        printf("vector_add cuLaunchKernelEx: ok\n");
+        CU_CHECK(cuStreamDestroy(stream));
+    }
+
+    // --- __device__ and __constant__ variables -------------------------------------
+    {
+        CUdeviceptr g_scale, g_counter, c_bias;
+        size_t bytes = 0;
+        CU_CHECK(cuModuleGetGlobal(&g_counter, &bytes, ptx_mod, "g_counter"));
+        EXPECT(bytes == sizeof(int), "g_counter has %zu bytes", bytes);
+        int counter = 0;
+        CU_CHECK(cuMemcpyDtoH(&counter, g_counter, sizeof counter));
+        EXPECT(counter == 42, "g_counter starts as %d, expected its initializer 42", counter);
+        CU_CHECK(cuModuleGetGlobal(&c_bias, &bytes, ptx_mod, "c_bias"));
+        EXPECT(bytes == 4 * sizeof(float), "c_bias has %zu bytes", bytes);
+        float bias[4] = {0, 0, 0, 0};
+        CU_CHECK(cuMemcpyDtoH(bias, c_bias, sizeof bias));
+        EXPECT(bias[0] == 0.5f && bias[1] == 1.5f && bias[2] == 2.5f && bias[3] == 3.5f,
+               "c_bias starts as {%g, %g, %g, %g}", bias[0], bias[1], bias[2], bias[3]);
+        CU_CHECK(cuModuleGetGlobal(&g_scale, NULL, ptx_mod, "g_scale"));  // bytes is optional
+        float scale = 3.0f;
+        CU_CHECK(cuMemcpyHtoD(g_scale, &scale, sizeof scale));
+        float new_bias[4] = {-1.0f, 0.0f, 1.0f, 2.0f};
+        CU_CHECK(cuMemcpyHtoD(c_bias, new_bias, sizeof new_bias));
+
+        CUfunction f;
+        CU_CHECK(cuModuleGetFunction(&f, ptx_mod, "scale_bias"));
+        int n = N;
+        void *params[] = {&d_a, &d_c, &n};
+        unsigned grid = grid_for(n);
+        CU_CHECK(cuLaunchKernel(f, grid, 1, 1, BLOCK, 1, 1, 0, NULL, params, NULL));
+        CU_CHECK(cuCtxSynchronize());
+        CU_CHECK(cuMemcpyDtoH(h_c, d_c, sizeof h_c));
+        for (int i = 0; i < N; i++) {
+            float want = h_a[i] * 3.0f + new_bias[i & 3];
+            EXPECT(h_c[i] == want, "scale_bias: out[%d] = %g, expected %g", i, h_c[i], want);
+        }
+        CU_CHECK(cuMemcpyDtoH(&counter, g_counter, sizeof counter));
+        EXPECT(counter == 42 + (int)grid, "g_counter = %d after %u blocks, expected %d", counter,
+               grid, 42 + (int)grid);
+        printf("cuModuleGetGlobal: ok\n");
+    }
+
+    CU_CHECK(cuModuleUnload(ptx_mod));
+    CU_CHECK(cuMemFree(d_a));
+    CU_CHECK(cuMemFree(d_b));
+    CU_CHECK(cuMemFree(d_c));
+    CU_CHECK(cuCtxDestroy(ctx));
+    printf("PASS\n");
+    return 0;
+}
