@@ -123,7 +123,11 @@ fn main() {
     write(&out.join("driver_errors.rs"), &driver_errors(&root));
     println!(
         "cargo:rustc-env=RCUD_CUDA_VERSION={}",
-        header_cuda_version(&root)
+        header_value(&root, "CUDA_VERSION")
+    );
+    println!(
+        "cargo:rustc-env=RCUD_DEVICE_ATTRIBUTE_MAX={}",
+        header_value(&root, "CU_DEVICE_ATTRIBUTE_MAX")
     );
     let map_path = out.join("libcudart.map");
     write(&map_path, &map);
@@ -193,15 +197,17 @@ fn proc_table(root: &Path, exports: &BTreeSet<String>) -> String {
     out
 }
 
-/// The `CUDA_VERSION` of the cuda.h that `exports/cuda.txt` comes from: the
-/// driver API version this library implements.
-fn header_cuda_version(root: &Path) -> u32 {
+/// A value of the cuda.h that `exports/cuda.txt` comes from, which the list's
+/// header records (`# NAME value`): `CUDA_VERSION`, the driver API version
+/// this library implements, and `CU_DEVICE_ATTRIBUTE_MAX`.
+fn header_value(root: &Path, name: &str) -> u32 {
     let text =
         std::fs::read_to_string(root.join("exports/cuda.txt")).expect("read exports/cuda.txt");
+    let prefix = format!("# {name} ");
     text.lines()
-        .find_map(|l| l.strip_prefix("# CUDA_VERSION "))
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
         .and_then(|v| v.trim().parse().ok())
-        .expect("exports/cuda.txt names its CUDA_VERSION")
+        .unwrap_or_else(|| panic!("exports/cuda.txt records no {name}"))
 }
 
 /// `static DRIVER_ERRORS: &[(c_int, &CStr)]`: every `CUresult` and its name.

@@ -47,6 +47,8 @@ driver_fn! { cuCtxCreate_v4 (ctx: *mut u64, _params: *const std::ffi::c_void, fl
 
 driver_fn! { cuCtxDestroy_v2 (ctx: u64) {
     initialized()?;
+    rt().context_info(ctx)?;
+    super::export_tables::context_gone(ctx);
     Ok(rt().context_destroy(ctx)?)
 } }
 

@@ -50,9 +50,18 @@ driver_fn! { cuDeviceTotalMem_v2 (bytes: *mut usize, dev: c_int) {
     out(bytes, props.total_global_mem as usize)
 } }
 
-// `CUdevice_attribute` values are `cudaDeviceAttr` values.
+/// `CU_DEVICE_ATTRIBUTE_MAX` of the cuda.h the export list comes from.
+const ATTRIBUTE_MAX: c_int = super::init::parse_version(env!("RCUD_DEVICE_ATTRIBUTE_MAX"));
+
+// `CUdevice_attribute` values are `cudaDeviceAttr` values. The driver also
+// has attributes the runtime's enum leaves out (its `Reserved` slots, and
+// newer ones): a device that does not report one lacks the feature, 0.
 driver_fn! { cuDeviceGetAttribute (value: *mut c_int, attr: c_int, dev: c_int) {
-    let v = rt().attribute(attr, device(dev)?)?;
+    let dev = device(dev)?;
+    let v = match rt().attribute(attr, dev) {
+        Err(rcud_proto::CudaError::INVALID_VALUE) if attr > 0 && attr < ATTRIBUTE_MAX => 0,
+        other => other?,
+    };
     out(value, v)
 } }
 
@@ -91,6 +100,8 @@ driver_fn! { [cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2] (dev: c_i
 } }
 
 driver_fn! { [cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset_v2] (dev: c_int) {
+    // Context-local storage stays: NVIDIA's runtime deletes its own entry
+    // right after the reset.
     Ok(rt().primary_reset(device(dev)?)?)
 } }
 

@@ -8,14 +8,15 @@ use std::os::raw::{c_char, c_int, c_uint};
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
-use super::{c_str, out, rt, DriverError, DriverResult, INITIALIZED};
+use super::{c_str, export_tables, out, rt, DriverError, DriverResult, INITIALIZED};
 
 /// The driver API version this library implements: the `CUDA_VERSION` of
 /// the cuda.h its export list comes from. It is at least what every CUDA 12
 /// and 13 runtime asks for.
 pub(crate) const DRIVER_VERSION: c_int = parse_version(env!("RCUD_CUDA_VERSION"));
 
-const fn parse_version(text: &str) -> c_int {
+/// A decimal number from the build environment.
+pub(crate) const fn parse_version(text: &str) -> c_int {
     let bytes = text.as_bytes();
     let mut value = 0;
     let mut i = 0;
@@ -147,17 +148,25 @@ driver_fn! { cuGetExportTable (table: *mut *const c_void, id: *const [u8; 16]) {
         return Err(DriverError::INVALID_VALUE);
     }
     // SAFETY: non-NULL, and the API passes a 16-byte CUuuid.
-    let id = uuid_text(unsafe { &*id });
-    out(table, std::ptr::null())?;
-    static REPORTED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
-    let first = REPORTED
-        .lock()
-        .map(|mut r| r.get_or_insert_with(HashSet::new).insert(id.clone()))
-        .unwrap_or(false);
-    if first {
-        eprintln!("rcud: cuGetExportTable: the driver's private table {id} is not provided by rcud");
+    let id = unsafe { &*id };
+    match export_tables::lookup(id) {
+        Ok(t) => out(table, t),
+        Err(quiet) => {
+            out(table, std::ptr::null())?;
+            let text = uuid_text(id);
+            static REPORTED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+            let first = REPORTED
+                .lock()
+                .map(|mut r| r.get_or_insert_with(HashSet::new).insert(text.clone()))
+                .unwrap_or(false);
+            if quiet {
+                tracing::debug!("cuGetExportTable: optional table {text} refused");
+            } else if first {
+                eprintln!("rcud: cuGetExportTable: the driver's private table {text} is not provided by rcud");
+            }
+            Err(DriverError::INVALID_VALUE)
+        }
     }
-    Err(DriverError::INVALID_VALUE)
 } }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ macro_rules! driver_fn {
         $(
             #[no_mangle]
             pub extern "C" fn $name $args -> crate::driver::CuResult {
-                crate::driver::guard(|| $body)
+                crate::driver::guard_named(stringify!($name), || $body)
             }
         )+
     };
@@ -39,6 +39,7 @@ macro_rules! driver_fn {
 mod context;
 mod device;
 mod errors;
+mod export_tables;
 mod init;
 
 pub(crate) use init::DRIVER_VERSION;
@@ -118,13 +119,22 @@ pub(crate) fn initialized_by_runtime() {
 /// panic into `CUDA_ERROR_UNKNOWN` instead of unwinding into C. Driver calls
 /// leave the runtime's last error alone.
 pub(crate) fn guard(body: impl FnOnce() -> DriverResult) -> CuResult {
+    guard_named("a private driver table's function", body)
+}
+
+/// [`guard`] for the exported function `name`; a failure is logged with the
+/// name (`RCUD_LOG=rcudart::driver=debug`).
+pub(crate) fn guard_named(name: &str, body: impl FnOnce() -> DriverResult) -> CuResult {
     crate::ffi::init_logging();
     if rcud_client::session::in_host_function() {
         return CudaError::NOT_PERMITTED.0 as CuResult;
     }
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => 0,
-        Ok(Err(e)) => e.0,
+        Ok(Err(e)) => {
+            tracing::debug!("{name} returns CUresult {}", e.0);
+            e.0
+        }
         Err(_) => {
             eprintln!("rcud: internal error (panic) in the CUDA driver library");
             DriverError::UNKNOWN.0
