@@ -669,35 +669,7 @@ fn every_program_over(transport: &str) {
     let Some(env) = setup(&format!("every_program_over_{transport}")) else {
         return;
     };
-    let runs: &[(&str, &[&str], &[&str])] = &[
-        ("device_query", &[], &[]),
-        ("memcpy", &[], &[]),
-        ("memset", &[], &[]),
-        ("pinned", &[], &[]),
-        ("errors", &[], &[]),
-        ("unimplemented", &[], &[]),
-        ("bandwidth", &["4"], &[]),
-        ("k_vector_add", &[], &[]),
-        ("k_saxpy", &[], &[]),
-        ("k_struct_args", &[], &[]),
-        ("k_math", &[], &[]),
-        ("k_device_functions", &[], &[]),
-        ("k_symbols", &[], &[]),
-        ("k_grid2d", &[], &[]),
-        ("k_matmul_tiled", &[], &[]),
-        ("k_reduction", &[], &[]),
-        ("k_histogram", &[], &[]),
-        ("k_warp_vote", &[], &[]),
-        ("k_printf", &[], &[]),
-        ("k_errors", &["fault"], &[]),
-        ("k_errors", &["config"], &[]),
-        ("k_func_attrs", &[], &[]),
-        ("k_streams", &[], &[]),
-        ("k_multi", &[], &["--emu-gpus", "2"]),
-        ("k_peer", &[], &["--emu-gpus", "2"]),
-        ("k_stress", &["100", "7"], &[]),
-    ];
-    for &(name, args, rcud_args) in runs {
+    for &(name, args, rcud_args) in common::PROGRAMS {
         let bin = if name.starts_with("k_") {
             build_as(env, name, &format!("{name}-default"), COMMON_ARGS)
         } else {

@@ -30,15 +30,53 @@ pub fn in_host_function() -> bool {
     IN_HOST_FUNCTION.with(Cell::get)
 }
 
+/// Runs a host function on the host-function thread and waits for it. As
+/// in CUDA, host functions run on a thread of the library's own, so the
+/// application's threads keep their per-thread state (their current
+/// context, their runtime's last error) whatever the function does.
 fn run_host_function(f: Box<dyn FnOnce() + Send>) {
-    struct Reset(bool);
-    impl Drop for Reset {
-        fn drop(&mut self) {
-            IN_HOST_FUNCTION.with(|c| c.set(self.0));
+    type Job = (Box<dyn FnOnce() + Send>, std::sync::mpsc::SyncSender<()>);
+    static WORKER: std::sync::OnceLock<Option<std::sync::Mutex<std::sync::mpsc::Sender<Job>>>> =
+        std::sync::OnceLock::new();
+    let worker = WORKER.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        let spawned = std::thread::Builder::new()
+            .name("rcud-host-fn".into())
+            .spawn(move || {
+                IN_HOST_FUNCTION.with(|c| c.set(true));
+                for (job, done) in rx {
+                    // A panic stays in the function's own frame; the worker
+                    // keeps serving the next ones.
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+                    let _ = done.send(());
+                }
+            });
+        spawned.ok().map(|_| std::sync::Mutex::new(tx))
+    });
+    let (done_tx, done_rx) = std::sync::mpsc::sync_channel(1);
+    let sent = match worker {
+        Some(tx) => match tx.lock() {
+            Ok(tx) => tx.send((f, done_tx)).map_err(|e| e.0 .0),
+            Err(_) => Err(f),
+        },
+        None => Err(f),
+    };
+    match sent {
+        Ok(()) => {
+            let _ = done_rx.recv();
+        }
+        // No worker thread could be made: run it here, still marked.
+        Err(f) => {
+            struct Reset(bool);
+            impl Drop for Reset {
+                fn drop(&mut self) {
+                    IN_HOST_FUNCTION.with(|c| c.set(self.0));
+                }
+            }
+            let _reset = Reset(IN_HOST_FUNCTION.with(|c| c.replace(true)));
+            f();
         }
     }
-    let _reset = Reset(IN_HOST_FUNCTION.with(|c| c.replace(true)));
-    f();
 }
 
 /// The result of a remote call: transport failures outside, CUDA errors inside.

@@ -27,6 +27,38 @@ use std::time::{Duration, Instant, SystemTime};
 // Harness
 // ---------------------------------------------------------------------------
 
+/// Every program of `tests/cuda` that passes on its own (k_limits needs a
+/// short kernel timeout): its name, its arguments, and the arguments `rcud
+/// run` needs for it.
+pub(crate) const PROGRAMS: &[(&str, &[&str], &[&str])] = &[
+    ("device_query", &[], &[]),
+    ("memcpy", &[], &[]),
+    ("memset", &[], &[]),
+    ("pinned", &[], &[]),
+    ("errors", &[], &[]),
+    ("unimplemented", &[], &[]),
+    ("bandwidth", &["4"], &[]),
+    ("k_vector_add", &[], &[]),
+    ("k_saxpy", &[], &[]),
+    ("k_struct_args", &[], &[]),
+    ("k_math", &[], &[]),
+    ("k_device_functions", &[], &[]),
+    ("k_symbols", &[], &[]),
+    ("k_grid2d", &[], &[]),
+    ("k_matmul_tiled", &[], &[]),
+    ("k_reduction", &[], &[]),
+    ("k_histogram", &[], &[]),
+    ("k_warp_vote", &[], &[]),
+    ("k_printf", &[], &[]),
+    ("k_errors", &["fault"], &[]),
+    ("k_errors", &["config"], &[]),
+    ("k_func_attrs", &[], &[]),
+    ("k_streams", &[], &[]),
+    ("k_multi", &[], &["--emu-gpus", "2"]),
+    ("k_peer", &[], &["--emu-gpus", "2"]),
+    ("k_stress", &["100", "7"], &[]),
+];
+
 /// Limit for one CUDA program run.
 pub(crate) const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 /// Limit for a run that must fail fast (no server listening).
@@ -198,7 +230,8 @@ pub(crate) fn build(env: &Env, name: &str) -> PathBuf {
     build_as(env, name, name, &[])
 }
 
-/// Builds `tests/cuda/<name>.cu` with the extra nvcc arguments `extra` into
+/// Builds `tests/cuda/<name>.cu` (with `-cudart shared` unless `extra` names
+/// a `-cudart`) with the extra nvcc arguments `extra` into
 /// `<repo>/target/cuda-tests/<out_name>`, once per test process, and not at all
 /// when the binary is newer than the source and `check.h`. Each `out_name`
 /// must always be built with the same arguments.
@@ -239,11 +272,11 @@ fn compile(env: &Env, name: &str, out_name: &str, extra: &[&str]) -> Result<Path
     fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
     let tmp = out_dir.join(format!(".{out_name}.{}.tmp", std::process::id()));
     let mut cmd = Command::new(&env.nvcc);
-    cmd.args(["-cudart", "shared", "-O2"])
-        .args(extra)
-        .arg("-o")
-        .arg(&tmp)
-        .arg(&src);
+    // `-cudart shared` unless the caller picks the runtime itself.
+    if !extra.contains(&"-cudart") {
+        cmd.args(["-cudart", "shared"]);
+    }
+    cmd.arg("-O2").args(extra).arg("-o").arg(&tmp).arg(&src);
     if let Some(dir) = &env.link_dir {
         cmd.arg(format!("-L{}", dir.display()));
     }

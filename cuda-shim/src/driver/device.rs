@@ -118,3 +118,55 @@ driver_fn! { [cuDevicePrimaryCtxSetFlags, cuDevicePrimaryCtxSetFlags_v2] (dev: c
     }
     Ok(rt().primary_set_flags(dev, flags)?)
 } }
+
+// ---- peers -------------------------------------------------------------------
+
+// Remote GPUs cannot map each other's memory: copies between them go
+// through the servers (`cuMemcpyPeer`), and peer access is never granted.
+driver_fn! { cuDeviceCanAccessPeer (can: *mut c_int, dev: c_int, peer: c_int) {
+    let can_access = rt().can_access_peer(device(dev)?, device(peer)?)?;
+    out(can, c_int::from(can_access))
+} }
+
+driver_fn! { cuDeviceGetP2PAttribute (value: *mut c_int, _attribute: c_int, src: c_int, dst: c_int) {
+    let (src, dst) = (device(src)?, device(dst)?);
+    if src == dst {
+        return Err(DriverError::INVALID_DEVICE);
+    }
+    // No link between them: no access, no atomics, no performance rank.
+    out(value, 0)
+} }
+
+driver_fn! { cuCtxEnablePeerAccess (peer: u64, flags: c_uint) {
+    let own = super::context_device()? as c_int;
+    let other = rt().context_info(peer)?.device as c_int;
+    if flags != 0 {
+        return Err(DriverError::INVALID_VALUE);
+    }
+    match rt().can_access_peer(own, other)? {
+        true => Ok(()),
+        // CUDA_ERROR_PEER_ACCESS_UNSUPPORTED.
+        false => Err(DriverError(217)),
+    }
+} }
+
+driver_fn! { cuCtxDisablePeerAccess (peer: u64) {
+    super::context_device()?;
+    rt().context_info(peer)?;
+    // CUDA_ERROR_PEER_ACCESS_NOT_ENABLED.
+    Err(DriverError(705))
+} }
+
+// ---- the profiler ----------------------------------------------------------------
+
+// No profiler collects from the remote GPUs; starting and stopping it
+// succeed, as they do on a GPU with no profiler attached.
+driver_fn! { [cuProfilerStart, cuProfilerStop] () {
+    super::context_device()?;
+    Ok(())
+} }
+
+driver_fn! { cuProfilerInitialize (_config: *const std::os::raw::c_char, _output: *const std::os::raw::c_char, _mode: c_int) {
+    initialized()?;
+    Ok(())
+} }
