@@ -120,7 +120,7 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode, Box<dyn std::error::Error>>
 }
 
 /// The library next to the running `rcud` executable (`target/<profile>/`).
-fn default_library() -> Result<PathBuf, std::io::Error> {
+pub(crate) fn default_library() -> Result<PathBuf, std::io::Error> {
     let exe = std::env::current_exe()?;
     let dir = exe.parent().unwrap_or(Path::new("."));
     Ok(dir.join(LIBRARY_FILE))

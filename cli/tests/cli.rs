@@ -264,7 +264,7 @@ fn bench_latency_pins_threads_and_uses_each_module() {
 }
 
 #[test]
-fn bench_launch_reports_each_transport_in_json() {
+fn bench_launch_reports_each_transport_and_api_in_json() {
     let rows = bench_json(&[
         "--transport",
         "tcp,msr",
@@ -274,27 +274,31 @@ fn bench_launch_reports_each_transport_in_json() {
         "--sync-every",
         "10",
     ]);
-    let modes: Vec<(&str, &str)> = rows
+    let modes: Vec<(&str, &str, &str)> = rows
         .iter()
         .map(|r| {
             (
                 r["transport"].as_str().unwrap(),
+                r["api"].as_str().unwrap(),
                 r["mode"].as_str().unwrap(),
             )
         })
         .collect();
-    assert_eq!(
-        modes,
-        [
-            ("tcp", "asynchronous"),
-            ("tcp", "synchronize every 10"),
-            ("msr", "asynchronous"),
-            ("msr", "synchronize every 10"),
-        ]
-    );
+    let mut expected = Vec::new();
+    for transport in ["tcp", "msr"] {
+        for api in ["runtime", "driver"] {
+            expected.push((transport, api, "asynchronous"));
+            expected.push((transport, api, "synchronize every 10"));
+        }
+    }
+    assert_eq!(modes, expected);
     assert!(rows
         .iter()
         .all(|r| r["launches_per_s"].as_f64().unwrap() > 0.0));
+    // The driver API's rows carry their rate relative to the runtime API's.
+    for r in rows.iter().filter(|r| r["api"] == "driver") {
+        assert!(r["of_runtime"].as_f64().unwrap() > 0.0, "{r}");
+    }
 }
 
 #[test]

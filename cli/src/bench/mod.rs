@@ -6,6 +6,8 @@ mod bandwidth;
 mod chunks;
 mod hostmem;
 mod latency;
+// Calls the client library's C functions, as an application does.
+#[allow(unsafe_code)]
 mod launch;
 mod output;
 mod pin;
@@ -76,7 +78,13 @@ enum What {
         /// Also measure with a synchronize every this many launches.
         #[arg(long, default_value_t = 100)]
         sync_every: u32,
+        /// The C APIs that launch: `cudaLaunchKernel`, `cuLaunchKernel`.
+        #[arg(long, value_enum, value_delimiter = ',', default_values_t = [launch::Api::Runtime, launch::Api::Driver])]
+        api: Vec<launch::Api>,
     },
+    /// One API and transport of `launch`, measured in this process.
+    #[command(hide = true)]
+    LaunchPoint(launch::PointArgs),
     /// Bandwidth per staging chunk count of the RDMA modules, laid out like
     /// Table 3.1 of the rCUDA communications thesis.
     Chunks(chunks::ChunksArgs),
@@ -180,13 +188,21 @@ pub(crate) fn bench(args: BenchArgs) -> BenchResult<ExitCode> {
         What::Launch {
             launches,
             sync_every,
+            api,
         } => launch::run(
             &setup,
             &transports(&tcp),
+            api,
             *launches,
             *sync_every,
-            args.format,
+            &args,
         ),
+        What::LaunchPoint(p) => {
+            let [kind] = transports(&tcp)[..] else {
+                return Err("launch-point measures one transport".into());
+            };
+            launch::point(&setup, kind, p)
+        }
         What::ChunkPoint(p) => {
             let [kind] = transports(&tcp)[..] else {
                 return Err("chunk-point measures one transport".into());

@@ -89,7 +89,14 @@ impl Runtime {
     /// The current context's device, for driver calls: `INVALID_CONTEXT`
     /// when none is current or it was destroyed.
     pub fn context_device(&self) -> Result<usize, CudaError> {
-        let handle = self.current_context().ok_or(CudaError::INVALID_CONTEXT)?;
+        let (handle, d) = STACK
+            .with(|s| s.borrow().last().copied())
+            .ok_or(CudaError::INVALID_CONTEXT)?;
+        // Primary contexts live as long as the process: no table to consult
+        // on every launch.
+        if self.primary_device(handle).is_some() {
+            return Ok(d);
+        }
         Ok(self.context_info(handle)?.device)
     }
 
