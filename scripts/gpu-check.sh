@@ -8,7 +8,10 @@
 #
 # What it does:
 #   1. builds every tests/cuda/*.cu with `nvcc -cudart shared -arch=native`
-#      (sm_80 when this nvcc has no `native`), plus a small latency program;
+#      (sm_80 when this nvcc has no `native`), and again with nvcc's default
+#      static runtime (`NAME-static`: NVIDIA's runtime inside the program,
+#      over rcud's libcuda.so.1), the driver-API programs of tests/cuda/driver
+#      (`-lcuda`, `-lnvrtc`, dlopen), plus a small latency program;
 #   2. starts `rcud-server --backend cuda --listen 127.0.0.1:PORT`;
 #   3. runs each program natively and under `rcud run --server 127.0.0.1:PORT`,
 #      and compares exit status and standard output after the filter below;
@@ -36,6 +39,14 @@
 #     is about the emulated device's PTX interpreter;
 #   - k_multi needs two GPUs and is skipped on a machine with one;
 #   - k_streams also runs built with `--default-stream per-thread`;
+#   - every program also runs built with the static runtime; k_errors config
+#     there is a known difference on the emulated device (see
+#     docs/compatibility.md), compared here against the real driver;
+#   - the driver-API programs get the kernel files they load (PTX, fatbins)
+#     built from tests/cuda/driver/kernels.cu and matmul.cu;
+#   - with --python PY (a Python with CuPy for this GPU's CUDA, e.g.
+#     .venv-cupy13/bin/python from scripts/ensure-cupy.sh), the CuPy smoke
+#     tests run natively and under rcud with pytest;
 #   - bandwidth and the latency program are benchmarks (section 4); bandwidth's
 #     deterministic lines are compared too.
 # Known differences (reported as `differs (known)`, not as failures):
@@ -50,6 +61,7 @@
 #   scripts/gpu-check.sh [--bin DIR] [--port PORT] [--arch ARCH]
 #                        [--bandwidth-mb "32 256"] [--results FILE]
 #                        [--only "memcpy k_saxpy ..."] [--no-record] [--keep]
+#                        [--python PY]
 #   --only limits the programs built and run to those named (bandwidth and
 #   latency are benchmarks: name them to run them).
 # Environment: NVCC (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc),
@@ -72,6 +84,7 @@ results="$root/docs/gpu-results.md"
 record=1
 keep=0
 only=""
+python=""
 run_timeout="${RUN_TIMEOUT:-600}"
 
 while [[ $# -gt 0 ]]; do
@@ -84,6 +97,7 @@ while [[ $# -gt 0 ]]; do
         --only) only=" $2 "; shift 2 ;;
         --no-record) record=0; shift ;;
         --keep) keep=1; shift ;;
+        --python) python="$2"; shift 2 ;;
         -h|--help) sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown argument: $1 (see --help)" ;;
     esac
@@ -188,13 +202,16 @@ if [[ "$arch" == native ]]; then
 fi
 
 wanted() { [[ -z "$only" || "$only" == *" $1 "* ]]; }
+# The program a build variant belongs to.
+base_name() { local n="${1%-ptds}"; echo "${n%-static}"; }
 
 declare -a built=()
-build() { # name source [extra nvcc args...]
-    local name="$1" src="$2"
+build() { # name source [extra nvcc args...]: -cudart shared unless they name one
+    local name="$1" src="$2" runtime=(-cudart shared) a
     shift 2
-    wanted "${name%-ptds}" || return 0
-    if "$nvcc" -cudart shared -arch="$arch" -I "$root/tests/cuda" -o "$work/bin/$name" "$src" "$@" \
+    wanted "$(base_name "$name")" || return 0
+    for a in "$@"; do [[ "$a" == -cudart ]] && runtime=(); done
+    if "$nvcc" "${runtime[@]}" -arch="$arch" -I "$root/tests/cuda" -o "$work/bin/$name" "$src" "$@" \
         >"$work/out/$name.build.log" 2>&1; then
         built+=("$name")
     else
@@ -209,8 +226,39 @@ for src in "$root"/tests/cuda/*.cu; do
     if [[ "$name" == k_streams ]]; then
         build k_streams-ptds "$src" --default-stream per-thread
     fi
+    build "$name-static" "$src" -cudart static
 done
 build latency "$work/latency.cu"
+
+# Driver-API programs, linked against the toolkit's libcuda stub as on any
+# CUDA machine; rcud run offers its own libcuda.so.1 in its place.
+driver_src="$root/tests/cuda/driver"
+stubs=""
+for d in "$nvcc_dir/../lib64/stubs" "$nvcc_dir/../lib/stubs" "$nvcc_dir/../targets/$(uname -m)-linux/lib/stubs"; do
+    [[ -e "$d/libcuda.so" ]] && stubs="$(cd -- "$d" && pwd -P)" && break
+done
+if [[ -z "$stubs" ]]; then
+    log "no libcuda.so stub beside nvcc: the driver-API programs link against the driver's own"
+    stubs="$(dirname "$(ldconfig -p | awk '/libcuda\.so /{print $NF; exit}')")"
+fi
+nvkernels() { # out source args...
+    local out="$1" src="$2"
+    shift 2
+    "$nvcc" "$@" -o "$work/bin/$out" "$src" >"$work/out/$out.build.log" 2>&1 \
+        || log "build of $out failed: $(head -n1 "$work/out/$out.build.log")"
+}
+if wanted d_vector_add || wanted d_contexts || wanted d_dlopen || wanted d_mixed; then
+    nvkernels kernels.ptx "$driver_src/kernels.cu" -ptx -arch=compute_80
+    nvkernels kernels-ptx.fatbin "$driver_src/kernels.cu" -fatbin -gencode arch=compute_80,code=compute_80
+    nvkernels kernels.fatbin "$driver_src/kernels.cu" -fatbin -arch="$arch"
+fi
+wanted d_matmul && nvkernels matmul.ptx "$driver_src/matmul.cu" -ptx -arch=compute_80
+for prog in d_vector_add d_matmul d_contexts; do
+    build "$prog" "$driver_src/$prog.c" -cudart none -L"$stubs" -lcuda -lpthread
+done
+build d_dlopen "$driver_src/d_dlopen.c" -cudart none -ldl
+build d_mixed "$driver_src/d_mixed.cu" -L"$stubs" -lcuda
+build d_nvrtc "$driver_src/d_nvrtc.c" -cudart none -L"$stubs" -lcuda -lnvrtc
 is_built() { local b; for b in "${built[@]}"; do [[ "$b" == "$1" ]] && return 0; done; return 1; }
 
 # ---- server -----------------------------------------------------------------
@@ -284,7 +332,7 @@ compare() { # tag name args-text
     } >"$work/out/$tag.diff"
     if [[ "$native_rc" == "$rcud_rc" && "$same_output" == 1 ]]; then
         result=same
-    elif note="$(known_difference "$name")"; then
+    elif note="$(known_difference "$(base_name "$name")")"; then
         result="differs (known)"
     else
         result=DIFFERS
@@ -334,7 +382,61 @@ for src in "$root"/tests/cuda/*.cu; do
                 compare k_streams-ptds k_streams-ptds "(--default-stream per-thread)"
             fi ;;
     esac
+    if is_built "$name-static"; then
+        if [[ "$name" == k_errors ]]; then
+            for mode in fault config; do
+                log "running $name-static $mode"
+                run_both "$name-static-$mode" "$name-static" "$mode"
+                compare "$name-static-$mode" "$name-static" "$mode"
+            done
+        elif [[ "$name" != bandwidth ]]; then
+            log "running $name-static"
+            run_both "$name-static" "$name-static"
+            compare "$name-static" "$name-static" "(static runtime)"
+        fi
+    fi
 done
+
+# The driver-API programs, with the kernel files they load.
+driver_args() {
+    case "$1" in
+        d_vector_add) echo "$work/bin/kernels.ptx $work/bin/kernels-ptx.fatbin $work/bin/kernels.fatbin" ;;
+        d_matmul) echo "$work/bin/matmul.ptx" ;;
+        d_contexts|d_dlopen|d_mixed) echo "$work/bin/kernels.ptx" ;;
+    esac
+}
+for prog in d_vector_add d_matmul d_contexts d_dlopen d_mixed d_nvrtc; do
+    wanted "$prog" || continue
+    if ! is_built "$prog"; then
+        add_row "$prog" "" - - "build failed"
+        failures=$((failures + 1))
+        continue
+    fi
+    log "running $prog"
+    # shellcheck disable=SC2046 # the paths hold no spaces (mktemp)
+    run_both "$prog" "$prog" $(driver_args "$prog")
+    compare "$prog" "$prog" "(driver API)"
+done
+
+# CuPy's smoke tests, when a Python with CuPy for this GPU is given.
+if [[ -n "$python" ]]; then
+    log "running CuPy's smoke tests with $python"
+    cupy_tests="$root/tests/python"
+    LD_LIBRARY_PATH="$native_libs" timeout "$run_timeout" "$python" -m pytest -q -p no:cacheprovider \
+        "$cupy_tests/cupy_smoke.py" >"$work/out/cupy.native" 2>&1
+    native_rc=$?
+    timeout "$run_timeout" "$bin/rcud" run --server "127.0.0.1:$port" --library "$bin/librcudart.so" \
+        -- "$python" -m pytest -q -p no:cacheprovider "$cupy_tests/cupy_smoke.py" \
+        >"$work/out/cupy.rcud" 2>&1
+    rcud_rc=$?
+    cupy_result="$(tail -n1 "$work/out/cupy.rcud" | tr '|' '/')"
+    if [[ "$native_rc" == 0 && "$rcud_rc" == 0 ]]; then
+        add_row cupy_smoke.py "(pytest)" PASS PASS "same: $cupy_result"
+    else
+        add_row cupy_smoke.py "(pytest)" "$(status_of "$native_rc")" "$(status_of "$rcud_rc")" "DIFFERS: $cupy_result"
+        failures=$((failures + 1))
+    fi
+fi
 
 # ---- benchmarks -------------------------------------------------------------
 
