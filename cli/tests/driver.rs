@@ -382,3 +382,41 @@ fn d_dlopen() {
         ],
     );
 }
+
+/// Bad handles, pointers, modules and tables get the driver's own codes and
+/// one line of explanation; the program and the server carry on.
+#[test]
+fn d_bad_input() {
+    let Some(env) = setup("d_bad_input") else {
+        return;
+    };
+    let k = kernels(env);
+    let bin = build_driver_program(env, "d_bad_input", "d_bad_input.c", &[]);
+    let run = run(env, None, &[], &[], &bin, &[&path_arg(&k.ptx)]);
+    assert_lines(
+        &run,
+        &[
+            "cuLaunchKernel(NULL function) -> CUDA_ERROR_INVALID_HANDLE",
+            "cuLaunchKernel(made-up function) -> CUDA_ERROR_INVALID_HANDLE",
+            "cuStreamSynchronize(made-up stream) -> CUDA_ERROR_INVALID_HANDLE",
+            "cuModuleGetFunction(made-up module) -> CUDA_ERROR_INVALID_HANDLE",
+            "cuCtxDestroy(made-up context) -> CUDA_ERROR_INVALID_CONTEXT",
+            "cuMemcpyHtoD(no allocation) -> CUDA_ERROR_INVALID_VALUE",
+            "cuMemFree(no allocation) -> CUDA_ERROR_INVALID_VALUE",
+            "cuModuleLoadData(broken PTX) -> CUDA_ERROR_INVALID_PTX",
+            "cuModuleLoad(missing file) -> CUDA_ERROR_FILE_NOT_FOUND",
+            "cuGetExportTable(unknown) -> CUDA_ERROR_INVALID_VALUE",
+            "after bad input: vector_add ok",
+        ],
+    );
+    // Each refusal that a user must understand says why, in one line.
+    assert!(
+        run.stderr.contains(
+            "cuGetExportTable: the driver's private table \
+             {01234567-89ab-cdef-0123-456789abcdef} is not provided by rcud"
+        ),
+        "{}",
+        run.transcript()
+    );
+    assert!(run.stderr.contains("rcud: "), "{}", run.transcript());
+}
