@@ -1,15 +1,25 @@
 #!/usr/bin/env bash
 # Runs every test of rcud on a fresh machine: formatting and lint checks, the
 # unit tests of each crate, and the end-to-end tests that compile the CUDA
-# programs in tests/cuda with `nvcc -cudart shared` and run them, unmodified,
-# under `rcud run`. Installs the CUDA compiler from PyPI into .venv-cuda when
-# `nvcc` is not on PATH. No GPU or RDMA hardware is needed.
+# programs in tests/cuda (with `nvcc -cudart shared` and with nvcc's default
+# static runtime) and tests/cuda/driver, and run them, unmodified, under
+# `rcud run`, as well as CuPy, numba-cuda and cuda-python with chosen subsets
+# of their own test suites. Installs the CUDA compiler (into .venv-cuda, when
+# `nvcc` is not on PATH) and the Python libraries (.venv-cupy13,
+# .venv-cupy12, .venv-numba) from PyPI. No GPU or RDMA hardware is needed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 nvcc="$(scripts/ensure-nvcc.sh)"
 export RCUD_NVCC="$nvcc"
 export RCUD_CUDA_INCLUDE="$(dirname "$nvcc")/../include"
+# numba-cuda and cuda.core for cli/tests/numba.rs (into .venv-numba).
+numba_python="$(scripts/ensure-numba.sh)"
+export RCUD_NUMBA_PYTHON="$numba_python"
+# CuPy for CUDA 13 and 12 for cli/tests/cupy.rs (into .venv-cupy13, .venv-cupy12).
+cupy_pythons="$(scripts/ensure-cupy.sh)"
+export RCUD_CUPY13_PYTHON="$(sed -n 1p <<<"$cupy_pythons")"
+export RCUD_CUPY12_PYTHON="$(sed -n 2p <<<"$cupy_pythons")"
 # The CUDA toolkit is installed above: tests that need it must not skip.
 export RCUD_REQUIRE_CUDA=1
 

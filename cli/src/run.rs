@@ -111,6 +111,13 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode, Box<dyn std::error::Error>>
             "LD_LIBRARY_PATH",
             prepend("LD_LIBRARY_PATH", libdir.path(), ':'),
         );
+    // CuPy compiles its kernels into SASS for the device's architecture
+    // unless told otherwise. The emulated GPU runs PTX only, and PTX runs on
+    // every GPU (the driver compiles it), so CuPy is asked for PTX unless the
+    // user decided.
+    if std::env::var_os("CUPY_COMPILE_WITH_PTX").is_none() {
+        cmd.env("CUPY_COMPILE_WITH_PTX", "1");
+    }
     tracing::debug!(?cmd, "starting program");
     let status = cmd.status().map_err(|source| RunError::Spawn {
         program: program.to_string_lossy().into_owned(),

@@ -34,6 +34,89 @@ pub struct DeviceMemory {
     /// End of this table's address window.
     end: u64,
     held: u64,
+    /// The device heap of kernels' `malloc`, made at the first launch of a
+    /// kernel that calls it; it lives as long as the context, as in CUDA.
+    heap: Option<Heap>,
+}
+
+/// The device heap: one allocation, carved up by `malloc` and `free` of
+/// the kernels running on many threads at once.
+#[derive(Debug)]
+pub struct Heap {
+    base: u64,
+    len: u64,
+    state: std::sync::Mutex<HeapState>,
+}
+
+#[derive(Debug, Default)]
+struct HeapState {
+    /// Free blocks: offset -> length.
+    free: BTreeMap<u64, u64>,
+    /// Blocks handed out: offset -> length.
+    used: BTreeMap<u64, u64>,
+}
+
+/// Alignment of what `malloc` returns, as on a GPU.
+const HEAP_ALIGN: u64 = 16;
+
+impl Heap {
+    fn new(base: u64, len: u64) -> Self {
+        let state = HeapState {
+            free: BTreeMap::from([(0, len)]),
+            used: BTreeMap::new(),
+        };
+        Heap {
+            base,
+            len,
+            state: std::sync::Mutex::new(state),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HeapState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `malloc(size)`: an address, or 0 when the heap has no room (as a
+    /// GPU's `malloc` returns NULL).
+    pub fn malloc(&self, size: u64) -> u64 {
+        let Some(size) = size.max(1).checked_next_multiple_of(HEAP_ALIGN) else {
+            return 0;
+        };
+        let mut st = self.lock();
+        let Some((&off, &len)) = st.free.iter().find(|(_, &len)| len >= size) else {
+            return 0;
+        };
+        st.free.remove(&off);
+        if len > size {
+            st.free.insert(off + size, len - size);
+        }
+        st.used.insert(off, size);
+        self.base + off
+    }
+
+    /// `free(ptr)`: false when `ptr` is not a block `malloc` returned.
+    pub fn free(&self, ptr: u64) -> bool {
+        let Some(off) = ptr.checked_sub(self.base).filter(|&o| o < self.len) else {
+            return false;
+        };
+        let mut st = self.lock();
+        let Some(size) = st.used.remove(&off) else {
+            return false;
+        };
+        // Merged with the free neighbours.
+        let (mut start, mut end) = (off, off + size);
+        if let Some((&prev, &plen)) = st.free.range(..off).next_back() {
+            if prev + plen == off {
+                st.free.remove(&prev);
+                start = prev;
+            }
+        }
+        if let Some(nlen) = st.free.remove(&end) {
+            end += nlen;
+        }
+        st.free.insert(start, end - start);
+        true
+    }
 }
 
 impl DeviceMemory {
@@ -46,6 +129,7 @@ impl DeviceMemory {
             next: BASE + (u64::from(window) % WINDOWS) * SPAN,
             end: BASE + (u64::from(window) % WINDOWS + 1) * SPAN,
             held: 0,
+            heap: None,
         }
     }
 
@@ -97,6 +181,7 @@ impl DeviceMemory {
 
     /// Frees every allocation.
     pub fn reset(&mut self) {
+        self.heap = None;
         self.allocs.clear();
         self.gpu.release(self.held);
         self.held = 0;
@@ -175,6 +260,15 @@ impl DeviceMemory {
 }
 
 impl DeviceMemory {
+    /// Makes the device heap of `len` bytes unless there is one.
+    pub fn ensure_heap(&mut self, len: u64) -> Result<(), CudaError> {
+        if self.heap.is_none() {
+            let base = self.malloc(len)?;
+            self.heap = Some(Heap::new(base, len));
+        }
+        Ok(())
+    }
+
     /// A view of every allocation that many threads can use at once, for the
     /// duration of a kernel launch. Holding it borrows this table mutably, so
     /// no allocation can be freed, resized or accessed by other means while
@@ -196,6 +290,7 @@ impl DeviceMemory {
             .collect();
         MemoryView {
             regions,
+            heap: self.heap.as_ref(),
             _mem: PhantomData,
         }
     }
@@ -214,6 +309,7 @@ struct RawRegion {
 pub struct MemoryView<'a> {
     /// Sorted by base address.
     regions: Vec<RawRegion>,
+    heap: Option<&'a Heap>,
     _mem: PhantomData<&'a mut DeviceMemory>,
 }
 
@@ -238,6 +334,11 @@ impl<'a> MemoryView<'a> {
         } else {
             None
         }
+    }
+
+    /// The device heap, if the context has one.
+    pub fn heap(&self) -> Option<&'a Heap> {
+        self.heap
     }
 
     /// Number of allocations.

@@ -640,3 +640,94 @@ fn fused_multiply_add_is_single_rounding() {
         assert_eq!(o[1], x.mul_add(y, x).to_bits());
     }
 }
+
+#[test]
+fn packed_16_bit_min_max() {
+    // The destination doubles as a source in the last one.
+    let body = "
+	cvt.u32.u64 %r0, %rd0;
+	cvt.u32.u64 %r1, %rd1;
+	min.s16x2 %r2, %r0, %r1;
+	max.u16x2 %r3, %r0, %r1;
+	max.s16x2.relu %r4, %r0, %r1;
+	mov.b32 %r5, %r0;
+	min.u16x2 %r5, %r5, %r1;
+	cvt.u64.u32 %rd4, %r2;
+	cvt.u64.u32 %rd5, %r3;
+	cvt.u64.u32 %rd6, %r4;
+	cvt.u64.u32 %rd7, %r5;
+";
+    let pack = |lo: u16, hi: u16| u64::from(lo) | u64::from(hi) << 16;
+    let rows = [
+        [pack(0xfff0, 5), pack(3, 0x8000), 0, 0],
+        [pack(7, 0x7fff), pack(0x8001, 0x7ffe), 0, 0],
+        [pack(0xffff, 0xfffe), pack(0xfffd, 0xffff), 0, 0],
+    ];
+    for (row, out) in rows.iter().zip(run(body, &rows)) {
+        let half = |v: u64, i: u32| (v >> (16 * i)) as u16;
+        let each = |f: &dyn Fn(u16, u16) -> u16| {
+            pack(
+                f(half(row[0], 0), half(row[1], 0)),
+                f(half(row[0], 1), half(row[1], 1)),
+            )
+        };
+        let s = |x: u16| x as i16;
+        assert_eq!(out[0], each(&|x, y| s(x).min(s(y)) as u16), "{row:x?}");
+        assert_eq!(out[1], each(&|x, y| x.max(y)), "{row:x?}");
+        assert_eq!(
+            out[2],
+            each(&|x, y| s(x).max(s(y)).max(0) as u16),
+            "{row:x?}"
+        );
+        assert_eq!(out[3], each(&|x, y| x.min(y)), "{row:x?}");
+    }
+}
+
+#[test]
+fn grid_dependency_control_is_satisfied() {
+    // Grids run one after the other: waiting for the prerequisite grid and
+    // letting dependents start are no-ops.
+    let body = "
+	griddepcontrol.wait;
+	add.u64 %rd4, %rd0, 1;
+	griddepcontrol.launch_dependents;
+";
+    assert_eq!(run(body, &[[41, 0, 0, 0]]), [[42, 0, 0, 0]]);
+}
+
+#[test]
+fn unrounded_multiply_and_add_contract_into_fma() {
+    // ptxas fuses `mul` and `add`/`sub` that carry no rounding modifier:
+    // 255.6 - 213 * 1.2 is 3.8e-15 fused and 0 when the product is rounded.
+    let body = "
+	mov.b64 %fd0, %rd0;
+	mov.b64 %fd1, %rd1;
+	mov.b64 %fd2, %rd2;
+	mul.f64 %fd3, %fd1, %fd2;
+	sub.f64 %fd4, %fd0, %fd3;
+	mov.b64 %rd4, %fd4;
+	mul.rn.f64 %fd5, %fd1, %fd2;
+	sub.f64 %fd6, %fd0, %fd5;
+	mov.b64 %rd5, %fd6;
+	mul.f64 %fd7, %fd1, %fd2;
+	neg.f64 %fd8, %fd0;
+	add.f64 %fd9, %fd7, %fd8;
+	mov.b64 %rd6, %fd9;
+	mul.f64 %fd10, %fd1, %fd2;
+$L_join:
+	sub.f64 %fd11, %fd0, %fd10;
+	mov.b64 %rd7, %fd11;
+";
+    let (x, q, y) = (255.6f64, 213.0f64, 1.2f64);
+    let out = run(body, &[[x.to_bits(), q.to_bits(), y.to_bits(), 0]]);
+    let fused = (-q).mul_add(y, x);
+    assert_ne!(fused, x - q * y);
+    assert_eq!(f64::from_bits(out[0][0]), fused);
+    assert_eq!(
+        f64::from_bits(out[0][1]),
+        x - q * y,
+        "mul.rn is not contracted"
+    );
+    assert_eq!(f64::from_bits(out[0][2]), -fused, "product first, then add");
+    assert_eq!(f64::from_bits(out[0][3]), x - q * y, "not across a label");
+}

@@ -24,6 +24,7 @@ pub mod image;
 mod le;
 pub mod nvinfo;
 pub mod ptx;
+pub mod ptx_link;
 mod wrapper;
 
 pub use container::{ContainerHeader, CONTAINER_MAGIC};

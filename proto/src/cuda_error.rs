@@ -87,7 +87,7 @@ cuda_errors! {
     SOFTWARE_VALIDITY_NOT_ESTABLISHED = 103, "cudaErrorSoftwareValidityNotEstablished", "software integrity could not be established";
     STARTUP_FAILURE = 127, "cudaErrorStartupFailure", "CUDA runtime startup failed";
     INVALID_KERNEL_IMAGE = 200, "cudaErrorInvalidKernelImage", "device kernel image is invalid";
-    DEVICE_UNINITIALIZED = 201, "cudaErrorDeviceUninitialized", "no valid context on the device";
+    DEVICE_UNINITIALIZED = 201, "cudaErrorDeviceUninitialized", "invalid device context";
     MAP_BUFFER_OBJECT_FAILED = 205, "cudaErrorMapBufferObjectFailed", "mapping of buffer object failed";
     UNMAP_BUFFER_OBJECT_FAILED = 206, "cudaErrorUnmapBufferObjectFailed", "unmapping of buffer object failed";
     ARRAY_IS_MAPPED = 207, "cudaErrorArrayIsMapped", "array is mapped";
@@ -101,7 +101,7 @@ cuda_errors! {
     UNSUPPORTED_LIMIT = 215, "cudaErrorUnsupportedLimit", "limit not supported by the device";
     DEVICE_ALREADY_IN_USE = 216, "cudaErrorDeviceAlreadyInUse", "device already in use";
     PEER_ACCESS_UNSUPPORTED = 217, "cudaErrorPeerAccessUnsupported", "peer access is not supported between these devices";
-    INVALID_PTX = 218, "cudaErrorInvalidPtx", "invalid PTX";
+    INVALID_PTX = 218, "cudaErrorInvalidPtx", "a PTX JIT compilation failed";
     INVALID_GRAPHICS_CONTEXT = 219, "cudaErrorInvalidGraphicsContext", "invalid graphics interop context";
     NVLINK_UNCORRECTABLE = 220, "cudaErrorNvlinkUncorrectable", "uncorrectable NVLink error encountered";
     JIT_COMPILER_NOT_FOUND = 221, "cudaErrorJitCompilerNotFound", "PTX JIT compiler library not found";

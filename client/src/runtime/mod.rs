@@ -189,6 +189,33 @@ thread_local! {
     static LAST_ERROR: Cell<CudaError> = const { Cell::new(CudaError::SUCCESS) };
 }
 
+/// Managed memory is the client's (the C layer keeps a host mirror of each
+/// allocation and moves it at launches and synchronizations), whatever the
+/// server's GPU offers: every device has it, without concurrent access from
+/// the host and without access to pageable memory.
+fn with_client_managed_memory(
+    mut props: DeviceProps,
+    attributes: Vec<(i32, i32)>,
+) -> (DeviceProps, HashMap<i32, i32>) {
+    use rcud_proto::DeviceAttr;
+    props.managed_memory = 1;
+    props.concurrent_managed_access = 0;
+    props.pageable_memory_access = 0;
+    props.pageable_memory_access_uses_host_page_tables = 0;
+    props.direct_managed_mem_access_from_host = 0;
+    let mut attributes: HashMap<i32, i32> = attributes.into_iter().collect();
+    for (attr, value) in [
+        (DeviceAttr::MANAGED_MEMORY, 1),
+        (DeviceAttr::CONCURRENT_MANAGED_ACCESS, 0),
+        (DeviceAttr::PAGEABLE_MEMORY_ACCESS, 0),
+        (DeviceAttr::PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES, 0),
+        (DeviceAttr::DIRECT_MANAGED_MEM_ACCESS_FROM_HOST, 0),
+    ] {
+        attributes.insert(attr.0, value);
+    }
+    (props, attributes)
+}
+
 /// The client runtime of one process.
 pub struct Runtime {
     devices: Vec<RemoteDevice>,
@@ -354,11 +381,13 @@ impl Runtime {
                 let Some(session) = probe.as_mut() else { break };
                 match session.call(&req::GetDeviceInfo { gpu }, &[], &mut []) {
                     Ok(Ok(info)) => {
+                        let (props, attributes) =
+                            with_client_managed_memory(info.props, info.attributes);
                         devices.push(RemoteDevice {
                             server: entry.addr.clone(),
                             gpu,
-                            props: info.props,
-                            attributes: info.attributes.into_iter().collect(),
+                            props,
+                            attributes,
                             driver_version: hello.driver_version,
                             backend: hello.backend.clone(),
                         });

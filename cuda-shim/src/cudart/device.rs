@@ -114,7 +114,11 @@ pub extern "C" fn cudaGetDeviceFlags(flags: *mut c_uint) -> CudaErrorT {
 
 #[no_mangle]
 pub extern "C" fn cudaDeviceSynchronize() -> CudaErrorT {
-    guard(|| rt().synchronize())
+    guard(|| {
+        rt().synchronize()?;
+        super::managed::to_host_all();
+        Ok(())
+    })
 }
 
 #[no_mangle]

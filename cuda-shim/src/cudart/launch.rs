@@ -96,6 +96,7 @@ pub(crate) fn launch(
         }
     };
     printf_to_stdout();
+    super::managed::to_device_of_stream(config.stream);
     rt().launch(func as u64, &config, &mut read_arg)
 }
 

@@ -28,7 +28,33 @@ pub extern "C" fn cudaMalloc(dev_ptr: *mut *mut c_void, size: usize) -> CudaErro
 
 #[no_mangle]
 pub extern "C" fn cudaFree(dev_ptr: *mut c_void) -> CudaErrorT {
-    guard(|| rt().free(dev_ptr as u64))
+    guard(|| match super::managed::free(dev_ptr as u64) {
+        Some(result) => result,
+        None => rt().free(dev_ptr as u64),
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaMallocManaged(
+    dev_ptr: *mut *mut c_void,
+    size: usize,
+    flags: c_uint,
+) -> CudaErrorT {
+    guard(|| {
+        if dev_ptr.is_null() {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        let p = super::managed::alloc(size, flags)?;
+        write_out(dev_ptr, p as *mut c_void)
+    })
+}
+
+/// The device whose managed memory a copy or memset between `a` and `b`
+/// touches, handed to that device first.
+fn managed_to_device(a: u64, b: u64) -> Option<usize> {
+    let d = super::managed::device_of(a).or_else(|| super::managed::device_of(b))?;
+    super::managed::to_device(d);
+    Some(d)
 }
 
 #[no_mangle]
@@ -55,6 +81,22 @@ pub(crate) fn memcpy(
     if dst.is_null() || src.is_null() {
         return Err(CudaError::INVALID_VALUE);
     }
+    // A copy touching managed memory runs on the device's side of it; being
+    // synchronous, it hands the memory back to the host when done.
+    if let Some(d) = managed_to_device(dst as u64, src as u64) {
+        let result = memcpy_unmanaged(dst, src, count, kind);
+        super::managed::to_host(d);
+        return result;
+    }
+    memcpy_unmanaged(dst, src, count, kind)
+}
+
+fn memcpy_unmanaged(
+    dst: *mut c_void,
+    src: *const c_void,
+    count: usize,
+    kind: MemcpyKind,
+) -> Result<(), CudaError> {
     let rt = rt();
     match rt.memcpy_route(dst as u64, src as u64, kind)? {
         Route::HostToHost => {
@@ -152,6 +194,7 @@ pub(crate) fn memcpy_async(
     if dst.is_null() || src.is_null() {
         return Err(CudaError::INVALID_VALUE);
     }
+    managed_to_device(dst as u64, src as u64);
     match rt.memcpy_route(dst as u64, src as u64, mkind)? {
         Route::HostToDevice(d) if d == sd && rt.is_pinned(src as u64, count as u64) => rt
             .memcpy_htod_async_from(
@@ -200,6 +243,7 @@ pub(crate) fn memset_async(
     if count == 0 {
         return rt().stream_device(stream as u64).map(|_| ());
     }
+    managed_to_device(dev_ptr as u64, dev_ptr as u64);
     rt().memset_async(dev_ptr as u64, value as u8, count as u64, stream as u64)
 }
 
@@ -213,8 +257,13 @@ pub(crate) fn memset(dev_ptr: *mut c_void, value: c_int, count: usize) -> Result
     if count == 0 {
         return Ok(());
     }
+    let managed = managed_to_device(dev_ptr as u64, dev_ptr as u64);
     // Only the low byte of the value counts, as in CUDA.
-    rt().memset(dev_ptr as u64, value as u8, count as u64)
+    let result = rt().memset(dev_ptr as u64, value as u8, count as u64);
+    if let Some(d) = managed {
+        super::managed::to_host(d);
+    }
+    result
 }
 
 with_ptsz! {

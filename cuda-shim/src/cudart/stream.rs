@@ -71,7 +71,9 @@ pub extern "C" fn cudaDeviceGetStreamPriorityRange(
 
 with_ptsz! {
     fn cudaStreamSynchronize / cudaStreamSynchronize_ptsz (stream: Stream) {
-        rt().stream_synchronize(stream as u64)
+        rt().stream_synchronize(stream as u64)?;
+        super::managed::to_host_of_stream(stream as u64);
+        Ok(())
     }
 }
 
@@ -79,7 +81,9 @@ with_ptsz! {
     /// Once queued work has been sent it has completed: the server answers
     /// each operation after running it.
     fn cudaStreamQuery / cudaStreamQuery_ptsz (stream: Stream) {
-        rt().stream_synchronize(stream as u64)
+        rt().stream_synchronize(stream as u64)?;
+        super::managed::to_host_of_stream(stream as u64);
+        Ok(())
     }
 }
 
@@ -101,6 +105,24 @@ with_ptsz! {
 with_ptsz! {
     fn cudaStreamGetFlags / cudaStreamGetFlags_ptsz (stream: Stream, flags: *mut c_uint) {
         write_out(flags, rt().stream_info(stream as u64)?.0)
+    }
+}
+
+with_ptsz! {
+    /// rcud has no stream capture: every valid stream reports
+    /// `cudaStreamCaptureStatusNone` (0).
+    fn cudaStreamIsCapturing / cudaStreamIsCapturing_ptsz (stream: Stream, status: *mut c_int) {
+        rt().stream_device(stream as u64)?;
+        write_out(status, 0)
+    }
+}
+
+with_ptsz! {
+    /// As `cudaStreamIsCapturing`; the other outputs are unspecified when the
+    /// status is not active.
+    fn cudaStreamGetCaptureInfo / cudaStreamGetCaptureInfo_ptsz (stream: Stream, status: *mut c_int) {
+        rt().stream_device(stream as u64)?;
+        write_out(status, 0)
     }
 }
 
@@ -137,12 +159,20 @@ with_ptsz! {
 
 #[no_mangle]
 pub extern "C" fn cudaEventSynchronize(event: Event) -> CudaErrorT {
-    guard(|| rt().event_synchronize(event as u64))
+    guard(|| {
+        rt().event_synchronize(event as u64)?;
+        super::managed::to_host_all();
+        Ok(())
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn cudaEventQuery(event: Event) -> CudaErrorT {
-    guard(|| rt().event_synchronize(event as u64))
+    guard(|| {
+        rt().event_synchronize(event as u64)?;
+        super::managed::to_host_all();
+        Ok(())
+    })
 }
 
 #[no_mangle]

@@ -111,12 +111,16 @@ driver_fn! { cuCtxGetApiVersion (ctx: u64, version: *mut c_uint) {
 
 driver_fn! { cuCtxSynchronize () {
     let d = context_device()?;
-    Ok(rt().device_synchronize(d)?)
+    rt().device_synchronize(d)?;
+    crate::cudart::managed::to_host(d);
+    Ok(())
 } }
 
 driver_fn! { cuCtxSynchronize_v2 (ctx: u64) {
     let info = rt().context_info(context_or_current(ctx)?)?;
-    Ok(rt().device_synchronize(info.device)?)
+    rt().device_synchronize(info.device)?;
+    crate::cudart::managed::to_host(info.device);
+    Ok(())
 } }
 
 driver_fn! { cuCtxGetStreamPriorityRange (least: *mut c_int, greatest: *mut c_int) {

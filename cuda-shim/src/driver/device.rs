@@ -90,6 +90,51 @@ driver_fn! { cuDeviceGetPCIBusId (bus_id: *mut c_char, len: c_int, dev: c_int) {
     Ok(())
 } }
 
+/// `(domain, bus, device)` of a PCI bus id in one of the forms CUDA
+/// accepts: `domain:bus:device.function`, `domain:bus:device`,
+/// `bus:device.function` (hexadecimal; the function is not compared).
+fn parse_pci_bus_id(text: &str) -> Option<(i32, i32, i32)> {
+    let (rest, function) = match text.split_once('.') {
+        Some((rest, f)) => (rest, Some(f)),
+        None => (text, None),
+    };
+    let hex = |t: &str| {
+        (!t.is_empty() && t.len() <= 8)
+            .then(|| u32::from_str_radix(t, 16).ok())
+            .flatten()
+            .and_then(|v| i32::try_from(v).ok())
+    };
+    if let Some(f) = function {
+        hex(f)?;
+    }
+    let parts: Vec<&str> = rest.split(':').collect();
+    match (parts.as_slice(), function) {
+        ([domain, bus, dev], _) => Some((hex(domain)?, hex(bus)?, hex(dev)?)),
+        ([bus, dev], Some(_)) => Some((0, hex(bus)?, hex(dev)?)),
+        _ => None,
+    }
+}
+
+/// The first device with the PCI bus id `text` (devices of several servers
+/// may share one).
+fn device_by_pci_bus_id(text: &str) -> Result<c_int, DriverError> {
+    let (domain, bus, dev) = parse_pci_bus_id(text).ok_or(DriverError::INVALID_VALUE)?;
+    let count = rt().device_count().map_err(|_| DriverError::NO_DEVICE)?;
+    for ordinal in 0..count as c_int {
+        let p = rt().props(ordinal)?;
+        if (p.pci_domain_id, p.pci_bus_id, p.pci_device_id) == (domain, bus, dev) {
+            return Ok(ordinal);
+        }
+    }
+    Err(DriverError::INVALID_DEVICE)
+}
+
+driver_fn! { cuDeviceGetByPCIBusId (dev: *mut c_int, bus_id: *const c_char) {
+    initialized()?;
+    let ordinal = device_by_pci_bus_id(super::c_str(bus_id)?)?;
+    out(dev, ordinal)
+} }
+
 driver_fn! { cuDevicePrimaryCtxRetain (ctx: *mut u64, dev: c_int) {
     let handle = rt().primary_retain(device(dev)?)?;
     out(ctx, handle)
@@ -170,3 +215,25 @@ driver_fn! { cuProfilerInitialize (_config: *const std::os::raw::c_char, _output
     initialized()?;
     Ok(())
 } }
+
+#[cfg(test)]
+mod tests {
+    use super::parse_pci_bus_id;
+
+    #[test]
+    fn pci_bus_ids_in_every_form_cuda_accepts() {
+        assert_eq!(parse_pci_bus_id("0000:01:00.0"), Some((0, 1, 0)));
+        assert_eq!(parse_pci_bus_id("0001:8a:1f"), Some((1, 0x8a, 0x1f)));
+        assert_eq!(parse_pci_bus_id("3B:00.0"), Some((0, 0x3b, 0)));
+        for bad in [
+            "",
+            "01:00",
+            "x:01:00.0",
+            "0000:01:00.",
+            "1:2:3:4",
+            "0000:01:00.0.1",
+        ] {
+            assert_eq!(parse_pci_bus_id(bad), None, "{bad}");
+        }
+    }
+}

@@ -11,8 +11,11 @@ use super::{out, CuResult, DriverError};
 
 include!(concat!(env!("OUT_DIR"), "/driver_errors.rs"));
 
-/// Descriptions: the runtime's phrase where the runtime has the same code
-/// under the same name, else the name in words.
+/// Descriptions: the runtime's phrase for the same value (the runtime's
+/// codes were laid out after the driver's, and NVIDIA's driver answers with
+/// the same phrases: `CUDA_ERROR_NOT_FOUND` is "named symbol not found",
+/// `CUDA_ERROR_INVALID_CONTEXT` "invalid device context"), else the name in
+/// words. Programs match on them (CuPy's tests do).
 fn descriptions() -> &'static HashMap<c_int, CString> {
     static TABLE: OnceLock<HashMap<c_int, CString>> = OnceLock::new();
     TABLE.get_or_init(|| {
@@ -25,13 +28,9 @@ fn descriptions() -> &'static HashMap<c_int, CString> {
                     .trim_start_matches("CUDA_")
                     .replace('_', " ")
                     .to_lowercase();
-                let runtime = CudaError(value as u32);
-                let same = runtime.name().is_some_and(|n| {
-                    n.trim_start_matches("cudaError").to_lowercase() == words.replace(' ', "")
-                });
-                let text = match runtime.description() {
-                    Some(d) if same || value == 0 => d.to_string(),
-                    _ => words,
+                let text = match CudaError(value as u32).description() {
+                    Some(d) => d.to_string(),
+                    None => words,
                 };
                 (value, CString::new(text).unwrap_or_default())
             })
@@ -96,7 +95,15 @@ mod tests {
         assert_eq!(text(cuGetErrorString, 2).as_deref(), Some("out of memory"));
         assert_eq!(
             text(cuGetErrorString, 201).as_deref(),
-            Some("invalid context")
+            Some("invalid device context")
+        );
+        assert_eq!(
+            text(cuGetErrorString, 500).as_deref(),
+            Some("named symbol not found")
+        );
+        assert_eq!(
+            text(cuGetErrorString, 209).as_deref(),
+            Some("no kernel image is available for execution on the device")
         );
         assert_eq!(text(cuGetErrorName, 12345), None);
         assert_eq!(text(cuGetErrorString, -1), None);

@@ -18,7 +18,12 @@ const PARAM_BUFFER_SIZE: usize = 0x02;
 /// `CUlaunchAttributeID` values accepted as hints.
 const LAUNCH_ATTR_IGNORE: c_uint = 0;
 const LAUNCH_ATTR_ACCESS_POLICY_WINDOW: c_uint = 1;
+const LAUNCH_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION: c_uint = 6;
 const LAUNCH_ATTR_PRIORITY: c_uint = 8;
+const LAUNCH_ATTR_MEM_SYNC_DOMAIN_MAP: c_uint = 9;
+const LAUNCH_ATTR_MEM_SYNC_DOMAIN: c_uint = 10;
+const LAUNCH_ATTR_PREFERRED_SHARED_MEMORY_CARVEOUT: c_uint = 14;
+const LAUNCH_ATTR_NVLINK_UTIL_CENTRIC_SCHEDULING: c_uint = 16;
 
 /// Where the kernel's arguments are.
 enum Args {
@@ -74,6 +79,7 @@ fn launch(
         (false, false) => return Err(DriverError::INVALID_VALUE),
     };
     printf_to_stdout();
+    crate::cudart::managed::to_device_of_stream(config.stream);
     match args {
         Args::Pointers(p) => {
             let mut read_arg = |i: usize, dst: &mut [u8]| {
@@ -146,7 +152,18 @@ driver_fn! { [cuLaunchKernelEx, cuLaunchKernelEx_ptsz] (config: *const LaunchCon
     };
     for attr in attrs {
         match attr.id {
-            LAUNCH_ATTR_IGNORE | LAUNCH_ATTR_ACCESS_POLICY_WINDOW | LAUNCH_ATTR_PRIORITY => {}
+            // Hints. Programmatic serialization only allows a kernel to
+            // overlap the previous one (CUB and Thrust ask for it); the
+            // device runs each kernel to completion, in order, which is
+            // what the kernel's `griddepcontrol.wait` then finds.
+            LAUNCH_ATTR_IGNORE
+            | LAUNCH_ATTR_ACCESS_POLICY_WINDOW
+            | LAUNCH_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION
+            | LAUNCH_ATTR_PRIORITY
+            | LAUNCH_ATTR_MEM_SYNC_DOMAIN_MAP
+            | LAUNCH_ATTR_MEM_SYNC_DOMAIN
+            | LAUNCH_ATTR_PREFERRED_SHARED_MEMORY_CARVEOUT
+            | LAUNCH_ATTR_NVLINK_UTIL_CENTRIC_SCHEDULING => {}
             id => {
                 eprintln!("rcud: cuLaunchKernelEx: launch attribute {id} (CUlaunchAttributeID) is not supported by rcud");
                 return Err(DriverError::NOT_SUPPORTED);

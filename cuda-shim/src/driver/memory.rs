@@ -45,8 +45,19 @@ driver_fn! { cuMemAllocPitch_v2 (dptr: *mut u64, pitch: *mut usize, width: usize
     out(pitch, row as usize)
 } }
 
+driver_fn! { cuMemAllocManaged (dptr: *mut u64, size: usize, flags: c_uint) {
+    context_device()?;
+    if dptr.is_null() {
+        return Err(DriverError::INVALID_VALUE);
+    }
+    out(dptr, crate::cudart::managed::alloc(size, flags)?)
+} }
+
 driver_fn! { cuMemFree_v2 (dptr: u64) {
     context_device()?;
+    if let Some(result) = crate::cudart::managed::free(dptr) {
+        return Ok(result?);
+    }
     if dptr != 0 && rt().allocation(dptr).is_none_or(|(base, _, _)| base != dptr) {
         return Err(DriverError::INVALID_VALUE);
     }
@@ -436,16 +447,23 @@ fn attribute(attribute: i32, p: u64) -> Result<AttrValue, DriverError> {
         (attr::CONTEXT, Some(_)) => U64(rt().primary_context(device.unwrap_or(0) as c_int)?),
         (attr::DEVICE_POINTER | attr::HOST_POINTER, Some(Pointee::Host(..))) => U64(p),
         (attr::DEVICE_POINTER, Some(Pointee::Device(..))) => U64(p),
+        // Device memory has no host address (the runtime's `hostPointer` is
+        // then NULL, through the multi-attribute query).
+        (attr::HOST_POINTER, Some(Pointee::Device(..)))
+            if crate::cudart::managed::device_of(p).is_none() =>
+        {
+            return Err(DriverError::INVALID_VALUE)
+        }
         (attr::DEVICE_ORDINAL, Some(_)) => I32(device.unwrap_or(0) as i32),
         (attr::RANGE_START_ADDR, Some(Pointee::Device(b, ..) | Pointee::Host(b, _))) => U64(b),
         (attr::RANGE_SIZE, Some(Pointee::Device(_, len, _) | Pointee::Host(_, len))) => U64(len),
         (attr::BUFFER_ID, Some(Pointee::Device(b, ..) | Pointee::Host(b, _))) => U64(b),
         (attr::SYNC_MEMOPS, Some(_)) => Bool(true),
         (attr::MAPPED, Some(_)) => Bool(true),
-        (
-            attr::IS_MANAGED | attr::IS_LEGACY_CUDA_IPC_CAPABLE | attr::IS_GPU_DIRECT_RDMA_CAPABLE,
-            _,
-        ) => Bool(false),
+        (attr::IS_MANAGED, _) => Bool(crate::cudart::managed::device_of(p).is_some()),
+        // Managed memory has its host mirror at the same address.
+        (attr::HOST_POINTER, Some(Pointee::Device(..))) => U64(p),
+        (attr::IS_LEGACY_CUDA_IPC_CAPABLE | attr::IS_GPU_DIRECT_RDMA_CAPABLE, _) => Bool(false),
         (attr::ALLOWED_HANDLE_TYPES, _) => U64(0),
         // CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE.
         (attr::ACCESS_FLAGS, Some(_)) => U32(3),
@@ -460,7 +478,9 @@ fn attribute(attribute: i32, p: u64) -> Result<AttrValue, DriverError> {
 
 fn write_attr(data: *mut c_void, value: AttrValue) -> DriverResult {
     match value {
-        AttrValue::Bool(v) => out(data as *mut bool, v),
+        // The driver's booleans are 32-bit: NVIDIA's runtime passes an
+        // uninitialised `unsigned int` for IS_MANAGED and reads all of it.
+        AttrValue::Bool(v) => out(data as *mut u32, u32::from(v)),
         AttrValue::U32(v) => out(data as *mut u32, v),
         AttrValue::I32(v) => out(data as *mut i32, v),
         AttrValue::U64(v) => out(data as *mut u64, v),

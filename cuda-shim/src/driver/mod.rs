@@ -63,6 +63,7 @@ impl DriverError {
     pub const INVALID_IMAGE: Self = Self(200);
     pub const INVALID_CONTEXT: Self = Self(201);
     pub const FILE_NOT_FOUND: Self = Self(301);
+    pub const INVALID_PTX: Self = Self(218);
     pub const INVALID_HANDLE: Self = Self(400);
     pub const NOT_FOUND: Self = Self(500);
     pub const NOT_SUPPORTED: Self = Self(801);

@@ -424,9 +424,15 @@ impl JitLogs {
     }
 
     fn finish(&self, result: &DriverResult) {
-        let message = match result {
-            Ok(()) => String::new(),
-            Err(e) => format!("rcud: the module could not be loaded (CUresult {})", e.0),
+        self.finish_with(result, None);
+    }
+
+    /// [`JitLogs::finish`], with the failure's reason when known.
+    fn finish_with(&self, result: &DriverResult, why: Option<&str>) {
+        let message = match (result, why) {
+            (Ok(()), _) => String::new(),
+            (Err(_), Some(why)) => format!("rcud: {why}"),
+            (Err(e), None) => format!("rcud: the module could not be loaded (CUresult {})", e.0),
         };
         Self::write(self.info, "");
         Self::write(self.error, &message);
@@ -458,6 +464,8 @@ struct LinkState {
     code: Vec<Vec<u8>>,
     logs: JitLogs,
     image: Vec<u8>,
+    /// Why the link failed, for the error log.
+    error: Option<String>,
 }
 
 fn link_state<'a>(state: *mut c_void) -> Result<&'a mut LinkState, DriverError> {
@@ -471,7 +479,7 @@ fn link_state<'a>(state: *mut c_void) -> Result<&'a mut LinkState, DriverError> 
 
 driver_fn! { cuLinkCreate_v2 (count: c_uint, options: *const c_int, values: *mut *mut c_void, state: *mut *mut c_void) {
     context_device()?;
-    let link = Box::new(LinkState { code: Vec::new(), logs: JitLogs::new(count, options, values), image: Vec::new() });
+    let link = Box::new(LinkState { code: Vec::new(), logs: JitLogs::new(count, options, values), image: Vec::new(), error: None });
     out(state, Box::into_raw(link) as *mut c_void)
 } }
 
@@ -521,9 +529,10 @@ driver_fn! { cuLinkAddFile_v2 (state: *mut c_void, kind: c_int, path: *const c_c
     link_add(state, kind, read_file(path)?, &name)
 } }
 
-// One code input links to itself. Several would need cross-module symbol
-// resolution, which the servers' loaders do not do yet.
+// One code input links to itself; several are linked as PTX (the emulated
+// device runs PTX, and a real driver JIT-compiles it).
 driver_fn! { cuLinkComplete (state: *mut c_void, image_out: *mut *mut c_void, size_out: *mut usize) {
+    let d = context_device()?;
     let link = link_state(state)?;
     let result = match link.code.len() {
         0 => Err(DriverError::INVALID_VALUE),
@@ -536,16 +545,57 @@ driver_fn! { cuLinkComplete (state: *mut c_void, image_out: *mut *mut c_void, si
             };
             Ok(())
         }
-        n => {
-            tracing::warn!("cuLinkComplete: linking {n} code inputs together is not supported by rcud yet");
-            Err(DriverError::NOT_SUPPORTED)
+        _ => {
+            let props = rt().props(d as c_int)?;
+            let arch = (props.major * 10 + props.minor) as u32;
+            match link_ptx(&link.code, arch) {
+                Ok(ptx) => {
+                    link.image = image::wrap_ptx(ptx.as_bytes());
+                    Ok(())
+                }
+                Err((e, why)) => {
+                    tracing::warn!("cuLinkComplete: {why}");
+                    link.error = Some(why);
+                    Err(e)
+                }
+            }
         }
     };
-    link.logs.finish(&result);
+    link.logs.finish_with(&result, link.error.as_deref());
     result?;
     out(image_out, link.image.as_mut_ptr() as *mut c_void)?;
     out(size_out, link.image.len())
 } }
+
+/// The PTX of each input, linked into one text. Inputs are PTX or fat
+/// binaries with PTX for `arch` or older; machine code (SASS) cannot be
+/// linked here.
+fn link_ptx(code: &[Vec<u8>], arch: u32) -> Result<String, (DriverError, String)> {
+    let mut texts = Vec::with_capacity(code.len());
+    for (i, bytes) in code.iter().enumerate() {
+        let text = match image::classify(bytes) {
+            Some(ImageKind::Ptx) => String::from_utf8_lossy(bytes).into_owned(),
+            Some(ImageKind::Fatbin) => rcud_fatbin::FatBinary::parse(bytes)
+                .ok()
+                .and_then(|f| f.ptx_for(arch).map(str::to_string))
+                .ok_or_else(|| {
+                    (
+                        DriverError::NOT_SUPPORTED,
+                        format!("input {i}: a fat binary without PTX for sm_{arch} cannot be linked with other inputs by rcud"),
+                    )
+                })?,
+            _ => {
+                return Err((
+                    DriverError::NOT_SUPPORTED,
+                    format!("input {i}: machine code (cubin) cannot be linked with other inputs by rcud; link PTX"),
+                ))
+            }
+        };
+        texts.push(text);
+    }
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    rcud_fatbin::ptx_link::link(&refs).map_err(|e| (DriverError::INVALID_PTX, e.to_string()))
+}
 
 driver_fn! { cuLinkDestroy (state: *mut c_void) {
     if state.is_null() {

@@ -9,6 +9,9 @@ use rcud_client::runtime::STREAM_PRIORITY_LEAST;
 use super::{context_device, initialized, out, rt, DriverError};
 use crate::cudart::stream::{self as rt_stream, Event, HostFn, Stream, StreamCallback};
 
+/// `CU_STREAM_CAPTURE_STATUS_NONE`.
+const CAPTURE_STATUS_NONE: c_int = 0;
+
 driver_fn! { cuStreamCreate (stream: *mut Stream, flags: c_uint) {
     context_device()?;
     if stream.is_null() {
@@ -32,14 +35,18 @@ driver_fn! { [cuStreamDestroy, cuStreamDestroy_v2] (stream: Stream) {
 
 driver_fn! { [cuStreamSynchronize, cuStreamSynchronize_ptsz] (stream: Stream) {
     initialized()?;
-    Ok(rt().stream_synchronize(stream as u64)?)
+    rt().stream_synchronize(stream as u64)?;
+    crate::cudart::managed::to_host_of_stream(stream as u64);
+    Ok(())
 } }
 
 // Queued work is sent and waited for: a remote stream's progress is only
 // known by asking, and an idle answer must be true.
 driver_fn! { [cuStreamQuery, cuStreamQuery_ptsz] (stream: Stream) {
     initialized()?;
-    Ok(rt().stream_synchronize(stream as u64)?)
+    rt().stream_synchronize(stream as u64)?;
+    crate::cudart::managed::to_host_of_stream(stream as u64);
+    Ok(())
 } }
 
 driver_fn! { [cuStreamWaitEvent, cuStreamWaitEvent_ptsz] (stream: Stream, event: Event, flags: c_uint) {
@@ -82,6 +89,20 @@ driver_fn! { [cuStreamGetCtx, cuStreamGetCtx_ptsz] (stream: Stream, ctx: *mut u6
     out(ctx, handle)
 } }
 
+// rcud has no graph capture (`cuStreamBeginCapture` is not supported), so
+// every valid stream is not capturing; the other outputs are unspecified then.
+driver_fn! { [cuStreamIsCapturing, cuStreamIsCapturing_ptsz] (stream: Stream, status: *mut c_int) {
+    initialized()?;
+    rt().stream_device(stream as u64)?;
+    out(status, CAPTURE_STATUS_NONE)
+} }
+
+driver_fn! { [cuStreamGetCaptureInfo, cuStreamGetCaptureInfo_ptsz, cuStreamGetCaptureInfo_v2, cuStreamGetCaptureInfo_v2_ptsz, cuStreamGetCaptureInfo_v3, cuStreamGetCaptureInfo_v3_ptsz] (stream: Stream, status: *mut c_int) {
+    initialized()?;
+    rt().stream_device(stream as u64)?;
+    out(status, CAPTURE_STATUS_NONE)
+} }
+
 driver_fn! { [cuStreamAddCallback, cuStreamAddCallback_ptsz] (stream: Stream, cb: StreamCallback, data: *mut c_void, flags: c_uint) {
     initialized()?;
     Ok(rt_stream::add_callback(stream, cb, data, flags)?)
@@ -121,7 +142,9 @@ driver_fn! { [cuEventRecordWithFlags, cuEventRecordWithFlags_ptsz] (event: Event
 
 driver_fn! { [cuEventSynchronize, cuEventQuery] (event: Event) {
     initialized()?;
-    Ok(rt().event_synchronize(event as u64)?)
+    rt().event_synchronize(event as u64)?;
+    crate::cudart::managed::to_host_all();
+    Ok(())
 } }
 
 driver_fn! { [cuEventElapsedTime, cuEventElapsedTime_v2] (ms: *mut f32, start: Event, end: Event) {

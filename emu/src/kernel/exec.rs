@@ -426,8 +426,36 @@ impl Warp {
         let Some(site) = caller.calls.get(site_idx as usize) else {
             return Err(Exc::new(ExcKind::Unsupported, 0));
         };
-        let Callee::Func(g) = site.callee else {
-            return Err(Exc::new(ExcKind::Unsupported, 0));
+        let g = match site.callee {
+            Callee::Func(g) => g,
+            Callee::Indirect(reg) => {
+                // Every calling lane must hold the same function pointer.
+                let first = m.trailing_zeros() as usize;
+                let at = |l: usize| {
+                    self.regs
+                        .get(self.rbase + reg as usize * 32 + l)
+                        .copied()
+                        .unwrap_or(0)
+                };
+                let addr = at(first);
+                if lanes_of(m).any(|l| at(l) != addr) {
+                    let mut e = Exc::new(ExcKind::Unsupported, first);
+                    e.msg = "an indirect call whose lanes call different functions".into();
+                    return Err(e);
+                }
+                match crate::ptx::ir::func_of_addr(addr)
+                    .filter(|&g| cx.module.funcs.get(g as usize).is_some_and(|f| !f.is_entry))
+                {
+                    Some(g) => g,
+                    None => {
+                        let mut e = Exc::new(ExcKind::Illegal, first);
+                        e.addr = addr;
+                        e.msg = format!("indirect call to {addr:#x}, which is no function");
+                        return Err(e);
+                    }
+                }
+            }
+            _ => return Err(Exc::new(ExcKind::Unsupported, 0)),
         };
         let callee = &cx.module.funcs[g as usize];
         let overflow = || {
@@ -2406,7 +2434,7 @@ fn step<'m>(
                     fail!(Exc::new(ExcKind::Unsupported, 0));
                 };
                 match cs.callee {
-                    Callee::Func(_) => {
+                    Callee::Func(_) | Callee::Indirect(_) => {
                         if m == 0 {
                             // Every lane predicated off: a no-op.
                         } else {
@@ -2494,10 +2522,34 @@ fn step<'m>(
                         }
                     }
                     Callee::Malloc | Callee::Free => {
-                        if m != 0 {
-                            let mut e = Exc::new(ExcKind::Unsupported, m.trailing_zeros() as usize);
-                            e.msg = "device-side malloc/free is not supported".into();
-                            fail!(e);
+                        let malloc = matches!(cs.callee, Callee::Malloc);
+                        for l in lanes_of(m) {
+                            let arg = match cs.args.first() {
+                                Some(&(o, _)) => {
+                                    tri!(mem.load(Msp::Frame, u64::from(lbase + o), 8, l))
+                                }
+                                None => 0,
+                            };
+                            let heap = cx.view.heap();
+                            if malloc {
+                                let ptr = heap.map_or(0, |h| h.malloc(arg));
+                                if let Some(&(o, size)) = cs.rets.first() {
+                                    tri!(mem.store(
+                                        Msp::Frame,
+                                        u64::from(lbase + o),
+                                        size.min(8) as u8,
+                                        ptr,
+                                        l
+                                    ));
+                                }
+                            } else if arg != 0 && !heap.is_some_and(|h| h.free(arg)) {
+                                // A pointer `malloc` did not return: the
+                                // device's `free` traps.
+                                let mut e = Exc::new(ExcKind::Illegal, l);
+                                e.addr = arg;
+                                e.msg = format!("free({arg:#x}) of memory malloc did not return");
+                                fail!(e);
+                            }
                         }
                     }
                 }

@@ -32,6 +32,10 @@ pub struct LaunchConfig {
     pub dynamic_shared: u32,
 }
 
+/// Size of the device heap of `malloc` (CUDA's default
+/// `cudaLimitMallocHeapSize`).
+pub const DEVICE_HEAP_BYTES: u64 = 8 << 20;
+
 /// Limits of one launch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
@@ -354,7 +358,7 @@ fn prepare(
                             meta.shared.get(&id).copied().unwrap_or(0)
                         }
                         // Function addresses: tokens that no access can use.
-                        SymKind::Func(i) => 0xF000_0000_0000_0000 | u64::from(*i) << 4,
+                        SymKind::Func(i) => crate::ptx::ir::FUNC_ADDR_TAG | u64::from(*i) << 4,
                         SymKind::Extern => {
                             return Err(KernelError::Unsupported(format!(
                                 "kernel {kernel} takes the address of external symbol '{}'",
@@ -387,6 +391,11 @@ fn run_grid(
     memory: &mut DeviceMemory,
     limits: &Limits,
 ) -> LaunchResult {
+    if module.kernel_uses_heap(kernel) {
+        // Without room for it, every `malloc` returns NULL, as on a GPU
+        // whose heap is used up.
+        let _ = memory.ensure_heap(DEVICE_HEAP_BYTES);
+    }
     let view = memory.launch_view();
     let total_blocks =
         u64::from(config.grid[0]) * u64::from(config.grid[1]) * u64::from(config.grid[2]);

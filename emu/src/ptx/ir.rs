@@ -756,10 +756,24 @@ pub(crate) struct Inst {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Callee {
     Func(u32),
+    /// Through a function pointer in this register (`call %rd, (...),
+    /// prototype;`): a function's address is `FUNC_ADDR_TAG | index << 4`.
+    Indirect(R),
     Vprintf,
     AssertFail,
     Malloc,
     Free,
+}
+
+/// The high bits of a function's address: no memory access can use it.
+pub(crate) const FUNC_ADDR_TAG: u64 = 0xF000_0000_0000_0000;
+
+/// The function whose address is `addr`, if it is one.
+pub(crate) fn func_of_addr(addr: u64) -> Option<u32> {
+    if addr & FUNC_ADDR_TAG != FUNC_ADDR_TAG || addr & 0xF != 0 {
+        return None;
+    }
+    u32::try_from((addr & !FUNC_ADDR_TAG) >> 4).ok()
 }
 
 /// A call site: frame offsets and sizes of its argument and return

@@ -161,6 +161,9 @@ pub struct KernelInfo {
     pub local_bytes: u32,
     /// Bytes of the parameter buffer.
     pub param_bytes: u32,
+    /// Bytes of the module's `.const` variables the kernel and the
+    /// functions it calls use.
+    pub const_bytes: u32,
 }
 
 /// A relocation in a module variable's initial bytes: the address of
@@ -410,6 +413,14 @@ impl Module {
                     }
                 }
             }
+            // A function whose address is taken may be called through it.
+            for &s in &f.syms {
+                if let SymKind::Func(g) = self.syms[s as usize].kind {
+                    if seen.insert(g) {
+                        reach.push(g);
+                    }
+                }
+            }
             i += 1;
         }
         // Shared variables they use, laid out in symbol order.
@@ -437,6 +448,17 @@ impl Module {
             }
         }
         let static_shared = u32::try_from(off).unwrap_or(u32::MAX);
+        let const_bytes: u64 = used
+            .iter()
+            .filter(|&&s| matches!(self.syms[s as usize].kind, SymKind::Var))
+            .filter_map(|&s| {
+                let name = &self.syms[s as usize].name;
+                self.globals
+                    .iter()
+                    .find(|g| &g.name == name && g.space == Space::Const)
+            })
+            .map(|g| g.size)
+            .sum();
         let dyn_base = u32::try_from(off.div_ceil(dyn_align) * dyn_align).unwrap_or(u32::MAX);
         for &s in &used {
             if let SymKind::ExternShared { .. } = self.syms[s as usize].kind {
@@ -467,6 +489,7 @@ impl Module {
                 max_threads,
                 local_bytes,
                 param_bytes,
+                const_bytes: u32::try_from(const_bytes).unwrap_or(u32::MAX),
             },
             reach,
         }
@@ -484,14 +507,35 @@ impl Module {
         let func = &self.funcs[f as usize];
         let mut deepest = 0;
         for c in &func.calls {
-            if let Callee::Func(g) = c.callee {
-                deepest = deepest.max(self.stack_depth(g, path, memo));
+            match c.callee {
+                Callee::Func(g) => deepest = deepest.max(self.stack_depth(g, path, memo)),
+                // Any function whose address the module takes.
+                Callee::Indirect(_) => {
+                    for s in &self.syms {
+                        if let SymKind::Func(g) = s.kind {
+                            deepest = deepest.max(self.stack_depth(g, path, memo));
+                        }
+                    }
+                }
+                _ => {}
             }
         }
         path.pop();
         let d = func.frame_size.saturating_add(deepest);
         memo.insert(f, d);
         d
+    }
+
+    /// Whether kernel `name` may call `malloc` or `free`.
+    pub(crate) fn kernel_uses_heap(&self, name: &str) -> bool {
+        self.kernels.get(name).is_some_and(|k| {
+            k.reach.iter().any(|&f| {
+                self.funcs[f as usize]
+                    .calls
+                    .iter()
+                    .any(|c| matches!(c.callee, Callee::Malloc | Callee::Free))
+            })
+        })
     }
 
     /// Names of the kernels (`.entry` functions), in source order.

@@ -338,6 +338,7 @@ impl Parser {
         let mut vec = 1;
         let mut ty = None;
         let mut space = space;
+        let mut pointer = false;
         while let Some(word) = self.peek_ident() {
             if !word.starts_with('.') {
                 break;
@@ -345,11 +346,16 @@ impl Parser {
             let word = word.to_string();
             self.pos += 1;
             match word.as_str() {
+                // In `.param .u64 .ptr .global .align 1 p` the alignment is the
+                // pointee's; the parameter keeps its natural one.
+                ".align" if pointer => {
+                    self.int()?;
+                }
                 ".align" => align = self.int()? as u32,
                 ".v2" => vec = 2,
                 ".v4" => vec = 4,
                 ".v8" => vec = 8,
-                ".ptr" => {}
+                ".ptr" => pointer = true,
                 ".attribute" => {
                     // `.attribute(.managed)`: skip the parenthesised list.
                     if self.eat_punct('(') {
@@ -610,7 +616,13 @@ impl Parser {
                     if word.starts_with('.') {
                         self.pos += 1;
                         match word.as_str() {
-                            ".reg" => out.push(self.reg_decl(line)?),
+                            ".reg" => out.push(self.reg_decl(line, "")?),
+                            // `.reg.f32 f;`, as CUDA's headers write it in
+                            // inline assembly.
+                            w if w.starts_with(".reg.") => {
+                                let attached = w[4..].to_string();
+                                out.push(self.reg_decl(line, &attached)?);
+                            }
                             ".loc" | ".file" => {
                                 self.pos -= 1;
                                 self.skip_line();
@@ -635,15 +647,25 @@ impl Parser {
         }
     }
 
-    fn reg_decl(&mut self, line: u32) -> Result<Stmt, PtxError> {
+    /// A `.reg` declaration after its directive; `attached` holds the
+    /// modifiers written onto the directive (`.f32` of `.reg.f32`).
+    fn reg_decl(&mut self, line: u32, attached: &str) -> Result<Stmt, PtxError> {
         let mut ty = None;
         let mut vec = 1;
-        while let Some(w) = self.peek_ident() {
-            if !w.starts_with('.') {
-                break;
-            }
-            let w = w.to_string();
-            self.pos += 1;
+        let mut attached = attached.split('.').filter(|m| !m.is_empty());
+        loop {
+            let w = if let Some(m) = attached.next() {
+                format!(".{m}")
+            } else {
+                match self.peek_ident() {
+                    Some(w) if w.starts_with('.') => {
+                        let w = w.to_string();
+                        self.pos += 1;
+                        w
+                    }
+                    _ => break,
+                }
+            };
             match w.as_str() {
                 ".v2" => vec = 2,
                 ".v4" => vec = 4,
@@ -796,6 +818,15 @@ impl Parser {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pointer_alignment_is_the_pointees() {
+        let src = ".version 9.5\n.target sm_80\n.address_size 64\n\
+            .visible .entry k(.param .u8 a, .param .u64 .ptr .global .align 1 p) { ret; }";
+        let ast = parse(src).unwrap();
+        let p = &ast.funcs[0].params[1];
+        assert_eq!((p.align, p.alignment()), (0, 8));
+    }
 
     #[test]
     fn parses_module_items() {

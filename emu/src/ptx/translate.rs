@@ -52,6 +52,20 @@ struct Tr<'m, 'a> {
     line: u32,
     opcode: u32,
     opcode_text: String,
+    /// Products of `mul.f32`/`mul.f64` without a rounding modifier, by the
+    /// slot they went to, since the last label: an `add`/`sub` without one
+    /// that uses such a product becomes an `fma`, as ptxas contracts them on
+    /// a GPU, so that results agree to the bit.
+    products: HashMap<R, Product>,
+}
+
+/// An unguarded `mul` of `a` and `b` whose sources still hold their values.
+#[derive(Debug, Clone, Copy)]
+struct Product {
+    t: Ft,
+    ftz: bool,
+    a: R,
+    b: R,
 }
 
 fn align_up(v: u32, a: u32) -> u32 {
@@ -85,6 +99,7 @@ pub(crate) fn translate(m: &mut ModCtx<'_>, decl: &FuncDecl) -> Result<Function,
         line: decl.line,
         opcode: 0,
         opcode_text: String::new(),
+        products: HashMap::new(),
     };
     if is_entry {
         // Kernel parameters: offsets in the launch's parameter buffer.
@@ -303,6 +318,8 @@ impl Tr<'_, '_> {
             }
             Stmt::Label(l, line) => {
                 self.line = *line;
+                // Other paths join here, with other values in the registers.
+                self.products.clear();
                 let at = self.f.code.len() as u32;
                 self.labels.insert(l.clone(), at);
             }
@@ -456,18 +473,62 @@ impl Tr<'_, '_> {
         if let Some(&id) = self.m.syms.get(n) {
             return Ok(self.sym_ref(id, add));
         }
+        // PTX's predefined constant: the warp size.
+        if n == "WARP_SZ" {
+            return Ok(self.imm((32 + add) as u64));
+        }
         self.err(format!("unknown name '{n}'"))
     }
 
     fn dst(&mut self, o: &Operand) -> Result<R, PtxError> {
-        match o {
-            Operand::Sink => Ok(self.sink()),
+        let r = match o {
+            Operand::Sink => self.sink(),
             Operand::Name(n) => match self.lookup(n) {
-                Some(Binding::Reg(Some(r))) => Ok(r),
-                _ => self.err(format!("'{n}' is not a register")),
+                Some(Binding::Reg(Some(r))) => r,
+                _ => return self.err(format!("'{n}' is not a register")),
             },
-            _ => self.err(format!("bad destination {o:?}")),
-        }
+            _ => return self.err(format!("bad destination {o:?}")),
+        };
+        // Every register write goes through here: products made from the
+        // old value, or held in the slot, are gone.
+        self.products.retain(|&p, m| p != r && m.a != r && m.b != r);
+        Ok(r)
+    }
+
+    /// `add`/`sub` (`sub` when `negate_b`) of `a` and `b` as an `fma` when
+    /// one of them is a contractible product: `(x, y, z)` with the sum
+    /// being `x * y + z`, after emitting the negations it needs.
+    fn contract(&mut self, t: Ft, ftz: bool, a: R, b: R, negate_b: bool) -> Option<(R, R, R)> {
+        let product = |r: R| {
+            self.products
+                .get(&r)
+                .copied()
+                .filter(|p| p.t == t && p.ftz == ftz)
+        };
+        // Like LLVM's combine: the first operand first.
+        let (p, rest, negate_product, negate_rest) = match (product(a), product(b)) {
+            (Some(p), _) => (p, b, false, negate_b),
+            (None, Some(p)) => (p, a, negate_b, false),
+            (None, None) => return None,
+        };
+        let mut negated = |r: R| {
+            let d = self.new_slot();
+            let (op, rnd) = (F1::Neg, Rnd::Default);
+            let (ftz, sat) = (false, false);
+            self.emit(Op::F1 {
+                op,
+                t,
+                rnd,
+                ftz,
+                sat,
+                d,
+                a: r,
+            });
+            d
+        };
+        let x = if negate_product { negated(p.a) } else { p.a };
+        let z = if negate_rest { negated(rest) } else { rest };
+        Some((x, p.b, z))
     }
 
     fn pred_dst(&mut self, o: &Operand) -> Result<P, PtxError> {
@@ -610,6 +671,7 @@ impl Tr<'_, '_> {
             "mov" => self.mov(i, t0),
             "ld" | "ldu" => self.ld(i, &mods, t0),
             "st" => self.st(i, &mods, t0),
+            "min" | "max" if has("s16x2") || has("u16x2") => self.packed_min_max(i, base, &mods),
             "add" | "sub" | "addc" | "subc" | "mul" | "mad" | "madc" | "mul24" | "mad24"
             | "div" | "rem" | "min" | "max" | "and" | "or" | "xor" | "not" | "cnot" | "neg"
             | "abs" | "shl" | "shr" | "popc" | "clz" | "brev" | "bfind" | "sad" | "copysign"
@@ -714,6 +776,13 @@ impl Tr<'_, '_> {
             }
             "brkpt" | "nanosleep" | "prefetch" | "prefetchu" | "pmevent" | "discard"
             | "applypriority" => {
+                self.emit(Op::Nop);
+                Ok(())
+            }
+            // Programmatic dependent launch: the device runs each grid to
+            // completion before the next starts, so the prerequisite grids
+            // are always complete and early launch is only a hint.
+            "griddepcontrol" if has("wait") || has("launch_dependents") => {
                 self.emit(Op::Nop);
                 Ok(())
             }
@@ -1207,6 +1276,45 @@ impl Tr<'_, '_> {
         Ok(())
     }
 
+    fn int2(&mut self, op: Int2, w: Iw, d: R, a: R, b: R) {
+        self.emit(Op::Int2 { op, w, d, a, b });
+    }
+
+    /// `min`/`max` on two 16-bit halves at once (`.s16x2`, `.u16x2`, with
+    /// `.relu` for signed): each half on its own, then packed again. The
+    /// destination is written last, so it may be a source.
+    fn packed_min_max(&mut self, i: &PInst, base: &str, mods: &[&str]) -> Result<(), PtxError> {
+        let o = self.ops(i, 3)?;
+        let w = if mods.contains(&"s16x2") {
+            Iw::S16
+        } else {
+            Iw::U16
+        };
+        let relu = mods.contains(&"relu");
+        if relu && w == Iw::U16 {
+            return self.unsupported();
+        }
+        let op = if base == "min" { Int2::Min } else { Int2::Max };
+        let d = self.dst(&o[0])?;
+        let a = self.src(&o[1], Ty::B32)?;
+        let b = self.src(&o[2], Ty::B32)?;
+        let (sixteen, zero, mask) = (self.imm(16), self.imm(0), self.imm(0xffff));
+        let [a_hi, b_hi, lo, hi] = [(); 4].map(|()| self.new_slot());
+        self.int2(Int2::Shr, Iw::U32, a_hi, a, sixteen);
+        self.int2(Int2::Shr, Iw::U32, b_hi, b, sixteen);
+        // A 16-bit operation reads the low halves straight from the sources.
+        self.int2(op, w, lo, a, b);
+        self.int2(op, w, hi, a_hi, b_hi);
+        if relu {
+            self.int2(Int2::Max, w, lo, lo, zero);
+            self.int2(Int2::Max, w, hi, hi, zero);
+        }
+        self.int2(Int2::And, Iw::U32, lo, lo, mask);
+        self.int2(Int2::Shl, Iw::U32, hi, hi, sixteen);
+        self.int2(Int2::Or, Iw::U32, d, hi, lo);
+        Ok(())
+    }
+
     fn float_arith(
         &mut self,
         i: &PInst,
@@ -1219,7 +1327,8 @@ impl Tr<'_, '_> {
         let rnd = rnd_of(mods);
         let ftz = has("ftz");
         let sat = has("sat");
-        if has("relu") {
+        let relu = has("relu");
+        if relu && !matches!(base, "fma" | "mad") {
             return self.unsupported();
         }
         match base {
@@ -1239,6 +1348,21 @@ impl Tr<'_, '_> {
                     b,
                     c,
                 });
+                if relu {
+                    // `.relu` (f16/bf16, sm_80): a negative result becomes
+                    // +0, NaN stays the canonical NaN: max.NaN with zero.
+                    let zero = self.imm(0);
+                    self.emit(Op::F2 {
+                        op: F2::MaxNaN,
+                        t: ft,
+                        rnd,
+                        ftz: false,
+                        sat: false,
+                        d,
+                        a: d,
+                        b: zero,
+                    });
+                }
                 Ok(())
             }
             "neg" | "abs" | "sqrt" | "rsqrt" | "rcp" | "ex2" | "lg2" | "sin" | "cos" | "tanh" => {
@@ -1286,9 +1410,29 @@ impl Tr<'_, '_> {
                     "max" => F2::Max,
                     _ => F2::Copysign,
                 };
-                let d = self.dst(&o[0])?;
+                // Sources before the destination: writing it forgets products.
                 let a = self.src(&o[1], t)?;
                 let b = self.src(&o[2], t)?;
+                let plain = rnd == Rnd::Default && !sat && matches!(ft, Ft::F32 | Ft::F64);
+                let fused = match op {
+                    F2::Add | F2::Sub if plain => self.contract(ft, ftz, a, b, op == F2::Sub),
+                    _ => None,
+                };
+                let d = self.dst(&o[0])?;
+                if let Some((a, b, c)) = fused {
+                    let (rnd, sat) = (Rnd::Rn, false);
+                    self.emit(Op::Fma {
+                        t: ft,
+                        rnd,
+                        ftz,
+                        sat,
+                        d,
+                        a,
+                        b,
+                        c,
+                    });
+                    return Ok(());
+                }
                 self.emit(Op::F2 {
                     op,
                     t: ft,
@@ -1299,6 +1443,10 @@ impl Tr<'_, '_> {
                     a,
                     b,
                 });
+                if op == F2::Mul && plain && self.guard == NONE && d != a && d != b {
+                    let (t, a, b) = (ft, a, b);
+                    self.products.insert(d, Product { t, ftz, a, b });
+                }
                 Ok(())
             }
             _ => self.unsupported(),
@@ -1670,11 +1818,17 @@ impl Tr<'_, '_> {
             None => Vec::new(),
             Some(_) => return self.unsupported(),
         };
-        if it.next().is_some() {
-            // A prototype: an indirect call.
+        let prototype = it.next().is_some();
+        let through = match self.lookup(callee) {
+            Some(Binding::Reg(Some(r))) => Some(r),
+            _ => None,
+        };
+        let target = if let Some(r) = through {
+            // Through a function pointer (with its prototype).
+            Callee::Indirect(r)
+        } else if prototype {
             return self.unsupported();
-        }
-        let target = if let Some(&f) = self.m.funcs.get(callee) {
+        } else if let Some(&f) = self.m.funcs.get(callee) {
             Callee::Func(f)
         } else {
             match callee.as_str() {
@@ -1683,10 +1837,6 @@ impl Tr<'_, '_> {
                 "malloc" => Callee::Malloc,
                 "free" => Callee::Free,
                 _ => {
-                    if self.lookup(callee).is_some() {
-                        // Calling through a register: indirect.
-                        return self.unsupported();
-                    }
                     let what = if self.m.externs.contains_key(callee) {
                         "external function"
                     } else {

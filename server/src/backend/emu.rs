@@ -8,7 +8,7 @@ use parking_lot::Mutex;
 use rcud_emu::kernel::{self, KernelError, LaunchConfig, Limits};
 use rcud_emu::ptx;
 use rcud_emu::{DeviceMemory, EmuGpu};
-use rcud_fatbin::FatBinary;
+use rcud_fatbin::{ArchVariant, Entry, EntryKind, FatBinary};
 use rcud_proto::ops::{Failure, FuncAttributes};
 use rcud_proto::{CudaError, DeviceProps};
 use rcud_transport::TransportError;
@@ -25,7 +25,17 @@ const OPTIN_SHARED: u32 = 163 << 10;
 const MAX_DECOMPRESSED: u64 = 1 << 30;
 
 /// Parsed device code, shared by every client that loads the same fat binary.
-type ImageCache = Mutex<HashMap<[u8; 32], Arc<ptx::Module>>>;
+type ImageCache = Mutex<HashMap<[u8; 32], Arc<Image>>>;
+
+/// The PTX of a fat binary that the interpreter runs.
+#[derive(Debug)]
+struct Image {
+    code: ptx::Module,
+    /// The architecture it was compiled for (`compute_XY`): what the
+    /// functions report as their PTX version, which libraries such as CUB
+    /// use on the host to pick the tuning their device code was built with.
+    ptx_arch: u32,
+}
 
 /// GPUs emulated in host memory.
 #[derive(Debug)]
@@ -98,7 +108,7 @@ struct EmuContext {
 /// A module loaded into one client's context: its code and where its
 /// module-scope variables live in the client's device memory.
 struct LoadedModule {
-    code: Arc<ptx::Module>,
+    image: Arc<Image>,
     symbols: HashMap<String, u64>,
     sizes: HashMap<String, u64>,
 }
@@ -111,16 +121,68 @@ struct Function {
 }
 
 /// Parses a fat binary's PTX for the interpreter.
-fn parse_image(image: &[u8]) -> Result<ptx::Module, Failure> {
+fn parse_image(image: &[u8]) -> Result<Image, Failure> {
     let fatbin = FatBinary::parse_with_limit(image, MAX_DECOMPRESSED)
         .map_err(|e| Failure::new(CudaError::INVALID_KERNEL_IMAGE, format!("fat binary: {e}")))?;
-    let text = fatbin.ptx_for(PTX_ARCH).ok_or_else(|| {
-        Failure::new(
-            CudaError::NO_KERNEL_IMAGE_FOR_DEVICE,
-            format!("the program carries no PTX for compute capability {}.{} or lower (build with -arch=sm_80 or a compute_XY target <= 80)", PTX_ARCH / 10, PTX_ARCH % 10),
-        )
+    let entry = fatbin
+        .entries
+        .iter()
+        .filter(|e| e.kind == EntryKind::Ptx && e.compatible_with(PTX_ARCH))
+        .filter(|e| e.ptx().is_some())
+        // `max_by_key` keeps the last of equals: reversed, the first.
+        .rev()
+        .max_by_key(|e| (e.arch, e.variant))
+        .or_else(|| ptx_standing_in_for_sass(&fatbin))
+        .ok_or_else(|| no_image(&fatbin))?;
+    let text = entry.ptx().unwrap_or_default();
+    // Broken PTX is the program's fault (CUDA_ERROR_INVALID_PTX); PTX the
+    // interpreter lacks is rcud's (CUDA_ERROR_NOT_SUPPORTED).
+    let code = ptx::Module::parse(text).map_err(|e| {
+        let code = match e.kind() {
+            ptx::PtxErrorKind::Unsupported => CudaError::NOT_SUPPORTED,
+            ptx::PtxErrorKind::Syntax | ptx::PtxErrorKind::Semantic => CudaError::INVALID_PTX,
+        };
+        Failure::new(code, e.to_string())
     })?;
-    ptx::Module::parse(text).map_err(|e| Failure::new(CudaError::NOT_SUPPORTED, e.to_string()))
+    Ok(Image {
+        code,
+        ptx_arch: entry.arch,
+    })
+}
+
+/// Why an image has nothing the interpreter runs.
+fn no_image(fatbin: &FatBinary) -> Failure {
+    let (major, minor) = (PTX_ARCH / 10, PTX_ARCH % 10);
+    let why = if fatbin.entries.iter().any(|e| e.kind == EntryKind::Ptx) {
+        format!("the program carries no PTX for compute capability {major}.{minor} or lower (build with -arch=sm_80 or a compute_XY target <= 80)")
+    } else {
+        // NVRTC and nvcc make such images from `-arch=sm_XY` / `code=sm_XY`.
+        format!("the image holds SASS only, which the emulated GPU cannot run: it needs PTX for compute capability {major}.{minor} or lower (nvcc: -arch=sm_80 or code=compute_80; NVRTC: -arch=compute_80; CuPy: CUPY_COMPILE_WITH_PTX=1)")
+    };
+    Failure::new(CudaError::NO_KERNEL_IMAGE_FOR_DEVICE, why)
+}
+
+/// An image with SASS that an sm_80 GPU runs but only newer PTX (libraries
+/// shipped as `sm_75,sm_80,...,compute_120`, CuPy's CUB and Thrust kernels
+/// among them) loads on a real device of this one's kind, which runs the
+/// SASS. The interpreter cannot run SASS; the same source's PTX for the
+/// oldest newer architecture stands in for it (architecture-specific PTX,
+/// `compute_90a`, only when there is nothing else). A kernel using
+/// instructions the interpreter lacks fails when it is looked up, with
+/// `CUDA_ERROR_NOT_SUPPORTED`.
+fn ptx_standing_in_for_sass(fatbin: &FatBinary) -> Option<&Entry> {
+    let runs_here = fatbin
+        .entries
+        .iter()
+        .any(|e| e.kind == EntryKind::Cubin && e.compatible_with(PTX_ARCH));
+    if !runs_here {
+        return None;
+    }
+    fatbin
+        .entries
+        .iter()
+        .filter(|e| e.kind == EntryKind::Ptx && e.ptx().is_some())
+        .min_by_key(|e| (e.variant == ArchVariant::ArchSpecific, e.arch, e.variant))
 }
 
 fn kernel_failure(e: KernelError) -> Failure {
@@ -220,21 +282,21 @@ impl DeviceContext for EmuContext {
 
     fn load_module(&mut self, hash: [u8; 32], image: Option<Vec<u8>>) -> Result<u32, Failure> {
         let cached = self.images.lock().get(&hash).cloned();
-        let code = match (cached, image) {
-            (Some(code), _) => code,
+        let image = match (cached, image) {
+            (Some(cached), _) => cached,
             // A miss is the client's cue to ship the image: no message.
             (None, None) => return Err(CudaError::INVALID_VALUE.into()),
             (None, Some(image)) => {
-                let code = Arc::new(parse_image(&image)?);
-                self.images.lock().insert(hash, code.clone());
-                code
+                let parsed = Arc::new(parse_image(&image)?);
+                self.images.lock().insert(hash, parsed.clone());
+                parsed
             }
         };
         let mut symbols = HashMap::new();
         let mut sizes = HashMap::new();
         // Every variable gets its address first: initialisers may hold the
         // addresses of others (pointer tables).
-        for var in code.globals() {
+        for var in image.code.globals() {
             match self.memory.malloc(var.size.max(1)) {
                 Ok(addr) => {
                     symbols.insert(var.name.clone(), addr);
@@ -246,7 +308,7 @@ impl DeviceContext for EmuContext {
                 }
             }
         }
-        for var in code.globals() {
+        for var in image.code.globals() {
             let addr = symbols[&var.name];
             let init = var.init_with(|name| symbols.get(name).copied());
             let written = match init {
@@ -266,7 +328,7 @@ impl DeviceContext for EmuContext {
             }
         }
         self.modules.push(LoadedModule {
-            code,
+            image,
             symbols,
             sizes,
         });
@@ -285,10 +347,10 @@ impl DeviceContext for EmuContext {
         let m = self.module(module)?;
         // A kernel that reaches PTX the interpreter lacks fails at launch,
         // naming the instruction, rather than later at a synchronizing call.
-        if let Some(e) = m.code.kernel_error(name) {
+        if let Some(e) = m.image.code.kernel_error(name) {
             return Err(Failure::new(CudaError::NOT_SUPPORTED, e.to_string()));
         }
-        let info = m.code.kernel_info(name).ok_or_else(|| {
+        let info = m.image.code.kernel_info(name).ok_or_else(|| {
             Failure::new(
                 CudaError::INVALID_DEVICE_FUNCTION,
                 format!("kernel {name} is not in the module's PTX"),
@@ -297,11 +359,11 @@ impl DeviceContext for EmuContext {
         let static_shared = info.static_shared as u64;
         let attributes = FuncAttributes {
             shared_size_bytes: static_shared,
-            const_size_bytes: 0,
+            const_size_bytes: u64::from(info.const_bytes),
             local_size_bytes: info.local_bytes as u64,
             max_threads_per_block: info.max_threads as i32,
             num_regs: 32,
-            ptx_version: PTX_ARCH as i32,
+            ptx_version: m.image.ptx_arch as i32,
             binary_version: PTX_ARCH as i32,
             max_dynamic_shared_size_bytes: (DEFAULT_SHARED as u64).saturating_sub(static_shared)
                 as i32,
@@ -388,7 +450,7 @@ impl DeviceContext for EmuContext {
             ..limits.clone()
         };
         let out = kernel::launch(
-            &module.code,
+            &module.image.code,
             &f.name,
             &config,
             launch.params,
@@ -398,5 +460,77 @@ impl DeviceContext for EmuContext {
         )
         .map_err(kernel_failure)?;
         Ok(out.printf.into_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(kind: EntryKind, arch: u32, variant: ArchVariant) -> Entry {
+        let payload = match kind {
+            EntryKind::Ptx => format!(".version 9.0\n.target sm_{arch}\n").into_bytes(),
+            EntryKind::Cubin => b"\x7fELF".to_vec(),
+        };
+        Entry {
+            kind,
+            arch,
+            payload,
+            variant,
+            version: (9, 0),
+            flags: 0,
+            compression: rcud_fatbin::Compression::None,
+            offset: 0,
+            concatenated: false,
+        }
+    }
+
+    fn fatbin(entries: &[(EntryKind, u32, ArchVariant)]) -> FatBinary {
+        FatBinary {
+            entries: entries.iter().map(|&(k, a, v)| entry(k, a, v)).collect(),
+            skipped: Vec::new(),
+        }
+    }
+
+    use ArchVariant::{ArchSpecific, Generic};
+    use EntryKind::{Cubin, Ptx};
+
+    #[test]
+    fn newer_ptx_stands_in_for_sass_this_gpu_runs() {
+        // CuPy's CUB kernels: SASS for sm_75 to sm_120, PTX for compute_120.
+        let cub = fatbin(&[
+            (Cubin, 75, Generic),
+            (Cubin, 80, Generic),
+            (Cubin, 90, Generic),
+            (Ptx, 90, ArchSpecific),
+            (Ptx, 120, Generic),
+            (Ptx, 100, Generic),
+        ]);
+        assert_eq!(ptx_standing_in_for_sass(&cub).map(|e| e.arch), Some(100));
+        let only_specific = fatbin(&[(Cubin, 80, Generic), (Ptx, 90, ArchSpecific)]);
+        assert_eq!(
+            ptx_standing_in_for_sass(&only_specific).map(|e| e.arch),
+            Some(90)
+        );
+        // sm_86 SASS does not run on an 8.0 device: nothing to stand in for.
+        let newer_sass = fatbin(&[(Cubin, 86, Generic), (Ptx, 120, Generic)]);
+        assert!(ptx_standing_in_for_sass(&newer_sass).is_none());
+        let no_sass = fatbin(&[(Ptx, 120, Generic)]);
+        assert!(ptx_standing_in_for_sass(&no_sass).is_none());
+    }
+
+    #[test]
+    fn images_without_usable_code_say_why() {
+        let sass_only = no_image(&fatbin(&[(Cubin, 80, Generic)]));
+        assert_eq!(sass_only.code, CudaError::NO_KERNEL_IMAGE_FOR_DEVICE);
+        assert!(
+            sass_only.message.contains("SASS only"),
+            "{}",
+            sass_only.message
+        );
+        let newer_ptx = no_image(&fatbin(&[(Ptx, 120, Generic)]));
+        assert!(newer_ptx
+            .message
+            .contains("no PTX for compute capability 8.0"));
     }
 }
