@@ -53,6 +53,99 @@ driver_fn! { cuMemAllocManaged (dptr: *mut u64, size: usize, flags: c_uint) {
     out(dptr, crate::cudart::managed::alloc(size, flags)?)
 } }
 
+// ---- managed-memory hints ----------------------------------------------------
+
+/// `CUmemLocation`: a `CUmemLocationType` and an id, passed by value.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct MemLocation {
+    kind: c_int,
+    id: c_int,
+}
+
+/// `CU_DEVICE_CPU`: the host, for the legacy forms.
+const DEVICE_CPU: c_int = -1;
+/// `CUmemLocationType` values: a device, the host, a host NUMA node, the
+/// current thread's host NUMA node.
+const LOCATION_DEVICE: c_int = 1;
+const LOCATION_HOST: c_int = 2;
+const LOCATION_HOST_NUMA: c_int = 3;
+const LOCATION_HOST_NUMA_CURRENT: c_int = 4;
+
+/// The managed range `[p, p + count)`, whole within managed memory.
+fn managed_range(p: u64, count: usize) -> DriverResult {
+    use crate::cudart::managed::device_of;
+    let last = (count as u64).checked_sub(1).and_then(|n| p.checked_add(n));
+    match (device_of(p), last.and_then(device_of)) {
+        (Some(first), Some(end)) if first == end => Ok(()),
+        _ => Err(DriverError::INVALID_VALUE),
+    }
+}
+
+/// A prefetch or advice target: a device that exists, or the host.
+fn location(loc: MemLocation) -> DriverResult {
+    match loc.kind {
+        LOCATION_DEVICE => super::device(loc.id).map(|_| ()),
+        LOCATION_HOST | LOCATION_HOST_NUMA | LOCATION_HOST_NUMA_CURRENT => Ok(()),
+        _ => Err(DriverError::INVALID_VALUE),
+    }
+}
+
+fn legacy_location(dev: c_int) -> MemLocation {
+    match dev {
+        DEVICE_CPU => MemLocation {
+            kind: LOCATION_HOST,
+            id: 0,
+        },
+        id => MemLocation {
+            kind: LOCATION_DEVICE,
+            id,
+        },
+    }
+}
+
+// Hints about where managed memory should be: its mirrors already move with
+// the work (to the device before it, back at synchronizations), and a
+// device without concurrent managed access lets the host touch it only
+// after a synchronization, so there is nothing to move early. The
+// arguments are checked as CUDA checks them.
+driver_fn! { [cuMemPrefetchAsync_v2, cuMemPrefetchAsync_v2_ptsz] (p: u64, count: usize, loc: MemLocation, flags: c_uint, stream: Stream) {
+    initialized()?;
+    rt().stream_device(stream as u64)?;
+    if flags != 0 {
+        return Err(DriverError::INVALID_VALUE);
+    }
+    location(loc)?;
+    managed_range(p, count)
+} }
+
+driver_fn! { [cuMemPrefetchAsync, cuMemPrefetchAsync_ptsz] (p: u64, count: usize, dev: c_int, stream: Stream) {
+    initialized()?;
+    rt().stream_device(stream as u64)?;
+    location(legacy_location(dev))?;
+    managed_range(p, count)
+} }
+
+/// `CU_MEM_ADVISE_SET_READ_MOSTLY` ..= `CU_MEM_ADVISE_UNSET_ACCESSED_BY`;
+/// the first two take no location.
+fn advise(p: u64, count: usize, advice: c_int, loc: MemLocation) -> DriverResult {
+    initialized()?;
+    match advice {
+        1 | 2 => {}
+        3..=6 => location(loc)?,
+        _ => return Err(DriverError::INVALID_VALUE),
+    }
+    managed_range(p, count)
+}
+
+driver_fn! { cuMemAdvise_v2 (p: u64, count: usize, advice: c_int, loc: MemLocation) {
+    advise(p, count, advice, loc)
+} }
+
+driver_fn! { cuMemAdvise (p: u64, count: usize, advice: c_int, dev: c_int) {
+    advise(p, count, advice, legacy_location(dev))
+} }
+
 driver_fn! { cuMemFree_v2 (dptr: u64) {
     context_device()?;
     if let Some(result) = crate::cudart::managed::free(dptr) {
