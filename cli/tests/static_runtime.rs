@@ -29,6 +29,15 @@ const KNOWN_DIFFERENT: &[(&str, &[&str], &str)] = &[(
      cudaErrorInvalidConfiguration needs a GPU to learn",
 )];
 
+/// nvcc's arguments for the static build.
+fn static_args() -> Vec<&'static str> {
+    COMMON_ARGS
+        .iter()
+        .chain(&["-cudart", "static"])
+        .copied()
+        .collect()
+}
+
 fn run(env: &Env, bin: &std::path::Path, args: &[&str], rcud_args: &[&str]) -> Run {
     let mut cmd = std::process::Command::new(&env.rcud);
     cmd.env_remove("LD_PRELOAD")
@@ -75,11 +84,7 @@ fn every_program_with_the_static_runtime() {
     let Some(env) = setup("every_program_with_the_static_runtime") else {
         return;
     };
-    let static_args: Vec<&str> = COMMON_ARGS
-        .iter()
-        .chain(&["-cudart", "static"])
-        .copied()
-        .collect();
+    let static_args = static_args();
     for &(name, args, rcud_args) in PROGRAMS {
         if let Some((_, _, why)) = KNOWN_DIFFERENT
             .iter()
@@ -117,11 +122,7 @@ fn static_runtime_starts_without_an_nvidia_driver() {
     let Some(env) = setup("static_runtime_starts_without_an_nvidia_driver") else {
         return;
     };
-    let static_args: Vec<&str> = COMMON_ARGS
-        .iter()
-        .chain(&["-cudart", "static"])
-        .copied()
-        .collect();
+    let static_args = static_args();
     let bin = build_as(
         env,
         "device_query",

@@ -136,6 +136,17 @@ impl Runtime {
                 .ok_or(CudaError::INVALID_KERNEL_IMAGE)?;
             read_arg(i, dst);
         }
+        self.enqueue_launch(d, &kernel, config, params)
+    }
+
+    /// Queues a checked launch with its packed parameters.
+    fn enqueue_launch(
+        &'static self,
+        d: usize,
+        kernel: &RemoteKernel,
+        config: &LaunchConfig,
+        params: Vec<u8>,
+    ) -> Result<(), CudaError> {
         let req = req::LaunchKernel {
             function: kernel.function,
             grid: config.grid,
@@ -162,15 +173,7 @@ impl Runtime {
         let params = packed
             .get(..kernel.layout.total_size)
             .ok_or(CudaError::INVALID_VALUE)?;
-        let req = req::LaunchKernel {
-            function: kernel.function,
-            grid: config.grid,
-            block: config.block,
-            shared_mem: config.shared_mem as u32,
-            stream: config.stream,
-            params: Blob(params.to_vec()),
-        };
-        self.enqueue(d, &req, &[], Completion::Launch, 0)
+        self.enqueue_launch(d, &kernel, config, params.to_vec())
     }
 
     /// The launch configuration checks CUDA makes before a kernel is queued.

@@ -20,12 +20,18 @@ pub(crate) fn read_fatbin(wrapper: *const c_void) -> Result<Vec<u8>, String> {
     if data.is_null() {
         return Err("fat binary wrapper without data".into());
     }
-    // The wrapper gives no length: read container headers until the parser
-    // knows how long the containers are.
+    read_containers(data)
+}
+
+/// Reads the fat binary containers at `data`, which come without a length:
+/// container headers are read until the parser knows how long they are.
+/// `data` must point to a fat binary (nvcc's, or one a program passes to the
+/// driver).
+pub(crate) fn read_containers(data: *const u8) -> Result<Vec<u8>, String> {
     let mut want = 16;
     loop {
-        // SAFETY: `data` points to the fat binary nvcc embedded; the parser
-        // only asks for bytes announced by headers it has already read.
+        // SAFETY: `data` points to a fat binary; the parser only asks for
+        // bytes announced by headers it has already read.
         let prefix = unsafe { std::slice::from_raw_parts(data, want) };
         match rcud_fatbin::containers_len(prefix) {
             Ok(len) => {

@@ -32,23 +32,10 @@ fn image_bytes(image: *const c_void) -> Result<Vec<u8>, DriverError> {
         head.push(byte);
     }
     if head == rcud_fatbin::CONTAINER_MAGIC.to_le_bytes() {
-        let mut want = 16;
-        loop {
-            // SAFETY: the container headers announce the bytes that follow;
-            // only bytes announced by headers already read are asked for.
-            let prefix = unsafe { std::slice::from_raw_parts(data, want) };
-            match rcud_fatbin::containers_len(prefix) {
-                Ok(len) => {
-                    // SAFETY: as above; `len` covers exactly the containers.
-                    return Ok(unsafe { std::slice::from_raw_parts(data, len) }.to_vec());
-                }
-                Err(rcud_fatbin::FatbinError::NeedMore(n)) if n > want => want = n,
-                Err(e) => {
-                    eprintln!("rcud: cannot load module: {e}");
-                    return Err(DriverError::INVALID_IMAGE);
-                }
-            }
-        }
+        return crate::cudart::registration::read_containers(data).map_err(|e| {
+            eprintln!("rcud: cannot load module: {e}");
+            DriverError::INVALID_IMAGE
+        });
     }
     if head == b"\x7fELF" {
         // SAFETY: an ELF image starts with its 64-byte header.
