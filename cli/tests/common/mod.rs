@@ -280,22 +280,32 @@ fn compile(env: &Env, name: &str, out_name: &str, extra: &[&str]) -> Result<Path
     if let Some(dir) = &env.link_dir {
         cmd.arg(format!("-L{}", dir.display()));
     }
+    build_into(
+        cmd,
+        &tmp,
+        &out,
+        &format!("nvcc failed to compile {}", src.display()),
+    )?;
+    Ok(out)
+}
+
+/// Runs the build `cmd`, which writes `tmp`, and moves `tmp` to `out` when
+/// it succeeds, so a half-written output never looks built; on failure the
+/// error starts with `failed` and holds the command and its output.
+fn build_into(mut cmd: Command, tmp: &Path, out: &Path, failed: &str) -> Result<(), String> {
     let output = cmd
         .output()
-        .map_err(|e| format!("cannot run {}: {e}", env.nvcc.display()))?;
+        .map_err(|e| format!("cannot run {:?}: {e}", cmd.get_program()))?;
     if !output.status.success() {
-        let _ = fs::remove_file(&tmp);
+        let _ = fs::remove_file(tmp);
         return Err(format!(
-            "nvcc failed to compile {} ({}):\n{:?}\n{}{}",
-            src.display(),
+            "{failed} ({}):\n{cmd:?}\n{}{}",
             output.status,
-            cmd,
             String::from_utf8_lossy(&output.stdout),
             String::from_utf8_lossy(&output.stderr)
         ));
     }
-    fs::rename(&tmp, &out).map_err(|e| format!("{} -> {}: {e}", tmp.display(), out.display()))?;
-    Ok(out)
+    fs::rename(tmp, out).map_err(|e| format!("{} -> {}: {e}", tmp.display(), out.display()))
 }
 
 /// The outcome of one finished command.
@@ -638,20 +648,9 @@ fn build_cuda_stub() -> Result<PathBuf, String> {
     cmd.args(["-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o"])
         .arg(&tmp)
         .arg(&c_file);
-    let output = cmd
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", cc.to_string_lossy()))?;
+    let built = build_into(cmd, &tmp, &lib, "building the libcuda.so link stub failed");
     let _ = fs::remove_file(&c_file);
-    if !output.status.success() {
-        let _ = fs::remove_file(&tmp);
-        return Err(format!(
-            "building the libcuda.so link stub failed ({}):\n{cmd:?}\n{}{}",
-            output.status,
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        ));
-    }
-    fs::rename(&tmp, &lib).map_err(|e| format!("{} -> {}: {e}", tmp.display(), lib.display()))?;
+    built?;
     Ok(dir)
 }
 
@@ -705,19 +704,7 @@ fn nvcc_compile(
     let tmp = out_dir.join(format!(".{out_name}.{}.tmp", std::process::id()));
     let mut cmd = Command::new(&env.nvcc);
     cmd.args(args).arg("-o").arg(&tmp).args(sources);
-    let output = cmd
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", env.nvcc.display()))?;
-    if !output.status.success() {
-        let _ = fs::remove_file(&tmp);
-        return Err(format!(
-            "nvcc failed to build {out_name} ({}):\n{cmd:?}\n{}{}",
-            output.status,
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        ));
-    }
-    fs::rename(&tmp, &out).map_err(|e| format!("{} -> {}: {e}", tmp.display(), out.display()))?;
+    build_into(cmd, &tmp, &out, &format!("nvcc failed to build {out_name}"))?;
     Ok(out)
 }
 
