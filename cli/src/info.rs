@@ -19,7 +19,14 @@ pub(crate) fn info(args: InfoArgs) -> Result<ExitCode, Box<dyn std::error::Error
     let (servers, _embedded) = match args.server {
         Some(s) => (s, None),
         None => {
-            let handle = crate::run::embedded_server(BackendKind::Auto, &EmuSettings::default())?;
+            let token = crate::run::LocalToken::generate()?;
+            token.export_here();
+            let handle = crate::run::embedded_server(
+                BackendKind::Auto,
+                &EmuSettings::default(),
+                &token,
+                None,
+            )?;
             (handle.addr().to_string(), Some(handle))
         }
     };

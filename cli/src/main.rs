@@ -3,7 +3,9 @@
 #![deny(unsafe_code)]
 
 mod bench;
+mod fabric;
 mod info;
+mod qos;
 mod run;
 
 use std::process::ExitCode;
@@ -26,6 +28,10 @@ enum Command {
     Info(info::InfoArgs),
     /// Measure bandwidth and latency, next to the raw transport.
     Bench(bench::BenchArgs),
+    /// Arbitration tables: simulate management models and the VL arbiter, plan OpenSM settings.
+    Qos(qos::QosArgs),
+    /// InfiniBand routes: up*/down*, FERa/PIRa tables, reconfiguration plans.
+    Fabric(fabric::FabricArgs),
 }
 
 fn main() -> ExitCode {
@@ -41,6 +47,8 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(args),
         Command::Info(args) => info::info(args),
         Command::Bench(args) => bench::bench(args),
+        Command::Qos(args) => qos::qos(args),
+        Command::Fabric(args) => fabric::fabric(args),
     };
     match result {
         Ok(code) => code,

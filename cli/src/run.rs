@@ -3,9 +3,13 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
+use std::sync::Arc;
 
 use rcud_server::backend::{BackendKind, EmuSettings};
+use rcud_server::gate::Policy;
+use rcud_server::tenants::Tenants;
 use rcud_server::{select_backend, Server, ServerHandle};
+use rcud_transport::tls::ServerTls;
 use thiserror::Error;
 
 /// Arguments of `rcud run`.
@@ -36,6 +40,10 @@ pub(crate) struct RunArgs {
     /// The rcud CUDA runtime library to use (default: next to this executable).
     #[arg(long, env = "RCUD_LIBRARY")]
     library: Option<PathBuf>,
+    /// A file holding `tenant:secret`, the credentials for `--server`
+    /// (sets RCUD_TOKEN_FILE for the program).
+    #[arg(long, requires = "server")]
+    token_file: Option<PathBuf>,
     /// The program and its arguments.
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     program: Vec<OsString>,
@@ -74,7 +82,7 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode, Box<dyn std::error::Error>>
     let library = library.canonicalize()?;
 
     // Keep the embedded server alive until the program has exited.
-    let (servers, _embedded): (String, Option<ServerHandle>) = match args.server {
+    let (servers, embedded): (String, Option<(ServerHandle, LocalToken)>) = match args.server {
         Some(s) => (s, None),
         None => {
             let emu = EmuSettings {
@@ -82,8 +90,9 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode, Box<dyn std::error::Error>>
                 memory: args.emu_memory.as_u64(),
                 kernel_timeout: std::time::Duration::from_secs(args.kernel_timeout),
             };
-            let handle = embedded_server(args.backend, &emu)?;
-            (handle.addr().to_string(), Some(handle))
+            let token = LocalToken::generate()?;
+            let handle = embedded_server(args.backend, &emu, &token, None)?;
+            (handle.addr().to_string(), Some((handle, token)))
         }
     };
 
@@ -118,6 +127,19 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode, Box<dyn std::error::Error>>
     if std::env::var_os("CUPY_COMPILE_WITH_PTX").is_none() {
         cmd.env("CUPY_COMPILE_WITH_PTX", "1");
     }
+    match (&embedded, &args.token_file) {
+        // The embedded server admits this program only: it knows the token.
+        (Some((_, token)), _) => {
+            cmd.env("RCUD_TOKEN", token.as_env())
+                .env_remove("RCUD_TOKEN_FILE")
+                .env_remove("RCUD_TLS_CA")
+                .env_remove("RCUD_TLS_PIN");
+        }
+        (None, Some(file)) => {
+            cmd.env("RCUD_TOKEN_FILE", file);
+        }
+        (None, None) => {}
+    }
     tracing::debug!(?cmd, "starting program");
     let status = cmd.status().map_err(|source| RunError::Spawn {
         program: program.to_string_lossy().into_owned(),
@@ -133,14 +155,61 @@ pub(crate) fn default_library() -> Result<PathBuf, std::io::Error> {
     Ok(dir.join(LIBRARY_FILE))
 }
 
-/// A server on a free loopback port, running on background threads.
+/// The one-time credentials of an embedded server: a tenant whose random
+/// secret only the programs `rcud` starts are given, so that other users of
+/// the machine cannot use the server on its loopback port.
+pub(crate) struct LocalToken {
+    secret: String,
+}
+
+/// The embedded server's one tenant.
+const LOCAL_TENANT: &str = "local";
+
+impl LocalToken {
+    pub(crate) fn generate() -> Result<Self, RunError> {
+        let mut raw = [0u8; 32];
+        getrandom::fill(&mut raw).map_err(|e| RunError::Server(format!("random source: {e}")))?;
+        Ok(Self {
+            secret: raw.iter().map(|b| format!("{b:02x}")).collect(),
+        })
+    }
+
+    /// The value of `RCUD_TOKEN` that proves it.
+    pub(crate) fn as_env(&self) -> String {
+        format!("{LOCAL_TENANT}:{}", self.secret)
+    }
+
+    /// Makes this process's own client use the token. Call before any
+    /// thread is started: it changes the environment.
+    pub(crate) fn export_here(&self) {
+        std::env::set_var("RCUD_TOKEN", self.as_env());
+        std::env::remove_var("RCUD_TOKEN_FILE");
+        std::env::remove_var("RCUD_TLS_CA");
+        std::env::remove_var("RCUD_TLS_PIN");
+    }
+}
+
+/// A server on a free loopback port, running on background threads, that
+/// admits the holders of `token` only, over TLS with `tls`.
 pub(crate) fn embedded_server(
     backend: BackendKind,
     emu: &EmuSettings,
+    token: &LocalToken,
+    tls: Option<ServerTls>,
 ) -> Result<ServerHandle, RunError> {
+    let tenants = Tenants::single(LOCAL_TENANT, token.secret.as_bytes())
+        .map_err(|e| RunError::Server(e.to_string()))?;
     let backend = select_backend(backend, emu).map_err(|e| RunError::Server(e.to_string()))?;
-    let server =
-        Server::bind("127.0.0.1:0", backend).map_err(|e| RunError::Server(e.to_string()))?;
+    let server = Server::bind("127.0.0.1:0", backend)
+        .map_err(|e| RunError::Server(e.to_string()))?
+        .with_policy(Policy {
+            tenants: Some(Arc::new(tenants)),
+            ..Policy::default()
+        });
+    let server = match tls {
+        Some(tls) => server.with_tls(tls),
+        None => server,
+    };
     server.spawn().map_err(|e| RunError::Server(e.to_string()))
 }
 

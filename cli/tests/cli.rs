@@ -213,7 +213,7 @@ fn bench_bandwidth_covers_memory_kinds_and_transports_in_csv() {
     assert_eq!(
         lines.next(),
         Some(
-            "transport,memory,direction,bytes,gb_per_s,raw_gb_per_s,ratio,memcpy_gb_per_s,memcpy_ratio"
+            "transport,memory,direction,bytes,gb_per_s,raw_gb_per_s,ratio,memcpy_gb_per_s,memcpy_ratio,of_plain"
         )
     );
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
@@ -232,10 +232,36 @@ fn bench_bandwidth_covers_memory_kinds_and_transports_in_csv() {
     );
     for r in &rows {
         assert_eq!((r[2], r[3]), ("h2d", "262144"), "{r:?}");
-        for field in &r[4..] {
+        for field in &r[4..9] {
             assert!(field.parse::<f64>().unwrap() > 0.0, "{r:?}");
         }
+        assert_eq!(r[9], "", "only TLS rows compare with plain TCP: {r:?}");
     }
+}
+
+#[test]
+fn bench_bandwidth_measures_tls_beside_plain_tcp() {
+    let rows = bench_json(&[
+        "bandwidth",
+        "--tls",
+        "--direction",
+        "d2h",
+        "--sizes",
+        "1MB",
+        "--min-ms",
+        "10",
+    ]);
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[0]["transport"], "tcp");
+    assert!(rows[0]["of_plain"].is_null(), "{}", rows[0]);
+    assert_eq!(rows[1]["transport"], "tcp+tls");
+    let ratio = rows[1]["of_plain"].as_f64().unwrap();
+    let expected = rows[1]["gb_per_s"].as_f64().unwrap() / rows[0]["gb_per_s"].as_f64().unwrap();
+    assert!(
+        (ratio - expected).abs() < 1e-9 && ratio > 0.0,
+        "{}",
+        rows[1]
+    );
 }
 
 #[test]

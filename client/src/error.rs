@@ -30,6 +30,14 @@ pub enum ClientError {
         /// The transport's error.
         source: rcud_transport::TransportError,
     },
+    /// Authentication or TLS failed, or their settings are wrong.
+    #[error("rcud server {server}: {message}")]
+    Security {
+        /// The server address.
+        server: String,
+        /// What went wrong.
+        message: String,
+    },
     /// The server sent something this client does not understand.
     #[error("rcud server {server} broke the protocol: {message}")]
     Protocol {

@@ -14,7 +14,9 @@ pub mod error;
 pub mod hostmem;
 pub mod modules;
 pub mod runtime;
+pub mod security;
 pub mod session;
 
 pub use error::ClientError;
 pub use runtime::{MemcpyKind, Runtime};
+pub use security::Security;

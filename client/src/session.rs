@@ -1,18 +1,18 @@
 //! A session: one connection to one rcud server, optionally attached to one GPU.
 
 use std::cell::Cell;
-use std::io::{Read, Write};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rcud_proto::codec::Writer;
 use rcud_proto::frame::{FrameHeader, FrameKind};
-use rcud_proto::handshake::{self, ClientHello, ServerHello};
+use rcud_proto::handshake::{self, ClientHello, HandshakeError, ServerHello};
 use rcud_proto::ops::{self, Bulk, Failure, Op};
 use rcud_transport::bootstrap::{self, TransportKind};
+use rcud_transport::deadline::Deadline;
 use rcud_transport::tcp::connect_stream;
 use rcud_transport::{Channel, TcpOptions};
 
-use crate::ClientError;
+use crate::{ClientError, Security};
 
 /// How long a server may take to answer the hello.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -183,50 +183,85 @@ impl Session {
         Self::connect_with(server, client_name, TransportKind::Tcp)
     }
 
-    /// Connects to `server`, performs the handshake on TCP, then moves the
-    /// connection to the transport module `kind`.
+    /// Connects to `server`, performs the handshake on TCP with the
+    /// credentials and TLS settings of the environment ([`Security`]), then
+    /// moves the connection to the transport module `kind`.
     pub fn connect_with(
         server: &str,
         client_name: &str,
         kind: TransportKind,
+    ) -> Result<Self, ClientError> {
+        let security = Security::from_env().map_err(|message| ClientError::Security {
+            server: server.to_string(),
+            message,
+        })?;
+        Self::connect_secured(server, client_name, kind, security)
+    }
+
+    /// [`Session::connect_with`] with explicit credentials and TLS settings.
+    pub fn connect_secured(
+        server: &str,
+        client_name: &str,
+        kind: TransportKind,
+        security: &Security,
     ) -> Result<Self, ClientError> {
         let opts = TcpOptions::default();
         let connect_err = |source| ClientError::Connect {
             server: server.to_string(),
             source,
         };
-        let mut stream = connect_stream(server, &opts).map_err(connect_err)?;
-        // Something that is not an rcud server may never answer a hello.
-        stream
-            .set_read_timeout(Some(HANDSHAKE_TIMEOUT))
-            .map_err(connect_err)?;
-        let hello = ClientHello::new(client_name).with_transport(kind.code());
-        stream
-            .write_all(&handshake::encode_hello(&hello))
-            .map_err(connect_err)?;
-        let mut prefix = [0u8; 4];
-        stream.read_exact(&mut prefix).map_err(connect_err)?;
-        let protocol = |message: String| ClientError::Protocol {
+        let security_err = |message: String| ClientError::Security {
             server: server.to_string(),
             message,
         };
-        let len = handshake::hello_len(prefix).map_err(|e| protocol(e.to_string()))?;
-        let mut body = vec![0u8; len];
-        stream.read_exact(&mut body).map_err(connect_err)?;
-        let hello: ServerHello =
-            handshake::decode_hello(&body).map_err(|e| protocol(e.to_string()))?;
-        if !hello.accepted {
-            return Err(ClientError::Refused {
-                server: server.to_string(),
-                message: hello.message,
-            });
+        let mut stream = connect_stream(server, &opts).map_err(connect_err)?;
+        let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
+        let mut hello = ClientHello::new(client_name).with_transport(kind.code());
+        hello.tls = security.tls.is_some();
+        if let Some(c) = &security.credentials {
+            hello.tenant = c.tenant.clone();
         }
-        let chan = bootstrap::establish(stream, kind, bootstrap::Role::Client, &opts).map_err(
-            |source| ClientError::Transport {
+        getrandom::fill(&mut hello.nonce)
+            .map_err(|e| connect_err(std::io::Error::other(format!("random source: {e}"))))?;
+        // Something that is not an rcud server may never answer a hello.
+        let authenticated = {
+            let mut io = Deadline::until(&mut stream, deadline);
+            handshake::client_exchange(&mut io, &hello, security.credentials.as_ref())
+        };
+        let authenticated = authenticated.map_err(|e| match e {
+            HandshakeError::Io(source) => connect_err(source),
+            HandshakeError::Malformed(e) => ClientError::Protocol {
                 server: server.to_string(),
-                source,
+                message: e.to_string(),
             },
-        )?;
+            HandshakeError::Refused(message) => ClientError::Refused {
+                server: server.to_string(),
+                message,
+            },
+            other => security_err(other.to_string()),
+        })?;
+        let transport_err = |source| ClientError::Transport {
+            server: server.to_string(),
+            source,
+        };
+        // The RDMA set-up is bounded by the handshake's timeout too.
+        stream
+            .set_read_timeout(Some(HANDSHAKE_TIMEOUT))
+            .map_err(connect_err)?;
+        let chan = match &security.tls {
+            Some(tls) => {
+                let mut link = tls
+                    .connect(stream, server, Instant::now() + HANDSHAKE_TIMEOUT)
+                    .map_err(|e| security_err(e.to_string()))?;
+                let exporter = link.exporter().map_err(|e| security_err(e.to_string()))?;
+                handshake::client_bind(&mut link, &authenticated.session_key, &exporter)
+                    .map_err(|e| security_err(e.to_string()))?;
+                bootstrap::establish(link, kind, bootstrap::Role::Client, &opts)
+            }
+            None => bootstrap::establish(stream, kind, bootstrap::Role::Client, &opts),
+        }
+        .map_err(transport_err)?;
+        let hello = authenticated.hello;
         Ok(Self {
             chan,
             server: server.to_string(),

@@ -12,7 +12,7 @@ use rcud_client::config::ServerEntry;
 use rcud_client::session::Session;
 use rcud_client::Runtime;
 use rcud_proto::frame::{FrameHeader, FrameKind, MAX_BODY};
-use rcud_proto::handshake::{encode_hello, ClientHello};
+use rcud_proto::handshake::{client_exchange, encode_hello, ClientHello};
 use rcud_proto::ops::{req, Failure, Op};
 use rcud_proto::CudaError;
 use rcud_server::backend::{BackendKind, EmuSettings};
@@ -64,12 +64,7 @@ fn closed_by_server(stream: &mut TcpStream) -> bool {
 /// A connection that has completed a valid handshake.
 fn raw_session(addr: SocketAddr) -> TcpStream {
     let mut s = TcpStream::connect(addr).unwrap();
-    s.write_all(&encode_hello(&ClientHello::new("raw")))
-        .unwrap();
-    let mut prefix = [0u8; 4];
-    s.read_exact(&mut prefix).unwrap();
-    let mut body = vec![0u8; u32::from_le_bytes(prefix) as usize];
-    s.read_exact(&mut body).unwrap();
+    client_exchange(&mut s, &ClientHello::new("raw"), None).unwrap();
     s
 }
 
@@ -393,7 +388,10 @@ fn several_gpus_and_unified_addressing() {
 
 #[test]
 fn the_per_client_memory_limit_is_enforced() {
-    use rcud_server::agent::{self, Agent};
+    use rcud_server::agent::Agent;
+    use rcud_server::gate;
+    use rcud_server::peer::InstanceId;
+    use rcud_server::tenants::ResourceLimits;
     use rcud_transport::{TcpChannel, TcpOptions};
 
     let emu = EmuSettings::default();
@@ -401,11 +399,24 @@ fn the_per_client_memory_limit_is_enforced() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let agent = thread::spawn(move || {
-        let (mut stream, _) = listener.accept().unwrap();
-        agent::handshake(&mut stream, backend.as_ref()).unwrap();
+        let (mut stream, peer) = listener.accept().unwrap();
+        let policy = gate::Policy::default();
+        gate::admit(
+            &mut stream,
+            peer.ip(),
+            &policy,
+            backend.as_ref(),
+            InstanceId::NONE,
+            |_| Ok(()),
+        )
+        .unwrap();
         let chan = TcpChannel::from_stream(stream, &TcpOptions::default()).unwrap();
+        let limits = ResourceLimits {
+            memory: Some(1 << 20),
+            ..ResourceLimits::default()
+        };
         Agent::new(backend, Box::new(chan))
-            .with_memory_limit(Some(1 << 20))
+            .with_resource_limits(limits)
             .run()
     });
     let mut s = session(addr);

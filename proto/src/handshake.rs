@@ -1,19 +1,39 @@
-//! The versioned handshake that opens every connection.
+//! The versioned handshake that opens every connection, and the
+//! challenge–response that authenticates it.
 //!
-//! The client sends [`ClientHello`]; the server answers with [`ServerHello`] and
-//! either keeps the connection (same major version) or closes it. Both messages
-//! are length-prefixed so that a peer speaking something else entirely is
-//! rejected after a few bytes.
+//! 1. The client sends [`ClientHello`] (its tenant, a random nonce, whether
+//!    it will speak TLS).
+//! 2. The server answers with [`ServerHello`]: refused (with a message, then
+//!    it closes) or go on, with a nonce of its own.
+//! 3. The client sends [`ClientProof`]: an HMAC of both nonces under its
+//!    tenant's secret ([`crate::auth`]).
+//! 4. The server answers with [`Verdict`]: refused, or accepted with its own
+//!    proof, which the client checks (the server authenticates too).
+//! 5. With TLS, both ends now run a TLS handshake on the same socket, and the
+//!    client sends [`ClientProof`] again, this time binding the TLS session
+//!    to the session key ([`crate::auth::binding_proof`]); the server answers
+//!    with a [`Verdict`].
+//!
+//! A server without tenants runs the same steps with empty proofs. Every
+//! message is length-prefixed so that a peer speaking something else is
+//! rejected after a few bytes. [`client_exchange`] runs the client's side
+//! over any byte stream.
 
+use std::io::{Read, Write};
+
+use crate::auth::{self, Credentials, Role, PROOF_LEN};
 use crate::codec::{DecodeError, Wire};
 
 /// Magic bytes at the start of a client hello.
 pub const MAGIC: [u8; 4] = *b"RCUD";
 /// Protocol version spoken by this build. The major part must match.
-/// 3: the RDMA modules set up through the agent's offer and RDMA CM.
-pub const PROTOCOL_VERSION: u16 = 3;
+/// 4: tenants, challenge–response authentication and TLS.
+pub const PROTOCOL_VERSION: u16 = 4;
 /// Largest hello accepted, so garbage cannot make the server wait for megabytes.
 pub const MAX_HELLO: u32 = 4096;
+/// First byte of a TLS record carrying a handshake: what a TLS client sends
+/// first, never the first byte of a hello's length.
+pub const TLS_HANDSHAKE_RECORD: u8 = 0x16;
 
 crate::wire_struct! {
     /// First message from the client.
@@ -27,6 +47,12 @@ crate::wire_struct! {
         pub client: String,
         /// Transport module for the rest of the connection (0 TCP, 1 CSR).
         pub transport: u8,
+        /// The tenant the client authenticates as; empty without credentials.
+        pub tenant: String,
+        /// The client's random challenge.
+        pub nonce: [u8; PROOF_LEN],
+        /// Whether the client runs TLS once authenticated.
+        pub tls: bool,
     }
 }
 
@@ -36,8 +62,8 @@ crate::wire_struct! {
     pub struct ServerHello {
         /// [`PROTOCOL_VERSION`] of the server.
         pub version: u16,
-        /// Whether the server accepted the client; if not, `message` says why
-        /// and the server closes the connection.
+        /// Whether the server goes on with the client; if not, `message` says
+        /// why and the server closes the connection.
         pub accepted: bool,
         /// Number of GPUs the server exposes.
         pub gpu_count: u32,
@@ -52,6 +78,34 @@ crate::wire_struct! {
         pub instance: [u8; 16],
         /// Why the hello was refused, or a greeting.
         pub message: String,
+        /// Whether the server checks proofs (it has tenants).
+        pub auth: bool,
+        /// The server's random challenge.
+        pub nonce: [u8; PROOF_LEN],
+    }
+}
+
+crate::wire_struct! {
+    /// The client's proof of its secret (step 3), or of its TLS session
+    /// (step 5). All zeros without credentials.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct ClientProof {
+        /// An HMAC (see [`crate::auth`]).
+        pub proof: [u8; PROOF_LEN],
+    }
+}
+
+crate::wire_struct! {
+    /// The server's decision on a proof.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Verdict {
+        /// Whether the client may go on; if not, the server closes.
+        pub accepted: bool,
+        /// Why not, or a greeting.
+        pub message: String,
+        /// The server's proof of the tenant's secret (step 4, when accepted
+        /// and the server has tenants); zeros otherwise.
+        pub proof: [u8; PROOF_LEN],
     }
 }
 
@@ -63,6 +117,9 @@ impl ClientHello {
             version: PROTOCOL_VERSION,
             client: client.into(),
             transport: 0,
+            tenant: String::new(),
+            nonce: [0; PROOF_LEN],
+            tls: false,
         }
     }
 
@@ -114,6 +171,113 @@ pub fn decode_hello<T: Wire>(body: &[u8]) -> Result<T, DecodeError> {
     crate::codec::from_slice(body)
 }
 
+/// Writes one length-prefixed handshake message.
+pub fn write_message<S: Write, T: Wire>(stream: &mut S, msg: &T) -> std::io::Result<()> {
+    stream.write_all(&encode_hello(msg))?;
+    stream.flush()
+}
+
+/// Reads one length-prefixed handshake message.
+pub fn read_message<S: Read, T: Wire>(stream: &mut S) -> Result<T, HandshakeError> {
+    let mut prefix = [0u8; 4];
+    stream.read_exact(&mut prefix)?;
+    let len = hello_len(prefix)?;
+    let mut body = vec![0u8; len];
+    stream.read_exact(&mut body)?;
+    Ok(decode_hello(&body)?)
+}
+
+/// Why a handshake did not complete.
+#[derive(Debug, thiserror::Error)]
+pub enum HandshakeError {
+    /// The connection failed or closed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// The peer sent something that is not a handshake message.
+    #[error("malformed handshake message: {0}")]
+    Malformed(#[from] DecodeError),
+    /// The server refused the client, and said why.
+    #[error("{0}")]
+    Refused(String),
+    /// The server could not prove it knows the tenant's secret.
+    #[error("the server could not prove it knows the secret of tenant `{0}`: not the server you meant, or its tenant file has another secret")]
+    ServerNotAuthenticated(String),
+    /// The server wants proofs and the client has no credentials.
+    #[error("the server requires authentication: give a token file (`tenant:secret`) with RCUD_TOKEN_FILE or `rcud run --token-file`")]
+    CredentialsRequired,
+}
+
+/// What the client knows once the challenge–response succeeded.
+#[derive(Debug, Clone)]
+pub struct Authenticated {
+    /// The server's hello.
+    pub hello: ServerHello,
+    /// The key that binds a TLS session to this authentication.
+    pub session_key: [u8; PROOF_LEN],
+}
+
+/// The client's side of steps 1 to 4 over `stream`. `hello` carries the
+/// client's random nonce and, with credentials, their tenant.
+pub fn client_exchange<S: Read + Write>(
+    stream: &mut S,
+    hello: &ClientHello,
+    credentials: Option<&Credentials>,
+) -> Result<Authenticated, HandshakeError> {
+    write_message(stream, hello)?;
+    let server: ServerHello = read_message(stream)?;
+    if !server.accepted {
+        return Err(HandshakeError::Refused(server.message));
+    }
+    if server.auth && credentials.is_none() {
+        return Err(HandshakeError::CredentialsRequired);
+    }
+    let secret = credentials.map(|c| c.secret.as_slice()).unwrap_or_default();
+    let tenant = hello.tenant.as_str();
+    let proof = if server.auth {
+        auth::proof(secret, Role::Client, tenant, &hello.nonce, &server.nonce)
+    } else {
+        [0; PROOF_LEN]
+    };
+    write_message(stream, &ClientProof { proof })?;
+    let verdict: Verdict = read_message(stream)?;
+    if !verdict.accepted {
+        return Err(HandshakeError::Refused(verdict.message));
+    }
+    if server.auth
+        && !auth::verify_proof(
+            secret,
+            Role::Server,
+            tenant,
+            &hello.nonce,
+            &server.nonce,
+            &verdict.proof,
+        )
+    {
+        return Err(HandshakeError::ServerNotAuthenticated(tenant.into()));
+    }
+    let session_key = auth::session_key(secret, tenant, &hello.nonce, &server.nonce);
+    Ok(Authenticated {
+        hello: server,
+        session_key,
+    })
+}
+
+/// The client's side of step 5, on the TLS stream: proves that this TLS
+/// session (its `exporter` value) belongs to the authenticated client.
+pub fn client_bind<S: Read + Write>(
+    stream: &mut S,
+    session_key: &[u8; PROOF_LEN],
+    exporter: &[u8],
+) -> Result<(), HandshakeError> {
+    let proof = auth::binding_proof(session_key, exporter);
+    write_message(stream, &ClientProof { proof })?;
+    let verdict: Verdict = read_message(stream)?;
+    if !verdict.accepted {
+        return Err(HandshakeError::Refused(verdict.message));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,6 +308,8 @@ mod tests {
             backend: "emu".into(),
             instance: *b"0123456789abcdef",
             message: "welcome".into(),
+            auth: true,
+            nonce: [9; PROOF_LEN],
         };
         let framed = encode_hello(&reply);
         let len = hello_len(framed[..4].try_into().unwrap()).unwrap();

@@ -4,10 +4,12 @@
 //! frames ([`frame`]): a fixed header, a small encoded body, and optionally a bulk
 //! payload (the bytes of a memory copy) that the transport streams in chunks.
 //! Each CUDA operation is one request and one reply, declared once in [`ops`].
-//! Nothing here performs I/O.
+//! Nothing here opens a socket: the handshake's client side runs over any
+//! byte stream it is given.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod auth;
 pub mod codec;
 pub mod cuda_error;
 pub mod device;

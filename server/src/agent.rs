@@ -1,6 +1,7 @@
 //! The agent: serves one client connection.
 //!
-//! It performs the handshake, then reads requests one at a time, validates them
+//! Once the [gate](crate::gate) has admitted its client, it reads requests one
+//! at a time, validates them
 //! (framing, operation id, payload length, device ranges against the client's
 //! own allocations), runs them on the backend and replies. A malformed request
 //! ends the connection; an invalid but well-formed one gets a CUDA error reply.
@@ -9,28 +10,23 @@
 //! the server meets the agent of the other GPU on the server host
 //! ([`crate::peer`]).
 
-use std::io::{Read, Write};
 use std::sync::Arc;
 use std::time::Duration;
 
 use rcud_proto::codec::Blob;
 use rcud_proto::codec::Wire;
 use rcud_proto::frame::{FrameHeader, FrameKind};
-use rcud_proto::handshake::{self, ClientHello, ServerHello, PROTOCOL_VERSION};
 use rcud_proto::ops::{self, rep, Failure, Request};
 use rcud_proto::CudaError;
-use rcud_transport::bootstrap::TransportKind;
 use rcud_transport::{Channel, TransportError};
 use thiserror::Error;
 
 use crate::backend::{Backend, CopyError, DeviceContext, HostSource, KernelLaunch};
 use crate::peer::{self, InstanceId, PeerPort};
+use crate::tenants::ResourceLimits;
 
 /// Largest fat binary a client may ship.
 pub const MAX_MODULE: u64 = 256 << 20;
-
-/// How long a new connection may take to say hello.
-pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Why an agent stopped serving its connection.
 #[derive(Debug, Error)]
@@ -41,60 +37,6 @@ pub enum AgentError {
     /// The peer broke the protocol; the connection was closed.
     #[error("protocol violation: {0}")]
     Protocol(String),
-}
-
-/// Reads the client's hello from a raw stream and answers it. Returns the
-/// hello when it was accepted. The agent belongs to no server instance: it
-/// offers no copies between GPUs (see [`handshake_for`]).
-pub fn handshake<S: Read + Write>(
-    stream: &mut S,
-    backend: &dyn Backend,
-) -> Result<ClientHello, AgentError> {
-    handshake_for(stream, backend, InstanceId::NONE)
-}
-
-/// [`handshake`] for an agent of server `instance`, which the hello names.
-pub fn handshake_for<S: Read + Write>(
-    stream: &mut S,
-    backend: &dyn Backend,
-    instance: InstanceId,
-) -> Result<ClientHello, AgentError> {
-    let mut prefix = [0u8; 4];
-    read_exact(stream, &mut prefix)?;
-    let len = handshake::hello_len(prefix).map_err(|e| AgentError::Protocol(e.to_string()))?;
-    let mut body = vec![0u8; len];
-    read_exact(stream, &mut body)?;
-    let hello: ClientHello =
-        handshake::decode_hello(&body).map_err(|e| AgentError::Protocol(format!("hello: {e}")))?;
-    let verdict = hello.validate().and_then(|()| {
-        TransportKind::from_code(hello.transport)
-            .map(|_| ())
-            .ok_or_else(|| format!("unknown transport code {}", hello.transport))
-    });
-    let reply = ServerHello {
-        version: PROTOCOL_VERSION,
-        accepted: verdict.is_ok(),
-        gpu_count: backend.gpu_count(),
-        driver_version: backend.driver_version(),
-        backend: backend.name().into(),
-        instance: instance.0,
-        message: match &verdict {
-            Ok(()) => "welcome".into(),
-            Err(why) => why.clone(),
-        },
-    };
-    stream
-        .write_all(&handshake::encode_hello(&reply))
-        .map_err(|e| AgentError::Transport(e.into()))?;
-    verdict.map_err(AgentError::Protocol)?;
-    Ok(hello)
-}
-
-fn read_exact<S: Read>(stream: &mut S, buf: &mut [u8]) -> Result<(), AgentError> {
-    stream.read_exact(buf).map_err(|e| match e.kind() {
-        std::io::ErrorKind::UnexpectedEof => TransportError::Closed.into(),
-        _ => TransportError::Io(e).into(),
-    })
 }
 
 /// Serves one connection after a successful handshake.
@@ -108,8 +50,18 @@ pub struct Agent {
     body: Vec<u8>,
     /// Origin of event timestamps.
     epoch: std::time::Instant,
-    /// Most device memory this client may hold (`--client-memory`).
-    memory_limit: Option<u64>,
+    /// What this client may hold (its tenant's limits).
+    limits: ResourceLimits,
+    /// What it holds of what the limits count.
+    allocations: u64,
+    modules: u32,
+    functions: u32,
+    module_memory: u64,
+    /// Whose cached device code this client may load by hash alone: its
+    /// tenant's, or only its own connection's.
+    owner: String,
+    /// Most time one copy or memset of many rows may take.
+    op_timeout: Duration,
     /// The server instance this agent belongs to (peer copies).
     instance: InstanceId,
     /// Where sources of peer copies to this client's GPU connect, once opened.
@@ -128,7 +80,13 @@ impl Agent {
             sticky: None,
             body: Vec::with_capacity(256),
             epoch: std::time::Instant::now(),
-            memory_limit: None,
+            limits: ResourceLimits::default(),
+            allocations: 0,
+            modules: 0,
+            functions: 0,
+            module_memory: 0,
+            owner: next_connection_owner(),
+            op_timeout: crate::isolation::DEFAULT_OP_TIMEOUT,
             instance: InstanceId::NONE,
             peer_port: None,
             peer_ticket: None,
@@ -141,25 +99,95 @@ impl Agent {
         self
     }
 
-    /// Limits the device memory the client may hold; allocations beyond it
-    /// fail with `cudaErrorMemoryAllocation` and a message.
-    pub fn with_memory_limit(mut self, limit: Option<u64>) -> Self {
-        self.memory_limit = limit;
+    /// Limits what the client may hold: device memory (allocations beyond
+    /// it fail with `cudaErrorMemoryAllocation` and a message, and
+    /// `cudaMemGetInfo` shows it as the device's size), allocations, modules
+    /// and functions.
+    pub fn with_resource_limits(mut self, limits: ResourceLimits) -> Self {
+        self.limits = limits;
         self
     }
 
-    /// Fails when `more` bytes would take the client past its memory limit.
-    fn check_memory_limit(&self, more: u64) -> Result<(), Failure> {
-        let (Some(limit), Some(ctx)) = (self.memory_limit, self.ctx.as_deref()) else {
+    /// Lets the client load by hash alone the device code that `owner` (its
+    /// tenant) shipped before, on this or another connection.
+    pub fn with_owner(mut self, owner: impl Into<String>) -> Self {
+        self.owner = owner.into();
+        self
+    }
+
+    /// Bounds the time of one copy or memset of many rows.
+    pub fn with_op_timeout(mut self, timeout: Duration) -> Self {
+        self.op_timeout = timeout;
+        self
+    }
+
+    /// Fails when `more` bytes would take the client past its memory limit,
+    /// or one more allocation past its count.
+    fn check_allocation(&self, more: u64) -> Result<(), Failure> {
+        if self.allocations >= self.limits.allocations {
+            return Err(Failure::new(
+                CudaError::MEMORY_ALLOCATION,
+                format!(
+                    "this client's limit of {} allocations is reached (tenant option max_allocations)",
+                    self.limits.allocations
+                ),
+            ));
+        }
+        let (Some(limit), Some(ctx)) = (self.limits.memory, self.ctx.as_deref()) else {
             return Ok(());
         };
         if ctx.memory_held().saturating_add(more) > limit {
             return Err(Failure::new(
                 CudaError::MEMORY_ALLOCATION,
-                format!("this client's device memory limit of {limit} bytes would be exceeded (server option --client-memory)"),
+                format!("this client's device memory limit of {limit} bytes would be exceeded (tenant option memory, server option --client-memory)"),
             ));
         }
         Ok(())
+    }
+
+    /// Loads a module within the client's module limits.
+    fn load_module(&mut self, hash: [u8; 32], image: Option<Vec<u8>>) -> Result<u32, Failure> {
+        if self.modules >= self.limits.modules {
+            return Err(Failure::new(
+                CudaError::MEMORY_ALLOCATION,
+                format!(
+                    "this client's limit of {} modules is reached (tenant option max_modules)",
+                    self.limits.modules
+                ),
+            ));
+        }
+        let owner = self.owner.clone();
+        let ctx = self.ctx_mut()?;
+        let (module, cost) = ctx.load_module(&owner, hash, image)?;
+        let total = self.module_memory.saturating_add(cost);
+        if total > self.limits.module_memory {
+            // The module stays loaded but unreachable until the context is
+            // reset; its cost is counted, so the next load fails too.
+            self.module_memory = total;
+            return Err(Failure::new(
+                CudaError::MEMORY_ALLOCATION,
+                format!(
+                    "this client's parsed device code would exceed its limit of {} bytes (tenant option module_memory)",
+                    self.limits.module_memory
+                ),
+            ));
+        }
+        self.module_memory = total;
+        self.modules += 1;
+        Ok(module)
+    }
+
+    /// Free and total memory as this client sees them: its own budget when
+    /// it has one, never what other clients use of the device beyond it.
+    fn mem_info(&self, ctx: &dyn DeviceContext) -> (u64, u64) {
+        let (free, total) = ctx.mem_info();
+        match self.limits.memory {
+            Some(limit) if limit < total => {
+                let own = limit.saturating_sub(ctx.memory_held());
+                (own.min(free), limit)
+            }
+            _ => (free, total),
+        }
     }
 
     /// Serves requests until the client disconnects (`Ok`) or fails.
@@ -233,7 +261,7 @@ impl Agent {
             }
             Request::MemGetInfo(_) => {
                 let res = self.ctx().map(|c| {
-                    let (free, total) = c.mem_info();
+                    let (free, total) = self.mem_info(c);
                     rep::MemGetInfo { free, total }
                 });
                 self.reply(&header, res)
@@ -244,19 +272,27 @@ impl Agent {
             }
             Request::DeviceReset(_) => {
                 self.sticky = None;
+                (self.allocations, self.modules, self.functions) = (0, 0, 0);
+                self.module_memory = 0;
                 let res = self.ctx_mut().map(|c| c.reset());
                 self.reply(&header, res.map(|()| rep::DeviceReset {}))
             }
             Request::Malloc(r) => {
-                let res = self.check_memory_limit(r.size).and_then(|()| {
+                let res = self.check_allocation(r.size).and_then(|()| {
                     self.ctx_mut()
                         .and_then(|c| c.malloc(r.size))
                         .map_err(Failure::from)
                 });
+                if res.is_ok() {
+                    self.allocations += 1;
+                }
                 self.reply(&header, res.map(|ptr| rep::Malloc { ptr }))
             }
             Request::Free(r) => {
                 let res = self.ctx_mut().and_then(|c| c.free(r.ptr));
+                if res.is_ok() {
+                    self.allocations = self.allocations.saturating_sub(1);
+                }
                 self.reply(&header, res.map(|()| rep::Free {}))
             }
             Request::MemcpyDtoD(r) => {
@@ -283,6 +319,7 @@ impl Agent {
                 Err(e) => self.reply::<rep::Memcpy2DDtoH, CudaError>(&header, Err(e)),
             },
             Request::Memcpy2DDtoD(r) => {
+                let deadline = Deadline::after(self.op_timeout);
                 let res = Rows::pitched(r.dst, r.dpitch, r.width, r.height).and_then(|dst| {
                     let src = Rows::pitched(r.src, r.spitch, r.width, r.height)?;
                     let ctx = self.ctx_mut()?;
@@ -290,24 +327,28 @@ impl Agent {
                     src.check(ctx)?;
                     dst.starts()
                         .zip(src.starts())
-                        .try_for_each(|(d, s)| ctx.copy_device(d, s, r.width))
+                        .enumerate()
+                        .try_for_each(|(i, (d, s))| {
+                            deadline.check(i)?;
+                            ctx.copy_device(d, s, r.width)
+                        })
                 });
                 self.reply(&header, res.map(|()| rep::Memcpy2DDtoD {}))
             }
             Request::Memset2D(r) => {
+                let deadline = Deadline::after(self.op_timeout);
                 let res = Rows::pitched(r.dst, r.pitch, r.width, r.height).and_then(|rows| {
                     let ctx = self.ctx_mut()?;
                     rows.check(ctx)?;
-                    rows.starts()
-                        .try_for_each(|d| ctx.memset(d, r.value, r.width))
+                    rows.starts().enumerate().try_for_each(|(i, d)| {
+                        deadline.check(i)?;
+                        ctx.memset(d, r.value, r.width)
+                    })
                 });
                 self.reply(&header, res.map(|()| rep::Memset2D {}))
             }
             Request::ModuleLoadCached(r) => {
-                let res = self
-                    .ctx_mut()
-                    .map_err(Failure::from)
-                    .and_then(|c| c.load_module(r.hash, None));
+                let res = self.load_module(r.hash, None);
                 self.reply(&header, res.map(|module| rep::ModuleLoadCached { module }))
             }
             Request::ModuleLoad(r) => {
@@ -319,17 +360,26 @@ impl Agent {
                 }
                 let mut image = vec![0u8; r.len as usize];
                 self.chan.recv_bulk_into(&mut image)?;
-                let res = self
-                    .ctx_mut()
-                    .map_err(Failure::from)
-                    .and_then(|c| c.load_module(r.hash, Some(image)));
+                let res = self.load_module(r.hash, Some(image));
                 self.reply(&header, res.map(|module| rep::ModuleLoad { module }))
             }
             Request::ModuleGetFunction(r) => {
-                let res = self
-                    .ctx_mut()
-                    .map_err(Failure::from)
-                    .and_then(|c| c.get_function(r.module, &r.name));
+                let res = if self.functions >= self.limits.functions {
+                    Err(Failure::new(
+                        CudaError::MEMORY_ALLOCATION,
+                        format!(
+                            "this client's limit of {} function lookups is reached (tenant option max_functions)",
+                            self.limits.functions
+                        ),
+                    ))
+                } else {
+                    self.ctx_mut()
+                        .map_err(Failure::from)
+                        .and_then(|c| c.get_function(r.module, &r.name))
+                };
+                if res.is_ok() {
+                    self.functions += 1;
+                }
                 let res = res.map(|(function, attributes)| rep::ModuleGetFunction {
                     function,
                     attributes,
@@ -564,6 +614,31 @@ fn reply_header(request: &FrameHeader, body: &[u8], bulk_len: u64) -> FrameHeade
         body_len: body.len() as u32,
         id: request.id,
         bulk_len,
+    }
+}
+
+/// A name of its own for a connection without a tenant.
+fn next_connection_owner() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("connection {} of process {}", n, std::process::id())
+}
+
+/// When an operation of many rows must have finished.
+struct Deadline(std::time::Instant);
+
+impl Deadline {
+    fn after(budget: Duration) -> Self {
+        Self(std::time::Instant::now() + budget)
+    }
+
+    /// `cudaErrorTimeout` once past the deadline; looks at the clock every
+    /// 1024 rows only.
+    fn check(&self, row: usize) -> Result<(), CudaError> {
+        if row % 1024 == 1023 && std::time::Instant::now() > self.0 {
+            return Err(CudaError::TIMEOUT);
+        }
+        Ok(())
     }
 }
 

@@ -48,9 +48,10 @@ use nix::sys::signal::{kill, Signal};
 use nix::sys::wait::{waitid, Id, WaitPidFlag};
 use nix::unistd::Pid;
 use parking_lot::{Condvar, Mutex};
-use rcud_proto::handshake::{self, ClientHello, ServerHello, PROTOCOL_VERSION};
 
 use crate::backend::Backend;
+use crate::gate::{self, Handover, HANDOVER_FD};
+use crate::occupancy::Lease;
 use crate::peer::InstanceId;
 
 /// How the listener serves each client.
@@ -80,12 +81,29 @@ pub const LISTENER_PID_FLAG: &str = "--listener-pid";
 /// one server by it, and agents accept peer copies only within it.
 pub const INSTANCE_FLAG: &str = "--instance-id";
 
+/// Hidden flag naming the descriptor the agent reads its client's
+/// admission from ([`Handover`]).
+pub const HANDOVER_FLAG: &str = "--handover-fd";
+
+fn handshake_bytes(handover: &Handover) -> Vec<u8> {
+    rcud_proto::codec::to_vec(handover)
+}
+
+/// Reads the [`Handover`] an agent process was started with.
+pub fn read_handover(fd: OwnedFd) -> io::Result<Handover> {
+    let mut bytes = Vec::new();
+    std::fs::File::from(fd)
+        .take(2 * u64::from(rcud_proto::handshake::MAX_HELLO))
+        .read_to_end(&mut bytes)?;
+    rcud_proto::codec::from_slice(&bytes).map_err(|e| io::Error::other(format!("handover: {e}")))
+}
+
 /// How long agents get to exit after `SIGTERM` before they are killed, unless
 /// the server is told otherwise.
 pub const TERMINATION_GRACE: Duration = Duration::from_secs(5);
 
-/// How long a refused connection may take to say hello before it is dropped.
-const REFUSAL_HELLO_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a refused client gets to close after the refusal.
+const REFUSAL_LINGER: Duration = Duration::from_secs(2);
 
 /// Most connections being refused at once; beyond that they are dropped
 /// without a reply so a flood cannot make the listener start threads.
@@ -103,13 +121,35 @@ pub struct Limits {
     /// `cudaMalloc` (or any other allocation) that would take the client past
     /// it fails with `cudaErrorMemoryAllocation`.
     pub client_memory: Option<u64>,
+    /// Most connections from one source address at once, the ones still
+    /// in the handshake included.
+    pub max_per_source: u32,
+    /// An agent whose client sends nothing for this long is closed; `None`:
+    /// clients may idle forever.
+    pub idle_timeout: Option<Duration>,
+    /// An agent whose client does not take a reply for this long is closed.
+    pub write_timeout: Option<Duration>,
+    /// Most time one server-side operation may take: a copy or memset of
+    /// many rows fails with `cudaErrorTimeout` past it.
+    pub op_timeout: Duration,
 }
+
+/// Default for `--max-per-source`.
+pub const DEFAULT_MAX_PER_SOURCE: u32 = 32;
+/// Default for `--write-timeout`.
+pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default for `--op-timeout`.
+pub const DEFAULT_OP_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl Default for Limits {
     fn default() -> Self {
         Self {
             max_clients: DEFAULT_MAX_CLIENTS,
             client_memory: None,
+            max_per_source: DEFAULT_MAX_PER_SOURCE,
+            idle_timeout: None,
+            write_timeout: Some(DEFAULT_WRITE_TIMEOUT),
+            op_timeout: DEFAULT_OP_TIMEOUT,
         }
     }
 }
@@ -151,9 +191,10 @@ impl AgentLauncher {
         Ok(Self::new(std::env::current_exe()?, args))
     }
 
-    /// The command that serves `stream` in a new process. The command owns the
-    /// socket: the caller's copy closes when the command is dropped.
-    fn command(&self, stream: TcpStream) -> io::Result<Command> {
+    /// The command that serves `stream` in a new process, with `handover`
+    /// readable on [`HANDOVER_FD`]. The command owns the socket: the caller's
+    /// copy closes when the command is dropped.
+    fn command(&self, stream: TcpStream, handover: Option<&Handover>) -> io::Result<Command> {
         let mut cmd = Command::new(&self.program);
         cmd.args(&self.args)
             .arg(AGENT_FD_FLAG)
@@ -169,11 +210,24 @@ impl AgentLauncher {
         if !self.instance.is_none() {
             cmd.arg(INSTANCE_FLAG).arg(self.instance.to_string());
         }
-        cmd.fd_mappings(vec![FdMapping {
+        let mut fds = vec![FdMapping {
             parent_fd: OwnedFd::from(stream),
             child_fd: AGENT_FD,
-        }])
-        .map_err(io::Error::other)?;
+        }];
+        if let Some(handover) = handover {
+            // A pipe, not an argument or the environment: other users of the
+            // host cannot read it, and it holds the session key.
+            let (read, write) = nix::unistd::pipe().map_err(io::Error::from)?;
+            let bytes = handshake_bytes(handover);
+            // Far below a pipe's capacity, so the write cannot block.
+            std::fs::File::from(write).write_all(&bytes)?;
+            fds.push(FdMapping {
+                parent_fd: read,
+                child_fd: HANDOVER_FD,
+            });
+            cmd.arg(HANDOVER_FLAG).arg(HANDOVER_FD.to_string());
+        }
+        cmd.fd_mappings(fds).map_err(io::Error::other)?;
         Ok(cmd)
     }
 }
@@ -196,7 +250,11 @@ pub fn follow_listener(listener_pid: u32) -> io::Result<()> {
 pub(crate) struct Agents {
     state: Mutex<AgentsState>,
     changed: Condvar,
+    /// The thread that starts agent processes; see [`Agents::on_spawner`].
+    spawner: Mutex<Option<mpsc::Sender<SpawnJob>>>,
 }
+
+type SpawnJob = Box<dyn FnOnce() + Send>;
 
 #[derive(Debug, Default)]
 struct AgentsState {
@@ -228,11 +286,15 @@ impl Agents {
 
     /// Starts an agent process serving `stream` and a reaper for it. Returns
     /// the agent's pid.
+    /// The `lease` (places per source and tenant) is given back when the
+    /// process has ended.
     pub(crate) fn start(
         self: &Arc<Self>,
         launcher: &AgentLauncher,
         stream: TcpStream,
         peer: &str,
+        handover: Option<&Handover>,
+        lease: Lease,
     ) -> io::Result<u32> {
         // The reaper exists before the process does, so that no process is
         // ever left without one.
@@ -246,24 +308,26 @@ impl Agents {
                 if let Ok(child) = handed.recv() {
                     agents.reap(child, &reaper_peer);
                 }
+                drop(lease);
             })?;
-        let mut cmd = launcher.command(stream)?;
-        let mut state = self.state.lock();
-        if state.closing {
-            return Err(io::Error::other("the server is shutting down"));
-        }
-        let child = cmd.spawn()?;
-        // Close the listener's copy of the socket: from now on the connection
-        // lives exactly as long as the agent holds it.
-        drop(cmd);
+        let mut cmd = launcher.command(stream, handover)?;
+        let agents = self.clone();
+        let info = AgentInfo {
+            peer: peer.to_string(),
+        };
+        let child = self.on_spawner(move || {
+            let mut state = agents.state.lock();
+            if state.closing {
+                return Err(io::Error::other("the server is shutting down"));
+            }
+            let child = cmd.spawn()?;
+            // Close the listener's copy of the socket: from now on the
+            // connection lives exactly as long as the agent holds it.
+            drop(cmd);
+            state.live.insert(child.id() as i32, info);
+            Ok(child)
+        })??;
         let pid = child.id();
-        state.live.insert(
-            pid as i32,
-            AgentInfo {
-                peer: peer.to_string(),
-            },
-        );
-        drop(state);
         // The reaper is blocked in `recv`, so the hand-over cannot fail.
         if let Err(mpsc::SendError(mut child)) = hand_over.send(child) {
             tracing::error!(pid, "agent reaper vanished; killing the agent");
@@ -272,6 +336,43 @@ impl Agents {
             self.state.lock().live.remove(&(pid as i32));
         }
         Ok(pid)
+    }
+
+    /// Runs `job` on the one thread that starts agent processes, and waits
+    /// for its result. Agents ask for `SIGTERM` when the thread that started
+    /// them ends (the kernel's parent-death signal follows the thread, not
+    /// the process), so they must not be started from the short-lived
+    /// threads that run the gate.
+    fn on_spawner<T: Send + 'static>(
+        &self,
+        job: impl FnOnce() -> T + Send + 'static,
+    ) -> io::Result<T> {
+        let (give, take) = mpsc::channel();
+        let job: SpawnJob = Box::new(move || {
+            let _ = give.send(job());
+        });
+        let mut spawner = self.spawner.lock();
+        let sender = match spawner.as_ref() {
+            Some(s) => s.clone(),
+            None => {
+                let (tx, rx) = mpsc::channel::<SpawnJob>();
+                thread::Builder::new()
+                    .name("rcud-spawner".into())
+                    .spawn(move || {
+                        for job in rx {
+                            job();
+                        }
+                    })?;
+                *spawner = Some(tx.clone());
+                tx
+            }
+        };
+        drop(spawner);
+        sender
+            .send(job)
+            .map_err(|_| io::Error::other("the agent spawner thread is gone"))?;
+        take.recv()
+            .map_err(|_| io::Error::other("the agent spawner thread is gone"))
     }
 
     /// Waits for `child` to end, removes it from the table, reaps it and logs.
@@ -410,21 +511,13 @@ impl Refusals {
             }
             *busy += 1;
         }
-        let reply = ServerHello {
-            version: PROTOCOL_VERSION,
-            accepted: false,
-            gpu_count: backend.gpu_count(),
-            driver_version: backend.driver_version(),
-            backend: backend.name().into(),
-            instance: InstanceId::NONE.0,
-            message,
-        };
+        let backend = backend.clone();
         let me = self.clone();
         let spawned = thread::Builder::new()
             .name("rcud-refuse".into())
             .stack_size(128 << 10)
             .spawn(move || {
-                if let Err(e) = send_refusal(stream, &reply) {
+                if let Err(e) = send_refusal(stream, backend.as_ref(), &message) {
                     tracing::debug!(%peer, "refusal not delivered: {e}");
                 }
                 *me.busy.lock() -= 1;
@@ -436,20 +529,12 @@ impl Refusals {
 }
 
 /// Reads the client's hello (so that closing does not reset the connection
-/// under the reply), answers with `reply` and closes.
-fn send_refusal(mut stream: TcpStream, reply: &ServerHello) -> io::Result<()> {
-    stream.set_read_timeout(Some(REFUSAL_HELLO_TIMEOUT))?;
-    stream.set_write_timeout(Some(REFUSAL_HELLO_TIMEOUT))?;
-    let mut prefix = [0u8; 4];
-    stream.read_exact(&mut prefix)?;
-    let len = handshake::hello_len(prefix).map_err(io::Error::other)?;
-    let mut body = vec![0u8; len];
-    stream.read_exact(&mut body)?;
-    let hello: ClientHello = handshake::decode_hello(&body).map_err(io::Error::other)?;
-    hello.validate().map_err(io::Error::other)?;
-    stream.write_all(&handshake::encode_hello(reply))?;
+/// under the reply), answers with a refusal carrying `message` and closes.
+fn send_refusal(mut stream: TcpStream, backend: &dyn Backend, message: &str) -> io::Result<()> {
+    gate::refuse(&mut stream, backend, message).map_err(io::Error::other)?;
     stream.shutdown(Shutdown::Write)?;
     // Let the client read the reply and close first.
+    stream.set_read_timeout(Some(REFUSAL_LINGER))?;
     let mut rest = [0u8; 64];
     while matches!(stream.read(&mut rest), Ok(n) if n > 0) {}
     Ok(())
@@ -482,7 +567,9 @@ mod tests {
         // The agent owns the connection: what it writes on descriptor 3
         // reaches the client, and the connection closes when it exits.
         let launcher = script("printf hello >&3");
-        let pid = agents.start(&launcher, served, "peer").unwrap();
+        let pid = agents
+            .start(&launcher, served, "peer", None, Lease::default())
+            .unwrap();
         assert!(pid > 0);
         let mut got = String::new();
         client.read_to_string(&mut got).unwrap();
@@ -501,7 +588,9 @@ mod tests {
         let mut clients = Vec::new();
         for _ in 0..2 {
             let (served, mut client) = connection();
-            agents.start(&launcher, served, "peer").unwrap();
+            agents
+                .start(&launcher, served, "peer", None, Lease::default())
+                .unwrap();
             // Ignoring SIGTERM from here on.
             let mut ready = [0u8; 5];
             client.read_exact(&mut ready).unwrap();
@@ -521,7 +610,9 @@ mod tests {
         }
         // No new agents once shutting down.
         let (served, _client) = connection();
-        assert!(agents.start(&launcher, served, "peer").is_err());
+        assert!(agents
+            .start(&launcher, served, "peer", None, Lease::default())
+            .is_err());
     }
 
     #[test]

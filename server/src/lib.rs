@@ -1,7 +1,8 @@
 //! `rcud-server`: the daemon on GPU nodes.
 //!
-//! The [`listener`] accepts connections and hands each to an [`agent`], which
-//! performs the handshake, decodes and validates every request, runs it on a
+//! The [`listener`] accepts connections, lets each through the [`gate`]
+//! (tenants, authentication, access policy) and hands it to an [`agent`],
+//! which decodes and validates every request, runs it on a
 //! [`backend::Backend`] and replies. Everything a client holds lives in its
 //! agent's device contexts and is released when the connection ends, however
 //! it ends.
@@ -10,9 +11,12 @@
 
 pub mod agent;
 pub mod backend;
+pub mod gate;
 pub mod isolation;
 pub mod listener;
+mod occupancy;
 pub mod peer;
+pub mod tenants;
 
 pub use backend::{select_backend, Backend, BackendKind};
 pub use listener::{Server, ServerHandle};

@@ -1,6 +1,7 @@
-//! The listener: accepts connections and starts one agent per client, as a
-//! process of its own or as a thread (see [`crate::isolation`]), within the
-//! server's [`Limits`].
+//! The listener: accepts connections, lets each through the [`gate`]
+//! (authentication and access policy) on a short-lived thread, and starts
+//! one agent per admitted client, as a process of its own or as a thread
+//! (see [`crate::isolation`]), within the server's [`Limits`].
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
@@ -9,13 +10,20 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use rcud_transport::bootstrap::{self, TransportKind};
-use rcud_transport::TcpOptions;
+use rcud_transport::bootstrap;
+use rcud_transport::tls::ServerTls;
+use rcud_transport::{Channel, TcpOptions, TransportError};
 
-use crate::agent::{self, Agent, AgentError};
+use crate::agent::{Agent, AgentError};
 use crate::backend::Backend;
+use crate::gate::{self, Admission, Policy};
 use crate::isolation::{self, AgentLauncher, Agents, Isolation, Limits, Refusals};
+use crate::occupancy::{Lease, Occupancy};
 use crate::peer::InstanceId;
+
+/// Most connections in the gate at once; more are dropped unanswered, so a
+/// flood costs a bounded number of threads.
+const MAX_IN_GATE: usize = 256;
 
 /// A bound, not yet running server.
 pub struct Server {
@@ -29,6 +37,12 @@ pub struct Server {
     grace: Duration,
     /// Shared by every agent of this server, thread or process.
     instance: InstanceId,
+    policy: Policy,
+    tls: Option<ServerTls>,
+    /// Connections per source address, and per tenant.
+    sources: Arc<Occupancy>,
+    tenants: Arc<Occupancy>,
+    in_gate: Arc<AtomicUsize>,
 }
 
 /// Where clients are served.
@@ -71,7 +85,26 @@ impl Server {
             mode: Mode::Thread(Arc::default()),
             refusals: Arc::default(),
             grace: isolation::TERMINATION_GRACE,
+            policy: Policy::default(),
+            tls: None,
+            sources: Arc::default(),
+            tenants: Arc::default(),
+            in_gate: Arc::default(),
         })
+    }
+
+    /// Who is let in: tenants, or local clients only, or anyone.
+    pub fn with_policy(mut self, policy: Policy) -> Self {
+        self.policy = policy;
+        self.policy.tls = self.tls.is_some();
+        self
+    }
+
+    /// Serves clients over TLS, with this certificate.
+    pub fn with_tls(mut self, tls: ServerTls) -> Self {
+        self.tls = Some(tls);
+        self.policy.tls = true;
+        self
     }
 
     /// Serves every client in an agent process started by `launcher`.
@@ -141,6 +174,7 @@ impl Server {
             client_memory = ?self.limits.client_memory,
             "rcud-server listening"
         );
+        tracing::info!("access: {}", self.policy.describe());
         for conn in self.listener.incoming() {
             if self.stop.load(Ordering::Acquire) {
                 break;
@@ -176,12 +210,13 @@ impl Server {
         }
     }
 
-    /// Hands a new connection to an agent, or refuses it.
+    /// Sends a new connection through the gate, then to an agent; or refuses
+    /// it.
     fn admit(&self, stream: TcpStream) {
-        let peer = stream
-            .peer_addr()
-            .map(|a| a.to_string())
-            .unwrap_or_else(|_| "?".into());
+        let Ok(peer_addr) = stream.peer_addr() else {
+            return;
+        };
+        let peer = peer_addr.to_string();
         let max = self.limits.max_clients;
         if self.live_clients() >= max as usize {
             let message = isolation::limit_message(max);
@@ -189,41 +224,53 @@ impl Server {
             self.refusals.refuse(stream, peer, &self.backend, message);
             return;
         }
-        match &self.mode {
-            Mode::Thread(live) => {
-                let guard = LiveGuard::new(live.clone());
-                let backend = self.backend.clone();
-                let tcp = self.tcp.clone();
-                let limits = self.limits.clone();
-                let instance = self.instance;
-                let spawned = thread::Builder::new()
-                    .name("rcud-agent".into())
-                    .spawn(move || {
-                        let _live = guard;
-                        serve_client(stream, backend, &tcp, &limits, instance);
-                    });
-                if let Err(e) = spawned {
-                    tracing::error!(%peer, "cannot start an agent thread: {e}");
-                }
+        let mut lease = Lease::default();
+        let per_source = self.limits.max_per_source;
+        match self
+            .sources
+            .try_take(peer_addr.ip().to_string(), per_source)
+        {
+            Some(ticket) => lease.add(ticket),
+            None => {
+                let message = format!(
+                    "too many connections from {} (the server allows {per_source} at once)",
+                    peer_addr.ip()
+                );
+                tracing::warn!(%peer, "refusing a client: {message}");
+                self.refusals.refuse(stream, peer, &self.backend, message);
+                return;
             }
-            Mode::Process { launcher, agents } => {
-                // Kept to tell the client when no agent can be started.
-                let spare = stream.try_clone().ok();
-                match agents.start(launcher, stream, &peer) {
-                    Ok(pid) => tracing::info!(pid, %peer, "agent process started"),
-                    Err(e) => {
-                        tracing::error!(%peer, "cannot start an agent process: {e}");
-                        if let Some(stream) = spare {
-                            self.refusals.refuse(
-                                stream,
-                                peer,
-                                &self.backend,
-                                format!("server cannot start an agent: {e}"),
-                            );
-                        }
-                    }
-                }
-            }
+        }
+        if self.in_gate.load(Ordering::Acquire) >= MAX_IN_GATE {
+            tracing::warn!(%peer, "{MAX_IN_GATE} connections are in the handshake; dropping one more");
+            return;
+        }
+        let gatekeeper = Gatekeeper {
+            backend: self.backend.clone(),
+            policy: self.policy.clone(),
+            instance: self.instance,
+            tenants: self.tenants.clone(),
+            in_gate: GateGuard::new(self.in_gate.clone()),
+        };
+        let setup = AgentSetup {
+            backend: self.backend.clone(),
+            tcp: self.tcp.clone(),
+            limits: self.limits.clone(),
+            instance: self.instance,
+            tls: self.tls.clone(),
+        };
+        let mode = match &self.mode {
+            Mode::Thread(live) => Handoff::Thread(live.clone()),
+            Mode::Process { launcher, agents } => Handoff::Process {
+                launcher: launcher.clone(),
+                agents: agents.clone(),
+            },
+        };
+        let spawned = thread::Builder::new()
+            .name("rcud-agent".into())
+            .spawn(move || gatekeeper.run(stream, peer_addr, lease, mode, setup));
+        if let Err(e) = spawned {
+            tracing::error!(%peer, "cannot start a thread for the handshake: {e}");
         }
     }
 
@@ -300,52 +347,209 @@ impl Drop for ServerHandle {
     }
 }
 
-/// Serves one client on `stream`, handshake included, and returns when the
-/// connection ends; the client's resources are released by then. Agent
-/// threads and agent processes both run this, with their listener's
-/// `instance` id.
-pub fn serve_client(
-    mut stream: TcpStream,
+/// What an agent needs besides its connection.
+#[derive(Clone)]
+pub struct AgentSetup {
+    /// The GPUs.
+    pub backend: Arc<dyn Backend>,
+    /// Socket settings.
+    pub tcp: TcpOptions,
+    /// The server's limits.
+    pub limits: Limits,
+    /// The server instance (peer copies).
+    pub instance: InstanceId,
+    /// TLS, when the server speaks it.
+    pub tls: Option<ServerTls>,
+}
+
+/// Where an admitted connection goes.
+enum Handoff {
+    /// On the gate's own thread, which becomes the agent thread, counted
+    /// among the live agents from then on.
+    Thread(Arc<AtomicUsize>),
+    /// To a new agent process.
+    Process {
+        launcher: AgentLauncher,
+        agents: Arc<Agents>,
+    },
+}
+
+/// Runs the gate for one connection on its own thread.
+struct Gatekeeper {
     backend: Arc<dyn Backend>,
-    tcp: &TcpOptions,
-    limits: &Limits,
+    policy: Policy,
     instance: InstanceId,
-) {
+    tenants: Arc<Occupancy>,
+    in_gate: GateGuard,
+}
+
+impl Gatekeeper {
+    fn run(
+        self,
+        mut stream: TcpStream,
+        peer: SocketAddr,
+        mut lease: Lease,
+        handoff: Handoff,
+        setup: AgentSetup,
+    ) {
+        let admitted = gate::admit(
+            &mut stream,
+            peer.ip(),
+            &self.policy,
+            self.backend.as_ref(),
+            self.instance,
+            |tenant| {
+                let limit = tenant.limits.connections;
+                match self.tenants.try_take(tenant.name.clone(), limit) {
+                    Some(ticket) => {
+                        lease.add(ticket);
+                        Ok(())
+                    }
+                    None => Err(format!(
+                        "tenant `{}` is at its limit of {limit} connections",
+                        tenant.name
+                    )),
+                }
+            },
+        );
+        drop(self.in_gate);
+        let admission = match admitted {
+            Ok(a) => a,
+            Err(gate::GateError::Refused(why)) => {
+                tracing::warn!(%peer, "client refused: {why}");
+                return;
+            }
+            Err(e) => {
+                tracing::info!(%peer, "handshake did not complete: {e}");
+                return;
+            }
+        };
+        match handoff {
+            Handoff::Thread(live) => {
+                let _live = LiveGuard::new(live);
+                let _lease = lease;
+                serve_admitted(stream, &admission, &setup);
+            }
+            Handoff::Process { launcher, agents } => {
+                let handover = gate::Handover::of(&admission);
+                let peer = peer.to_string();
+                match agents.start(&launcher, stream, &peer, Some(&handover), lease) {
+                    Ok(pid) => tracing::info!(
+                        pid,
+                        %peer,
+                        tenant = admission.tenant_name(),
+                        "agent process started"
+                    ),
+                    // The client learns it from the closed connection; the
+                    // gate has accepted it already.
+                    Err(e) => tracing::error!(%peer, "cannot start an agent process: {e}"),
+                }
+            }
+        }
+    }
+}
+
+/// Counts a connection in the gate while it is there.
+struct GateGuard(Arc<AtomicUsize>);
+
+impl GateGuard {
+    fn new(count: Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::AcqRel);
+        Self(count)
+    }
+}
+
+impl Drop for GateGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Serves an admitted client on `stream` and returns when the connection
+/// ends; the client's resources are released by then. Agent threads and
+/// agent processes both run this.
+pub fn serve_admitted(stream: TcpStream, admission: &Admission, setup: &AgentSetup) {
     let peer = stream
         .peer_addr()
         .map(|a| a.to_string())
         .unwrap_or_else(|_| "?".into());
-    let _ = stream.set_read_timeout(Some(agent::HELLO_TIMEOUT));
-    let hello = match agent::handshake_for(&mut stream, backend.as_ref(), instance) {
-        Ok(hello) => hello,
-        Err(AgentError::Transport(rcud_transport::TransportError::Closed)) => {
-            tracing::debug!(%peer, "connection closed before the handshake");
-            return;
-        }
-        Err(e) => {
-            tracing::warn!(%peer, "handshake failed, closing: {e}");
-            return;
-        }
-    };
-    let client = hello.client;
-    let kind = TransportKind::from_code(hello.transport).unwrap_or_default();
-    // The RDMA set-up exchange is bounded by the same timeout as the hello.
-    let chan = match bootstrap::establish(stream, kind, bootstrap::Role::Agent, tcp) {
+    let client = admission.hello.client.as_str();
+    let tenant = admission.tenant_name();
+    let kind = admission.transport();
+    let chan = match open_channel(stream, admission, setup) {
         Ok(c) => c,
         Err(e) => {
-            tracing::warn!(%peer, transport = %kind, "cannot set up the connection: {e}");
+            tracing::warn!(%peer, %client, tenant, transport = %kind, "cannot set up the connection: {e}");
             return;
         }
     };
-    tracing::info!(%peer, %client, transport = %kind, "client connected");
-    match Agent::new(backend, chan)
-        .with_memory_limit(limits.client_memory)
-        .with_instance(instance)
+    tracing::info!(%peer, %client, tenant, transport = %kind, "client connected");
+    let mut limits = admission
+        .tenant
+        .as_ref()
+        .map(|t| t.limits.clone())
+        .unwrap_or_default();
+    limits.memory = match (limits.memory, setup.limits.client_memory) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    match Agent::new(setup.backend.clone(), chan)
+        .with_resource_limits(limits)
+        .with_owner(match &admission.tenant {
+            Some(t) => format!("tenant {}", t.name),
+            None => format!("connection from {peer}"),
+        })
+        .with_op_timeout(setup.limits.op_timeout)
+        .with_instance(setup.instance)
         .run()
     {
-        Ok(()) => tracing::info!(%peer, %client, "client disconnected; its resources are released"),
-        Err(e) => {
-            tracing::warn!(%peer, %client, "closing connection: {e}; its resources are released")
+        Ok(()) => {
+            tracing::info!(%peer, %client, tenant, "client disconnected; its resources are released")
         }
+        Err(e) => {
+            tracing::warn!(%peer, %client, tenant, "closing connection: {e}; its resources are released")
+        }
+    }
+}
+
+/// TLS and its binding when the server speaks it, then the transport the
+/// client asked for, with the server's idle and write timeouts.
+fn open_channel(
+    stream: TcpStream,
+    admission: &Admission,
+    setup: &AgentSetup,
+) -> Result<Box<dyn Channel>, AgentError> {
+    let tcp = TcpOptions {
+        read_timeout: setup.limits.idle_timeout,
+        write_timeout: setup.limits.write_timeout,
+        ..setup.tcp.clone()
+    };
+    let kind = admission.transport();
+    // The RDMA set-up exchange is bounded by this timeout too.
+    stream.set_read_timeout(Some(gate::SETUP_DEADLINE))?;
+    stream.set_write_timeout(Some(gate::SETUP_DEADLINE))?;
+    match &setup.tls {
+        Some(tls) => {
+            let link = gate::bind_tls(stream, tls, admission)
+                .map_err(|e| AgentError::Protocol(e.to_string()))?;
+            Ok(bootstrap::establish(
+                link,
+                kind,
+                bootstrap::Role::Agent,
+                &tcp,
+            )?)
+        }
+        None => Ok(bootstrap::establish(
+            stream,
+            kind,
+            bootstrap::Role::Agent,
+            &tcp,
+        )?),
+    }
+}
+
+impl From<io::Error> for AgentError {
+    fn from(e: io::Error) -> Self {
+        AgentError::Transport(TransportError::Io(e))
     }
 }

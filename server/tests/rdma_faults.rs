@@ -18,7 +18,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use rcud_proto::handshake::{self, ClientHello, ServerHello};
+use rcud_proto::handshake::{self, ClientHello};
 use rcud_proto::ops::req;
 use rcud_transport::bootstrap::TransportKind;
 use rcud_transport::setup::{self, Rendezvous};
@@ -32,16 +32,8 @@ const CHUNK: usize = 1 << 20;
 fn hello(addr: &str, kind: TransportKind) -> TcpStream {
     let mut s = TcpStream::connect(addr).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    s.write_all(&handshake::encode_hello(
-        &ClientHello::new("hostile").with_transport(kind.code()),
-    ))
-    .unwrap();
-    let mut prefix = [0u8; 4];
-    s.read_exact(&mut prefix).unwrap();
-    let mut body = vec![0u8; handshake::hello_len(prefix).unwrap()];
-    s.read_exact(&mut body).unwrap();
-    let h: ServerHello = handshake::decode_hello(&body).unwrap();
-    assert!(h.accepted, "{}", h.message);
+    let hello = ClientHello::new("hostile").with_transport(kind.code());
+    handshake::client_exchange(&mut s, &hello, None).expect("the handshake");
     s
 }
 

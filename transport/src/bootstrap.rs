@@ -6,7 +6,6 @@
 //! manager ([`crate::setup`], [`crate::verbs::cm`]); all of it happens inside
 //! the agent that serves the connection, never in the listener.
 
-use std::net::TcpStream;
 use std::str::FromStr;
 
 use crate::channel::{Channel, TransportError};
@@ -14,6 +13,7 @@ use crate::csr::{CsrChannel, CsrOptions, Polling};
 use crate::msr::{MsrChannel, MsrOptions};
 use crate::setup;
 use crate::tcp::{TcpChannel, TcpOptions};
+use crate::tls::Link;
 use crate::verbs::{Context, Fabric};
 
 /// Which transport module carries a connection.
@@ -183,8 +183,8 @@ pub enum Role {
 /// ends call it with the same kind, each in its role. A read timeout on
 /// `stream` bounds the RDMA set-up (else [`setup::SETUP_TIMEOUT`]); the TCP
 /// channel is left without one.
-pub fn establish(
-    mut stream: TcpStream,
+pub fn establish<S: Link>(
+    mut stream: S,
     kind: TransportKind,
     role: Role,
     tcp: &TcpOptions,
@@ -193,8 +193,8 @@ pub fn establish(
     let msr_opts = |ctx: &Context| msr_options_for(ctx.fabric());
     Ok(match (kind, role) {
         (TransportKind::Tcp, _) => {
-            // A timeout that bounded the handshake must not cut idle clients.
-            stream.set_read_timeout(None)?;
+            // The timeouts that bounded the handshake give way to the
+            // channel's own (`tcp.read_timeout`, `tcp.write_timeout`).
             Box::new(TcpChannel::from_stream(stream, tcp)?)
         }
         (TransportKind::Csr, Role::Agent) => {

@@ -17,14 +17,17 @@ pub mod bootstrap;
 pub mod channel;
 mod chunks;
 pub mod csr;
+pub mod deadline;
 pub mod msr;
 mod rdma;
 pub mod setup;
 pub mod tcp;
+pub mod tls;
 pub mod verbs;
 
 pub use channel::{Channel, TransportError};
 pub use tcp::{TcpChannel, TcpOptions};
+pub use tls::Link;
 
 /// Default chunk size for bulk transfers.
 pub const DEFAULT_CHUNK: usize = 1 << 20;

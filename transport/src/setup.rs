@@ -8,12 +8,13 @@
 //! over TCP; every later port travels over an RDMA channel already open. All
 //! RDMA state of a connection is created inside the agent that serves it.
 
-use std::io::{self, Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::io;
+use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use crate::channel::TransportError;
 use crate::rdma::other;
+use crate::tls::Link;
 use crate::verbs::cm::{self, CmError, Listener, Pending};
 use crate::verbs::{
     devices, Completion, CompletionQueue, Context, Provider, QpState, QueuePair, RecvWr, SendOp,
@@ -203,14 +204,14 @@ fn provider_name(p: Provider) -> &'static str {
 /// The agent's side of the bootstrap: picks the provider, listens on the
 /// first channel's port, and offers it to the client over `stream`. A
 /// failure is sent to the client too, so that it reports the cause.
-pub fn offer(
-    stream: &mut TcpStream,
+pub fn offer<S: Link>(
+    stream: &mut S,
     module: &str,
 ) -> Result<(Rendezvous, Listener), TransportError> {
     let prepared = (|| {
         let (provider, device) = agent_choice()?;
-        let timeout = stream.read_timeout()?.unwrap_or(SETUP_TIMEOUT);
-        let mut rv = Rendezvous::new(provider, stream.local_addr()?.ip(), timeout);
+        let timeout = stream.socket().read_timeout()?.unwrap_or(SETUP_TIMEOUT);
+        let mut rv = Rendezvous::new(provider, stream.socket().local_addr()?.ip(), timeout);
         rv.device = device;
         let (listener, port) = rv.listen(module)?;
         Ok::<_, TransportError>((rv, listener, port))
@@ -224,6 +225,7 @@ pub fn offer(
             b.extend_from_slice(&port.to_le_bytes());
             b.extend_from_slice(&host_id());
             stream.write_all(&b)?;
+            stream.flush()?;
             tracing::debug!(module, provider = ?rv.provider, port, "RDMA set-up: first port offered");
             Ok((rv, listener))
         }
@@ -236,7 +238,7 @@ pub fn offer(
             b.extend_from_slice(&(msg.len() as u16).to_le_bytes());
             b.extend_from_slice(msg);
             // The client learns why; our caller reports the error anyway.
-            let _ = stream.write_all(&b);
+            let _ = stream.write_all(&b).and_then(|()| stream.flush());
             Err(e)
         }
     }
@@ -244,11 +246,11 @@ pub fn offer(
 
 /// The client's side of the bootstrap: reads the agent's offer from `stream`
 /// (within its read timeout) and returns where to meet and the first port.
-pub fn take_offer(
-    stream: &mut TcpStream,
+pub fn take_offer<S: Link>(
+    stream: &mut S,
     module: &str,
 ) -> Result<(Rendezvous, u16), TransportError> {
-    let timeout = stream.read_timeout()?.unwrap_or(SETUP_TIMEOUT);
+    let timeout = stream.socket().read_timeout()?.unwrap_or(SETUP_TIMEOUT);
     let started = Instant::now();
     let bad = |what: &str| {
         other(format!(
@@ -314,7 +316,7 @@ pub fn take_offer(
             )));
         }
     }
-    let peer = stream.peer_addr()?.ip();
+    let peer = stream.socket().peer_addr()?.ip();
     let mut rv = Rendezvous::new(provider, peer, timeout.saturating_sub(started.elapsed()));
     rv.device = device;
     Ok((rv, port))

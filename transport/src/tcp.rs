@@ -8,7 +8,7 @@
 //! would block on a read (or when the gathered bytes fill the buffer). Large
 //! payloads bypass both buffers.
 
-use std::io::{self, IoSlice, Read, Write};
+use std::io::{self, IoSlice, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
@@ -16,6 +16,7 @@ use rcud_proto::frame::{FrameHeader, HEADER_LEN};
 use socket2::{SockRef, TcpKeepalive};
 
 use crate::channel::{parse_header, Channel, TransportError};
+use crate::tls::Link;
 use crate::DEFAULT_CHUNK;
 
 /// How long a read polls before it blocks.
@@ -30,6 +31,12 @@ pub struct TcpOptions {
     pub socket_buffer: usize,
     /// How long to wait for a connection to be established.
     pub connect_timeout: Duration,
+    /// How long a read may wait for the peer (a server's idle timeout);
+    /// `None`: forever.
+    pub read_timeout: Option<Duration>,
+    /// How long a write may wait for the peer to take bytes (a server's
+    /// bound on clients that do not read their replies); `None`: forever.
+    pub write_timeout: Option<Duration>,
 }
 
 impl Default for TcpOptions {
@@ -38,6 +45,8 @@ impl Default for TcpOptions {
             chunk: DEFAULT_CHUNK,
             socket_buffer: 4 << 20,
             connect_timeout: Duration::from_secs(5),
+            read_timeout: None,
+            write_timeout: None,
         }
     }
 }
@@ -63,10 +72,10 @@ pub fn tune(stream: &TcpStream, opts: &TcpOptions) -> io::Result<()> {
     Ok(())
 }
 
-/// A [`Channel`] over a TCP stream.
+/// A [`Channel`] over a TCP stream, or TLS on one ([`crate::tls`]).
 #[derive(Debug)]
-pub struct TcpChannel {
-    stream: TcpStream,
+pub struct TcpChannel<S: Link = TcpStream> {
+    stream: S,
     chunk: usize,
     body: Vec<u8>,
     scratch: Vec<u8>,
@@ -87,11 +96,16 @@ impl TcpChannel {
     pub fn connect(addr: &str, opts: &TcpOptions) -> io::Result<Self> {
         Self::from_stream(connect_stream(addr, opts)?, opts)
     }
+}
 
+impl<S: Link> TcpChannel<S> {
     /// Wraps an accepted or connected stream and applies the socket options.
-    pub fn from_stream(stream: TcpStream, opts: &TcpOptions) -> io::Result<Self> {
-        tune(&stream, opts)?;
+    pub fn from_stream(stream: S, opts: &TcpOptions) -> io::Result<Self> {
+        tune(stream.socket(), opts)?;
+        stream.socket().set_read_timeout(opts.read_timeout)?;
+        stream.socket().set_write_timeout(opts.write_timeout)?;
         let peer = stream
+            .socket()
             .peer_addr()
             .map(|a: SocketAddr| a.to_string())
             .unwrap_or_else(|_| "?".into());
@@ -109,7 +123,7 @@ impl TcpChannel {
     }
 
     /// The underlying stream, for the handshake and timeouts.
-    pub fn stream(&mut self) -> &mut TcpStream {
+    pub fn stream(&mut self) -> &mut S {
         &mut self.stream
     }
 
@@ -155,7 +169,7 @@ impl TcpChannel {
         if SPIN.is_zero() {
             return Ok(None);
         }
-        self.stream.set_nonblocking(true)?;
+        self.stream.socket().set_nonblocking(true)?;
         let start = std::time::Instant::now();
         let got = loop {
             match self.stream.read(&mut self.rbuf) {
@@ -171,7 +185,7 @@ impl TcpChannel {
                 Err(e) => break Err(map_eof(e)),
             }
         };
-        self.stream.set_nonblocking(false)?;
+        self.stream.socket().set_nonblocking(false)?;
         got
     }
 
@@ -210,7 +224,7 @@ fn map_eof(e: io::Error) -> TransportError {
     }
 }
 
-impl Channel for TcpChannel {
+impl<S: Link> Channel for TcpChannel<S> {
     fn send_frame(
         &mut self,
         header: &FrameHeader,
@@ -309,7 +323,7 @@ impl Channel for TcpChannel {
 }
 
 /// Writes every byte of `parts` with as few system calls as the kernel allows.
-fn write_all_vectored(stream: &mut TcpStream, parts: &[&[u8]; 4]) -> io::Result<()> {
+fn write_all_vectored<W: Write>(stream: &mut W, parts: &[&[u8]; 4]) -> io::Result<()> {
     let mut slices: [IoSlice<'_>; 4] = [
         IoSlice::new(&[]),
         IoSlice::new(&[]),

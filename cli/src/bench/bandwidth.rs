@@ -33,6 +33,10 @@ pub(crate) struct BandwidthArgs {
     /// Least time spent per measurement, in milliseconds.
     #[arg(long, default_value_t = 300)]
     min_ms: u64,
+    /// Also copy over TLS (a second embedded server with a self-signed
+    /// certificate), each TLS row next to plain TCP of the same run.
+    #[arg(long)]
+    tls: bool,
     /// Draw bandwidth against size into these files (`.svg` or `.png`,
     /// comma-separated).
     #[arg(long, value_name = "FILE", value_delimiter = ',')]
@@ -72,6 +76,8 @@ pub(crate) struct BandwidthRow {
     pub(crate) memcpy_gb_per_s: f64,
     /// rcud over memcpy.
     pub(crate) memcpy_ratio: f64,
+    /// TLS rows: over the plain TCP row of the same copy.
+    pub(crate) of_plain: Option<f64>,
 }
 
 pub(crate) fn run(
@@ -94,10 +100,19 @@ pub(crate) fn run(
     let kinds = args.memory.kinds();
     let host_dirs = dirs.iter().filter(|&&d| d != Direction::D2d).count();
     let per_size = host_dirs * kinds.len() + dirs.len() - host_dirs;
-    let bar = progress((transports.len() * sizes.len() * per_size) as u64, format);
-    let mut rows = Vec::new();
+    let mut runs = Vec::new();
     for &kind in transports {
-        let rt = setup.runtime(kind)?;
+        runs.push((kind, kind.to_string(), setup.runtime(kind)?));
+        if args.tls && kind == TransportKind::Tcp {
+            runs.push((kind, "tcp+tls".to_string(), setup.tls_runtime()?));
+        }
+    }
+    if args.tls && !transports.contains(&TransportKind::Tcp) {
+        return Err("--tls measures TLS beside plain TCP: include tcp in --transport".into());
+    }
+    let bar = progress((runs.len() * sizes.len() * per_size) as u64, format);
+    let mut rows: Vec<BandwidthRow> = Vec::new();
+    for (kind, label, rt) in runs {
         let mut raw = if args.baseline {
             Some(RawLink::start(kind, setup.server_cpu())?)
         } else {
@@ -115,7 +130,7 @@ pub(crate) fn run(
                         continue;
                     }
                     bar.set_message(format!(
-                        "{kind} {} {} {}",
+                        "{label} {} {} {}",
                         memory.name(),
                         dir.name(),
                         bytesize::ByteSize(size)
@@ -157,13 +172,24 @@ pub(crate) fn run(
                     let rcud = gbps(rcud_t);
                     let raw_gbps = with_raw.then(|| gbps(raw_t));
                     let memcpy_gbps = memcpy.bytes_per_s() / 1e9;
+                    let memory_name = if dir == Direction::D2d {
+                        "device"
+                    } else {
+                        memory.name()
+                    };
+                    let of_plain = rows
+                        .iter()
+                        .find(|r| {
+                            label != kind.to_string()
+                                && r.transport == kind.to_string()
+                                && r.memory == memory_name
+                                && r.direction == dir.name()
+                                && r.bytes == size
+                        })
+                        .map(|plain| rcud / plain.gb_per_s);
                     rows.push(BandwidthRow {
-                        transport: kind.to_string(),
-                        memory: if dir == Direction::D2d {
-                            "device"
-                        } else {
-                            memory.name()
-                        },
+                        transport: label.clone(),
+                        memory: memory_name,
                         direction: dir.name(),
                         bytes: size,
                         gb_per_s: rcud,
@@ -171,6 +197,7 @@ pub(crate) fn run(
                         ratio: raw_gbps.map(|r| rcud / r),
                         memcpy_gb_per_s: memcpy_gbps,
                         memcpy_ratio: rcud / memcpy_gbps,
+                        of_plain,
                     });
                     bar.inc(1);
                 }
@@ -198,6 +225,7 @@ fn table(rows: &[BandwidthRow]) -> Table {
         "rcud/raw",
         "memcpy GB/s",
         "rcud/memcpy",
+        "tls/plain",
     ]);
     for r in rows {
         t.push(vec![
@@ -210,6 +238,7 @@ fn table(rows: &[BandwidthRow]) -> Table {
             pct(r.ratio),
             format!("{:.2}", r.memcpy_gb_per_s),
             pct(Some(r.memcpy_ratio)),
+            pct(r.of_plain),
         ]);
     }
     t

@@ -101,6 +101,9 @@ pub(crate) struct Setup {
     entries: Vec<ServerEntry>,
     placement: Option<pin::Placement>,
     _embedded: Option<ServerHandle>,
+    /// The embedded server's token, for a second server speaking TLS.
+    token: Option<crate::run::LocalToken>,
+    tls_server: std::sync::OnceLock<ServerHandle>,
 }
 
 impl Setup {
@@ -109,16 +112,21 @@ impl Setup {
     /// the server CPU (threads inherit their creator's affinity), and the
     /// calling thread then moves to the client CPU.
     fn new(server: Option<String>, placement: Option<pin::Placement>) -> BenchResult<Self> {
-        let embedded = match &server {
-            Some(_) => None,
+        let (embedded, token) = match &server {
+            Some(_) => (None, None),
             None => {
+                let token = crate::run::LocalToken::generate()?;
+                token.export_here();
                 if let Some(p) = placement {
                     pin::pin_current(p.server)?;
                 }
-                Some(crate::run::embedded_server(
+                let handle = crate::run::embedded_server(
                     BackendKind::Auto,
                     &EmuSettings::default(),
-                )?)
+                    &token,
+                    None,
+                )?;
+                (Some(handle), Some(token))
             }
         };
         if let Some(p) = placement {
@@ -135,7 +143,57 @@ impl Setup {
             entries,
             placement,
             _embedded: embedded,
+            token,
+            tls_server: std::sync::OnceLock::new(),
         })
+    }
+
+    /// A TCP runtime over TLS to a second embedded server, with a
+    /// self-signed certificate the runtime pins.
+    fn tls_runtime(&self) -> BenchResult<&'static Runtime> {
+        let Some(token) = &self.token else {
+            return Err("--tls compares two embedded servers; against a remote server set RCUD_TLS_CA or RCUD_TLS_PIN and run once each way".into());
+        };
+        let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()])?;
+        let der = cert.cert.der().clone();
+        let pin = rcud_transport::tls::parse_pin(&rcud_transport::tls::fingerprint(&der))?;
+        let key = rustls_pki_types::PrivateKeyDer::try_from(cert.signing_key.serialize_der())?;
+        let server_tls = rcud_transport::tls::ServerTls::from_der(vec![der], key)?;
+        if self.tls_server.get().is_none() {
+            if let Some(p) = self.placement {
+                pin::pin_current(p.server)?;
+            }
+            let handle = crate::run::embedded_server(
+                BackendKind::Auto,
+                &EmuSettings::default(),
+                token,
+                Some(server_tls),
+            )?;
+            if let Some(p) = self.placement {
+                pin::pin_current(p.client)?;
+            }
+            let _ = self.tls_server.set(handle);
+        }
+        let addr = self
+            .tls_server
+            .get()
+            .map(|h| h.addr().to_string())
+            .ok_or("the TLS server did not start")?;
+        let security = rcud_client::Security {
+            credentials: Some(rcud_proto::auth::Credentials::parse(&token.as_env())?),
+            tls: Some(rcud_transport::tls::ClientTls::new(
+                &rcud_transport::tls::Trust::Pin(pin),
+            )?),
+        };
+        let rt: &'static Runtime = Box::leak(Box::new(Runtime::connect_secured(
+            &parse_servers(&addr)?,
+            "rcud bench".into(),
+            TransportKind::Tcp,
+            security,
+        )));
+        rt.device_count()
+            .map_err(|e| format!("no remote GPU over TLS at {addr}: {e}"))?;
+        Ok(rt)
     }
 
     /// A runtime with sessions on `kind`, checked to reach a GPU. It lives as

@@ -24,6 +24,7 @@ use crate::config::{parse_servers, ServerEntry};
 use crate::hostmem::HostMemory;
 use crate::modules::Registry;
 use crate::session::Session;
+use crate::Security;
 use rcud_transport::bootstrap::TransportKind;
 
 mod contexts;
@@ -228,6 +229,8 @@ pub struct Runtime {
     registry: RwLock<Registry>,
     /// Transport module of every session.
     transport: TransportKind,
+    /// Credentials and TLS settings of every session.
+    security: Security,
     streams: Mutex<HashMap<u64, StreamState>>,
     events: Mutex<HashMap<u64, EventState>>,
     contexts: Mutex<contexts::Contexts>,
@@ -324,6 +327,7 @@ impl Runtime {
     fn empty(client_name: String, error: CudaError, transport: TransportKind) -> Self {
         Self {
             transport,
+            security: Security::default(),
             devices: Vec::new(),
             states: Vec::new(),
             init_error: Some(error),
@@ -353,16 +357,36 @@ impl Runtime {
         client_name: String,
         transport: TransportKind,
     ) -> Self {
+        match Security::from_env() {
+            Ok(security) => {
+                Self::connect_secured(entries, client_name, transport, security.clone())
+            }
+            Err(e) => {
+                report(&e);
+                Self::empty(client_name, CudaError::NO_DEVICE, transport)
+            }
+        }
+    }
+
+    /// [`Runtime::connect_with`] with explicit credentials and TLS settings
+    /// in place of the environment's.
+    pub fn connect_secured(
+        entries: &[ServerEntry],
+        client_name: String,
+        transport: TransportKind,
+        security: Security,
+    ) -> Self {
         let mut devices = Vec::new();
         let mut states = Vec::new();
         for entry in entries {
-            let probe = match Session::connect_with(&entry.addr, &client_name, transport) {
-                Ok(s) => s,
-                Err(e) => {
-                    report(&e.to_string());
-                    continue;
-                }
-            };
+            let probe =
+                match Session::connect_secured(&entry.addr, &client_name, transport, &security) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        report(&e.to_string());
+                        continue;
+                    }
+                };
             let hello = probe.server_hello().clone();
             let gpus: Vec<u32> = match entry.gpu {
                 Some(g) if g < hello.gpu_count => vec![g],
@@ -410,6 +434,7 @@ impl Runtime {
             devices,
             states,
             init_error,
+            security,
             ..Self::empty(client_name, CudaError::NO_DEVICE, transport)
         }
     }

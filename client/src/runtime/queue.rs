@@ -26,7 +26,12 @@ impl Runtime {
         }
         let dev = &self.devices[d];
         if st.session.is_none() {
-            match Session::connect_with(&dev.server, &self.client_name, self.transport) {
+            match Session::connect_secured(
+                &dev.server,
+                &self.client_name,
+                self.transport,
+                &self.security,
+            ) {
                 Ok(s) => st.session = Some(s),
                 Err(e) => return Err(self.lost(st, d, &e)),
             }

@@ -4,7 +4,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
 use rcud_emu::kernel::{self, KernelError, LaunchConfig, Limits};
 use rcud_emu::ptx;
 use rcud_emu::{DeviceMemory, EmuGpu};
@@ -13,6 +12,7 @@ use rcud_proto::ops::{Failure, FuncAttributes};
 use rcud_proto::{CudaError, DeviceProps};
 use rcud_transport::TransportError;
 
+use super::image_cache;
 use super::{Backend, CopyError, DeviceContext, EmuSettings, HostSource, KernelLaunch};
 
 /// The architecture whose PTX the interpreter runs (compute capability 8.0).
@@ -24,8 +24,8 @@ const OPTIN_SHARED: u32 = 163 << 10;
 /// Most bytes a client's fat binary may decompress to (a bound on hostile images).
 const MAX_DECOMPRESSED: u64 = 1 << 30;
 
-/// Parsed device code, shared by every client that loads the same fat binary.
-type ImageCache = Mutex<HashMap<[u8; 32], Arc<Image>>>;
+/// Parsed device code, shared by clients that load identical fat binaries.
+type ImageCache = image_cache::ImageCache<Image>;
 
 /// The PTX of a fat binary that the interpreter runs.
 #[derive(Debug)]
@@ -35,7 +35,19 @@ struct Image {
     /// functions report as their PTX version, which libraries such as CUB
     /// use on the host to pick the tuning their device code was built with.
     ptx_arch: u32,
+    /// Length of the PTX text it was parsed from.
+    source_len: u64,
 }
+
+impl image_cache::Cached for Image {
+    fn cost(&self) -> u64 {
+        // The parsed and translated module holds several times its text.
+        self.source_len.saturating_mul(PARSED_PER_SOURCE_BYTE)
+    }
+}
+
+/// Estimated bytes of parsed module per byte of PTX text.
+const PARSED_PER_SOURCE_BYTE: u64 = 8;
 
 /// GPUs emulated in host memory.
 #[derive(Debug)]
@@ -147,6 +159,7 @@ fn parse_image(image: &[u8]) -> Result<Image, Failure> {
     Ok(Image {
         code,
         ptx_arch: entry.arch,
+        source_len: text.len() as u64,
     })
 }
 
@@ -280,18 +293,14 @@ impl DeviceContext for EmuContext {
         self.memory.fill(dst, value, len)
     }
 
-    fn load_module(&mut self, hash: [u8; 32], image: Option<Vec<u8>>) -> Result<u32, Failure> {
-        let cached = self.images.lock().get(&hash).cloned();
-        let image = match (cached, image) {
-            (Some(cached), _) => cached,
-            // A miss is the client's cue to ship the image: no message.
-            (None, None) => return Err(CudaError::INVALID_VALUE.into()),
-            (None, Some(image)) => {
-                let parsed = Arc::new(parse_image(&image)?);
-                self.images.lock().insert(hash, parsed.clone());
-                parsed
-            }
-        };
+    fn load_module(
+        &mut self,
+        owner: &str,
+        hash: [u8; 32],
+        image: Option<Vec<u8>>,
+    ) -> Result<(u32, u64), Failure> {
+        let image = self.images.get_or_parse(owner, hash, image, parse_image)?;
+        let cost = image_cache::Cached::cost(image.as_ref());
         let mut symbols = HashMap::new();
         let mut sizes = HashMap::new();
         // Every variable gets its address first: initialisers may hold the
@@ -332,7 +341,7 @@ impl DeviceContext for EmuContext {
             symbols,
             sizes,
         });
-        Ok((self.modules.len() - 1) as u32)
+        Ok(((self.modules.len() - 1) as u32, cost))
     }
 
     fn get_function(&mut self, module: u32, name: &str) -> Result<(u32, FuncAttributes), Failure> {

@@ -2,6 +2,7 @@
 
 pub mod cuda;
 pub mod emu;
+pub(crate) mod image_cache;
 
 use std::sync::Arc;
 
@@ -87,10 +88,18 @@ pub trait DeviceContext: Send {
     /// `cudaMemset`.
     fn memset(&mut self, dst: u64, value: u8, len: u64) -> Result<(), CudaError>;
 
-    /// Loads a fat binary into this context and returns its module id. With
-    /// `image` `None`, the backend's cache is asked for `hash` and a miss is
-    /// `cudaErrorInvalidValue`; otherwise the image is parsed and cached.
-    fn load_module(&mut self, hash: [u8; 32], image: Option<Vec<u8>>) -> Result<u32, Failure>;
+    /// Loads a fat binary into this context for `owner` (the client's
+    /// tenant, or its connection) and returns its module id and the memory
+    /// its parsed code costs. With `image` `None`, the backend's cache is
+    /// asked for `hash` among what `owner` shipped before, and a miss is
+    /// `cudaErrorInvalidValue`; otherwise the image, which must hash to
+    /// `hash`, is parsed and cached ([`image_cache`]).
+    fn load_module(
+        &mut self,
+        owner: &str,
+        hash: [u8; 32],
+        image: Option<Vec<u8>>,
+    ) -> Result<(u32, u64), Failure>;
     /// A kernel of a loaded module: its id and attributes.
     fn get_function(&mut self, module: u32, name: &str) -> Result<(u32, FuncAttributes), Failure>;
     /// Device address and size of a module-scope variable.

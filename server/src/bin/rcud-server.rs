@@ -8,14 +8,20 @@ use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::net::TcpStream;
 use std::os::fd::{FromRawFd, OwnedFd};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 use rcud_server::backend::{BackendKind, EmuSettings};
+use rcud_server::gate::{Admission, Policy};
 use rcud_server::isolation::{self, AgentLauncher, Isolation, Limits};
+use rcud_server::listener::{serve_admitted, AgentSetup};
 use rcud_server::peer::InstanceId;
+use rcud_server::tenants::Tenants;
 use rcud_server::{select_backend, Backend, Server};
+use rcud_transport::tls::ServerTls;
 use rcud_transport::TcpOptions;
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
@@ -57,6 +63,37 @@ struct Args {
     /// beyond the GPU's own).
     #[arg(long)]
     client_memory: Option<bytesize::ByteSize>,
+    /// The tenants (TOML, `[tenants.NAME]` tables with `secret` and limits):
+    /// clients must prove they know their tenant's secret. Without it only
+    /// local (loopback) clients are served, unless `--insecure-open`.
+    #[arg(long, env = "RCUD_AUTH_FILE")]
+    auth_file: Option<PathBuf>,
+    /// Serve clients from the network without authentication.
+    #[arg(long, conflicts_with = "auth_file")]
+    insecure_open: bool,
+    /// PEM certificate chain: clients then talk TLS (with `--tls-key`).
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// PEM private key of `--tls-cert`.
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Most connections from one source address at once.
+    #[arg(long, default_value_t = isolation::DEFAULT_MAX_PER_SOURCE,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    max_per_source: u32,
+    /// Seconds a client may send nothing before its connection is closed
+    /// (0: never).
+    #[arg(long, default_value_t = 0)]
+    idle_timeout: u64,
+    /// Seconds a client may leave a reply unread before its connection is
+    /// closed (0: never).
+    #[arg(long, default_value_t = isolation::DEFAULT_WRITE_TIMEOUT.as_secs())]
+    write_timeout: u64,
+    /// Seconds one copy or memset of many rows may take before it fails with
+    /// cudaErrorTimeout (kernels: --kernel-timeout).
+    #[arg(long, default_value_t = isolation::DEFAULT_OP_TIMEOUT.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..))]
+    op_timeout: u64,
     /// Seconds agent processes get to exit at shutdown before they are killed.
     #[arg(long, default_value_t = isolation::TERMINATION_GRACE.as_secs_f64())]
     shutdown_grace: f64,
@@ -66,6 +103,9 @@ struct Args {
     /// Agent process: the listener that started it.
     #[arg(long = "listener-pid", hide = true, requires = "agent_fd")]
     listener_pid: Option<u32>,
+    /// Agent process: the descriptor its client's admission is read from.
+    #[arg(long = "handover-fd", hide = true, requires = "agent_fd")]
+    handover_fd: Option<i32>,
     /// Agent process: the listener's instance id, reported to the client.
     #[arg(long = "instance-id", hide = true, requires = "agent_fd")]
     instance_id: Option<InstanceId>,
@@ -81,9 +121,30 @@ impl Args {
     }
 
     fn limits(&self) -> Limits {
+        let secs = |s: u64| (s > 0).then(|| Duration::from_secs(s));
         Limits {
             max_clients: self.max_clients,
             client_memory: self.client_memory.map(|m| m.as_u64()),
+            max_per_source: self.max_per_source,
+            idle_timeout: secs(self.idle_timeout),
+            write_timeout: secs(self.write_timeout),
+            op_timeout: Duration::from_secs(self.op_timeout),
+        }
+    }
+
+    fn tenants(&self) -> Result<Option<Arc<Tenants>>, String> {
+        self.auth_file
+            .as_deref()
+            .map(|p| Tenants::load(p).map(Arc::new).map_err(|e| e.to_string()))
+            .transpose()
+    }
+
+    fn tls(&self) -> Result<Option<ServerTls>, String> {
+        match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) => ServerTls::load(cert, key)
+                .map(Some)
+                .map_err(|e| format!("TLS: {e}")),
+            _ => Ok(None),
         }
     }
 
@@ -111,6 +172,26 @@ impl Args {
         if let Some(m) = self.client_memory {
             args.push("--client-memory".into());
             args.push(m.as_u64().to_string().into());
+        }
+        for (flag, value) in [
+            ("--idle-timeout", self.idle_timeout),
+            ("--write-timeout", self.write_timeout),
+            ("--op-timeout", self.op_timeout),
+        ] {
+            args.push(flag.into());
+            args.push(value.to_string().into());
+        }
+        for (flag, path) in [
+            ("--auth-file", &self.auth_file),
+            ("--tls-cert", &self.tls_cert),
+            ("--tls-key", &self.tls_key),
+        ] {
+            if let Some(path) = path {
+                // Absolute: the agent resolves it wherever it runs.
+                let path = std::path::absolute(path).unwrap_or_else(|_| path.clone());
+                args.push(flag.into());
+                args.push(path.into());
+            }
         }
         args
     }
@@ -151,8 +232,29 @@ fn listener_main(args: &Args) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let (tenants, tls) = match (args.tenants(), args.tls()) {
+        (Ok(t), Ok(tls)) => (t, tls),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("rcud-server: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let policy = Policy {
+        tenants,
+        open_network: args.insecure_open,
+        tls: tls.is_some(),
+    };
     let mut server = match Server::bind(&args.listen, backend.clone()) {
-        Ok(s) => s.with_limits(args.limits()).with_shutdown_grace(grace),
+        Ok(s) => {
+            let s = s
+                .with_limits(args.limits())
+                .with_shutdown_grace(grace)
+                .with_policy(policy);
+            match tls {
+                Some(tls) => s.with_tls(tls),
+                None => s,
+            }
+        }
         Err(e) => {
             eprintln!("rcud-server: cannot listen on {}: {e}", args.listen);
             return ExitCode::FAILURE;
@@ -236,41 +338,74 @@ fn agent_main(fd: i32, args: &Args) -> ExitCode {
         }
     };
     backend.own_process();
-    rcud_server::listener::serve_client(
-        stream,
+    let admission = match admission_of(args) {
+        Ok(a) => a,
+        Err(e) => {
+            tracing::error!("{e}");
+            return ExitCode::from(AGENT_SETUP_FAILED);
+        }
+    };
+    let tls = match args.tls() {
+        Ok(tls) => tls,
+        Err(e) => {
+            tracing::error!("{e}");
+            return ExitCode::from(AGENT_SETUP_FAILED);
+        }
+    };
+    let setup = AgentSetup {
         backend,
-        &TcpOptions::default(),
-        &args.limits(),
-        args.instance_id.unwrap_or_default(),
-    );
+        tcp: TcpOptions::default(),
+        limits: args.limits(),
+        instance: args.instance_id.unwrap_or_default(),
+        tls,
+    };
+    serve_admitted(stream, &admission, &setup);
     ExitCode::SUCCESS
 }
 
-/// The connected TCP socket on descriptor `fd`, inherited from the listener.
-fn adopt_socket(fd: i32) -> Result<TcpStream, String> {
+/// The client's admission, as the listener handed it over.
+fn admission_of(args: &Args) -> Result<Admission, String> {
+    let fd = args
+        .handover_fd
+        .ok_or("started without --handover-fd: agents serve admitted clients only")?;
+    let owned = adopt_fd(fd, "pipe:")?;
+    let handover = isolation::read_handover(owned).map_err(|e| e.to_string())?;
+    let tenants = args.tenants()?;
+    handover.admission(tenants.as_deref())
+}
+
+/// Descriptor `fd`, inherited from the listener, whose `/proc` link starts
+/// with `kind` (`socket:`, `pipe:`).
+fn adopt_fd(fd: i32, kind: &str) -> Result<OwnedFd, String> {
     if fd <= 2 {
-        return Err(format!("descriptor {fd} is not an inherited socket"));
+        return Err(format!("descriptor {fd} is not an inherited {kind}"));
     }
-    // Refuse to take over a descriptor that is not a socket (a mistaken
-    // command line); where /proc is missing, the peer check below remains.
+    // Refuse to take over a descriptor of another kind (a mistaken command
+    // line); where /proc is missing, the caller's own checks remain.
     if std::path::Path::new("/proc/self/fd").is_dir() {
         match std::fs::read_link(format!("/proc/self/fd/{fd}")) {
-            Ok(target) if target.to_string_lossy().starts_with("socket:") => {}
+            Ok(target) if target.to_string_lossy().starts_with(kind) => {}
             Ok(target) => {
                 return Err(format!(
-                    "descriptor {fd} is {}, not a socket",
-                    target.display()
+                    "descriptor {fd} is {}, not a {}",
+                    target.display(),
+                    kind.trim_end_matches(':')
                 ))
             }
             Err(_) => return Err(format!("descriptor {fd} is not open")),
         }
     }
-    // SAFETY: the listener mapped the client's socket to this descriptor
-    // (`--agent-fd`) for this process alone; it is open (checked above) and
-    // nothing else in this process has used or owns it, so taking ownership
-    // here is the only ownership there is.
-    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
-    let stream = TcpStream::from(owned);
+    // SAFETY: the listener mapped this descriptor (`--agent-fd`,
+    // `--handover-fd`) for this process alone; it is open and of the
+    // expected kind (checked above), and nothing else in this process has
+    // used or owns it, so taking ownership here is the only ownership there
+    // is.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The connected TCP socket on descriptor `fd`, inherited from the listener.
+fn adopt_socket(fd: i32) -> Result<TcpStream, String> {
+    let stream = TcpStream::from(adopt_fd(fd, "socket:")?);
     stream
         .peer_addr()
         .map_err(|e| format!("descriptor {fd} is not a connected TCP socket: {e}"))?;

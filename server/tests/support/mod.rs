@@ -12,9 +12,10 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use parking_lot::{Condvar, Mutex};
+use rcud_proto::auth::Credentials;
 use rcud_proto::codec::{Wire, Writer};
 use rcud_proto::frame::{FrameHeader, FrameKind};
-use rcud_proto::handshake::{self, ClientHello, ServerHello};
+use rcud_proto::handshake::{self, ClientHello, HandshakeError, ServerHello};
 use rcud_proto::ops::{self, req, Failure, Op};
 use rcud_transport::{Channel, TcpChannel, TcpOptions, TransportError};
 
@@ -262,37 +263,42 @@ pub struct Conn {
 }
 
 impl Conn {
-    /// Connects and performs the handshake.
+    /// Connects and performs the handshake without credentials.
     pub fn connect(addr: &str, name: &str) -> Result<Self, ConnectError> {
+        Self::connect_as(addr, name, None)
+    }
+
+    /// Connects and performs the handshake, proving `credentials`.
+    pub fn connect_as(
+        addr: &str,
+        name: &str,
+        credentials: Option<&Credentials>,
+    ) -> Result<Self, ConnectError> {
         let fail = |e: std::io::Error| ConnectError::Failed(e.to_string());
         let mut chan = TcpChannel::connect(addr, &TcpOptions::default()).map_err(fail)?;
         let stream = chan.stream();
         stream
             .set_read_timeout(Some(Duration::from_secs(20)))
             .map_err(fail)?;
-        stream
-            .write_all(&handshake::encode_hello(&ClientHello::new(name)))
-            .map_err(fail)?;
-        let mut prefix = [0u8; 4];
-        stream.read_exact(&mut prefix).map_err(fail)?;
-        let len = handshake::hello_len(prefix).map_err(|e| ConnectError::Failed(e.to_string()))?;
-        let mut body = vec![0u8; len];
-        stream.read_exact(&mut body).map_err(fail)?;
-        let hello: ServerHello =
-            handshake::decode_hello(&body).map_err(|e| ConnectError::Failed(e.to_string()))?;
-        if !hello.accepted {
-            // The server closes after a refusal.
-            let mut rest = [0u8; 16];
-            match stream.read(&mut rest) {
-                Ok(0) => {}
-                other => {
-                    return Err(ConnectError::Failed(format!(
-                        "refused connection not closed: {other:?}"
-                    )))
-                }
-            }
-            return Err(ConnectError::Refused(hello.message));
+        let mut hello = ClientHello::new(name);
+        if let Some(c) = credentials {
+            hello.tenant = c.tenant.clone();
         }
+        hello.nonce = [7; 32];
+        let hello = match handshake::client_exchange(stream, &hello, credentials) {
+            Ok(a) => a.hello,
+            Err(HandshakeError::Refused(why)) => {
+                // The server closes after a refusal.
+                let mut rest = [0u8; 16];
+                return match stream.read(&mut rest) {
+                    Ok(0) => Err(ConnectError::Refused(why)),
+                    other => Err(ConnectError::Failed(format!(
+                        "refused connection not closed: {other:?}"
+                    ))),
+                };
+            }
+            Err(e) => return Err(ConnectError::Failed(e.to_string())),
+        };
         // Calls must not hang a test forever.
         stream
             .set_read_timeout(Some(Duration::from_secs(30)))

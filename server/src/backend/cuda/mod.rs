@@ -31,12 +31,10 @@ mod memory;
 mod output;
 mod props;
 
-use std::collections::{HashMap, VecDeque};
 use std::ffi::{CString, OsStr};
 use std::os::fd::OwnedFd;
 use std::sync::{Arc, OnceLock};
 
-use parking_lot::Mutex;
 use rcud_cuda_driver as driver;
 use rcud_cuda_driver::sys::{CUdevice_attribute, CUfunction_attribute as FA};
 use rcud_proto::ops::{Failure, FuncAttributes, ATTR_CARVEOUT, ATTR_MAX_DYNAMIC_SHARED};
@@ -44,6 +42,7 @@ use rcud_proto::{CudaError, DeviceAttr, DeviceProps};
 use rcud_transport::TransportError;
 use thiserror::Error;
 
+use super::image_cache;
 use super::{Backend, CopyError, DeviceContext, HostSource, KernelLaunch};
 use memory::AllocTable;
 
@@ -54,8 +53,6 @@ pub const STAGING_CHUNK: usize = 1 << 20;
 pub const STAGING_CHUNKS: usize = 3;
 /// Most bytes a client's fat binary may decompress to (a bound on hostile images).
 const MAX_DECOMPRESSED: u64 = 1 << 30;
-/// Most bytes of checked fat binaries kept for every client; the oldest go first.
-const IMAGE_CACHE_BYTES: usize = 1 << 30;
 
 /// Why the `cuda` backend cannot run on this host.
 #[derive(Debug, Clone, Error)]
@@ -82,33 +79,12 @@ struct Gpu {
     dma_buf: DmaBufSupport,
 }
 
-/// The checked fat binaries every client may load by hash.
-#[derive(Default)]
-struct ImageCache {
-    images: HashMap<[u8; 32], Arc<driver::Image>>,
-    order: VecDeque<[u8; 32]>,
-    bytes: usize,
-}
+/// The checked fat binaries, shared for identical bytes.
+type ImageCache = image_cache::ImageCache<driver::Image>;
 
-impl ImageCache {
-    fn get(&self, hash: &[u8; 32]) -> Option<Arc<driver::Image>> {
-        self.images.get(hash).cloned()
-    }
-
-    fn insert(&mut self, hash: [u8; 32], image: Arc<driver::Image>) {
-        if self.images.contains_key(&hash) {
-            return;
-        }
-        self.bytes += image.len();
-        self.images.insert(hash, image);
-        self.order.push_back(hash);
-        while self.bytes > IMAGE_CACHE_BYTES && self.order.len() > 1 {
-            if let Some(old) = self.order.pop_front() {
-                if let Some(img) = self.images.remove(&old) {
-                    self.bytes -= img.len();
-                }
-            }
-        }
+impl image_cache::Cached for driver::Image {
+    fn cost(&self) -> u64 {
+        self.len() as u64
     }
 }
 
@@ -116,7 +92,7 @@ impl ImageCache {
 pub struct CudaBackend {
     version: i32,
     gpus: Vec<Gpu>,
-    images: Arc<Mutex<ImageCache>>,
+    images: Arc<ImageCache>,
     /// Standard output captured for device `printf`, once this backend serves
     /// one client in a process of its own.
     printf: Arc<OnceLock<output::StdoutCapture>>,
@@ -402,7 +378,7 @@ pub struct CudaDeviceContext {
     total_mem: u64,
     dma_buf: DmaBufSupport,
     dma_buf_warned: bool,
-    images: Arc<Mutex<ImageCache>>,
+    images: Arc<ImageCache>,
     printf: Arc<OnceLock<output::StdoutCapture>>,
 }
 
@@ -537,32 +513,10 @@ impl CudaDeviceContext {
     }
 }
 
-/// The checked image for `hash`: from the cache, or from `image` (which must
-/// hash to `hash`, so that one client cannot plant code under the name of
-/// another's fat binary). `None` with a miss is the client's cue to ship the
-/// image: `cudaErrorInvalidValue` without a message.
-fn image_for(
-    cache: &Mutex<ImageCache>,
-    hash: [u8; 32],
-    image: Option<Vec<u8>>,
-) -> Result<Arc<driver::Image>, Failure> {
-    if let Some(found) = cache.lock().get(&hash) {
-        return Ok(found);
-    }
-    let Some(bytes) = image else {
-        return Err(CudaError::INVALID_VALUE.into());
-    };
-    if rcud_fatbin::content_hash(&bytes) != hash {
-        return Err(Failure::new(
-            CudaError::INVALID_VALUE,
-            "the fat binary does not match the hash it was sent with",
-        ));
-    }
-    let checked = driver::Image::fatbin(&bytes, MAX_DECOMPRESSED)
-        .map_err(|e| Failure::new(CudaError::INVALID_KERNEL_IMAGE, format!("fat binary: {e}")))?;
-    let checked = Arc::new(checked);
-    cache.lock().insert(hash, checked.clone());
-    Ok(checked)
+/// Checks and wraps a shipped fat binary for the driver.
+fn check_image(bytes: &[u8]) -> Result<driver::Image, Failure> {
+    driver::Image::fatbin(bytes, MAX_DECOMPRESSED)
+        .map_err(|e| Failure::new(CudaError::INVALID_KERNEL_IMAGE, format!("fat binary: {e}")))
 }
 
 /// A name from the wire as the C string the driver wants.
@@ -712,14 +666,21 @@ impl DeviceContext for CudaDeviceContext {
         ctx.memset(dst, value, len).map_err(|e| self.note(&e).code)
     }
 
-    fn load_module(&mut self, hash: [u8; 32], image: Option<Vec<u8>>) -> Result<u32, Failure> {
+    fn load_module(
+        &mut self,
+        owner: &str,
+        hash: [u8; 32],
+        image: Option<Vec<u8>>,
+    ) -> Result<(u32, u64), Failure> {
         let ctx = self.live()?.clone();
-        let checked = image_for(&self.images, hash, image)?;
+        let checked = self
+            .images
+            .get_or_parse(owner, hash, image, |b| check_image(b))?;
         // A module per request, as on the emulated device: two registrations
         // of the same fat binary have variables of their own.
         let module = ctx.load_module(&checked).map_err(|e| self.note(&e))?;
         self.modules.push(module);
-        Ok((self.modules.len() - 1) as u32)
+        Ok(((self.modules.len() - 1) as u32, checked.len() as u64))
     }
 
     fn get_function(&mut self, module: u32, name: &str) -> Result<(u32, FuncAttributes), Failure> {

@@ -5,6 +5,8 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Command;
 
+use parking_lot::Mutex;
+
 use super::*;
 use crate::backend::{select_backend, BackendKind, EmuSettings};
 
@@ -147,20 +149,20 @@ fn launch_configurations_are_checked_against_the_device() {
 
 #[test]
 fn images_must_match_their_hash_and_be_fat_binaries() {
-    let cache = Mutex::new(ImageCache::default());
+    let cache = ImageCache::default();
+    let image_for = |hash, image| cache.get_or_parse("a", hash, image, |b| check_image(b));
     // A miss without an image asks the client for it, silently.
-    let f = image_for(&cache, [7; 32], None).unwrap_err();
+    let f = image_for([7; 32], None).unwrap_err();
     assert_eq!(f, Failure::from(CudaError::INVALID_VALUE));
     // An image under another image's name.
     let bytes = b"garbage".to_vec();
-    let f = image_for(&cache, [7; 32], Some(bytes.clone())).unwrap_err();
+    let f = image_for([7; 32], Some(bytes.clone())).unwrap_err();
     assert_eq!(f.code, CudaError::INVALID_VALUE);
     assert!(f.message.contains("hash"), "{f}");
     // Not a fat binary: refused before the driver sees it.
     let hash = rcud_fatbin::content_hash(&bytes);
-    let f = image_for(&cache, hash, Some(bytes)).unwrap_err();
+    let f = image_for(hash, Some(bytes)).unwrap_err();
     assert_eq!(f.code, CudaError::INVALID_KERNEL_IMAGE);
-    assert!(cache.lock().images.is_empty());
 }
 
 #[test]
@@ -392,13 +394,14 @@ fn fake_driver_kernels_launch_with_their_packed_parameters() {
     let image = empty_fatbin();
     let hash = rcud_fatbin::content_hash(&image);
     assert_eq!(
-        ctx.load_module(hash, None).unwrap_err(),
+        ctx.load_module("a", hash, None).unwrap_err(),
         Failure::from(CudaError::INVALID_VALUE)
     );
-    let m = ctx.load_module(hash, Some(image)).unwrap();
-    // Cached for every client now.
+    let (m, _) = ctx.load_module("a", hash, Some(image)).unwrap();
+    // Cached for this owner's other contexts now, and only for them.
     let mut other = b.open(0, 0).unwrap();
-    other.load_module(hash, None).unwrap();
+    other.load_module("a", hash, None).unwrap();
+    assert!(other.load_module("b", hash, None).is_err());
 
     let (f, attrs) = ctx.get_function(m, FILL).unwrap();
     assert_eq!(attrs.max_threads_per_block, 1024);
@@ -491,8 +494,9 @@ fn fake_driver_device_printf_comes_back_with_the_launch() {
     let mut ctx = b.open(0, 0).unwrap();
     let image = empty_fatbin();
     let m = ctx
-        .load_module(rcud_fatbin::content_hash(&image), Some(image))
-        .unwrap();
+        .load_module("a", rcud_fatbin::content_hash(&image), Some(image))
+        .unwrap()
+        .0;
     let (f, _) = ctx.get_function(m, FILL).unwrap();
     let p = ctx.malloc(4096).unwrap();
     // Each launch returns its own output, and only its own.
@@ -511,8 +515,9 @@ fn fake_driver_module_variables_are_copy_targets() {
     let mut ctx = b.open(0, 0).unwrap();
     let image = empty_fatbin();
     let m = ctx
-        .load_module(rcud_fatbin::content_hash(&image), Some(image))
-        .unwrap();
+        .load_module("a", rcud_fatbin::content_hash(&image), Some(image))
+        .unwrap()
+        .0;
     let (ptr, size) = ctx.get_global(m, "counter").unwrap();
     assert_eq!(size, 8);
     assert_eq!(ctx.memory_held(), 8);
@@ -538,8 +543,9 @@ fn fake_driver_a_kernel_fault_is_sticky_until_reset() {
     let kept = bystander.malloc(64).unwrap();
     let image = empty_fatbin();
     let m = ctx
-        .load_module(rcud_fatbin::content_hash(&image), Some(image))
-        .unwrap();
+        .load_module("a", rcud_fatbin::content_hash(&image), Some(image))
+        .unwrap()
+        .0;
     let (fault, _) = ctx.get_function(m, "_Z5faultv").unwrap();
     let p = ctx.malloc(64).unwrap();
     let f = ctx.launch(&launch_of(fault, &[])).unwrap_err();
@@ -732,11 +738,11 @@ fn gpu_modules_come_from_checked_images() {
         return;
     };
     let mut ctx = b.open(0, 0).unwrap();
-    let f = ctx.load_module([1; 32], None).unwrap_err();
+    let f = ctx.load_module("a", [1; 32], None).unwrap_err();
     assert_eq!(f, Failure::from(CudaError::INVALID_VALUE));
     let junk = vec![0x50, 0xed, 0x55, 0xba, 1, 0, 0x10, 0];
     let hash = rcud_fatbin::content_hash(&junk);
-    let f = ctx.load_module(hash, Some(junk)).unwrap_err();
+    let f = ctx.load_module("a", hash, Some(junk)).unwrap_err();
     assert_eq!(f.code, CudaError::INVALID_KERNEL_IMAGE);
     let f = ctx.get_function(0, "_Z6kernelv").unwrap_err();
     assert_eq!(f.code, CudaError::INVALID_RESOURCE_HANDLE);
