@@ -8,11 +8,13 @@
 #   scripts/fuzz.sh cmin [TARGET|all]     minimise the corpora in place
 #   scripts/fuzz.sh build                 build every target
 #
-# RUNS defaults to 10000000 (agent_ops: 100000 sessions, which play well
-# over a million operations). Extra libFuzzer flags can be given in
-# FUZZ_FLAGS (e.g. FUZZ_FLAGS="-max_total_time=3600"). Logs go to
-# fuzz/logs/<target>.log; crashes to fuzz/artifacts/<target>/. Installs
-# cargo-fuzz and the nightly toolchain when they are missing.
+# RUNS defaults to 10000000 (agent_ops: 250000 sessions, which play well
+# over a million operations; the log counts them). Extra libFuzzer flags can
+# be given in FUZZ_FLAGS (e.g. FUZZ_FLAGS="-max_total_time=3600").
+# FUZZ_NO_BUILD=1 runs the targets as last built (while others edit the
+# crates under test). Logs go to fuzz/logs/<target>.log; crashes to
+# fuzz/artifacts/<target>/. Installs cargo-fuzz and the nightly toolchain
+# when they are missing.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root="$PWD"
@@ -28,7 +30,8 @@ targets=(request handshake fatbin ptx setup agent_ops)
 max_len() {
   case "$1" in
     request | handshake | setup) echo 4096 ;;
-    fatbin | ptx) echo 65536 ;;
+    fatbin) echo 16384 ;;
+    ptx) echo 8192 ;;
     agent_ops) echo 16384 ;;
   esac
 }
@@ -60,7 +63,14 @@ ensure_tools() {
 unset CARGO_TARGET_DIR
 
 build() {
-  (cd fuzz && cargo +nightly fuzz build -O)
+  if [[ -z "${FUZZ_NO_BUILD:-}" ]]; then
+    (cd fuzz && cargo +nightly fuzz build -O)
+  fi
+}
+
+# What `cargo fuzz build -O` made (cargo fuzz run would run the same).
+binary() {
+  echo "$root/fuzz/target/x86_64-unknown-linux-gnu/release/$1"
 }
 
 run_one() {
@@ -70,7 +80,8 @@ run_one() {
   if [[ -f "fuzz/dict/$t.dict" ]]; then dict=("-dict=$root/fuzz/dict/$t.dict"); fi
   echo "fuzzing $t for $runs runs (log: fuzz/logs/$t.log)"
   local started=$SECONDS status=0
-  (cd fuzz && RCUD_FUZZ_PROGRESS=1 cargo +nightly fuzz run -O "$t" "corpus/$t" -- \
+  (cd fuzz && RCUD_FUZZ_PROGRESS=1 "$(binary "$t")" "corpus/$t" \
+    -artifact_prefix="artifacts/$t/" \
     -runs="$runs" -max_len="$(max_len "$t")" \
     -rss_limit_mb="$(rss_limit "$t")" -malloc_limit_mb="$(malloc_limit "$t")" \
     -timeout=20 -print_final_stats=1 "${dict[@]}" ${FUZZ_FLAGS:-}) \
@@ -85,11 +96,17 @@ run_one() {
 }
 
 cmin_one() {
-  local t="$1"
-  local dict=()
-  (cd fuzz && cargo +nightly fuzz cmin -O "$t" "corpus/$t" -- \
+  # What `cargo fuzz cmin` does: merge the corpus into an empty one, which
+  # keeps the smallest inputs that still cover all it covers.
+  local t="$1" kept
+  kept="$(mktemp -d)"
+  (cd fuzz && "$(binary "$t")" -merge=1 "$kept" "corpus/$t" \
     -max_len="$(max_len "$t")" -rss_limit_mb="$(rss_limit "$t")" \
-    -malloc_limit_mb="$(malloc_limit "$t")" -timeout=20)
+    -malloc_limit_mb="$(malloc_limit "$t")" -timeout=20) >"fuzz/logs/cmin-$t.log" 2>&1
+  echo "$t: $(ls "fuzz/corpus/$t" | wc -l) inputs before, $(ls "$kept" | wc -l) kept"
+  rm -rf "fuzz/corpus/$t"
+  mv "$kept" "fuzz/corpus/$t"
+  chmod 755 "fuzz/corpus/$t"
 }
 
 ensure_tools
@@ -99,6 +116,7 @@ case "${1:-all}" in
     ;;
   cmin)
     build
+    mkdir -p fuzz/logs
     if [[ "${2:-all}" == all ]]; then sel=("${targets[@]}"); else sel=("$2"); fi
     for t in "${sel[@]}"; do cmin_one "$t"; done
     ;;
@@ -108,7 +126,7 @@ case "${1:-all}" in
     failed=0
     for t in "${sel[@]}"; do
       default=10000000
-      [[ "$t" == agent_ops ]] && default=100000
+      [[ "$t" == agent_ops ]] && default=250000
       run_one "$t" "${2:-$default}" || failed=1
     done
     exit "$failed"

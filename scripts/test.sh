@@ -6,7 +6,8 @@
 # `rcud run`, as well as CuPy, numba-cuda and cuda-python with chosen subsets
 # of their own test suites. Installs the CUDA compiler (into .venv-cuda, when
 # `nvcc` is not on PATH) and the Python libraries (.venv-cupy13,
-# .venv-cupy12, .venv-numba) from PyPI. No GPU or RDMA hardware is needed.
+# .venv-cupy12, .venv-numba) from PyPI, and OpenSM with the ibsim fabric
+# simulator from Debian. No GPU or RDMA hardware is needed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -22,6 +23,9 @@ export RCUD_CUPY13_PYTHON="$(sed -n 1p <<<"$cupy_pythons")"
 export RCUD_CUPY12_PYTHON="$(sed -n 2p <<<"$cupy_pythons")"
 # The CUDA toolkit is installed above: tests that need it must not skip.
 export RCUD_REQUIRE_CUDA=1
+# OpenSM and a simulated fabric (ibsim) for cli/tests/qos.rs, from Debian.
+export RCUD_OPENSM="$(scripts/ensure-opensm.sh)"
+export RCUD_REQUIRE_OPENSM=1
 
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --release -- -D warnings

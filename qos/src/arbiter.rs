@@ -361,7 +361,8 @@ impl Arbiter {
         }
         // Each pass either returns a packet or ends an entry. An entry ends at
         // most once per visit and its debt shrinks by at least 64 bytes per
-        // visit, so the loop is bounded; the guard only protects against a bug.
+        // visit, so the loop is bounded; the guard only stops a bug from
+        // hanging the caller.
         for _ in 0..1_000_000 {
             let serve_high = match self.turn {
                 Turn::High => high_ready || !low_ready,
@@ -415,7 +416,8 @@ impl Arbiter {
                 }
             }
         }
-        unreachable!("the ConnectX arbiter made no progress")
+        debug_assert!(false, "the ConnectX arbiter made no progress");
+        None
     }
 }
 

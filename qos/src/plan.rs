@@ -412,17 +412,13 @@ pub fn plan(config: &PlanConfig) -> Result<Plan, PlanError> {
         distance[i] = match c.kind {
             TrafficClass::Dbts => {
                 let delay = std::time::Duration::from_secs_f64(c.delay_us.unwrap_or(0.0) * 1e-6);
-                match tc.distance_for_delay(delay) {
-                    Some(d) => Some(d),
-                    None => {
-                        return Err(PlanError::Refused {
-                            name: c.name.clone(),
-                            refusal: Request::with_delay(1.0, delay, &tc)
-                                .expect_err("no distance for this delay"),
-                            hint: String::new(),
-                        })
-                    }
-                }
+                let r =
+                    Request::with_delay(1.0, delay, &tc).map_err(|refusal| PlanError::Refused {
+                        name: c.name.clone(),
+                        refusal,
+                        hint: String::new(),
+                    })?;
+                Some(r.distance)
             }
             TrafficClass::Db => Some(port.table_entries),
             _ => None,
@@ -454,7 +450,7 @@ pub fn plan(config: &PlanConfig) -> Result<Plan, PlanError> {
     for (vl, &level) in levels.iter().enumerate() {
         lanes[level as usize] = Some(vl as u8);
     }
-    tc.lanes = lanes.clone();
+    tc.lanes = lanes;
 
     // Admit the guaranteed classes.
     let mut table = Table::new(tc.clone()).map_err(|e| PlanError::Port(e.to_string()))?;

@@ -336,3 +336,80 @@ pub fn bind_tls(
     handshake::write_message(&mut link, &accepted([0; PROOF_LEN]))?;
     Ok(link)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::net::{Ipv4Addr, Ipv6Addr, TcpListener};
+
+    use rcud_proto::handshake::client_exchange;
+
+    use super::*;
+    use crate::backend::{select_backend, BackendKind, EmuSettings};
+
+    /// Runs the gate for a client that `peer` stands in for (the socket
+    /// itself is on loopback); returns the client's view.
+    fn gate_for(peer: IpAddr, policy: Policy) -> Result<(), String> {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let backend = select_backend(BackendKind::Emu, &EmuSettings::default()).unwrap();
+            let (mut s, _) = listener.accept().unwrap();
+            admit(
+                &mut s,
+                peer,
+                &policy,
+                backend.as_ref(),
+                InstanceId::NONE,
+                |_| Ok(()),
+            )
+            .map(|_| ())
+        });
+        let mut c = TcpStream::connect(addr).unwrap();
+        let client = client_exchange(&mut c, &ClientHello::new("t"), None);
+        let _ = server.join().unwrap();
+        client.map(|_| ()).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn without_tenants_only_loopback_clients_get_in_unless_open() {
+        let remote = IpAddr::V4(Ipv4Addr::new(10, 1, 2, 3));
+        let err = gate_for(remote, Policy::default()).unwrap_err();
+        assert!(err.contains("serves only local clients"), "{err}");
+        assert!(err.contains("--insecure-open"), "{err}");
+        gate_for(IpAddr::V4(Ipv4Addr::LOCALHOST), Policy::default()).unwrap();
+        gate_for(IpAddr::V6(Ipv6Addr::LOCALHOST), Policy::default()).unwrap();
+        let mapped = IpAddr::V6(Ipv4Addr::LOCALHOST.to_ipv6_mapped());
+        gate_for(mapped, Policy::default()).unwrap();
+        let open = Policy {
+            open_network: true,
+            ..Policy::default()
+        };
+        gate_for(remote, open).unwrap();
+    }
+
+    #[test]
+    fn a_deadline_bounds_the_whole_exchange() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut client = TcpStream::connect(addr).unwrap();
+        let (mut served, _) = listener.accept().unwrap();
+        let trickle = std::thread::spawn(move || {
+            // One byte every 300 ms: each read succeeds, the whole never does.
+            for b in handshake::encode_hello(&ClientHello::new("slow")) {
+                if client.write_all(&[b]).is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(300));
+            }
+        });
+        let started = Instant::now();
+        let mut io = Deadline::new(&mut served, Duration::from_secs(1));
+        let got: Result<ClientHello, _> = handshake::read_message(&mut io);
+        assert!(got.is_err());
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(2), "{took:?}");
+        drop(served);
+        trickle.join().unwrap();
+    }
+}

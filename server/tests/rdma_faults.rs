@@ -14,7 +14,6 @@
 mod rogue;
 mod support;
 
-use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 

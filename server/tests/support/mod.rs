@@ -2,8 +2,8 @@
 //! to it with raw frames.
 #![allow(dead_code, unreachable_pub)]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::Shutdown;
+use std::io::{BufRead, BufReader, Read};
+use std::net::{Shutdown, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::thread;
@@ -17,7 +17,8 @@ use rcud_proto::codec::{Wire, Writer};
 use rcud_proto::frame::{FrameHeader, FrameKind};
 use rcud_proto::handshake::{self, ClientHello, HandshakeError, ServerHello};
 use rcud_proto::ops::{self, req, Failure, Op};
-use rcud_transport::{Channel, TcpChannel, TcpOptions, TransportError};
+use rcud_transport::tls::{ClientTls, TlsLink};
+use rcud_transport::{Channel, Link, TcpChannel, TcpOptions, TransportError};
 
 /// Everything the server printed, line by line.
 #[derive(Default)]
@@ -253,9 +254,9 @@ pub enum ConnectError {
 #[derive(Debug)]
 pub struct Broken(pub String);
 
-/// One client connection speaking raw frames.
-pub struct Conn {
-    chan: TcpChannel,
+/// One client connection speaking raw frames, over TCP or TLS.
+pub struct Conn<S: Link = TcpStream> {
+    chan: TcpChannel<S>,
     hello: ServerHello,
     next_id: u32,
     body: Vec<u8>,
@@ -314,13 +315,55 @@ impl Conn {
 
     /// Connects, handshakes and attaches to GPU 0; panics on failure.
     pub fn attached(addr: &str, name: &str) -> Self {
-        let mut c = Self::connect(addr, name).unwrap_or_else(|e| panic!("connect: {e:?}"));
+        let mut c = Conn::connect(addr, name).unwrap_or_else(|e| panic!("connect: {e:?}"));
         c.call(&req::Attach { gpu: 0, window: 0 }, &[], &mut [])
             .expect("transport")
             .expect("attach");
         c
     }
 
+    /// Connects over TLS with `credentials`, trusting `tls`.
+    pub fn connect_tls(
+        addr: &str,
+        name: &str,
+        credentials: &Credentials,
+        tls: &ClientTls,
+    ) -> Result<Conn<TlsLink>, ConnectError> {
+        let failed = |e: &dyn std::fmt::Display| ConnectError::Failed(e.to_string());
+        let mut stream = TcpStream::connect(addr).map_err(|e| failed(&e))?;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .map_err(|e| failed(&e))?;
+        let mut hello = ClientHello::new(name);
+        hello.tenant = credentials.tenant.clone();
+        hello.tls = true;
+        hello.nonce = [9; 32];
+        let auth = match handshake::client_exchange(&mut stream, &hello, Some(credentials)) {
+            Ok(a) => a,
+            Err(HandshakeError::Refused(why)) => return Err(ConnectError::Refused(why)),
+            Err(e) => return Err(failed(&e)),
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut link = tls
+            .connect(stream, addr, deadline)
+            .map_err(|e| failed(&e))?;
+        let exporter = link.exporter().map_err(|e| failed(&e))?;
+        handshake::client_bind(&mut link, &auth.session_key, &exporter).map_err(|e| failed(&e))?;
+        let opts = TcpOptions {
+            read_timeout: Some(Duration::from_secs(30)),
+            ..TcpOptions::default()
+        };
+        Ok(Conn {
+            chan: TcpChannel::from_stream(link, &opts).map_err(|e| failed(&e))?,
+            hello: auth.hello,
+            next_id: 1,
+            body: Vec::new(),
+            moved: 0,
+        })
+    }
+}
+
+impl<S: Link> Conn<S> {
     /// What the server said in the handshake.
     pub fn hello(&self) -> &ServerHello {
         &self.hello
@@ -328,7 +371,12 @@ impl Conn {
 
     /// The client side's port: the `peer` the server logs.
     pub fn local_port(&mut self) -> u16 {
-        self.chan.stream().local_addr().expect("local addr").port()
+        self.chan
+            .stream()
+            .socket()
+            .local_addr()
+            .expect("local addr")
+            .port()
     }
 
     /// One call with its request and reply payloads.
@@ -450,7 +498,7 @@ impl Conn {
         self.chan
             .send_frame(&header, &self.body, sent)
             .expect("send the first part of the payload");
-        let _ = self.chan.stream().shutdown(Shutdown::Both);
+        let _ = self.chan.stream().socket().shutdown(Shutdown::Both);
     }
 }
 

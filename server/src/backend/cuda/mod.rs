@@ -673,9 +673,7 @@ impl DeviceContext for CudaDeviceContext {
         image: Option<Vec<u8>>,
     ) -> Result<(u32, u64), Failure> {
         let ctx = self.live()?.clone();
-        let checked = self
-            .images
-            .get_or_parse(owner, hash, image, |b| check_image(b))?;
+        let checked = self.images.get_or_parse(owner, hash, image, check_image)?;
         // A module per request, as on the emulated device: two registrations
         // of the same fat binary have variables of their own.
         let module = ctx.load_module(&checked).map_err(|e| self.note(&e))?;

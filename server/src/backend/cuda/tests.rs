@@ -150,7 +150,7 @@ fn launch_configurations_are_checked_against_the_device() {
 #[test]
 fn images_must_match_their_hash_and_be_fat_binaries() {
     let cache = ImageCache::default();
-    let image_for = |hash, image| cache.get_or_parse("a", hash, image, |b| check_image(b));
+    let image_for = |hash, image| cache.get_or_parse("a", hash, image, check_image);
     // A miss without an image asks the client for it, silently.
     let f = image_for([7; 32], None).unwrap_err();
     assert_eq!(f, Failure::from(CudaError::INVALID_VALUE));

@@ -1,0 +1,133 @@
+//! The `rcud-server` daemon (process isolation) with tenants and TLS: the
+//! gate refuses before any agent process exists, agent processes take over
+//! the TLS session, and hostile inputs leave other clients served.
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+
+use rcud_proto::auth::Credentials;
+use rcud_transport::tls::{self, ClientTls, Trust};
+use support::{Conn, ConnectError, ServerProc};
+
+const TENANTS: &str =
+    "[tenants.alice]\nsecret = \"alice-secret-0123456789\"\nmax_allocations = 10\n";
+
+fn alice() -> Credentials {
+    Credentials::parse("alice:alice-secret-0123456789").unwrap()
+}
+
+/// A tenant file and a certificate with its key, in a temporary directory.
+struct Files {
+    dir: tempfile::TempDir,
+    pin: [u8; 32],
+}
+
+impl Files {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let tenants = dir.path().join("tenants.toml");
+        std::fs::write(&tenants, TENANTS).unwrap();
+        std::fs::set_permissions(&tenants, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap();
+        std::fs::write(dir.path().join("cert.pem"), cert.cert.pem()).unwrap();
+        std::fs::write(dir.path().join("key.pem"), cert.signing_key.serialize_pem()).unwrap();
+        let pin = tls::parse_pin(&tls::fingerprint(cert.cert.der())).unwrap();
+        Self { dir, pin }
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.dir.path().join(name).to_string_lossy().into_owned()
+    }
+}
+
+#[test]
+fn refused_clients_never_cost_an_agent_process_and_the_log_keeps_secrets() {
+    let files = Files::new();
+    let server = ServerProc::start(&["--auth-file", &files.path("tenants.toml")]);
+    let wrong = Credentials::parse("alice:this-is-not-alices-secret").unwrap();
+    for _ in 0..5 {
+        match Conn::connect_as(server.addr(), "intruder", Some(&wrong)) {
+            Err(ConnectError::Refused(why)) => {
+                assert!(
+                    why.contains("authentication failed for tenant `alice`"),
+                    "{why}"
+                )
+            }
+            other => panic!("a wrong secret got {:?}", other.err()),
+        }
+        match Conn::connect(server.addr(), "anonymous") {
+            Err(ConnectError::Failed(why)) => {
+                assert!(why.contains("requires authentication"), "{why}")
+            }
+            other => panic!("no credentials got {:?}", other.err()),
+        }
+    }
+    assert!(server.children().is_empty(), "{:?}", server.children());
+    let mut c = Conn::connect_as(server.addr(), "alice", Some(&alice())).unwrap();
+    c.call(
+        &rcud_proto::ops::req::Attach { gpu: 0, window: 0 },
+        &[],
+        &mut [],
+    )
+    .unwrap()
+    .unwrap();
+    let p = c.malloc(4096);
+    c.htod(p, &[7; 4096]);
+    let mut back = [0u8; 4096];
+    c.dtoh(p, &mut back);
+    assert_eq!(back, [7; 4096]);
+    // The tenant's limits hold in its agent process.
+    for _ in 1..10 {
+        c.malloc(16);
+    }
+    let over = c
+        .call(&rcud_proto::ops::req::Malloc { size: 16 }, &[], &mut [])
+        .unwrap();
+    assert!(over.unwrap_err().message.contains("10 allocations"));
+    let logs = server.logs().join("\n");
+    assert!(
+        logs.contains("authentication failed for tenant `alice`"),
+        "{logs}"
+    );
+    assert!(
+        !logs.contains("alice-secret") && !logs.contains("this-is-not-alices"),
+        "{logs}"
+    );
+}
+
+#[test]
+fn agent_processes_take_over_tls_sessions() {
+    let files = Files::new();
+    let server = ServerProc::start(&[
+        "--auth-file",
+        &files.path("tenants.toml"),
+        "--tls-cert",
+        &files.path("cert.pem"),
+        "--tls-key",
+        &files.path("key.pem"),
+    ]);
+    let tls = ClientTls::new(&Trust::Pin(files.pin)).unwrap();
+    let mut c = Conn::connect_tls(server.addr(), "alice", &alice(), &tls).unwrap();
+    c.call(
+        &rcud_proto::ops::req::Attach { gpu: 0, window: 0 },
+        &[],
+        &mut [],
+    )
+    .unwrap()
+    .unwrap();
+    let len = 4 << 20;
+    let p = c.malloc(len as u64);
+    let data: Vec<u8> = (0..len).map(|i| (i % 253) as u8).collect();
+    c.htod(p, &data);
+    let mut back = vec![0u8; len];
+    c.dtoh(p, &mut back);
+    assert!(back == data);
+    let port = c.local_port();
+    assert!(server.agent_pid(port) > 0);
+    // Plain TCP against it is refused with a message, at once.
+    match Conn::connect_as(server.addr(), "plain", Some(&alice())) {
+        Err(ConnectError::Refused(why)) => assert!(why.contains("requires TLS"), "{why}"),
+        other => panic!("plaintext against TLS got {:?}", other.err()),
+    }
+}
