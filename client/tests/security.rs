@@ -615,3 +615,83 @@ fn a_client_that_never_reads_its_reply_is_dropped_and_its_memory_freed() {
     }
     works(&mut watcher);
 }
+
+/// A fat binary whose one PTX entry is a Zstandard frame of `blocks` RLE
+/// blocks of 128 KiB of spaces, without a declared content size: 4 bytes
+/// per 128 KiB inflated.
+fn zstd_bomb(blocks: usize) -> Vec<u8> {
+    let mut frame = vec![0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x58];
+    for i in 0..blocks {
+        let header = u32::from(i + 1 == blocks) | (1 << 1) | ((128 << 10) << 3);
+        frame.extend(&header.to_le_bytes()[..3]);
+        frame.push(b' ');
+    }
+    let mut entry = Vec::new();
+    entry.extend(1u16.to_le_bytes()); // kind: PTX
+    entry.extend(0x0101u16.to_le_bytes());
+    entry.extend(64u32.to_le_bytes()); // header size
+    entry.extend((frame.len() as u64).to_le_bytes());
+    entry.extend((frame.len() as u32).to_le_bytes());
+    entry.extend(0u32.to_le_bytes());
+    entry.extend(0u16.to_le_bytes());
+    entry.extend(8u16.to_le_bytes());
+    entry.extend(80u32.to_le_bytes()); // sm_80
+    entry.extend([0u8; 8]);
+    entry.extend((0x11u64 | 0x8000).to_le_bytes()); // Zstandard-compressed
+    entry.extend([0u8; 8]);
+    entry.extend((blocks as u64 * (128 << 10)).to_le_bytes());
+    entry.extend(frame);
+    let mut container = Vec::new();
+    container.extend(0xBA55_ED50u32.to_le_bytes());
+    container.extend(1u16.to_le_bytes());
+    container.extend(16u16.to_le_bytes());
+    container.extend((entry.len() as u64).to_le_bytes());
+    container.extend(entry);
+    container
+}
+
+#[test]
+fn ptx_and_zstd_bombs_fail_fast_with_a_cuda_error() {
+    let srv = start(Setup::default());
+    let addr = srv.addr();
+    let mut bystander = attached(addr, &as_tenant(ALICE));
+    let mut m = attached(addr, &as_tenant(MALLORY));
+    let load = |s: &mut Session, image: &[u8]| {
+        let hash = rcud_fatbin::content_hash(image);
+        let started = Instant::now();
+        let r = s
+            .call(
+                &req::ModuleLoad {
+                    hash,
+                    len: image.len() as u64,
+                },
+                image,
+                &mut [],
+            )
+            .unwrap();
+        (r.map(|x| x.module), started.elapsed())
+    };
+    // 33 KB that inflate to 1 GiB.
+    let bomb = zstd_bomb(8192);
+    assert!(bomb.len() < 40 << 10);
+    let (r, took) = load(&mut m, &bomb);
+    let f = r.unwrap_err();
+    assert_eq!(f.code, CudaError::INVALID_KERNEL_IMAGE, "{f}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    // PTX that is all nesting: a parser's recursion bomb.
+    let nested = format!(
+        ".version 7.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{}",
+        "{".repeat(1 << 20)
+    );
+    let (r, took) = load(&mut m, &rcud_fatbin::image::wrap_ptx(nested.as_bytes()));
+    assert_eq!(r.unwrap_err().code, CudaError::INVALID_PTX);
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    // A register-declaration bomb.
+    let regs = ".version 7.0\n.target sm_80\n.address_size 64\n\
+                .visible .entry k()\n{\n.reg .b32 %r<2000000000>;\nret;\n}\n";
+    let (r, _) = load(&mut m, &rcud_fatbin::image::wrap_ptx(regs.as_bytes()));
+    assert_eq!(r.unwrap_err().code, CudaError::INVALID_PTX);
+    // Everyone else is still served.
+    works(&mut bystander);
+    works(&mut m);
+}

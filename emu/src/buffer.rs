@@ -1,20 +1,37 @@
 //! Zero-initialised host buffers that back device allocations.
 //!
 //! `vec![0; n]` aborts the process when the host is out of memory; a device
-//! allocation must fail with `cudaErrorMemoryAllocation` instead. Zeroed
-//! allocation also lets the kernel hand out lazily-zeroed pages, so a large
-//! `cudaMalloc` costs nothing until it is touched.
+//! allocation must fail with `cudaErrorMemoryAllocation` instead. Large
+//! buffers must also cost nothing until they are touched: a client may
+//! `cudaMalloc` gigabytes and use a few pages. `alloc_zeroed` does not give
+//! that here: with the 256-byte alignment of device allocations (above the
+//! 16 bytes `calloc` guarantees) Rust's `System` allocator allocates and then
+//! `memset`s, committing every page at once. Buffers of [`MAP_THRESHOLD`]
+//! bytes or more are therefore anonymous private mappings, which the kernel
+//! zero-fills page by page on first touch; smaller ones come from the heap.
 
 use std::alloc::{self, Layout};
 use std::ptr::NonNull;
 
+use memmap2::{MmapMut, MmapOptions, UncheckedAdvice};
+
 /// Alignment of every device allocation, as `cudaMalloc` guarantees.
 pub(crate) const ALIGN: usize = 256;
+
+/// Buffers of at least this many bytes are mapped pages rather than heap
+/// blocks (glibc's default `M_MMAP_THRESHOLD`): below it the `memset` is
+/// cheap, and mapping tiny buffers would spend a kernel mapping on each.
+pub(crate) const MAP_THRESHOLD: usize = 128 << 10;
+
+/// Page size assumed for charging mapped buffers.
+pub(crate) const PAGE: u64 = 4096;
 
 /// An owned, zeroed, 256-byte-aligned byte buffer.
 pub(crate) struct Buffer {
     ptr: NonNull<u8>,
     len: usize,
+    /// The mapping when the buffer is one (it owns the pages `ptr` points to).
+    map: Option<MmapMut>,
 }
 
 // SAFETY: Buffer owns its allocation exclusively, like a Box<[u8]>.
@@ -28,14 +45,43 @@ impl Buffer {
         if len == 0 {
             return None;
         }
+        if len >= MAP_THRESHOLD {
+            // Page-aligned (so 256-byte aligned), zero-filled on first touch;
+            // no swap reserved, so a large untouched allocation commits nothing.
+            let mut map = MmapOptions::new()
+                .len(len)
+                .no_reserve_swap()
+                .map_anon()
+                .ok()?;
+            let ptr = NonNull::new(map.as_mut_ptr())?;
+            return Some(Self {
+                ptr,
+                len,
+                map: Some(map),
+            });
+        }
         let layout = Layout::from_size_align(len, ALIGN).ok()?;
         // SAFETY: the layout has a non-zero size.
         let ptr = unsafe { alloc::alloc_zeroed(layout) };
-        NonNull::new(ptr).map(|ptr| Self { ptr, len })
+        NonNull::new(ptr).map(|ptr| Self {
+            ptr,
+            len,
+            map: None,
+        })
+    }
+
+    /// Whether the buffer is a mapping (committed page by page).
+    pub(crate) fn is_mapped(&self) -> bool {
+        self.map.is_some()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
     }
 
     pub(crate) fn as_slice(&self) -> &[u8] {
-        // SAFETY: ptr points to len initialised bytes owned by self.
+        // SAFETY: ptr points to len initialised bytes owned by self (the
+        // heap block, or the mapping, whose pages read as zero until written).
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
 
@@ -43,10 +89,47 @@ impl Buffer {
         // SAFETY: ptr points to len initialised bytes owned exclusively by self.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
     }
+
+    /// Sets `range` (inside the buffer) to `value`. Zeroing whole pages of a
+    /// mapping gives them back to the kernel instead of writing them: they
+    /// read as zeros again, and a `cudaMemset(p, 0, n)` of a fresh
+    /// allocation commits no memory.
+    pub(crate) fn fill(&mut self, range: std::ops::Range<usize>, value: u8) {
+        if value == 0 && range.len() >= DISCARD_MIN {
+            if let Some(map) = &self.map {
+                let page = rustix::param::page_size();
+                let start = range.start.next_multiple_of(page);
+                let end = range.end / page * page;
+                // SAFETY: `&mut self` guarantees no reference into the
+                // mapping is alive; `start..end` is whole pages inside it
+                // (page-aligned, as the mapping is), which afterwards read
+                // as zeros: the contents the caller asks for.
+                let discarded = start < end
+                    && unsafe {
+                        map.unchecked_advise_range(UncheckedAdvice::DontNeed, start, end - start)
+                    }
+                    .is_ok();
+                if discarded {
+                    let bytes = self.as_mut_slice();
+                    bytes[range.start..start].fill(0);
+                    bytes[end..range.end].fill(0);
+                    return;
+                }
+            }
+        }
+        self.as_mut_slice()[range].fill(value);
+    }
 }
+
+/// Zero fills shorter than this are written (a system call costs more).
+const DISCARD_MIN: usize = 1 << 20;
 
 impl Drop for Buffer {
     fn drop(&mut self) {
+        if self.map.is_some() {
+            // Unmapped when `map` drops.
+            return;
+        }
         // SAFETY: allocated in `zeroed` with exactly this layout.
         unsafe {
             alloc::dealloc(
@@ -59,6 +142,7 @@ impl Drop for Buffer {
 
 impl std::fmt::Debug for Buffer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Buffer({} bytes)", self.len)
+        let how = if self.is_mapped() { "mapped" } else { "heap" };
+        write!(f, "Buffer({} bytes, {how})", self.len)
     }
 }

@@ -9,6 +9,7 @@
 
 mod buffer;
 pub mod kernel;
+pub mod ledger;
 pub mod memory;
 pub mod properties;
 pub mod ptx;
@@ -35,7 +36,16 @@ pub struct EmuGpu {
     props: DeviceProps,
     attributes: HashMap<i32, i32>,
     total: u64,
-    used: AtomicU64,
+    used: Budget,
+}
+
+/// Where a device's allocations are counted.
+#[derive(Debug)]
+enum Budget {
+    /// In this process: every client of the device is served here.
+    Local(AtomicU64),
+    /// In a ledger shared by the agent processes of one server.
+    Shared(ledger::SharedBudget),
 }
 
 impl EmuGpu {
@@ -47,7 +57,20 @@ impl EmuGpu {
             props,
             attributes,
             total: total_mem,
-            used: AtomicU64::new(0),
+            used: Budget::Local(AtomicU64::new(0)),
+        })
+    }
+
+    /// An emulated GPU whose `total_mem` bytes are shared with the other
+    /// agent processes of a server through `budget`.
+    pub fn with_shared_budget(gpu: u32, total_mem: u64, budget: ledger::SharedBudget) -> Arc<Self> {
+        let props = properties::emulated_props(gpu, total_mem);
+        let attributes = properties::attributes(&props).into_iter().collect();
+        Arc::new(Self {
+            props,
+            attributes,
+            total: total_mem,
+            used: Budget::Shared(budget),
         })
     }
 
@@ -70,20 +93,36 @@ impl EmuGpu {
 
     /// Bytes of device memory not allocated by any client.
     pub fn free_memory(&self) -> u64 {
-        self.total.saturating_sub(self.used.load(Ordering::Relaxed))
+        let used = match &self.used {
+            Budget::Local(used) => used.load(Ordering::Relaxed),
+            Budget::Shared(shared) => shared.used(),
+        };
+        self.total.saturating_sub(used)
     }
 
     /// Takes `bytes` from the shared budget, or fails without changing it.
     fn reserve(&self, bytes: u64) -> Result<(), CudaError> {
-        self.used
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
-                used.checked_add(bytes).filter(|&n| n <= self.total)
-            })
-            .map(|_| ())
-            .map_err(|_| CudaError::MEMORY_ALLOCATION)
+        let taken = match &self.used {
+            Budget::Local(used) => used
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+                    used.checked_add(bytes).filter(|&n| n <= self.total)
+                })
+                .is_ok(),
+            Budget::Shared(shared) => shared.reserve(bytes, self.total),
+        };
+        if taken {
+            Ok(())
+        } else {
+            Err(CudaError::MEMORY_ALLOCATION)
+        }
     }
 
     fn release(&self, bytes: u64) {
-        self.used.fetch_sub(bytes, Ordering::AcqRel);
+        match &self.used {
+            Budget::Local(used) => {
+                used.fetch_sub(bytes, Ordering::AcqRel);
+            }
+            Budget::Shared(shared) => shared.release(bytes),
+        }
     }
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use rcud_proto::CudaError;
 
-use crate::buffer::{Buffer, ALIGN};
+use crate::buffer::{Buffer, ALIGN, MAP_THRESHOLD, PAGE};
 use crate::EmuGpu;
 
 /// Device addresses of address window `w` start at `BASE + (w mod WINDOWS) *
@@ -24,6 +24,26 @@ const WINDOWS: u64 = 64;
 /// allocation never lands in the next one.
 const GUARD: u64 = 4096;
 
+/// Host bytes charged for the bookkeeping of each heap-backed allocation (its
+/// entry in the table, the heap block's header and alignment slack), so that
+/// many tiny allocations cannot hold far more host memory than they are
+/// charged for.
+pub const ALLOC_OVERHEAD: u64 = 256;
+
+/// What an allocation of `size` bytes costs the client's and the GPU's
+/// budgets: below 128 KiB (heap blocks) its size rounded up to 256 bytes plus
+/// [`ALLOC_OVERHEAD`]; from 128 KiB (mapped pages) its size rounded up to
+/// 4 KiB pages. `None` when that does not fit in a `u64`.
+pub fn allocation_charge(size: u64) -> Option<u64> {
+    if size >= MAP_THRESHOLD as u64 {
+        size.checked_next_multiple_of(PAGE)
+    } else {
+        size.max(1)
+            .checked_next_multiple_of(ALIGN as u64)?
+            .checked_add(ALLOC_OVERHEAD)
+    }
+}
+
 /// The allocations one client holds on one emulated GPU. Dropping it frees
 /// them all and returns their bytes to the GPU's budget.
 #[derive(Debug)]
@@ -33,7 +53,11 @@ pub struct DeviceMemory {
     next: u64,
     /// End of this table's address window.
     end: u64,
+    /// Bytes charged for the allocations (see [`allocation_charge`]) and by
+    /// [`DeviceMemory::charge_extra`].
     held: u64,
+    /// The part of `held` charged by [`DeviceMemory::charge_extra`].
+    extra: u64,
     /// The device heap of kernels' `malloc`, made at the first launch of a
     /// kernel that calls it; it lives as long as the context, as in CUDA.
     heap: Option<Heap>,
@@ -129,6 +153,7 @@ impl DeviceMemory {
             next: BASE + (u64::from(window) % WINDOWS) * SPAN,
             end: BASE + (u64::from(window) % WINDOWS + 1) * SPAN,
             held: 0,
+            extra: 0,
             heap: None,
         }
     }
@@ -138,53 +163,86 @@ impl DeviceMemory {
         &self.gpu
     }
 
-    /// Bytes currently allocated by this client.
+    /// Bytes this client holds: every allocation's [`allocation_charge`]
+    /// plus what [`DeviceMemory::charge_extra`] charged.
     pub fn held(&self) -> u64 {
         self.held
     }
 
+    /// Number of live allocations.
+    pub fn allocations(&self) -> usize {
+        self.allocs.len()
+    }
+
     /// Allocates `size` bytes (`size > 0`) and returns the device address.
+    /// The allocation is charged [`allocation_charge`]`(size)` bytes.
     pub fn malloc(&mut self, size: u64) -> Result<u64, CudaError> {
         if size == 0 {
             return Err(CudaError::INVALID_VALUE);
         }
         let len = usize::try_from(size).map_err(|_| CudaError::MEMORY_ALLOCATION)?;
+        let charge = allocation_charge(size).ok_or(CudaError::MEMORY_ALLOCATION)?;
         let next = size
             .div_ceil(ALIGN as u64)
             .checked_mul(ALIGN as u64)
-            .and_then(|s| self.next.checked_add(s + GUARD))
+            .and_then(|s| s.checked_add(GUARD))
+            .and_then(|s| self.next.checked_add(s))
             .filter(|&n| n <= self.end)
             // The window's addresses are used up (a terabyte of allocations
             // in this context): never hand out one of another window.
             .ok_or(CudaError::MEMORY_ALLOCATION)?;
-        self.gpu.reserve(size)?;
+        self.gpu.reserve(charge)?;
         let Some(buffer) = Buffer::zeroed(len) else {
-            self.gpu.release(size);
+            self.gpu.release(charge);
             return Err(CudaError::MEMORY_ALLOCATION);
         };
         let addr = self.next;
         // Addresses are never reused, so a stale pointer never aliases new memory.
         self.next = next;
         self.allocs.insert(addr, buffer);
-        self.held += size;
+        self.held += charge;
         Ok(addr)
     }
 
     /// Frees the allocation that starts at `ptr`.
     pub fn free(&mut self, ptr: u64) -> Result<(), CudaError> {
         let buffer = self.allocs.remove(&ptr).ok_or(CudaError::INVALID_VALUE)?;
-        let size = buffer.as_slice().len() as u64;
-        self.held -= size;
-        self.gpu.release(size);
+        // Charged this much when it was made (`len` fits in u64, so does its charge).
+        let charge = allocation_charge(buffer.len() as u64).unwrap_or(0);
+        self.held -= charge;
+        self.gpu.release(charge);
         Ok(())
     }
 
-    /// Frees every allocation.
+    /// Charges `bytes` of host memory that this client's use of the GPU
+    /// costs besides its allocations (a loaded module's code, say) to this
+    /// table and the GPU's budget, as if allocated: fails with
+    /// `cudaErrorMemoryAllocation`, charging nothing, when the GPU has not
+    /// that much left. [`DeviceMemory::release_extra`] and
+    /// [`DeviceMemory::reset`] give it back.
+    pub fn charge_extra(&mut self, bytes: u64) -> Result<(), CudaError> {
+        self.gpu.reserve(bytes)?;
+        self.held += bytes;
+        self.extra += bytes;
+        Ok(())
+    }
+
+    /// Gives back `bytes` charged by [`DeviceMemory::charge_extra`] (at most
+    /// what is still charged).
+    pub fn release_extra(&mut self, bytes: u64) {
+        let bytes = bytes.min(self.extra);
+        self.extra -= bytes;
+        self.held -= bytes;
+        self.gpu.release(bytes);
+    }
+
+    /// Frees every allocation and gives back every extra charge.
     pub fn reset(&mut self) {
         self.heap = None;
         self.allocs.clear();
         self.gpu.release(self.held);
         self.held = 0;
+        self.extra = 0;
     }
 
     /// Finds the allocation holding `[ptr, ptr + len)` and the offset of `ptr` in it.
@@ -196,7 +254,7 @@ impl DeviceMemory {
             .ok_or(CudaError::INVALID_VALUE)?;
         let offset = ptr - base;
         let end = offset.checked_add(len).ok_or(CudaError::INVALID_VALUE)?;
-        if end > buffer.as_slice().len() as u64 {
+        if end > buffer.len() as u64 {
             return Err(CudaError::INVALID_VALUE);
         }
         Ok((base, offset as usize))
@@ -252,9 +310,12 @@ impl DeviceMemory {
         result
     }
 
-    /// Sets `len` bytes at `dst` to `value`.
+    /// Sets `len` bytes at `dst` to `value` (zeroing large ranges commits
+    /// no memory).
     pub fn fill(&mut self, dst: u64, value: u8, len: u64) -> Result<(), CudaError> {
-        self.slice_mut(dst, len)?.fill(value);
+        let (base, off) = self.locate(dst, len)?;
+        let buffer = self.allocs.get_mut(&base).ok_or(CudaError::INVALID_VALUE)?;
+        buffer.fill(off..off + len as usize, value);
         Ok(())
     }
 }
@@ -511,17 +572,89 @@ mod tests {
 
     #[test]
     fn budget_is_shared_and_returned() {
-        let gpu = EmuGpu::new(0, 1000);
+        let c = allocation_charge(600).unwrap();
+        let gpu = EmuGpu::new(0, 2 * c - 1);
         let mut m1 = DeviceMemory::new(gpu.clone(), 0);
         let mut m2 = DeviceMemory::new(gpu.clone(), 0);
         let a = m1.malloc(600).unwrap();
         assert_eq!(m2.malloc(600), Err(CudaError::MEMORY_ALLOCATION));
-        assert_eq!(gpu.free_memory(), 400);
+        assert_eq!(gpu.free_memory(), c - 1);
         m1.free(a).unwrap();
         assert_eq!(m1.free(a), Err(CudaError::INVALID_VALUE));
         m2.malloc(600).unwrap();
         drop(m2);
-        assert_eq!(gpu.free_memory(), 1000);
+        assert_eq!(gpu.free_memory(), 2 * c - 1);
         assert_eq!(m1.malloc(u64::MAX), Err(CudaError::MEMORY_ALLOCATION));
+    }
+
+    #[test]
+    fn allocations_are_charged_with_their_overhead() {
+        assert_eq!(allocation_charge(1), Some(256 + ALLOC_OVERHEAD));
+        assert_eq!(allocation_charge(256), Some(256 + ALLOC_OVERHEAD));
+        assert_eq!(allocation_charge(257), Some(512 + ALLOC_OVERHEAD));
+        // Mapped pages: whole pages, no heap bookkeeping.
+        assert_eq!(allocation_charge(256 << 20), Some(256 << 20));
+        assert_eq!(allocation_charge((1 << 20) + 1), Some((1 << 20) + PAGE));
+        assert_eq!(allocation_charge(u64::MAX), None);
+
+        // One-byte allocations against a 1 MiB budget: a few thousand, not a million.
+        let gpu = EmuGpu::new(0, 1 << 20);
+        let mut m = DeviceMemory::new(gpu.clone(), 0);
+        let mut n = 0u64;
+        while m.malloc(1).is_ok() {
+            n += 1;
+            assert!(n <= 1 << 20, "a million one-byte allocations fit in 1 MiB");
+        }
+        assert_eq!(n, (1 << 20) / allocation_charge(1).unwrap());
+        assert_eq!(m.held(), n * allocation_charge(1).unwrap());
+        assert_eq!(m.allocations() as u64, n);
+        assert_eq!(gpu.free_memory(), (1 << 20) - m.held());
+        m.reset();
+        assert_eq!((m.held(), gpu.free_memory()), (0, 1 << 20));
+    }
+
+    #[test]
+    fn extra_charges_count_and_come_back() {
+        let gpu = EmuGpu::new(0, 10_000);
+        let mut m = DeviceMemory::new(gpu.clone(), 0);
+        m.charge_extra(6_000).unwrap();
+        assert_eq!(m.held(), 6_000);
+        assert_eq!(m.charge_extra(6_000), Err(CudaError::MEMORY_ALLOCATION));
+        assert_eq!(m.held(), 6_000, "a refused charge charges nothing");
+        let a = m.malloc(100).unwrap();
+        assert_eq!(m.held(), 6_000 + allocation_charge(100).unwrap());
+        // Never gives back more than was charged.
+        m.release_extra(10_000);
+        assert_eq!(m.held(), allocation_charge(100).unwrap());
+        m.free(a).unwrap();
+        m.charge_extra(4_000).unwrap();
+        drop(m);
+        assert_eq!(gpu.free_memory(), 10_000);
+    }
+
+    #[test]
+    fn large_buffers_are_mapped_and_zeroed() {
+        let mut m = mem(64 << 20);
+        let big = m.malloc(32 << 20).unwrap();
+        let small = m.malloc(1000).unwrap();
+        assert!(m.allocs[&big].is_mapped() && !m.allocs[&small].is_mapped());
+        for (p, n) in [(big, 32u64 << 20), (small, 1000)] {
+            assert_eq!(p % ALIGN as u64, 0);
+            assert!(m.slice(p, n).unwrap().iter().all(|&b| b == 0));
+        }
+        m.fill(big + (16 << 20), 7, 4096).unwrap();
+        m.copy(small, big + (16 << 20), 1000).unwrap();
+        assert_eq!(m.slice(small, 1000).unwrap(), &[7; 1000][..]);
+        // Zeroing a large range discards whole pages: the edges are kept.
+        m.fill(big, 0xcd, 32 << 20).unwrap();
+        let (from, len) = (big + 4097, (8 << 20) + 5000);
+        m.fill(from, 0, len).unwrap();
+        let all = m.slice(big, 32 << 20).unwrap();
+        let (a, b) = (4097, 4097 + len as usize);
+        assert!(all[..a].iter().all(|&x| x == 0xcd));
+        assert!(all[a..b].iter().all(|&x| x == 0));
+        assert!(all[b..].iter().all(|&x| x == 0xcd));
+        m.free(big).unwrap();
+        assert_eq!(m.held(), allocation_charge(1000).unwrap());
     }
 }

@@ -32,7 +32,7 @@
 //! where the next (a header of kind 1 or 2 whose offset follows on from the
 //! previous sub-entry's) begins.
 
-use crate::decompress::{self, Budget, Compression};
+use crate::decompress::{self, Budget, Compression, DecompressLimits};
 use crate::error::FatbinError;
 use crate::le::{u16_at, u32_at, u64_at, usize_sat};
 use crate::{flags, ArchVariant, Entry, EntryKind, FatBinary, SkippedEntry};
@@ -241,9 +241,9 @@ fn make_entry(
 
 /// Parses every container in `bytes` (back to back, zero padding between and
 /// after them allowed) into `fatbin`.
-pub(crate) fn parse_all(bytes: &[u8], max_decompressed: u64) -> Result<FatBinary, FatbinError> {
+pub(crate) fn parse_all(bytes: &[u8], limits: &DecompressLimits) -> Result<FatBinary, FatbinError> {
     let mut fatbin = FatBinary::default();
-    let mut budget = Budget::new(max_decompressed);
+    let mut budget = Budget::new(limits.limit_for(bytes.len()));
     let mut containers = 0usize;
     let mut pos = 0usize;
     loop {

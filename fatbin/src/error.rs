@@ -109,7 +109,7 @@ pub enum FatbinError {
     },
 
     /// Decompressing the entries would produce more than the limit (see
-    /// [`crate::FatBinary::parse_with_limit`]).
+    /// [`crate::FatBinary::parse_with_limit`] and [`crate::inflate_cap`]).
     #[error("fatbin entry at offset {offset} decompresses past the limit of {limit} bytes for one fatbin")]
     TooLarge {
         /// Offset of the entry header.

@@ -28,7 +28,9 @@ pub mod ptx_link;
 mod wrapper;
 
 pub use container::{ContainerHeader, CONTAINER_MAGIC};
-pub use decompress::{Compression, MAX_DECOMPRESSED};
+pub use decompress::{
+    inflate_cap, Compression, DecompressLimits, INFLATE_RATIO, MAX_DECOMPRESSED, MIN_INFLATE_CAP,
+};
 pub use error::FatbinError;
 pub use wrapper::{parse_wrapper, Wrapper, WRAPPER_LEN, WRAPPER_MAGIC};
 
@@ -189,19 +191,37 @@ pub fn content_hash(bytes: &[u8]) -> [u8; 32] {
 
 impl FatBinary {
     /// Parses one or more containers back to back: exactly `bytes`, with zero
-    /// padding allowed between and after containers.
+    /// padding allowed between and after containers. Decompression may produce
+    /// at most [`inflate_cap`]`(bytes.len())` bytes (at least 64 MiB), and at
+    /// most [`MAX_DECOMPRESSED`].
     pub fn parse(bytes: &[u8]) -> Result<FatBinary, FatbinError> {
-        container::parse_all(bytes, MAX_DECOMPRESSED)
+        container::parse_all(bytes, &DecompressLimits::default())
     }
 
     /// [`FatBinary::parse`], failing with [`FatbinError::TooLarge`] when the
     /// decompressed payloads would add up to more than `max_decompressed` bytes
-    /// ([`FatBinary::parse`] allows [`MAX_DECOMPRESSED`]). Compression ratios of
-    /// thousands to one are legitimate (initialized device arrays), so a bound on
-    /// the ratio would not do: a server parsing fatbins from untrusted clients
-    /// bounds the total instead.
+    /// ([`FatBinary::parse`] allows [`MAX_DECOMPRESSED`]) or more than
+    /// [`inflate_cap`]`(bytes.len())`. Compression ratios of thousands to one are
+    /// legitimate (initialized device arrays), so the ratio is bounded only above
+    /// [`MIN_INFLATE_CAP`] (64 MiB), where it stops compression bombs; a server
+    /// parsing fatbins from untrusted clients bounds the total as well.
     pub fn parse_with_limit(bytes: &[u8], max_decompressed: u64) -> Result<FatBinary, FatbinError> {
-        container::parse_all(bytes, max_decompressed)
+        let limits = DecompressLimits {
+            max_total: max_decompressed,
+            ..DecompressLimits::default()
+        };
+        container::parse_all(bytes, &limits)
+    }
+
+    /// [`FatBinary::parse`] with explicit bounds on decompression: at most
+    /// [`DecompressLimits::limit_for`]`(bytes.len())` bytes, else
+    /// [`FatbinError::TooLarge`]. A declared decompressed size is never
+    /// trusted beyond that limit, and decoding stops as soon as it is passed.
+    pub fn parse_with_limits(
+        bytes: &[u8],
+        limits: &DecompressLimits,
+    ) -> Result<FatBinary, FatbinError> {
+        container::parse_all(bytes, limits)
     }
 
     /// The PTX to JIT or interpret for a device of compute capability `arch`

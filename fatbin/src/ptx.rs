@@ -35,53 +35,69 @@ fn is_word_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '_' | '$' | '%')
 }
 
-/// Tokens of `text`, with comments and string literals left out.
-fn tokenize(text: &str) -> Vec<Tok<'_>> {
-    let mut toks = Vec::new();
-    let bytes = text.as_bytes();
-    let mut i = 0usize;
-    while i < bytes.len() {
-        let c = bytes[i];
-        match c {
-            b'/' if bytes.get(i + 1) == Some(&b'/') => {
-                i = text[i..].find('\n').map_or(bytes.len(), |n| i + n);
-            }
-            b'/' if bytes.get(i + 1) == Some(&b'*') => {
-                i = text[i + 2..]
-                    .find("*/")
-                    .map_or(bytes.len(), |n| i + 2 + n + 2);
-            }
-            b'"' => {
-                // A string (`.file 1 "a/b.cu"`): skip to its closing quote.
-                let mut j = i + 1;
-                while j < bytes.len() && bytes[j] != b'"' {
-                    j += if bytes[j] == b'\\' { 2 } else { 1 };
+/// Tokens of `text`, with comments and string literals left out, made one
+/// at a time: a signature is found without holding the tokens of the whole
+/// text (many times its size).
+struct Tokens<'a> {
+    text: &'a str,
+    i: usize,
+}
+
+fn tokenize(text: &str) -> Tokens<'_> {
+    Tokens { text, i: 0 }
+}
+
+impl<'a> Iterator for Tokens<'a> {
+    type Item = Tok<'a>;
+
+    fn next(&mut self) -> Option<Tok<'a>> {
+        let text = self.text;
+        let bytes = text.as_bytes();
+        while self.i < bytes.len() {
+            let i = self.i;
+            let c = bytes[i];
+            match c {
+                b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                    self.i = text[i..].find('\n').map_or(bytes.len(), |n| i + n);
                 }
-                i = j.saturating_add(1);
-            }
-            _ if c.is_ascii_whitespace() => i += 1,
-            _ if c == b'.' || is_word_char(char::from(c)) => {
-                let start = i;
-                i += 1;
-                while i < bytes.len() && is_word_char(char::from(bytes[i])) {
-                    i += 1;
+                b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                    self.i = text[i + 2..]
+                        .find("*/")
+                        .map_or(bytes.len(), |n| i + 2 + n + 2);
                 }
-                toks.push(Tok::Word(&text[start..i]));
-            }
-            _ if c.is_ascii() => {
-                toks.push(Tok::Punct(char::from(c)));
-                i += 1;
-            }
-            _ => {
-                // Skip the rest of a non-ASCII character.
-                i += 1;
-                while i < bytes.len() && !text.is_char_boundary(i) {
-                    i += 1;
+                b'"' => {
+                    // A string (`.file 1 "a/b.cu"`): skip to its closing quote.
+                    let mut j = i + 1;
+                    while j < bytes.len() && bytes[j] != b'"' {
+                        j += if bytes[j] == b'\\' { 2 } else { 1 };
+                    }
+                    self.i = j.saturating_add(1);
+                }
+                _ if c.is_ascii_whitespace() => self.i += 1,
+                _ if c == b'.' || is_word_char(char::from(c)) => {
+                    let mut j = i + 1;
+                    while j < bytes.len() && is_word_char(char::from(bytes[j])) {
+                        j += 1;
+                    }
+                    self.i = j;
+                    return Some(Tok::Word(&text[i..j]));
+                }
+                _ if c.is_ascii() => {
+                    self.i += 1;
+                    return Some(Tok::Punct(char::from(c)));
+                }
+                _ => {
+                    // Skip the rest of a non-ASCII character.
+                    let mut j = i + 1;
+                    while j < bytes.len() && !text.is_char_boundary(j) {
+                        j += 1;
+                    }
+                    self.i = j;
                 }
             }
         }
+        None
     }
-    toks
 }
 
 /// Size in bytes of a PTX fundamental type usable for a kernel parameter.
@@ -193,30 +209,33 @@ pub fn entry_param_layout(ptx: &str, kernel: &str) -> Result<Option<ParamLayout>
     if kernel.is_empty() || !ptx.contains(kernel) {
         return Ok(None);
     }
-    let toks = tokenize(ptx);
-    let Some(name_at) = toks
-        .windows(2)
-        .position(|w| w == [Tok::Word(".entry"), Tok::Word(kernel)])
-        .map(|p| p + 1)
-    else {
+    let mut toks = tokenize(ptx);
+    let mut prev = None;
+    let found = toks.by_ref().any(|t| {
+        let hit = prev == Some(Tok::Word(".entry")) && t == Tok::Word(kernel);
+        prev = Some(t);
+        hit
+    });
+    if !found {
         return Ok(None);
-    };
+    }
     let mut layout = ParamLayout::default();
     // `.entry name` with no parameter list at all.
-    if toks.get(name_at + 1) != Some(&Tok::Punct('(')) {
+    if toks.next() != Some(Tok::Punct('(')) {
         return Ok(Some(layout));
     }
-    let list_start = name_at + 2;
-    let Some(close) = toks[list_start..]
-        .iter()
-        .position(|t| *t == Tok::Punct(')'))
-        .map(|p| list_start + p)
-    else {
-        return Err(PtxError(format!(
-            ".entry {kernel}: parameter list has no closing parenthesis"
-        )));
-    };
-    let list = &toks[list_start..close];
+    let mut list = Vec::new();
+    loop {
+        match toks.next() {
+            Some(Tok::Punct(')')) => break,
+            Some(t) => list.push(t),
+            None => {
+                return Err(PtxError(format!(
+                    ".entry {kernel}: parameter list has no closing parenthesis"
+                )))
+            }
+        }
+    }
     if list.is_empty() {
         return Ok(Some(layout));
     }
@@ -224,8 +243,13 @@ pub fn entry_param_layout(ptx: &str, kernel: &str) -> Result<Option<ParamLayout>
     for param in list.split(|t| *t == Tok::Punct(',')) {
         let (size, align) =
             param_size_align(param).map_err(|e| PtxError(format!(".entry {kernel}: {e}")))?;
-        let offset = end.next_multiple_of(align);
-        end = offset + size;
+        let offset = end
+            .checked_next_multiple_of(align)
+            .and_then(|o| o.checked_add(size).map(|e| (o, e)));
+        let Some((offset, param_end)) = offset else {
+            return Err(PtxError(format!(".entry {kernel}: parameters too large")));
+        };
+        end = param_end;
         layout.params.push(Param { offset, size });
     }
     layout.total_size = end;

@@ -136,7 +136,11 @@ impl Agent {
         let (Some(limit), Some(ctx)) = (self.limits.memory, self.ctx.as_deref()) else {
             return Ok(());
         };
-        if ctx.memory_held().saturating_add(more) > limit {
+        if ctx
+            .memory_held()
+            .saturating_add(ctx.allocation_charge(more))
+            > limit
+        {
             return Err(Failure::new(
                 CudaError::MEMORY_ALLOCATION,
                 format!("this client's device memory limit of {limit} bytes would be exceeded (tenant option memory, server option --client-memory)"),

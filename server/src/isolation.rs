@@ -22,8 +22,10 @@
 //! grace period. An agent also asks the kernel for `SIGTERM` when its listener
 //! dies, so no agent outlives a listener that was killed.
 //!
-//! With process isolation the emulated device's memory budget
-//! (`--emu-memory`) is per agent process, that is per client.
+//! With process isolation the agents of an emulated device count their
+//! memory in one ledger in shared memory ([`rcud_emu::ledger`]), so
+//! `--emu-memory` is the device's size for all clients together, as on a real
+//! GPU; what a dead agent held is reclaimed when it is reaped.
 //!
 //! Agents of one listener, processes or threads, share its random instance
 //! id (`--instance-id`, hidden): they report it to their clients, and copy
@@ -53,6 +55,7 @@ use crate::backend::Backend;
 use crate::gate::{self, Handover, HANDOVER_FD};
 use crate::occupancy::Lease;
 use crate::peer::InstanceId;
+use rcud_emu::ledger::Ledger;
 
 /// How the listener serves each client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -80,6 +83,13 @@ pub const LISTENER_PID_FLAG: &str = "--listener-pid";
 /// it to its client in place of an id of its own: clients recognise agents of
 /// one server by it, and agents accept peer copies only within it.
 pub const INSTANCE_FLAG: &str = "--instance-id";
+
+/// Hidden flag handing an agent the memory ledger of the emulated devices:
+/// `FD:GPUS:SLOTS:SLOT`.
+pub const LEDGER_FLAG: &str = "--ledger";
+
+/// The descriptor an agent process finds the memory ledger on.
+pub const LEDGER_FD: i32 = 5;
 
 /// Hidden flag naming the descriptor the agent reads its client's
 /// admission from ([`Handover`]).
@@ -194,7 +204,12 @@ impl AgentLauncher {
     /// The command that serves `stream` in a new process, with `handover`
     /// readable on [`HANDOVER_FD`]. The command owns the socket: the caller's
     /// copy closes when the command is dropped.
-    fn command(&self, stream: TcpStream, handover: Option<&Handover>) -> io::Result<Command> {
+    fn command(
+        &self,
+        stream: TcpStream,
+        handover: Option<&Handover>,
+        ledger: Option<(&Ledger, u32)>,
+    ) -> io::Result<Command> {
         let mut cmd = Command::new(&self.program);
         cmd.args(&self.args)
             .arg(AGENT_FD_FLAG)
@@ -227,6 +242,15 @@ impl AgentLauncher {
             });
             cmd.arg(HANDOVER_FLAG).arg(HANDOVER_FD.to_string());
         }
+        if let Some((ledger, slot)) = ledger {
+            let (gpus, slots) = ledger.shape();
+            fds.push(FdMapping {
+                parent_fd: ledger.fd().try_clone_to_owned()?,
+                child_fd: LEDGER_FD,
+            });
+            cmd.arg(LEDGER_FLAG)
+                .arg(format!("{LEDGER_FD}:{gpus}:{slots}:{slot}"));
+        }
         cmd.fd_mappings(fds).map_err(io::Error::other)?;
         Ok(cmd)
     }
@@ -250,6 +274,9 @@ pub fn follow_listener(listener_pid: u32) -> io::Result<()> {
 pub(crate) struct Agents {
     state: Mutex<AgentsState>,
     changed: Condvar,
+    /// The emulated devices' memory, shared by all agents, and its free
+    /// slots (one per live agent).
+    ledger: Option<(Arc<Ledger>, Mutex<Vec<u32>>)>,
     /// The thread that starts agent processes; see [`Agents::on_spawner`].
     spawner: Mutex<Option<mpsc::Sender<SpawnJob>>>,
 }
@@ -279,6 +306,16 @@ struct AgentInfo {
 }
 
 impl Agents {
+    /// Agents whose emulated devices count their memory in `ledger`, one
+    /// slot each.
+    pub(crate) fn with_ledger(ledger: Ledger) -> Self {
+        let (_, slots) = ledger.shape();
+        Self {
+            ledger: Some((Arc::new(ledger), Mutex::new((0..slots).rev().collect()))),
+            ..Self::default()
+        }
+    }
+
     /// Number of live agents, the starting ones included.
     pub(crate) fn live(&self) -> usize {
         self.state.lock().live.len()
@@ -296,22 +333,45 @@ impl Agents {
         handover: Option<&Handover>,
         lease: Lease,
     ) -> io::Result<u32> {
+        let slot = match &self.ledger {
+            Some((ledger, free)) => {
+                let slot = free
+                    .lock()
+                    .pop()
+                    .ok_or_else(|| io::Error::other("no free slot in the memory ledger"))?;
+                Some((ledger.clone(), slot))
+            }
+            None => None,
+        };
         // The reaper exists before the process does, so that no process is
         // ever left without one.
         let (hand_over, handed) = mpsc::channel::<Child>();
         let agents = self.clone();
         let reaper_peer = peer.to_string();
+        let reaper_slot = slot.as_ref().map(|(_, s)| *s);
         thread::Builder::new()
             .name("rcud-reaper".into())
             .stack_size(128 << 10)
             .spawn(move || {
                 if let Ok(child) = handed.recv() {
-                    agents.reap(child, &reaper_peer);
+                    agents.reap(child, &reaper_peer, reaper_slot);
                 }
                 drop(lease);
             })?;
-        let mut cmd = launcher.command(stream, handover)?;
+        let cmd = launcher.command(
+            stream,
+            handover,
+            slot.as_ref().map(|(l, s)| (l.as_ref(), *s)),
+        );
+        let mut cmd = match cmd {
+            Ok(cmd) => cmd,
+            Err(e) => {
+                self.free_slot(slot.map(|(_, s)| s));
+                return Err(e);
+            }
+        };
         let agents = self.clone();
+        let slot_of_job = slot.as_ref().map(|(_, s)| *s);
         let info = AgentInfo {
             peer: peer.to_string(),
         };
@@ -320,7 +380,13 @@ impl Agents {
             if state.closing {
                 return Err(io::Error::other("the server is shutting down"));
             }
-            let child = cmd.spawn()?;
+            let child = match cmd.spawn() {
+                Ok(child) => child,
+                Err(e) => {
+                    agents.free_slot(slot_of_job);
+                    return Err(e);
+                }
+            };
             // Close the listener's copy of the socket: from now on the
             // connection lives exactly as long as the agent holds it.
             drop(cmd);
@@ -336,6 +402,14 @@ impl Agents {
             self.state.lock().live.remove(&(pid as i32));
         }
         Ok(pid)
+    }
+
+    /// Reclaims what the agent in `slot` held and frees the slot.
+    fn free_slot(&self, slot: Option<u32>) {
+        if let (Some((ledger, free)), Some(slot)) = (&self.ledger, slot) {
+            ledger.reclaim(slot);
+            free.lock().push(slot);
+        }
     }
 
     /// Runs `job` on the one thread that starts agent processes, and waits
@@ -376,7 +450,7 @@ impl Agents {
     }
 
     /// Waits for `child` to end, removes it from the table, reaps it and logs.
-    fn reap(&self, mut child: Child, peer: &str) {
+    fn reap(&self, mut child: Child, peer: &str, slot: Option<u32>) {
         let pid = child.id();
         let started = Instant::now();
         // Wait without reaping: until the entry leaves the table the pid
@@ -394,6 +468,9 @@ impl Agents {
                 }
             }
         }
+        // Whatever the agent still held goes back to the device before a
+        // new agent can take its place.
+        self.free_slot(slot);
         let closing = {
             let mut state = self.state.lock();
             if state.live.remove(&(pid as i32)).is_some() {

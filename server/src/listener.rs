@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
+use rcud_emu::ledger::Ledger;
 use rcud_transport::bootstrap;
 use rcud_transport::tls::ServerTls;
 use rcud_transport::{Channel, TcpOptions, TransportError};
@@ -107,13 +108,21 @@ impl Server {
         self
     }
 
-    /// Serves every client in an agent process started by `launcher`.
-    pub fn with_process_isolation(mut self, launcher: AgentLauncher) -> Self {
+    /// Serves every client in an agent process started by `launcher`. On
+    /// the emulated backend the agents share one memory ledger, with a slot
+    /// for each of [`Limits::max_clients`] (set the limits first).
+    pub fn with_process_isolation(mut self, launcher: AgentLauncher) -> io::Result<Self> {
+        let agents = if self.backend.name() == "emu" {
+            let ledger = Ledger::create(self.backend.gpu_count(), self.limits.max_clients)?;
+            Agents::with_ledger(ledger)
+        } else {
+            Agents::default()
+        };
         self.mode = Mode::Process {
             launcher: launcher.for_instance(self.instance),
-            agents: Arc::default(),
+            agents: Arc::new(agents),
         };
-        self
+        Ok(self)
     }
 
     /// Sets the limits on clients.

@@ -131,3 +131,53 @@ fn agent_processes_take_over_tls_sessions() {
         other => panic!("plaintext against TLS got {:?}", other.err()),
     }
 }
+
+#[test]
+fn emu_memory_is_the_devices_total_across_agent_processes() {
+    let server = ServerProc::start(&["--emu-memory", "64MiB"]);
+    let mut a = Conn::attached(server.addr(), "a");
+    let mut b = Conn::attached(server.addr(), "b");
+    let (free, total) = b.mem_info();
+    assert_eq!(total, 64 << 20);
+    a.malloc(48 << 20);
+    // The other agent process sees the device fill up.
+    let (free_now, _) = b.mem_info();
+    assert!(free_now <= free - (48 << 20), "{free_now} of {free}");
+    let refused = b
+        .call(
+            &rcud_proto::ops::req::Malloc { size: 32 << 20 },
+            &[],
+            &mut [],
+        )
+        .unwrap();
+    assert_eq!(
+        refused.map(|_| ()).map_err(|f| f.code),
+        Err(rcud_proto::CudaError::MEMORY_ALLOCATION)
+    );
+    // An agent killed while holding memory gives it back once reaped.
+    let pid = server.agent_pid(a.local_port());
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let r = b
+            .call(
+                &rcud_proto::ops::req::Malloc { size: 32 << 20 },
+                &[],
+                &mut [],
+            )
+            .unwrap();
+        if r.is_ok() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the killed agent's memory was never reclaimed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    drop(a);
+}

@@ -194,6 +194,40 @@ pub struct LaunchResult {
 /// Warp instructions a warp runs before the block's next warp gets a turn.
 const SLICE: u64 = 1024;
 
+/// Host memory that the blocks a launch runs at once may take for their
+/// warps' registers, local memory and shared memory (1 GiB): a kernel whose
+/// blocks need much runs fewer of them at once (down to one at a time),
+/// rather than multiplying it by the host's cores.
+pub const LAUNCH_MEMORY: u64 = 1 << 30;
+
+/// Workers (host threads) for a launch of `blocks` blocks of `per_block`
+/// bytes each on `cores` cores: no more than there are blocks, and no more
+/// than [`LAUNCH_MEMORY`] holds, but at least one.
+fn worker_count(cores: usize, blocks: u64, per_block: u64) -> usize {
+    let fit = usize::try_from(LAUNCH_MEMORY / per_block.max(1)).unwrap_or(usize::MAX);
+    cores
+        .clamp(1, 1024)
+        .min(usize::try_from(blocks).unwrap_or(usize::MAX))
+        .min(fit)
+        .max(1)
+}
+
+/// Host bytes one block of kernel `kernel` takes when it starts: per warp, its
+/// registers (32 lanes × 8 bytes each), predicates and the local memory of
+/// its call chain; and the block's shared memory. Calls may take more, up to
+/// a warp's limits.
+fn block_memory(module: &Module, kernel: &str, nwarps: u32, shared_bytes: u32) -> u64 {
+    let Some(meta) = module.kernels.get(kernel) else {
+        return 0;
+    };
+    let Some(f) = module.funcs.get(meta.func as usize) else {
+        return 0;
+    };
+    let local = meta.info.local_bytes.clamp(16, exec::LOCAL_LIMIT as u32);
+    let warp = u64::from(f.nslots) * 32 * 8 + u64::from(f.npreds) * 4 + 32 * u64::from(local);
+    u64::from(nwarps) * warp + u64::from(shared_bytes)
+}
+
 /// Runs kernel `kernel` of `module`. `params` is the parameter buffer packed
 /// at the offsets of [`Module::kernel_params`]; `symbols` maps each of
 /// [`Module::globals`] to its device address.
@@ -404,8 +438,9 @@ fn run_grid(
     } else {
         limits.threads
     };
-    let nworkers = cores.clamp(1, 1024).min(total_blocks.max(1) as usize);
     let nthreads = config.block.iter().product::<u32>();
+    let per_block = block_memory(module, kernel, nthreads.div_ceil(32), prep.shared_bytes);
+    let nworkers = worker_count(cores, total_blocks, per_block);
     let cx = Ctx {
         module,
         kernel: prep.func,
@@ -662,6 +697,31 @@ fn kernel_error(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn blocks_that_need_much_memory_run_fewer_at_once() {
+        let body = |regs: u32| {
+            let mut b = format!(".reg .b32 %r<{regs}>;\n");
+            for i in 0..regs {
+                b.push_str(&format!("mov.b32 %r{i}, 1;\n"));
+            }
+            format!(".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{{\n{b}ret;\n}}\n")
+        };
+        let small = Module::parse(&body(4)).unwrap();
+        // 32 warps of 100 000 registers: 800 MiB a block.
+        let big = Module::parse(&body(100_000)).unwrap();
+        assert!(block_memory(&small, "k", 32, 0) < 1 << 20);
+        let need = block_memory(&big, "k", 32, 1024);
+        assert!(need > 700 << 20 && need < LAUNCH_MEMORY, "{need}");
+        assert_eq!(block_memory(&big, "nothing", 32, 0), 0);
+        // Such blocks run one at a time; small ones on every core.
+        assert_eq!(worker_count(16, 1000, need), 1);
+        assert_eq!(worker_count(16, 1000, LAUNCH_MEMORY / 4), 4);
+        assert_eq!(worker_count(16, 1000, 1 << 20), 16);
+        assert_eq!(worker_count(16, 3, 0), 3);
+        assert_eq!(worker_count(16, 1000, u64::MAX), 1);
+        assert_eq!(worker_count(0, 0, 1), 1);
+    }
 
     #[test]
     fn error_is_small() {

@@ -823,3 +823,24 @@ pub(crate) struct Function {
     pub(crate) maxntid: Option<[u32; 3]>,
     pub(crate) reqntid: Option<[u32; 3]>,
 }
+
+impl Function {
+    /// Estimated heap bytes of the function's IR and tables.
+    pub(crate) fn heap_bytes(&self) -> u64 {
+        use super::limits::{str_bytes, vec_bytes};
+        let sites: u64 = self
+            .calls
+            .iter()
+            .map(|c| vec_bytes::<(u32, u32)>(c.args.capacity() + c.rets.capacity()))
+            .sum();
+        str_bytes(&self.name)
+            + vec_bytes::<Inst>(self.code.capacity())
+            + vec_bytes::<SrcPos>(self.src.capacity())
+            + vec_bytes::<(R, ConstVal)>(self.consts.capacity())
+            + vec_bytes::<(u32, u32)>(self.params.capacity() + self.rets.capacity())
+            + vec_bytes::<CallSite>(self.calls.capacity())
+            + sites
+            + vec_bytes::<u32>(self.syms.capacity())
+            + std::mem::size_of::<Function>() as u64
+    }
+}

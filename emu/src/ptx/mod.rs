@@ -5,19 +5,32 @@
 //! A function that uses something the interpreter does not support does not
 //! make the whole module fail: the module parses, and launching a kernel that
 //! reaches that function fails with the translation error.
+//!
+//! PTX comes from clients, so the front end is bounded (see `limits`): the
+//! text's length, the memory it holds (in proportion to the text), the time
+//! it takes, declared sizes and nesting. Parsing reads an outline of the
+//! module first (declarations, and the variables declared in bodies, which
+//! are module symbols), then parses and translates one body at a time, so
+//! that only one function's syntax tree is held at once.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 pub(crate) mod ir;
 mod lexer;
+mod limits;
 mod parser;
 mod translate;
 mod types;
 
+pub use limits::{
+    ParseLimits, BYTES_PER_TEXT_BYTE, MAX_BLOCK_NESTING, MAX_FUNC_INSTS, MAX_FUNC_SLOTS,
+    MAX_PTX_TEXT, MAX_REG_RANGE, MIN_BUDGET, PARSE_TIMEOUT,
+};
 pub use types::{Space, Ty};
 
 use ir::{Callee, Function};
+use limits::{map_entry_bytes, str_bytes, vec_bytes, Budget};
 use parser::FuncKind;
 
 /// An error in PTX text, or PTX the interpreter does not support.
@@ -32,6 +45,8 @@ struct PtxErrorInner {
     line: u32,
     function: Option<(String, bool)>,
     message: String,
+    /// A bound of the front end was passed (see [`PtxError::is_limit`]).
+    limit: bool,
 }
 
 /// What kind of problem a [`PtxError`] reports.
@@ -68,6 +83,15 @@ impl PtxError {
         )
     }
 
+    /// The module passes a bound of the front end (memory, time, a declared
+    /// size): reported as malformed PTX (`cudaErrorInvalidPtx`), as a GPU's
+    /// JIT reports input it cannot compile.
+    pub(crate) fn limit(line: u32, message: String) -> Self {
+        let mut e = Self::new(PtxErrorKind::Semantic, line, None, message);
+        e.inner.limit = true;
+        e
+    }
+
     pub(crate) fn unsupported_decl(line: u32, what: &str) -> Self {
         Self::new(
             PtxErrorKind::Unsupported,
@@ -89,8 +113,17 @@ impl PtxError {
                 line,
                 function,
                 message,
+                limit: false,
             }),
         }
+    }
+
+    /// Estimated heap bytes of the error.
+    fn heap_bytes(&self) -> u64 {
+        let i = &self.inner;
+        std::mem::size_of::<PtxErrorInner>() as u64
+            + str_bytes(&i.message)
+            + i.function.as_ref().map_or(0, |(n, _)| str_bytes(n))
     }
 
     fn in_function(mut self, name: &str, is_kernel: bool) -> Self {
@@ -112,6 +145,13 @@ impl PtxError {
     pub fn function(&self) -> Option<&str> {
         self.inner.function.as_ref().map(|(n, _)| n.as_str())
     }
+
+    /// Whether the module was refused for passing a bound of the front end
+    /// ([`ParseLimits`], or a declared size) rather than for its syntax or
+    /// meaning. Its kind is [`PtxErrorKind::Semantic`].
+    pub fn is_limit(&self) -> bool {
+        self.inner.limit
+    }
 }
 
 impl fmt::Display for PtxError {
@@ -132,6 +172,10 @@ impl fmt::Display for PtxError {
                 place(f)
             }
             PtxErrorKind::Syntax => write!(f, "PTX syntax error (line {}): {}", i.line, i.message),
+            PtxErrorKind::Semantic if i.limit => {
+                write!(f, "PTX refused: {}", i.message)?;
+                place(f)
+            }
             PtxErrorKind::Semantic => {
                 write!(f, "PTX error: {}", i.message)?;
                 place(f)
@@ -192,7 +236,9 @@ pub struct GlobalVar {
     pub size: u64,
     /// Required alignment.
     pub align: u32,
-    /// Initial contents, `size` bytes (zeros where there is no initializer).
+    /// Initial contents: the first `init.len()` bytes (at most `size`: as far
+    /// as the initializer goes); the rest are zeros. A large variable without
+    /// an initializer costs nothing until it is loaded.
     pub init: Vec<u8>,
     /// Addresses to patch into `init` once every variable has one.
     pub relocs: Vec<Reloc>,
@@ -201,6 +247,8 @@ pub struct GlobalVar {
 impl GlobalVar {
     /// The initial bytes with relocations applied, given each symbol's
     /// device address; `None` when a relocation names an unknown symbol.
+    /// Like [`GlobalVar::init`], they may stop short of `size`: the rest
+    /// are zeros.
     pub fn init_with(&self, addr_of: impl Fn(&str) -> Option<u64>) -> Option<Vec<u8>> {
         let mut out = self.init.clone();
         for r in &self.relocs {
@@ -250,6 +298,14 @@ pub(crate) struct KernelMeta {
     pub(crate) reach: Vec<u32>,
 }
 
+impl KernelMeta {
+    /// Estimated heap bytes.
+    fn heap_bytes(&self) -> u64 {
+        vec_bytes::<u32>(self.reach.capacity())
+            + map_entry_bytes::<u32, u64>() * self.shared.capacity() as u64
+    }
+}
+
 /// A parsed and translated PTX module.
 #[derive(Debug)]
 pub struct Module {
@@ -261,12 +317,51 @@ pub struct Module {
     pub(crate) opcodes: Vec<String>,
     pub(crate) kernels: HashMap<String, KernelMeta>,
     kernel_order: Vec<String>,
+    /// Estimated heap bytes of all of the above.
+    approx_bytes: u64,
 }
 
 impl Module {
-    /// Parses and translates PTX text.
+    /// Parses and translates PTX text, within the default [`ParseLimits`].
     pub fn parse(ptx: &str) -> Result<Module, PtxError> {
-        let ast = parser::parse(ptx)?;
+        Module::parse_with_limits(ptx, &ParseLimits::default())
+    }
+
+    /// Parses and translates PTX text within `limits`: longer text, or text
+    /// whose module would take more memory or time than they allow, fails
+    /// with an error for which [`PtxError::is_limit`] holds, before the
+    /// memory is taken.
+    pub fn parse_with_limits(ptx: &str, limits: &ParseLimits) -> Result<Module, PtxError> {
+        if ptx.len() > limits.max_text {
+            return Err(PtxError::limit(
+                0,
+                format!(
+                    "{} bytes of PTX text, more than the {} the emulator accepts",
+                    ptx.len(),
+                    limits.max_text
+                ),
+            ));
+        }
+        let budget = Budget::new(limits.budget_for(ptx.len()), limits.timeout);
+        let module = Module::build(ptx, &budget)?;
+        tracing::debug!(
+            text = ptx.len(),
+            peak = budget.peak(),
+            kept = module.approx_bytes,
+            "parsed a PTX module"
+        );
+        Ok(module)
+    }
+
+    /// An estimate of the heap bytes the module holds (code, tables,
+    /// variables' initial bytes): what a server may charge a client for
+    /// keeping it loaded.
+    pub fn approx_bytes(&self) -> u64 {
+        self.approx_bytes
+    }
+
+    fn build(ptx: &str, budget: &Budget) -> Result<Module, PtxError> {
+        let mut ast = parser::parse_outline(ptx, budget)?;
         let mut syms = Vec::new();
         let mut sym_ids: HashMap<String, u32> = HashMap::new();
         let mut globals = Vec::new();
@@ -283,11 +378,15 @@ impl Module {
             });
             ids.insert(name.to_string(), id);
         }
+        let sym_bytes = |name: &str| {
+            vec_bytes::<Symbol>(1) + 2 * str_bytes(name) + map_entry_bytes::<String, u32>()
+        };
         // Variables declared inside function bodies ("demoted" __shared__
         // variables of a kernel, function-scope statics) live for the whole
         // launch like module variables; nvcc gives them unique mangled names.
-        let body_vars = ast.funcs.iter().flat_map(|f| {
-            f.body.iter().flatten().filter_map(|s| match s {
+        // The outline holds only those of each body.
+        let body_vars = ast.funcs.iter_mut().flat_map(|f| {
+            f.body.iter_mut().flatten().filter_map(|s| match s {
                 parser::Stmt::Var(v)
                     if matches!(v.space, Space::Shared | Space::Global | Space::Const) =>
                 {
@@ -296,11 +395,12 @@ impl Module {
                 _ => None,
             })
         });
-        for v in ast.vars.iter().chain(body_vars) {
+        for v in ast.vars.iter_mut().chain(body_vars) {
+            budget.charge(sym_bytes(&v.name), v.line)?;
             match v.space {
                 Space::Global | Space::Const => {
                     let kind = SymKind::Var;
-                    globals.push(global_var(v)?);
+                    globals.push(global_var(v, budget)?);
                     add_sym(&mut syms, &mut sym_ids, &v.name, kind);
                 }
                 Space::Shared => {
@@ -324,15 +424,26 @@ impl Module {
                 }
             }
         }
+        // The module's variables are symbols now (their initial bytes moved
+        // into `globals`): their declarations go.
+        let declared: u64 = ast
+            .vars
+            .iter()
+            .map(|v| parser::var_bytes(v) + vec_bytes::<parser::VarDecl>(1))
+            .sum();
+        ast.vars = Vec::new();
+        budget.refund(declared);
         let mut func_ids: HashMap<String, u32> = HashMap::new();
         let mut externs: HashMap<String, ()> = HashMap::new();
         let defined: Vec<_> = ast.funcs.iter().filter(|f| f.body.is_some()).collect();
         for (i, f) in defined.iter().enumerate() {
+            budget.charge(sym_bytes(&f.name) * 2, f.line)?;
             func_ids.insert(f.name.clone(), i as u32);
             add_sym(&mut syms, &mut sym_ids, &f.name, SymKind::Func(i as u32));
         }
         for f in ast.funcs.iter().filter(|f| f.body.is_none()) {
             if !func_ids.contains_key(&f.name) {
+                budget.charge(sym_bytes(&f.name) * 2, f.line)?;
                 externs.insert(f.name.clone(), ());
                 if !sym_ids.contains_key(&f.name) {
                     add_sym(&mut syms, &mut sym_ids, &f.name, SymKind::Extern);
@@ -350,20 +461,42 @@ impl Module {
                 externs: &externs,
                 opcodes: &mut opcodes,
                 opcode_ids: &mut opcode_ids,
+                budget,
             };
             for f in &defined {
-                match translate::translate(&mut ctx, f) {
-                    Ok(func) => {
-                        funcs.push(func);
-                        errors.push(None);
+                let before = ctx.budget.used();
+                // The body is parsed again, in full this time, one statement
+                // at a time as the translator takes them.
+                let mut stream = f.body_at.map(|at| parser::BodyStream::new(ptx, at, budget));
+                let mut parse_error = None;
+                let next = || match stream.as_mut().map(parser::BodyStream::next_stmt) {
+                    Some(Err(e)) => {
+                        parse_error = Some(e.clone());
+                        Err(e)
                     }
+                    Some(Ok(s)) => Ok(s),
+                    None => Ok(None),
+                };
+                let result = translate::translate(&mut ctx, f, next);
+                drop(stream);
+                if let Some(e) = parse_error {
+                    return Err(e);
+                }
+                let func = match result {
+                    Ok(func) => {
+                        errors.push(None);
+                        func
+                    }
+                    // Out of memory or time: the module as a whole.
+                    Err(e) if e.is_limit() => return Err(e),
                     Err(e) => {
                         let e = if e.function().is_none() {
                             e.in_function(&f.name, f.kind == FuncKind::Entry)
                         } else {
                             e
                         };
-                        funcs.push(Function {
+                        errors.push(Some(e));
+                        Function {
                             name: f.name.clone(),
                             is_entry: f.kind == FuncKind::Entry,
                             params: if f.kind == FuncKind::Entry {
@@ -374,10 +507,15 @@ impl Module {
                             maxntid: f.maxntid,
                             reqntid: f.reqntid,
                             ..Function::default()
-                        });
-                        errors.push(Some(e));
+                        }
                     }
-                }
+                };
+                // What stays: the function's IR (the body and the
+                // translator's tables are gone).
+                let used = ctx.budget.used();
+                ctx.budget.refund(used.saturating_sub(before));
+                ctx.budget.charge(func.heap_bytes(), f.line)?;
+                funcs.push(func);
             }
         }
         let mut module = Module {
@@ -388,23 +526,92 @@ impl Module {
             opcodes,
             kernels: HashMap::new(),
             kernel_order: Vec::new(),
+            approx_bytes: 0,
         };
+        let func_syms = module.func_syms();
+        let const_globals: HashMap<&str, u64> = module
+            .globals
+            .iter()
+            .filter(|g| g.space == Space::Const)
+            .map(|g| (g.name.as_str(), g.size))
+            .collect();
+        let mut kernels = HashMap::new();
+        let mut kernel_order = Vec::new();
         for (i, f) in defined.iter().enumerate() {
             if f.kind == FuncKind::Entry {
-                let meta = module.kernel_meta(i as u32, f);
-                module.kernel_order.push(f.name.clone());
-                module.kernels.insert(f.name.clone(), meta);
+                let meta = module.kernel_meta(i as u32, f, &func_syms, &const_globals, budget)?;
+                kernel_order.push(f.name.clone());
+                kernels.insert(f.name.clone(), meta);
             }
         }
+        module.kernels = kernels;
+        module.kernel_order = kernel_order;
+        module.approx_bytes = module.estimate_bytes();
         Ok(module)
     }
 
-    fn kernel_meta(&self, func: u32, decl: &parser::FuncDecl) -> KernelMeta {
+    /// The functions that are module symbols, in symbol order: any may be
+    /// called through a function pointer.
+    fn func_syms(&self) -> Vec<u32> {
+        self.syms
+            .iter()
+            .filter_map(|s| match s.kind {
+                SymKind::Func(g) => Some(g),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Estimated heap bytes of the module.
+    fn estimate_bytes(&self) -> u64 {
+        let funcs: u64 = self.funcs.iter().map(Function::heap_bytes).sum();
+        let errors = vec_bytes::<Option<PtxError>>(self.errors.len())
+            + self
+                .errors
+                .iter()
+                .flatten()
+                .map(|e| e.heap_bytes())
+                .sum::<u64>();
+        let syms = vec_bytes::<Symbol>(self.syms.len())
+            + self.syms.iter().map(|s| str_bytes(&s.name)).sum::<u64>();
+        let globals = vec_bytes::<GlobalVar>(self.globals.len())
+            + self
+                .globals
+                .iter()
+                .map(|g| {
+                    str_bytes(&g.name)
+                        + g.init.capacity() as u64
+                        + vec_bytes::<Reloc>(g.relocs.len())
+                        + g.relocs.iter().map(|r| str_bytes(&r.symbol)).sum::<u64>()
+                })
+                .sum::<u64>();
+        let opcodes = vec_bytes::<String>(self.opcodes.len())
+            + self.opcodes.iter().map(|o| str_bytes(o)).sum::<u64>();
+        let kernels: u64 = self
+            .kernels
+            .iter()
+            .map(|(name, k)| 2 * str_bytes(name) + k.heap_bytes())
+            .sum::<u64>()
+            + map_entry_bytes::<String, KernelMeta>() * self.kernels.len() as u64
+            + vec_bytes::<String>(self.kernel_order.len());
+        std::mem::size_of::<Module>() as u64 + funcs + errors + syms + globals + opcodes + kernels
+    }
+
+    fn kernel_meta(
+        &self,
+        func: u32,
+        decl: &parser::FuncDecl,
+        func_syms: &[u32],
+        const_globals: &HashMap<&str, u64>,
+        budget: &Budget,
+    ) -> Result<KernelMeta, PtxError> {
+        let line = decl.line;
         // Functions reachable from the kernel.
         let mut reach = vec![func];
         let mut seen: HashSet<u32> = HashSet::from([func]);
         let mut i = 0;
         while i < reach.len() {
+            budget.tick(line)?;
             let f = &self.funcs[reach[i] as usize];
             for c in &f.calls {
                 if let Callee::Func(g) = c.callee {
@@ -430,6 +637,22 @@ impl Module {
             .collect();
         used.sort_unstable();
         used.dedup();
+        let shared_count = used
+            .iter()
+            .filter(|&&s| {
+                matches!(
+                    self.syms[s as usize].kind,
+                    SymKind::Shared { .. } | SymKind::ExternShared { .. }
+                )
+            })
+            .count();
+        // What the kernel's metadata keeps.
+        budget.charge(
+            vec_bytes::<u32>(reach.len())
+                + map_entry_bytes::<u32, u64>() * shared_count as u64
+                + std::mem::size_of::<KernelMeta>() as u64,
+            line,
+        )?;
         let mut shared = HashMap::new();
         let mut off = 0u64;
         let mut dyn_align = 16u64;
@@ -448,17 +671,11 @@ impl Module {
             }
         }
         let static_shared = u32::try_from(off).unwrap_or(u32::MAX);
-        let const_bytes: u64 = used
+        let const_bytes = used
             .iter()
             .filter(|&&s| matches!(self.syms[s as usize].kind, SymKind::Var))
-            .filter_map(|&s| {
-                let name = &self.syms[s as usize].name;
-                self.globals
-                    .iter()
-                    .find(|g| &g.name == name && g.space == Space::Const)
-            })
-            .map(|g| g.size)
-            .sum();
+            .filter_map(|&s| const_globals.get(self.syms[s as usize].name.as_str()))
+            .fold(0u64, |a, &b| a.saturating_add(b));
         let dyn_base = u32::try_from(off.div_ceil(dyn_align) * dyn_align).unwrap_or(u32::MAX);
         for &s in &used {
             if let SymKind::ExternShared { .. } = self.syms[s as usize].kind {
@@ -475,11 +692,18 @@ impl Module {
             .params
             .iter()
             .zip(&k.params)
-            .map(|(_, &(off, size))| off + size)
+            .map(|(_, &(off, size))| off.saturating_add(size))
             .max()
             .unwrap_or(0);
-        let local_bytes = self.stack_depth(func, &mut Vec::new(), &mut HashMap::new());
-        KernelMeta {
+        let mut walk = StackWalk {
+            func_syms,
+            path: Vec::new(),
+            memo: HashMap::new(),
+            budget,
+            line,
+        };
+        let local_bytes = self.stack_depth(func, &mut walk)?;
+        Ok(KernelMeta {
             func,
             shared,
             static_shared,
@@ -492,38 +716,40 @@ impl Module {
                 const_bytes: u32::try_from(const_bytes).unwrap_or(u32::MAX),
             },
             reach,
-        }
+        })
     }
 
     /// Deepest frame-size sum along call chains from `f` (cycles cut).
-    fn stack_depth(&self, f: u32, path: &mut Vec<u32>, memo: &mut HashMap<u32, u32>) -> u32 {
-        if let Some(&d) = memo.get(&f) {
-            return d;
+    fn stack_depth(&self, f: u32, w: &mut StackWalk<'_, '_>) -> Result<u32, PtxError> {
+        if let Some(&d) = w.memo.get(&f) {
+            return Ok(d);
         }
-        if path.contains(&f) || path.len() > 256 {
-            return 0;
+        if w.path.contains(&f) || w.path.len() > 256 {
+            return Ok(0);
         }
-        path.push(f);
+        w.budget.tick(w.line)?;
+        w.path.push(f);
         let func = &self.funcs[f as usize];
         let mut deepest = 0;
+        let mut indirect = false;
         for c in &func.calls {
             match c.callee {
-                Callee::Func(g) => deepest = deepest.max(self.stack_depth(g, path, memo)),
-                // Any function whose address the module takes.
-                Callee::Indirect(_) => {
-                    for s in &self.syms {
-                        if let SymKind::Func(g) = s.kind {
-                            deepest = deepest.max(self.stack_depth(g, path, memo));
-                        }
-                    }
-                }
+                Callee::Func(g) => deepest = deepest.max(self.stack_depth(g, w)?),
+                Callee::Indirect(_) => indirect = true,
                 _ => {}
             }
         }
-        path.pop();
+        // Any function whose address the module takes (once, however many
+        // indirect calls there are).
+        if indirect {
+            for &g in w.func_syms {
+                deepest = deepest.max(self.stack_depth(g, w)?);
+            }
+        }
+        w.path.pop();
         let d = func.frame_size.saturating_add(deepest);
-        memo.insert(f, d);
-        d
+        w.memo.insert(f, d);
+        Ok(d)
     }
 
     /// Whether kernel `name` may call `malloc` or `free`.
@@ -582,44 +808,48 @@ impl Module {
     }
 }
 
-fn global_var(v: &parser::VarDecl) -> Result<GlobalVar, PtxError> {
+/// State of [`Module::stack_depth`]'s walk of the call graph.
+struct StackWalk<'f, 'b> {
+    func_syms: &'f [u32],
+    path: Vec<u32>,
+    memo: HashMap<u32, u32>,
+    budget: &'b Budget,
+    line: u32,
+}
+
+fn global_var(v: &mut parser::VarDecl, budget: &Budget) -> Result<GlobalVar, PtxError> {
     let size = v.size();
     if size > 1 << 32 {
-        return Err(PtxError::unsupported_decl(
+        return Err(PtxError::limit(
             v.line,
-            &format!("variable '{}' larger than 4 GiB", v.name),
+            format!(
+                "variable '{}' of {size} bytes is larger than 4 GiB",
+                lexer::clip(&v.name)
+            ),
         ));
     }
-    let mut init = vec![0u8; size as usize];
-    let mut relocs = Vec::new();
-    if let Some(vals) = &v.init {
-        let es = v.ty.size() as usize;
-        for (k, val) in vals.iter().enumerate() {
-            let off = k * es;
-            if off + es > init.len() {
-                break;
-            }
-            let bits: u64 = match (val, v.ty) {
-                (parser::InitVal::Int(x), t) if t.is_float() => float_bits(*x as i64 as f64, t),
-                (parser::InitVal::Int(x), _) => *x,
-                (parser::InitVal::F32(b), t) if !t.is_float() => u64::from(*b),
-                (parser::InitVal::F64(b), t) if !t.is_float() => *b,
-                (parser::InitVal::F32(b), t) => float_bits(f64::from(f32::from_bits(*b)), t),
-                (parser::InitVal::F64(b), t) => float_bits(f64::from_bits(*b), t),
-                (parser::InitVal::Sym(name, add), _) => {
-                    relocs.push(Reloc {
-                        offset: off as u64,
-                        size: es.min(8) as u8,
-                        symbol: name.clone(),
-                        addend: *add,
-                    });
-                    0
-                }
-            };
-            let bytes = bits.to_le_bytes();
-            init[off..off + es.min(8)].copy_from_slice(&bytes[..es.min(8)]);
-        }
-    }
+    // Only as many bytes as the initializer gives (whole values that fit):
+    // the rest are zeros, and a large variable without one takes no memory.
+    let es = u64::from(v.ty.size().max(1));
+    let parser::Init {
+        count,
+        bytes: mut init,
+        relocs,
+    } = v.init.take().unwrap_or_default();
+    let fit = count.min(size / es) * es;
+    init.truncate(fit as usize);
+    init.shrink_to_fit();
+    let relocs = relocs
+        .into_iter()
+        .filter(|&(off, _, _)| off < fit)
+        .map(|(offset, symbol, addend)| Reloc {
+            offset,
+            size: es.min(8) as u8,
+            symbol,
+            addend,
+        })
+        .collect();
+    budget.charge(vec_bytes::<GlobalVar>(1) + str_bytes(&v.name), v.line)?;
     Ok(GlobalVar {
         name: v.name.clone(),
         space: v.space,
@@ -628,16 +858,6 @@ fn global_var(v: &parser::VarDecl) -> Result<GlobalVar, PtxError> {
         init,
         relocs,
     })
-}
-
-fn float_bits(v: f64, t: Ty) -> u64 {
-    match t {
-        Ty::F32 => u64::from((v as f32).to_bits()),
-        Ty::F16 => u64::from(half::f16::from_f64(v).to_bits()),
-        Ty::BF16 => u64::from(half::bf16::from_f64(v).to_bits()),
-        Ty::F64 => v.to_bits(),
-        _ => v as i64 as u64,
-    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,10 @@
 //! instructions still carry their opcode text and raw operands. Meaning is
 //! given later, by the translator.
 
-use super::lexer::{lex, Tok, Token};
+use std::collections::VecDeque;
+
+use super::lexer::{clip, Lexer, Tok, Token};
+use super::limits::{str_bytes, vec_bytes, Budget, MAX_BLOCK_NESTING, MAX_REG_RANGE};
 use super::types::{Space, Ty};
 use super::PtxError;
 
@@ -24,6 +27,46 @@ pub(crate) enum InitVal {
     Sym(String, i64),
 }
 
+impl InitVal {
+    /// The bits of the value as an element of type `t`.
+    fn bits(&self, t: Ty) -> u64 {
+        match (self, t) {
+            (InitVal::Int(x), t) if t.is_float() => float_bits(*x as i64 as f64, t),
+            (InitVal::Int(x), _) => *x,
+            (InitVal::F32(b), t) if !t.is_float() => u64::from(*b),
+            (InitVal::F64(b), t) if !t.is_float() => *b,
+            (InitVal::F32(b), t) => float_bits(f64::from(f32::from_bits(*b)), t),
+            (InitVal::F64(b), t) => float_bits(f64::from_bits(*b), t),
+            // Patched in when the symbol has an address.
+            (InitVal::Sym(..), _) => 0,
+        }
+    }
+}
+
+fn float_bits(v: f64, t: Ty) -> u64 {
+    match t {
+        Ty::F32 => u64::from((v as f32).to_bits()),
+        Ty::F16 => u64::from(half::f16::from_f64(v).to_bits()),
+        Ty::BF16 => u64::from(half::bf16::from_f64(v).to_bits()),
+        Ty::F64 => v.to_bits(),
+        _ => v as i64 as u64,
+    }
+}
+
+/// A variable's initializer, encoded as it is parsed (a large table must
+/// not take a syntax-tree node per value): each value takes the bytes of
+/// one element of the variable's type, little-endian (at most 8 of them;
+/// the rest of a wider element stays zero).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Init {
+    /// Number of values.
+    pub(crate) count: u64,
+    /// The values' bytes.
+    pub(crate) bytes: Vec<u8>,
+    /// Symbol addresses to store: offset in `bytes`, symbol, addend.
+    pub(crate) relocs: Vec<(u64, String, i64)>,
+}
+
 /// A variable declaration (`.global`, `.const`, `.shared`, `.local`, `.param`).
 #[derive(Debug, Clone)]
 pub(crate) struct VarDecl {
@@ -34,7 +77,7 @@ pub(crate) struct VarDecl {
     pub(crate) vec: u32,
     /// Array dimensions; `None` for an unsized `[]`.
     pub(crate) dims: Vec<Option<u64>>,
-    pub(crate) init: Option<Vec<InitVal>>,
+    pub(crate) init: Option<Init>,
     pub(crate) is_extern: bool,
     pub(crate) line: u32,
 }
@@ -53,7 +96,7 @@ impl VarDecl {
             match d {
                 Some(d) => n = n.saturating_mul(*d),
                 None => {
-                    let init = self.init.as_ref().map_or(0, |v| v.len() as u64);
+                    let init = self.init.as_ref().map_or(0, |v| v.count);
                     let per = u64::from(self.vec).max(1);
                     n = n.saturating_mul(init.div_ceil(per));
                 }
@@ -84,7 +127,11 @@ pub(crate) struct FuncDecl {
     pub(crate) name: String,
     pub(crate) rets: Vec<VarDecl>,
     pub(crate) params: Vec<VarDecl>,
+    /// The statements of the body, if the function has one. In an outline
+    /// (see [`parse_outline`]), only its variable declarations.
     pub(crate) body: Option<Vec<Stmt>>,
+    /// Where the body's `{` is: byte offset and line, for [`BodyStream`].
+    pub(crate) body_at: Option<(usize, u32)>,
     pub(crate) maxntid: Option<[u32; 3]>,
     pub(crate) reqntid: Option<[u32; 3]>,
     pub(crate) line: u32,
@@ -132,63 +179,207 @@ pub(crate) enum Operand {
     Sink,
 }
 
-struct Parser {
-    toks: Vec<Token>,
-    pos: usize,
+struct Parser<'a, 'b> {
+    lx: Lexer<'a>,
+    /// Tokens read ahead (at most two).
+    look: VecDeque<Token<'a>>,
+    /// Line of the last token taken, for errors at the end of the text.
+    last_line: u32,
+    /// The lexer's error, if it met one: the text ends there for the
+    /// parser, and the error is what parsing returns.
+    lex_err: Option<PtxError>,
     /// Nesting of initializer braces and operand lists.
     depth: u32,
+    /// Whether function bodies are kept whole (else only their variables).
+    full: bool,
+    budget: &'b Budget,
 }
 
 /// Deepest nesting of `{...}` in initializers and operands.
 const MAX_NESTING: u32 = 32;
 
-/// Parses a whole module.
+/// Parses a whole module, function bodies included (tests: the module
+/// parser reads an outline, then one body at a time).
+#[cfg(test)]
 pub(crate) fn parse(src: &str) -> Result<Ast, PtxError> {
-    let mut p = Parser {
-        toks: lex(src)?,
-        pos: 0,
-        depth: 0,
-    };
-    p.module()
+    let budget = Budget::unlimited();
+    let mut p = Parser::new(Lexer::new(src), true, &budget);
+    let ast = p.module();
+    p.finish(ast)
 }
 
-impl Parser {
-    fn peek(&self) -> Option<&Tok> {
-        self.toks.get(self.pos).map(|t| &t.kind)
+/// Parses a module's outline: its variables and functions, with only the
+/// variable declarations of each body (which are module symbols) and where
+/// the body is, for [`BodyStream`]. What it keeps is charged to `budget`.
+pub(crate) fn parse_outline(src: &str, budget: &Budget) -> Result<Ast, PtxError> {
+    let mut p = Parser::new(Lexer::new(src), false, budget);
+    let ast = p.module();
+    p.finish(ast)
+}
+
+/// The statements of a function body, parsed one at a time as they are
+/// asked for, so that a body is never held whole: the translator takes each
+/// statement in turn. The statements handed out are charged to the budget
+/// until the next one is asked for.
+pub(crate) struct BodyStream<'a, 'b> {
+    p: Parser<'a, 'b>,
+    depth: u32,
+    ready: VecDeque<Stmt>,
+    done: bool,
+    /// What the statements in `ready` (and the last handed out) are charged.
+    held: u64,
+}
+
+impl<'a, 'b> BodyStream<'a, 'b> {
+    /// The body whose `{` is at `at` (see [`FuncDecl::body_at`]) of `src`.
+    pub(crate) fn new(src: &'a str, at: (usize, u32), budget: &'b Budget) -> Self {
+        BodyStream {
+            p: Parser::new(Lexer::resume(src, at.0, at.1), true, budget),
+            depth: 0,
+            ready: VecDeque::new(),
+            done: false,
+            held: 0,
+        }
     }
 
-    fn peek_at(&self, n: usize) -> Option<&Tok> {
-        self.toks.get(self.pos + n).map(|t| &t.kind)
+    /// The next statement, `None` after the body's closing `}`.
+    pub(crate) fn next_stmt(&mut self) -> Result<Option<Stmt>, PtxError> {
+        loop {
+            if let Some(s) = self.ready.pop_front() {
+                return Ok(Some(s));
+            }
+            // Those handed out so far are gone.
+            self.p.budget.refund(std::mem::take(&mut self.held));
+            if self.done {
+                return Ok(None);
+            }
+            let before = self.p.budget.used();
+            let mut out = Vec::new();
+            let more = self.p.body_stmt(&mut self.depth, &mut out);
+            let more = self.p.finish(more)?;
+            self.held = self.p.budget.used().saturating_sub(before);
+            self.ready.extend(out);
+            self.done = !more;
+        }
+    }
+}
+
+impl Drop for BodyStream<'_, '_> {
+    fn drop(&mut self) {
+        self.p.budget.refund(self.held);
+    }
+}
+
+/// Estimated heap bytes of an operand (its strings and nested lists).
+fn operand_bytes(o: &Operand) -> u64 {
+    match o {
+        Operand::Name(n) | Operand::SymOff(n, _) | Operand::Not(n) => str_bytes(n),
+        Operand::Addr(n, _) => n.as_deref().map_or(0, str_bytes),
+        Operand::Vec(v) | Operand::List(v) => {
+            vec_bytes::<Operand>(v.len()) + v.iter().map(operand_bytes).sum::<u64>()
+        }
+        Operand::Pair(a, b) => str_bytes(a) + str_bytes(b),
+        Operand::Int(_) | Operand::F32(_) | Operand::F64(_) | Operand::Sink => 0,
+    }
+}
+
+/// Estimated heap bytes of a variable declaration, its initializer aside.
+pub(crate) fn var_bytes(v: &VarDecl) -> u64 {
+    str_bytes(&v.name) + vec_bytes::<Option<u64>>(v.dims.len())
+}
+
+impl<'a, 'b> Parser<'a, 'b> {
+    fn new(lx: Lexer<'a>, full: bool, budget: &'b Budget) -> Self {
+        Parser {
+            lx,
+            look: VecDeque::with_capacity(2),
+            last_line: 1,
+            lex_err: None,
+            depth: 0,
+            full,
+            budget,
+        }
     }
 
-    fn line(&self) -> u32 {
-        self.toks
-            .get(self.pos)
-            .or_else(|| self.toks.last())
-            .map_or(0, |t| t.line)
+    /// The result of a parse: the lexer's error, if any, comes first (the
+    /// text ends at it, so whatever went wrong after is its consequence).
+    fn finish<T>(&mut self, r: Result<T, PtxError>) -> Result<T, PtxError> {
+        match self.lex_err.take() {
+            Some(e) => Err(e),
+            None => r,
+        }
     }
 
-    fn next(&mut self) -> Result<Tok, PtxError> {
+    /// Reads ahead until `n` tokens wait (or the text ends).
+    fn fill(&mut self, n: usize) {
+        while self.look.len() < n && self.lex_err.is_none() {
+            match self.lx.next_token() {
+                Ok(Some(t)) => self.look.push_back(t),
+                Ok(None) => break,
+                Err(e) => self.lex_err = Some(e),
+            }
+        }
+    }
+
+    fn peek(&mut self) -> Option<Tok<'a>> {
+        self.peek_at(0)
+    }
+
+    fn peek_at(&mut self, n: usize) -> Option<Tok<'a>> {
+        self.fill(n + 1);
+        self.look.get(n).map(|t| t.kind)
+    }
+
+    /// Takes the next token.
+    fn bump(&mut self) {
+        self.fill(1);
+        if let Some(t) = self.look.pop_front() {
+            self.last_line = t.line;
+        }
+    }
+
+    fn line(&mut self) -> u32 {
+        self.fill(1);
+        self.look.front().map_or(self.last_line, |t| t.line)
+    }
+
+    fn next(&mut self) -> Result<Tok<'a>, PtxError> {
+        let line = self.line();
         let t = self
-            .toks
-            .get(self.pos)
-            .map(|t| t.kind.clone())
-            .ok_or_else(|| PtxError::syntax(self.line(), "unexpected end of input".into()))?;
-        self.pos += 1;
+            .peek()
+            .ok_or_else(|| PtxError::syntax(line, "unexpected end of input".into()))?;
+        self.bump();
+        self.budget.tick(line)?;
         Ok(t)
     }
 
-    fn err<T>(&self, msg: impl Into<String>) -> Result<T, PtxError> {
+    fn err<T>(&mut self, msg: impl Into<String>) -> Result<T, PtxError> {
         Err(PtxError::syntax(self.line(), msg.into()))
     }
 
-    fn is_punct(&self, c: char) -> bool {
-        self.peek() == Some(&Tok::Punct(c))
+    /// Charges `bytes` that the tree is about to keep.
+    fn charge(&mut self, bytes: u64) -> Result<(), PtxError> {
+        let line = self.line();
+        self.budget.charge(bytes, line)
+    }
+
+    /// Charges `bytes` of a statement that only a full parse keeps (an
+    /// outline drops instructions once parsed).
+    fn charge_kept(&mut self, bytes: u64) -> Result<(), PtxError> {
+        if self.full {
+            self.charge(bytes)
+        } else {
+            self.budget.tick(self.last_line)
+        }
+    }
+
+    fn is_punct(&mut self, c: char) -> bool {
+        self.peek() == Some(Tok::Punct(c))
     }
 
     fn eat_punct(&mut self, c: char) -> bool {
         if self.is_punct(c) {
-            self.pos += 1;
+            self.bump();
             true
         } else {
             false
@@ -199,22 +390,22 @@ impl Parser {
         if self.eat_punct(c) {
             Ok(())
         } else {
-            let found = self.peek().cloned();
-            self.err(format!("expected '{c}', found {found:?}"))
+            let found = self.peek();
+            self.err(format!("expected '{c}', found {}", describe(found)))
         }
     }
 
-    fn ident(&mut self) -> Result<String, PtxError> {
-        match self.next()? {
-            Tok::Ident(s) => Ok(s),
-            t => {
-                self.pos -= 1;
-                self.err(format!("expected a name, found {t:?}"))
+    fn ident(&mut self) -> Result<&'a str, PtxError> {
+        match self.peek() {
+            Some(Tok::Ident(s)) => {
+                self.bump();
+                Ok(s)
             }
+            t => self.err(format!("expected a name, found {}", describe(t))),
         }
     }
 
-    fn peek_ident(&self) -> Option<&str> {
+    fn peek_ident(&mut self) -> Option<&'a str> {
         match self.peek() {
             Some(Tok::Ident(s)) => Some(s),
             _ => None,
@@ -223,38 +414,50 @@ impl Parser {
 
     fn int(&mut self) -> Result<u64, PtxError> {
         let neg = self.eat_punct('-');
-        match self.next()? {
-            Tok::Int(v) => Ok(if neg { v.wrapping_neg() } else { v }),
-            t => {
-                self.pos -= 1;
-                self.err(format!("expected an integer, found {t:?}"))
+        match self.peek() {
+            Some(Tok::Int(v)) => {
+                self.bump();
+                Ok(if neg { v.wrapping_neg() } else { v })
             }
+            t => self.err(format!("expected an integer, found {}", describe(t))),
+        }
+    }
+
+    /// An integer that must fit in a `u32` (dimensions, counts, alignments).
+    fn u32(&mut self, what: &str) -> Result<u32, PtxError> {
+        let v = self.int()?;
+        match u32::try_from(v) {
+            Ok(v) => Ok(v),
+            Err(_) => self.err(format!("{what} {v} is out of range")),
         }
     }
 
     /// Skips every remaining token on the current token's line.
-    fn skip_line(&mut self) {
+    fn skip_line(&mut self) -> Result<(), PtxError> {
         let line = self.line();
-        while self.toks.get(self.pos).is_some_and(|t| t.line == line) {
-            self.pos += 1;
+        while self.peek().is_some() && self.line() == line {
+            self.bump();
+            self.budget.tick(line)?;
         }
+        Ok(())
     }
 
     /// Skips to just past the next `;`.
-    fn skip_stmt(&mut self) {
-        while let Some(t) = self.peek().cloned() {
-            self.pos += 1;
+    fn skip_stmt(&mut self) -> Result<(), PtxError> {
+        while let Some(t) = self.peek() {
+            self.next()?;
             if t == Tok::Punct(';') {
                 break;
             }
         }
+        Ok(())
     }
 
     /// Skips a balanced `{ ... }` starting at the current `{`.
-    fn skip_braces(&mut self) {
+    fn skip_braces(&mut self) -> Result<(), PtxError> {
         let mut depth = 0usize;
-        while let Some(t) = self.peek().cloned() {
-            self.pos += 1;
+        while let Some(t) = self.peek() {
+            self.next()?;
             match t {
                 Tok::Punct('{') => depth += 1,
                 Tok::Punct('}') => {
@@ -266,55 +469,60 @@ impl Parser {
                 _ => {}
             }
         }
+        Ok(())
     }
 
     fn module(&mut self) -> Result<Ast, PtxError> {
         let mut ast = Ast::default();
-        while let Some(tok) = self.peek().cloned() {
+        while let Some(tok) = self.peek() {
             let line = self.line();
             let Tok::Ident(word) = tok else {
-                return self.err(format!("unexpected {tok:?} at module scope"));
+                return self.err(format!(
+                    "unexpected {} at module scope",
+                    describe(Some(tok))
+                ));
             };
-            match word.as_str() {
-                ".version" | ".target" | ".address_size" | ".file" | ".loc" => self.skip_line(),
-                ".pragma" => self.skip_stmt(),
+            match word {
+                ".version" | ".target" | ".address_size" | ".file" | ".loc" => self.skip_line()?,
+                ".pragma" => self.skip_stmt()?,
                 ".section" => {
-                    self.pos += 1;
+                    self.bump();
                     while self.peek().is_some() && !self.is_punct('{') {
-                        self.pos += 1;
+                        self.next()?;
                     }
-                    self.skip_braces();
+                    self.skip_braces()?;
                 }
                 _ => {
                     // Linkage attributes, then a function or a variable.
                     let mut is_extern = false;
                     loop {
                         match self.peek_ident() {
-                            Some(".visible" | ".weak" | ".common") => self.pos += 1,
+                            Some(".visible" | ".weak" | ".common") => self.bump(),
                             Some(".extern") => {
                                 is_extern = true;
-                                self.pos += 1;
+                                self.bump();
                             }
                             _ => break,
                         }
                     }
                     match self.peek_ident() {
                         Some(".entry") => {
-                            self.pos += 1;
+                            self.bump();
                             let f = self.function(FuncKind::Entry, line)?;
                             ast.funcs.push(f);
                         }
                         Some(".func") => {
-                            self.pos += 1;
+                            self.bump();
                             let f = self.function(FuncKind::Func, line)?;
                             ast.funcs.push(f);
                         }
                         Some(s) => {
                             let Some(space) = Space::from_directive(s) else {
-                                return self.err(format!("unknown module directive '{s}'"));
+                                return self.err(format!("unknown module directive '{}'", clip(s)));
                             };
-                            self.pos += 1;
+                            self.bump();
                             let vars = self.var_decls(space, is_extern, true)?;
+                            self.charge(vec_bytes::<VarDecl>(vars.len()))?;
                             ast.vars.extend(vars);
                         }
                         None => return self.err("expected a declaration"),
@@ -343,15 +551,14 @@ impl Parser {
             if !word.starts_with('.') {
                 break;
             }
-            let word = word.to_string();
-            self.pos += 1;
-            match word.as_str() {
+            self.next()?;
+            match word {
                 // In `.param .u64 .ptr .global .align 1 p` the alignment is the
                 // pointee's; the parameter keeps its natural one.
                 ".align" if pointer => {
                     self.int()?;
                 }
-                ".align" => align = self.int()? as u32,
+                ".align" => align = self.u32("alignment")?,
                 ".v2" => vec = 2,
                 ".v4" => vec = 4,
                 ".v8" => vec = 8,
@@ -360,7 +567,7 @@ impl Parser {
                     // `.attribute(.managed)`: skip the parenthesised list.
                     if self.eat_punct('(') {
                         while self.peek().is_some() && !self.eat_punct(')') {
-                            self.pos += 1;
+                            self.next()?;
                         }
                     }
                 }
@@ -373,7 +580,7 @@ impl Parser {
                             space = s;
                         }
                     } else {
-                        return self.err(format!("unknown qualifier '{w}' in declaration"));
+                        return self.err(format!("unknown qualifier '{}' in declaration", clip(w)));
                     }
                 }
             }
@@ -392,18 +599,19 @@ impl Parser {
                     dims.push(Some(self.int()?));
                     self.expect_punct(']')?;
                 }
+                self.budget.tick(line)?;
             }
             // `.reg .b32 %r<10>` style ranges are handled by `reg_decl`.
             let init = if self.eat_punct('=') {
-                let mut vals = Vec::new();
-                self.initializer(&mut vals)?;
-                Some(vals)
+                let mut init = Init::default();
+                self.initializer(&mut init, ty)?;
+                Some(init)
             } else {
                 None
             };
-            out.push(VarDecl {
+            let v = VarDecl {
                 space,
-                name,
+                name: name.to_string(),
                 align,
                 ty,
                 vec,
@@ -411,7 +619,10 @@ impl Parser {
                 init,
                 is_extern,
                 line,
-            });
+            };
+            // The initializer's values were charged as they came.
+            self.charge(var_bytes(&v))?;
+            out.push(v);
             if stmt && self.eat_punct(',') {
                 continue;
             }
@@ -423,23 +634,23 @@ impl Parser {
         Ok(out)
     }
 
-    fn initializer(&mut self, out: &mut Vec<InitVal>) -> Result<(), PtxError> {
+    fn initializer(&mut self, out: &mut Init, ty: Ty) -> Result<(), PtxError> {
         if self.depth >= MAX_NESTING {
             return self.err("initializer nested too deeply");
         }
         self.depth += 1;
-        let r = self.initializer_inner(out);
+        let r = self.initializer_inner(out, ty);
         self.depth -= 1;
         r
     }
 
-    fn initializer_inner(&mut self, out: &mut Vec<InitVal>) -> Result<(), PtxError> {
+    fn initializer_inner(&mut self, out: &mut Init, ty: Ty) -> Result<(), PtxError> {
         if self.eat_punct('{') {
             if self.eat_punct('}') {
                 return Ok(());
             }
             loop {
-                self.initializer(out)?;
+                self.initializer(out, ty)?;
                 if self.eat_punct(',') {
                     continue;
                 }
@@ -448,10 +659,10 @@ impl Parser {
             }
         }
         let neg = self.eat_punct('-');
-        match self.next()? {
-            Tok::Int(v) => out.push(InitVal::Int(if neg { v.wrapping_neg() } else { v })),
-            Tok::F32(v) => out.push(InitVal::F32(if neg { v ^ 0x8000_0000 } else { v })),
-            Tok::F64(v) => out.push(InitVal::F64(if neg { v ^ (1 << 63) } else { v })),
+        let val = match self.next()? {
+            Tok::Int(v) => InitVal::Int(if neg { v.wrapping_neg() } else { v }),
+            Tok::F32(v) => InitVal::F32(if neg { v ^ 0x8000_0000 } else { v }),
+            Tok::F64(v) => InitVal::F64(if neg { v ^ (1 << 63) } else { v }),
             Tok::Ident(name) => {
                 let name = if (name == "generic" || name == "mask") && self.eat_punct('(') {
                     let n = self.ident()?;
@@ -464,7 +675,7 @@ impl Parser {
                 while self.is_punct('+') || self.is_punct('-') {
                     let minus = self.eat_punct('-');
                     if !minus {
-                        self.pos += 1;
+                        self.bump();
                     }
                     let v = self.int()? as i64;
                     off = if minus {
@@ -473,10 +684,28 @@ impl Parser {
                         off.wrapping_add(v)
                     };
                 }
-                out.push(InitVal::Sym(name, off));
+                InitVal::Sym(name.to_string(), off)
             }
-            t => return self.err(format!("bad initializer value {t:?}")),
+            t => return self.err(format!("bad initializer value {}", describe(Some(t)))),
+        };
+        let es = ty.size() as usize;
+        let n = es.min(8);
+        let mut bytes = es as u64;
+        if let InitVal::Sym(..) = val {
+            bytes += vec_bytes::<(u64, String, i64)>(1);
         }
+        let at = out.bytes.len();
+        let value = val.bits(ty).to_le_bytes();
+        if let InitVal::Sym(name, add) = val {
+            bytes += str_bytes(&name);
+            self.charge(bytes)?;
+            out.relocs.push((at as u64, name, add));
+        } else {
+            self.charge(bytes)?;
+        }
+        out.bytes.extend_from_slice(&value[..n]);
+        out.bytes.resize(at + es, 0);
+        out.count += 1;
         Ok(())
     }
 
@@ -488,12 +717,14 @@ impl Parser {
         }
         loop {
             let d = self.ident()?;
-            let space = match d.as_str() {
+            let space = match d {
                 ".param" => Space::Param,
                 ".reg" => Space::Reg,
-                _ => return self.err(format!("expected .param, found '{d}'")),
+                _ => return self.err(format!("expected .param, found '{}'", clip(d))),
             };
-            out.extend(self.var_decls(space, false, false)?);
+            let decls = self.var_decls(space, false, false)?;
+            self.charge(vec_bytes::<VarDecl>(decls.len()))?;
+            out.extend(decls);
             if self.eat_punct(',') {
                 continue;
             }
@@ -504,9 +735,9 @@ impl Parser {
 
     fn function(&mut self, kind: FuncKind, line: u32) -> Result<FuncDecl, PtxError> {
         if self.peek_ident() == Some(".attribute") {
-            self.pos += 1;
+            self.bump();
             if self.eat_punct('(') {
-                let mut depth = 1;
+                let mut depth = 1u64;
                 while depth > 0 {
                     match self.next()? {
                         Tok::Punct('(') => depth += 1,
@@ -520,7 +751,8 @@ impl Parser {
         if kind == FuncKind::Func && self.eat_punct('(') {
             rets = self.param_list()?;
         }
-        let name = self.ident()?;
+        let name = self.ident()?.to_string();
+        self.charge(std::mem::size_of::<FuncDecl>() as u64 + str_bytes(&name))?;
         let mut params = Vec::new();
         if self.eat_punct('(') {
             params = self.param_list()?;
@@ -529,15 +761,15 @@ impl Parser {
         let mut reqntid = None;
         loop {
             match self.peek_ident() {
-                Some(".maxntid") | Some(".reqntid") => {
-                    let which = self.ident()?;
+                Some(which @ (".maxntid" | ".reqntid")) => {
+                    self.bump();
                     let mut dims = [1u32; 3];
-                    dims[0] = self.int()? as u32;
+                    dims[0] = self.u32("block size")?;
                     for d in dims.iter_mut().skip(1) {
                         if !self.eat_punct(',') {
                             break;
                         }
-                        *d = self.int()? as u32;
+                        *d = self.u32("block size")?;
                     }
                     if which == ".maxntid" {
                         maxntid = Some(dims);
@@ -545,24 +777,28 @@ impl Parser {
                         reqntid = Some(dims);
                     }
                 }
-                Some(".pragma") => self.skip_stmt(),
+                Some(".pragma") => self.skip_stmt()?,
                 Some(w) if w.starts_with('.') => {
                     // .noreturn, .minnctapersm N, .maxnreg N, cluster directives...
-                    self.pos += 1;
+                    self.next()?;
                     while matches!(self.peek(), Some(Tok::Int(_))) {
-                        self.pos += 1;
+                        self.next()?;
                         self.eat_punct(',');
                     }
                 }
                 _ => break,
             }
         }
-        let body = if self.eat_punct(';') {
-            None
+        let (body, body_at) = if self.eat_punct(';') {
+            (None, None)
         } else if self.is_punct('{') {
-            Some(self.body()?)
+            let at = self.look.front().map(|t| (t.at, t.line));
+            (Some(self.body()?), at)
         } else {
-            return self.err(format!("expected a body or ';' after function '{name}'"));
+            return self.err(format!(
+                "expected a body or ';' after function '{}'",
+                clip(&name)
+            ));
         };
         Ok(FuncDecl {
             kind,
@@ -570,81 +806,119 @@ impl Parser {
             rets,
             params,
             body,
+            body_at,
             maxntid,
             reqntid,
             line,
         })
     }
 
+    /// Keeps `s`, charging it; an outline keeps only variables.
+    fn push_stmt(&mut self, out: &mut Vec<Stmt>, s: Stmt) -> Result<(), PtxError> {
+        if !self.full && !matches!(s, Stmt::Var(_)) {
+            return Ok(());
+        }
+        let heap = match &s {
+            Stmt::Open | Stmt::Close => 0,
+            // Its names were charged as they came.
+            Stmt::Reg(..) => 0,
+            // The declaration itself was charged when parsed.
+            Stmt::Var(_) => 0,
+            Stmt::Label(l, _) => str_bytes(l),
+            Stmt::Inst(i) => inst_bytes(i),
+        };
+        self.charge(vec_bytes::<Stmt>(1) + heap)?;
+        out.push(s);
+        Ok(())
+    }
+
+    /// A whole body (its `{` next): its statements, or in an outline only
+    /// its variables.
     fn body(&mut self) -> Result<Vec<Stmt>, PtxError> {
         let mut out = Vec::new();
-        let mut depth = 0usize;
-        loop {
-            let line = self.line();
-            let Some(tok) = self.peek().cloned() else {
-                return self.err("unterminated function body");
-            };
-            match tok {
-                Tok::Punct('{') => {
-                    self.pos += 1;
-                    depth += 1;
-                    out.push(Stmt::Open);
+        let mut depth = 0u32;
+        while self.body_stmt(&mut depth, &mut out)? {}
+        Ok(out)
+    }
+
+    /// Parses the next statement of a body into `out` (nothing for a lone
+    /// `;`, several statements for a declaration of several variables);
+    /// false once the body's closing `}` is taken. `depth` is the nesting
+    /// of blocks, 0 before the body's `{`.
+    fn body_stmt(&mut self, depth: &mut u32, out: &mut Vec<Stmt>) -> Result<bool, PtxError> {
+        let line = self.line();
+        self.budget.tick(line)?;
+        let Some(tok) = self.peek() else {
+            return self.err("unterminated function body");
+        };
+        match tok {
+            Tok::Punct('{') => {
+                if *depth > MAX_BLOCK_NESTING {
+                    return self.err(format!("blocks nested more than {MAX_BLOCK_NESTING} deep"));
                 }
-                Tok::Punct('}') => {
-                    self.pos += 1;
-                    depth = depth.saturating_sub(1);
-                    out.push(Stmt::Close);
-                    if depth == 0 {
-                        return Ok(out);
-                    }
+                self.bump();
+                *depth += 1;
+                self.push_stmt(out, Stmt::Open)?;
+            }
+            Tok::Punct('}') => {
+                self.bump();
+                *depth = depth.saturating_sub(1);
+                self.push_stmt(out, Stmt::Close)?;
+                if *depth == 0 {
+                    return Ok(false);
                 }
-                Tok::Punct('@') => {
-                    self.pos += 1;
-                    let neg = self.eat_punct('!');
-                    let p = self.ident()?;
-                    let mut inst = self.instruction(line)?;
-                    inst.guard = Some((p, neg));
-                    out.push(Stmt::Inst(inst));
-                }
-                Tok::Punct(';') => self.pos += 1,
-                Tok::Ident(word) => {
-                    if self.peek_at(1) == Some(&Tok::Punct(':')) {
-                        self.pos += 2;
-                        out.push(Stmt::Label(word, line));
-                        continue;
-                    }
-                    if word.starts_with('.') {
-                        self.pos += 1;
-                        match word.as_str() {
-                            ".reg" => out.push(self.reg_decl(line, "")?),
-                            // `.reg.f32 f;`, as CUDA's headers write it in
-                            // inline assembly.
-                            w if w.starts_with(".reg.") => {
-                                let attached = w[4..].to_string();
-                                out.push(self.reg_decl(line, &attached)?);
-                            }
-                            ".loc" | ".file" => {
-                                self.pos -= 1;
-                                self.skip_line();
-                            }
-                            ".pragma" | ".callprototype" | ".maxnreg" => self.skip_stmt(),
-                            w => {
-                                let Some(space) = Space::from_directive(w) else {
-                                    return self.err(format!("unknown directive '{w}'"));
-                                };
-                                for v in self.var_decls(space, false, true)? {
-                                    out.push(Stmt::Var(v));
-                                }
+            }
+            Tok::Punct('@') => {
+                self.bump();
+                let neg = self.eat_punct('!');
+                let p = self.ident()?;
+                let mut inst = self.instruction(line)?;
+                inst.guard = Some((p.to_string(), neg));
+                self.push_stmt(out, Stmt::Inst(inst))?;
+            }
+            Tok::Punct(';') => self.bump(),
+            Tok::Ident(word) => {
+                if self.peek_at(1) == Some(Tok::Punct(':')) {
+                    self.bump();
+                    self.bump();
+                    self.push_stmt(out, Stmt::Label(word.to_string(), line))?;
+                } else if word.starts_with('.') {
+                    match word {
+                        ".reg" => {
+                            self.bump();
+                            let r = self.reg_decl(line, "")?;
+                            self.push_stmt(out, r)?;
+                        }
+                        // `.reg.f32 f;`, as CUDA's headers write it in
+                        // inline assembly.
+                        w if w.starts_with(".reg.") => {
+                            self.bump();
+                            let r = self.reg_decl(line, &w[4..])?;
+                            self.push_stmt(out, r)?;
+                        }
+                        ".loc" | ".file" => self.skip_line()?,
+                        ".pragma" | ".callprototype" | ".maxnreg" => {
+                            self.bump();
+                            self.skip_stmt()?;
+                        }
+                        w => {
+                            self.bump();
+                            let Some(space) = Space::from_directive(w) else {
+                                return self.err(format!("unknown directive '{}'", clip(w)));
+                            };
+                            for v in self.var_decls(space, false, true)? {
+                                self.push_stmt(out, Stmt::Var(v))?;
                             }
                         }
-                        continue;
                     }
+                } else {
                     let inst = self.instruction(line)?;
-                    out.push(Stmt::Inst(inst));
+                    self.push_stmt(out, Stmt::Inst(inst))?;
                 }
-                t => return self.err(format!("unexpected {t:?} in function body")),
             }
+            t => return self.err(format!("unexpected {} in function body", describe(Some(t)))),
         }
+        Ok(true)
     }
 
     /// A `.reg` declaration after its directive; `attached` holds the
@@ -655,23 +929,22 @@ impl Parser {
         let mut attached = attached.split('.').filter(|m| !m.is_empty());
         loop {
             let w = if let Some(m) = attached.next() {
-                format!(".{m}")
+                m
             } else {
                 match self.peek_ident() {
                     Some(w) if w.starts_with('.') => {
-                        let w = w.to_string();
-                        self.pos += 1;
-                        w
+                        self.next()?;
+                        &w[1..]
                     }
                     _ => break,
                 }
             };
-            match w.as_str() {
-                ".v2" => vec = 2,
-                ".v4" => vec = 4,
-                _ => match Ty::from_suffix(&w[1..]) {
+            match w {
+                "v2" => vec = 2,
+                "v4" => vec = 4,
+                _ => match Ty::from_suffix(w) {
                     Some(t) => ty = Some(t),
-                    None => return self.err(format!("unknown register type '{w}'")),
+                    None => return self.err(format!("unknown register type '.{}'", clip(w))),
                 },
             }
         }
@@ -688,13 +961,23 @@ impl Parser {
         loop {
             let name = self.ident()?;
             let count = if self.eat_punct('<') {
-                let n = self.int()? as u32;
+                let n = self.int()?;
+                if n > MAX_REG_RANGE {
+                    return Err(PtxError::limit(
+                        self.line(),
+                        format!(
+                            "register range {}<{n}> is larger than the {MAX_REG_RANGE} registers a declaration may name",
+                            clip(name)
+                        ),
+                    ));
+                }
                 self.expect_punct('>')?;
-                Some(n)
+                Some(n as u32)
             } else {
                 None
             };
-            names.push((name, count));
+            self.charge_kept(vec_bytes::<(String, Option<u32>)>(1) + str_bytes(name))?;
+            names.push((name.to_string(), count));
             if !self.eat_punct(',') {
                 break;
             }
@@ -704,11 +987,13 @@ impl Parser {
     }
 
     fn instruction(&mut self, line: u32) -> Result<Inst, PtxError> {
-        let opcode = self.ident()?;
+        let opcode = self.ident()?.to_string();
         let mut operands = Vec::new();
         if !self.eat_punct(';') {
             loop {
-                operands.push(self.operand()?);
+                let o = self.operand()?;
+                self.charge_kept(vec_bytes::<Operand>(1) + operand_bytes(&o))?;
+                operands.push(o);
                 if self.eat_punct(',') {
                     continue;
                 }
@@ -734,19 +1019,37 @@ impl Parser {
         r
     }
 
+    /// Operands up to `close`, after the opening bracket.
+    fn operand_list(&mut self, close: char) -> Result<Vec<Operand>, PtxError> {
+        let mut v = Vec::new();
+        if !self.eat_punct(close) {
+            loop {
+                let o = self.operand()?;
+                self.charge_kept(vec_bytes::<Operand>(1) + operand_bytes(&o))?;
+                v.push(o);
+                if self.eat_punct(',') {
+                    continue;
+                }
+                self.expect_punct(close)?;
+                break;
+            }
+        }
+        Ok(v)
+    }
+
     fn operand_inner(&mut self) -> Result<Operand, PtxError> {
         match self.next()? {
             Tok::Punct('[') => {
                 let (base, mut off) = match self.next()? {
-                    Tok::Ident(n) => (Some(n), 0i64),
+                    Tok::Ident(n) => (Some(n.to_string()), 0i64),
                     Tok::Int(v) => (None, v as i64),
-                    t => return self.err(format!("bad address {t:?}")),
+                    t => return self.err(format!("bad address {}", describe(Some(t)))),
                 };
                 while !self.eat_punct(']') {
                     let minus = match self.next()? {
                         Tok::Punct('+') => self.eat_punct('-'),
                         Tok::Punct('-') => true,
-                        t => return self.err(format!("bad address {t:?}")),
+                        t => return self.err(format!("bad address {}", describe(Some(t)))),
                     };
                     let v = self.int()? as i64;
                     off = if minus {
@@ -757,40 +1060,16 @@ impl Parser {
                 }
                 Ok(Operand::Addr(base, off))
             }
-            Tok::Punct('{') => {
-                let mut v = Vec::new();
-                if !self.eat_punct('}') {
-                    loop {
-                        v.push(self.operand()?);
-                        if self.eat_punct(',') {
-                            continue;
-                        }
-                        self.expect_punct('}')?;
-                        break;
-                    }
-                }
-                Ok(Operand::Vec(v))
-            }
-            Tok::Punct('(') => {
-                let mut v = Vec::new();
-                if !self.eat_punct(')') {
-                    loop {
-                        v.push(self.operand()?);
-                        if self.eat_punct(',') {
-                            continue;
-                        }
-                        self.expect_punct(')')?;
-                        break;
-                    }
-                }
-                Ok(Operand::List(v))
-            }
-            Tok::Punct('!') => Ok(Operand::Not(self.ident()?)),
+            // The nested operands are charged as they come: the caller
+            // charges only the list's own strings (none).
+            Tok::Punct('{') => Ok(Operand::Vec(self.operand_list('}')?)),
+            Tok::Punct('(') => Ok(Operand::List(self.operand_list(')')?)),
+            Tok::Punct('!') => Ok(Operand::Not(self.ident()?.to_string())),
             Tok::Punct('-') => match self.next()? {
                 Tok::Int(v) => Ok(Operand::Int(v.wrapping_neg())),
                 Tok::F32(v) => Ok(Operand::F32(v ^ 0x8000_0000)),
                 Tok::F64(v) => Ok(Operand::F64(v ^ (1 << 63))),
-                t => self.err(format!("bad operand -{t:?}")),
+                t => self.err(format!("bad operand -{}", describe(Some(t)))),
             },
             Tok::Int(v) => Ok(Operand::Int(v)),
             Tok::F32(v) => Ok(Operand::F32(v)),
@@ -801,18 +1080,37 @@ impl Parser {
                 }
                 if self.eat_punct('|') {
                     let q = self.ident()?;
-                    return Ok(Operand::Pair(n, q));
+                    return Ok(Operand::Pair(n.to_string(), q.to_string()));
                 }
                 if self.is_punct('+') && matches!(self.peek_at(1), Some(Tok::Int(_))) {
-                    self.pos += 1;
+                    self.bump();
                     let v = self.int()? as i64;
-                    return Ok(Operand::SymOff(n, v));
+                    return Ok(Operand::SymOff(n.to_string(), v));
                 }
-                Ok(Operand::Name(n))
+                Ok(Operand::Name(n.to_string()))
             }
-            t => self.err(format!("unexpected {t:?} in operands")),
+            t => self.err(format!("unexpected {} in operands", describe(Some(t)))),
         }
     }
+}
+
+/// A token for an error message (long names and strings cut short).
+fn describe(t: Option<Tok<'_>>) -> String {
+    match t {
+        None => "end of input".into(),
+        Some(Tok::Ident(s)) => format!("'{}'", clip(s)),
+        Some(Tok::Str(s)) => format!("string \"{}\"", clip(s)),
+        Some(Tok::Punct(c)) => format!("'{c}'"),
+        Some(Tok::Int(v)) => format!("integer {v}"),
+        Some(Tok::F32(b)) => format!("float 0f{b:08X}"),
+        Some(Tok::F64(b)) => format!("double 0d{b:016X}"),
+    }
+}
+
+/// Estimated heap bytes of an instruction (opcode, guard; its operands
+/// are charged as they are parsed).
+fn inst_bytes(i: &Inst) -> u64 {
+    str_bytes(&i.opcode) + i.guard.as_ref().map_or(0, |(g, _)| str_bytes(g))
 }
 
 #[cfg(test)]
@@ -858,7 +1156,8 @@ $L__BB0_2:
         let ast = parse(src).unwrap();
         assert_eq!(ast.vars.len(), 3);
         assert_eq!(ast.vars[1].size(), 16);
-        assert_eq!(ast.vars[1].init.as_ref().unwrap().len(), 5);
+        let init = ast.vars[1].init.as_ref().unwrap();
+        assert_eq!((init.count, &init.bytes[..]), (5, &[1, 0, 0, 0, 2][..]));
         assert!(ast.vars[2].is_extern);
         assert_eq!(ast.funcs.len(), 2);
         assert!(ast.funcs[0].body.is_none());

@@ -1,8 +1,11 @@
 //! Syntax tree of one function → IR.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::ir::*;
+use super::limits::{
+    map_entry_bytes, str_bytes, vec_bytes, Budget, MAX_FUNC_INSTS, MAX_FUNC_SLOTS,
+};
 use super::parser::{FuncDecl, FuncKind, Inst as PInst, Operand, Stmt, VarDecl};
 use super::types::{Space, Ty};
 use super::PtxError;
@@ -18,6 +21,8 @@ pub(crate) struct ModCtx<'a> {
     /// Shared opcode-string table.
     pub(crate) opcodes: &'a mut Vec<String>,
     pub(crate) opcode_ids: &'a mut HashMap<String, u32>,
+    /// What the module may still take.
+    pub(crate) budget: &'a Budget,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -30,10 +35,29 @@ enum Binding {
 #[derive(Default)]
 struct Scope {
     names: HashMap<String, Binding>,
-    /// `%r<N>`-style ranges: prefix, count, predicate?
-    ranges: Vec<(String, u32, bool)>,
+    /// `%r<N>`-style ranges by prefix: count, predicate?, and the order of
+    /// declaration. The first declared range that holds a name wins, so a
+    /// range no larger than an earlier one of its prefix never does and is
+    /// left out: each list grows in count, and is searched by bisection.
+    ranges: HashMap<String, Vec<(u32, bool, usize)>>,
+    nranges: usize,
     frame_mark: u32,
 }
+
+/// The capacity `v` should have before the next statement: its own, or
+/// half as much again once fewer than 16 elements are free (no statement
+/// emits more than a few instructions).
+fn room_for<T>(v: &Vec<T>) -> usize {
+    if v.capacity() - v.len() >= 16 {
+        v.capacity()
+    } else {
+        (v.capacity() + v.capacity() / 2).max(v.len() + 32)
+    }
+}
+
+/// Most digits of a register number looked at when matching `%r<N>`
+/// ranges: a `u32` has 10, leading zeros aside.
+const MAX_REG_DIGITS: usize = 20;
 
 struct Tr<'m, 'a> {
     m: &'m mut ModCtx<'a>,
@@ -57,6 +81,16 @@ struct Tr<'m, 'a> {
     /// that uses such a product becomes an `fma`, as ptxas contracts them on
     /// a GPU, so that results agree to the bit.
     products: HashMap<R, Product>,
+    /// For each slot, the products (by destination) that read it: writing
+    /// the slot forgets them without a search of every product.
+    product_users: HashMap<R, Vec<R>>,
+    /// Module symbols in `f.syms`.
+    sym_set: HashSet<u32>,
+    /// Heap bytes the translator keeps besides its vectors' elements (names
+    /// of labels and registers, call sites' lists), for the budget.
+    heap_bytes: u64,
+    /// What has been charged to the budget for this function.
+    charged: u64,
 }
 
 /// An unguarded `mul` of `a` and `b` whose sources still hold their values.
@@ -73,8 +107,41 @@ fn align_up(v: u32, a: u32) -> u32 {
     v.div_ceil(a).saturating_mul(a)
 }
 
-/// Translates one function with a body.
-pub(crate) fn translate(m: &mut ModCtx<'_>, decl: &FuncDecl) -> Result<Function, PtxError> {
+/// Whether `name` is one of the registers a `%r<N>` range of `scope`
+/// declares (`Some(is_pred)` of the first such range declared), found by
+/// looking up the prefixes left of its trailing digits.
+fn range_hit(scope: &Scope, name: &str) -> Option<bool> {
+    if scope.ranges.is_empty() {
+        return None;
+    }
+    let digits = name.bytes().rev().take_while(u8::is_ascii_digit).count();
+    let mut best: Option<(usize, bool)> = None;
+    for split in (name.len() - digits.min(MAX_REG_DIGITS))..name.len() {
+        let (prefix, rest) = name.split_at(split);
+        let Some(list) = scope.ranges.get(prefix) else {
+            continue;
+        };
+        let Ok(n) = rest.parse::<u32>() else {
+            continue;
+        };
+        // The first declared range with room for `n`.
+        let first = list.partition_point(|&(count, _, _)| count <= n);
+        if let Some(&(_, is_pred, order)) = list.get(first) {
+            if best.is_none_or(|(o, _)| order < o) {
+                best = Some((order, is_pred));
+            }
+        }
+    }
+    best.map(|(_, is_pred)| is_pred)
+}
+
+/// Translates one function whose body's statements `next` gives, one at a
+/// time (`None` after the last).
+pub(crate) fn translate(
+    m: &mut ModCtx<'_>,
+    decl: &FuncDecl,
+    mut next: impl FnMut() -> Result<Option<Stmt>, PtxError>,
+) -> Result<Function, PtxError> {
     let is_entry = decl.kind == FuncKind::Entry;
     let mut tr = Tr {
         m,
@@ -100,6 +167,10 @@ pub(crate) fn translate(m: &mut ModCtx<'_>, decl: &FuncDecl) -> Result<Function,
         opcode: 0,
         opcode_text: String::new(),
         products: HashMap::new(),
+        product_users: HashMap::new(),
+        sym_set: HashSet::new(),
+        heap_bytes: 0,
+        charged: 0,
     };
     if is_entry {
         // Kernel parameters: offsets in the launch's parameter buffer.
@@ -129,13 +200,14 @@ pub(crate) fn translate(m: &mut ModCtx<'_>, decl: &FuncDecl) -> Result<Function,
             tr.f.params.push((off, size));
         }
     }
-    let body = decl.body.as_deref().unwrap_or(&[]);
-    for stmt in body {
-        tr.stmt(stmt)?;
+    while let Some(stmt) = next()? {
+        tr.stmt(&stmt)?;
+        tr.account()?;
     }
     // A body that falls off its end returns.
     tr.guard = NONE;
     tr.emit(Op::Ret);
+    tr.account()?;
     for (at, label, line) in std::mem::take(&mut tr.fixups) {
         let Some(&target) = tr.labels.get(&label) else {
             return Err(PtxError::semantic(
@@ -153,7 +225,14 @@ pub(crate) fn translate(m: &mut ModCtx<'_>, decl: &FuncDecl) -> Result<Function,
         }
     }
     tr.f.frame_size = align_up(tr.frame_max, 16);
-    Ok(tr.f)
+    let mut f = tr.f;
+    // Kept for the module's life: no spare capacity.
+    f.code.shrink_to_fit();
+    f.src.shrink_to_fit();
+    f.consts.shrink_to_fit();
+    f.calls.shrink_to_fit();
+    f.syms.shrink_to_fit();
+    Ok(f)
 }
 
 /// (offset, size) of each kernel parameter in the parameter buffer.
@@ -211,6 +290,60 @@ fn space_of(mods: &[&str]) -> Space {
 }
 
 impl Tr<'_, '_> {
+    /// Charges what the function has grown by since the last call (its IR
+    /// and the translator's tables), and checks its size against the
+    /// interpreter's limits.
+    fn account(&mut self) -> Result<(), PtxError> {
+        let f = &self.f;
+        if f.nslots > MAX_FUNC_SLOTS || f.npreds > MAX_FUNC_SLOTS {
+            return Err(PtxError::unsupported_decl(
+                self.line,
+                &format!("a function with more than {MAX_FUNC_SLOTS} registers and constants"),
+            ));
+        }
+        if f.code.len() > MAX_FUNC_INSTS {
+            return Err(PtxError::unsupported_decl(
+                self.line,
+                &format!("a function of more than {MAX_FUNC_INSTS} instructions"),
+            ));
+        }
+        let names: usize = self.scopes.iter().map(|s| s.names.len() + s.nranges).sum();
+        // Room for the code of the next statements is made here, once
+        // charged, so that its largest allocations are refused before they
+        // are made.
+        let code_cap = room_for(&f.code);
+        let now = vec_bytes::<Inst>(code_cap)
+            + vec_bytes::<SrcPos>(code_cap)
+            + vec_bytes::<(R, ConstVal)>(f.consts.len())
+            + vec_bytes::<CallSite>(f.calls.len())
+            + vec_bytes::<u32>(f.syms.len()) * 2
+            + map_entry_bytes::<ConstVal, R>() * self.const_cache.len() as u64
+            + map_entry_bytes::<String, Binding>() * names as u64
+            + map_entry_bytes::<String, u32>() * self.labels.len() as u64
+            + vec_bytes::<(usize, String, u32)>(self.fixups.len())
+            + map_entry_bytes::<R, Product>() * self.products.len() as u64
+            + self.heap_bytes;
+        if now > self.charged {
+            self.m.budget.charge(now - self.charged, self.line)?;
+            self.charged = now;
+        }
+        let f = &mut self.f;
+        f.code.reserve_exact(code_cap - f.code.len());
+        f.src.reserve_exact(code_cap - f.src.len());
+        Ok(())
+    }
+
+    /// Forgets the products that writing slot `r` invalidates: the one held
+    /// in `r`, and those made from `r`.
+    fn forget_products(&mut self, r: R) {
+        self.products.remove(&r);
+        for p in self.product_users.remove(&r).unwrap_or_default() {
+            if self.products.get(&p).is_some_and(|m| m.a == r || m.b == r) {
+                self.products.remove(&p);
+            }
+        }
+    }
+
     fn err<T>(&self, msg: impl Into<String>) -> Result<T, PtxError> {
         Err(PtxError::semantic(self.line, &self.f.name, msg.into()))
     }
@@ -255,6 +388,7 @@ impl Tr<'_, '_> {
         let off = align_up(self.frame_cur, v.alignment().min(256));
         self.frame_cur = off.saturating_add(size);
         self.frame_max = self.frame_max.max(self.frame_cur);
+        self.heap_bytes += str_bytes(&v.name);
         let scope = self.scopes.last_mut().map(|s| &mut s.names);
         if let Some(names) = scope {
             names.insert(v.name.clone(), Binding::Frame { off, size });
@@ -287,8 +421,17 @@ impl Tr<'_, '_> {
                     return Ok(());
                 };
                 for (name, count) in names {
+                    self.heap_bytes += str_bytes(name);
                     match count {
-                        Some(n) => scope.ranges.push((name.clone(), *n, is_pred)),
+                        Some(n) => {
+                            let order = scope.nranges;
+                            scope.nranges += 1;
+                            let list = scope.ranges.entry(name.clone()).or_default();
+                            if list.last().is_none_or(|&(c, _, _)| *n > c) {
+                                list.push((*n, is_pred, order));
+                                self.heap_bytes += vec_bytes::<(u32, bool, usize)>(1);
+                            }
+                        }
                         None => {
                             let b = if is_pred {
                                 Binding::Pred(None)
@@ -320,7 +463,9 @@ impl Tr<'_, '_> {
                 self.line = *line;
                 // Other paths join here, with other values in the registers.
                 self.products.clear();
+                self.product_users.clear();
                 let at = self.f.code.len() as u32;
+                self.heap_bytes += str_bytes(l);
                 self.labels.insert(l.clone(), at);
             }
             Stmt::Inst(i) => self.inst(i)?,
@@ -346,25 +491,13 @@ impl Tr<'_, '_> {
                 self.scopes[si].names.insert(name.to_string(), b);
                 return Some(b);
             }
-            let mut hit = None;
-            for (prefix, count, is_pred) in &self.scopes[si].ranges {
-                if let Some(rest) = name.strip_prefix(prefix.as_str()) {
-                    if !rest.is_empty() && rest.bytes().all(|c| c.is_ascii_digit()) {
-                        if let Ok(n) = rest.parse::<u32>() {
-                            if n < *count {
-                                hit = Some(*is_pred);
-                                break;
-                            }
-                        }
-                    }
-                }
-            }
-            if let Some(is_pred) = hit {
+            if let Some(is_pred) = range_hit(&self.scopes[si], name) {
                 let b = if is_pred {
                     Binding::Pred(Some(self.new_pred()))
                 } else {
                     Binding::Reg(Some(self.new_slot()))
                 };
+                self.heap_bytes += str_bytes(name);
                 self.scopes[si].names.insert(name.to_string(), b);
                 return Some(b);
             }
@@ -387,7 +520,7 @@ impl Tr<'_, '_> {
     }
 
     fn sym_ref(&mut self, id: u32, add: i64) -> R {
-        if !self.f.syms.contains(&id) {
+        if self.sym_set.insert(id) {
             self.f.syms.push(id);
         }
         self.konst(ConstVal::Sym(id, add))
@@ -491,7 +624,7 @@ impl Tr<'_, '_> {
         };
         // Every register write goes through here: products made from the
         // old value, or held in the slot, are gone.
-        self.products.retain(|&p, m| p != r && m.a != r && m.b != r);
+        self.forget_products(r);
         Ok(r)
     }
 
@@ -642,6 +775,10 @@ impl Tr<'_, '_> {
         self.opcode = match self.m.opcode_ids.get(&i.opcode) {
             Some(&id) => id,
             None => {
+                let bytes = 2 * str_bytes(&i.opcode)
+                    + vec_bytes::<String>(1)
+                    + map_entry_bytes::<String, u32>();
+                self.m.budget.charge(bytes, self.line)?;
                 let id = self.m.opcodes.len() as u32;
                 self.m.opcodes.push(i.opcode.clone());
                 self.m.opcode_ids.insert(i.opcode.clone(), id);
@@ -757,6 +894,7 @@ impl Tr<'_, '_> {
                     return self.err("branch target must be a label");
                 };
                 let at = self.f.code.len();
+                self.heap_bytes += str_bytes(l);
                 self.fixups.push((at, l.clone(), self.line));
                 self.emit(Op::Bra { target: 0 });
                 Ok(())
@@ -1446,6 +1584,11 @@ impl Tr<'_, '_> {
                 if op == F2::Mul && plain && self.guard == NONE && d != a && d != b {
                     let (t, a, b) = (ft, a, b);
                     self.products.insert(d, Product { t, ftz, a, b });
+                    self.product_users.entry(a).or_default().push(d);
+                    if b != a {
+                        self.product_users.entry(b).or_default().push(d);
+                    }
+                    self.heap_bytes += 2 * map_entry_bytes::<R, Vec<R>>();
                 }
                 Ok(())
             }
@@ -1866,6 +2009,7 @@ impl Tr<'_, '_> {
         let rets = frame_args(&rets)?;
         let args = frame_args(&args)?;
         let site = self.f.calls.len() as u32;
+        self.heap_bytes += vec_bytes::<(u32, u32)>(args.len() + rets.len());
         self.f.calls.push(CallSite {
             callee: target,
             args,

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rcud_emu::kernel::{self, KernelError, LaunchConfig, Limits};
+use rcud_emu::ledger::{Ledger, SharedBudget};
 use rcud_emu::ptx;
 use rcud_emu::{DeviceMemory, EmuGpu};
 use rcud_fatbin::{ArchVariant, Entry, EntryKind, FatBinary};
@@ -35,19 +36,13 @@ struct Image {
     /// functions report as their PTX version, which libraries such as CUB
     /// use on the host to pick the tuning their device code was built with.
     ptx_arch: u32,
-    /// Length of the PTX text it was parsed from.
-    source_len: u64,
 }
 
 impl image_cache::Cached for Image {
     fn cost(&self) -> u64 {
-        // The parsed and translated module holds several times its text.
-        self.source_len.saturating_mul(PARSED_PER_SOURCE_BYTE)
+        self.code.approx_bytes()
     }
 }
-
-/// Estimated bytes of parsed module per byte of PTX text.
-const PARSED_PER_SOURCE_BYTE: u64 = 8;
 
 /// GPUs emulated in host memory.
 #[derive(Debug)]
@@ -67,6 +62,28 @@ impl EmuBackend {
             images: Arc::default(),
             kernel_timeout: settings.kernel_timeout,
         }
+    }
+
+    /// [`EmuBackend::new`] for an agent process whose devices count their
+    /// memory in the server's `ledger`, in `slot`.
+    pub fn with_ledger(
+        settings: &EmuSettings,
+        ledger: Arc<Ledger>,
+        slot: u32,
+    ) -> std::io::Result<Self> {
+        let gpus = (0..settings.gpus)
+            .map(|i| {
+                let budget = SharedBudget::new(ledger.clone(), slot, i)?;
+                Ok(EmuGpu::with_shared_budget(i, settings.memory, budget))
+            })
+            .collect::<std::io::Result<_>>()?;
+        Ok(Self {
+            gpus,
+            ..Self::new(&EmuSettings {
+                gpus: 0,
+                ..settings.clone()
+            })
+        })
     }
 
     fn gpu(&self, gpu: u32) -> Result<&Arc<EmuGpu>, CudaError> {
@@ -159,7 +176,6 @@ fn parse_image(image: &[u8]) -> Result<Image, Failure> {
     Ok(Image {
         code,
         ptx_arch: entry.arch,
-        source_len: text.len() as u64,
     })
 }
 
@@ -245,6 +261,10 @@ impl DeviceContext for EmuContext {
 
     fn memory_held(&self) -> u64 {
         self.memory.held()
+    }
+
+    fn allocation_charge(&self, size: u64) -> u64 {
+        rcud_emu::memory::allocation_charge(size).unwrap_or(u64::MAX)
     }
 
     fn synchronize(&mut self) -> Result<(), CudaError> {

@@ -61,6 +61,11 @@ pub trait DeviceContext: Send {
     /// Bytes of device memory this client holds (allocations and module
     /// variables), for the per-client limit.
     fn memory_held(&self) -> u64;
+    /// What an allocation of `size` bytes adds to [`DeviceContext::memory_held`],
+    /// its overhead included.
+    fn allocation_charge(&self, size: u64) -> u64 {
+        size
+    }
     /// `cudaDeviceSynchronize`.
     fn synchronize(&mut self) -> Result<(), CudaError>;
     /// `cudaDeviceReset`: release everything this client holds on the GPU.

@@ -14,6 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
+use rcud_emu::ledger::Ledger;
+use rcud_server::backend::emu::EmuBackend;
 use rcud_server::backend::{BackendKind, EmuSettings};
 use rcud_server::gate::{Admission, Policy};
 use rcud_server::isolation::{self, AgentLauncher, Isolation, Limits};
@@ -103,6 +105,10 @@ struct Args {
     /// Agent process: the listener that started it.
     #[arg(long = "listener-pid", hide = true, requires = "agent_fd")]
     listener_pid: Option<u32>,
+    /// Agent process: the emulated devices' shared memory ledger,
+    /// `FD:GPUS:SLOTS:SLOT`.
+    #[arg(long = "ledger", hide = true, requires = "agent_fd")]
+    ledger: Option<String>,
     /// Agent process: the descriptor its client's admission is read from.
     #[arg(long = "handover-fd", hide = true, requires = "agent_fd")]
     handover_fd: Option<i32>,
@@ -261,13 +267,20 @@ fn listener_main(args: &Args) -> ExitCode {
         }
     };
     if args.isolation == Isolation::Process {
-        match AgentLauncher::current_exe(args.agent_args(backend.as_ref())) {
-            Ok(launcher) => server = server.with_process_isolation(launcher),
+        let launcher = match AgentLauncher::current_exe(args.agent_args(backend.as_ref())) {
+            Ok(launcher) => launcher,
             Err(e) => {
                 eprintln!("rcud-server: cannot find its own executable for agent processes: {e}");
                 return ExitCode::FAILURE;
             }
-        }
+        };
+        server = match server.with_process_isolation(launcher) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("rcud-server: cannot set up agent processes: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
     }
     let stopper = match server.stop_handle() {
         Ok(s) => s,
@@ -330,7 +343,7 @@ fn agent_main(fd: i32, args: &Args) -> ExitCode {
             return ExitCode::from(AGENT_SETUP_FAILED);
         }
     }
-    let backend: Arc<dyn Backend> = match select_backend(args.backend, &args.emu()) {
+    let backend: Arc<dyn Backend> = match agent_backend(args) {
         Ok(b) => b,
         Err(e) => {
             tracing::error!("{e}");
@@ -361,6 +374,28 @@ fn agent_main(fd: i32, args: &Args) -> ExitCode {
     };
     serve_admitted(stream, &admission, &setup);
     ExitCode::SUCCESS
+}
+
+/// The agent's backend: the listener's, with the emulated devices' memory
+/// counted in the listener's ledger when it handed one over.
+fn agent_backend(args: &Args) -> Result<Arc<dyn Backend>, String> {
+    let Some(spec) = &args.ledger else {
+        return select_backend(args.backend, &args.emu()).map_err(|e| e.to_string());
+    };
+    let bad = || format!("--ledger {spec}: expected FD:GPUS:SLOTS:SLOT");
+    let parts: Vec<u32> = spec
+        .split(':')
+        .map(|p| p.parse().map_err(|_| bad()))
+        .collect::<Result<_, _>>()?;
+    let [fd, gpus, slots, slot] = parts[..] else {
+        return Err(bad());
+    };
+    let fd = i32::try_from(fd).map_err(|_| bad())?;
+    let owned = adopt_fd(fd, "/memfd:")?;
+    let ledger = Ledger::open(owned, gpus, slots).map_err(|e| format!("memory ledger: {e}"))?;
+    let emu = EmuBackend::with_ledger(&args.emu(), Arc::new(ledger), slot)
+        .map_err(|e| format!("memory ledger: {e}"))?;
+    Ok(Arc::new(emu))
 }
 
 /// The client's admission, as the listener handed it over.
