@@ -1,0 +1,254 @@
+//! Writes the seed inputs of the byte-slice fuzz targets, made with rcud's
+//! own encoders, into `<dir>/<target>/seed-*`:
+//!
+//!     cargo run -p rcud-fuzz-targets --example make_seeds -- fuzz/corpus
+//!
+//! Seeds only start a campaign: the corpora checked in are what
+//! `cargo fuzz cmin` kept of the campaign's finds (scripts/fuzz.sh cmin).
+//! The fatbin and PTX seeds are the fixtures of those crates' tests and the
+//! PTX of this crate; the structure-aware target starts from nothing.
+
+use std::path::{Path, PathBuf};
+
+use rcud_proto::auth::PROOF_LEN;
+use rcud_proto::codec::{to_vec, Blob, Writer};
+use rcud_proto::frame::{FrameHeader, FrameKind};
+use rcud_proto::handshake::{self, ClientHello, ClientProof, ServerHello, Verdict};
+use rcud_proto::ops::{self, rep, req, Failure, Request};
+use rcud_proto::CudaError;
+
+fn main() {
+    let dir = PathBuf::from(
+        std::env::args()
+            .nth(1)
+            .unwrap_or_else(|| "fuzz/corpus".into()),
+    );
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    request(&dir.join("request"));
+    handshake_seeds(&dir.join("handshake"));
+    setup(&dir.join("setup"));
+    copy_files(
+        &root.join("fatbin/tests/fixtures"),
+        "fatbin",
+        &dir.join("fatbin"),
+    );
+    copy_files(&root.join("emu/tests/ptx"), "ptx", &dir.join("ptx"));
+    for (i, text) in [
+        include_str!("../ptx/vectors.ptx"),
+        include_str!("../ptx/misc.ptx"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        write(&dir.join("ptx"), &format!("catalog-{i}"), text.as_bytes());
+        let wrapped = rcud_fatbin::image::wrap_ptx(text.as_bytes());
+        write(&dir.join("fatbin"), &format!("catalog-{i}"), &wrapped);
+    }
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) {
+    std::fs::create_dir_all(dir).expect("corpus directory");
+    std::fs::write(dir.join(format!("seed-{name}")), bytes).expect("seed");
+}
+
+fn copy_files(from: &Path, ext: &str, to: &Path) {
+    let mut entries: Vec<_> = std::fs::read_dir(from)
+        .expect("fixtures")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|e| e == ext || (ext == "fatbin" && e == "nv_fatbin"))
+        })
+        .collect();
+    entries.sort();
+    for p in entries {
+        let name = p.file_name().expect("name").to_string_lossy().into_owned();
+        write(to, &name, &std::fs::read(&p).expect("fixture"));
+    }
+}
+
+fn frame(request: &Request, id: u32, bulk: &[u8]) -> Vec<u8> {
+    let mut body = Vec::new();
+    request.encode(&mut Writer::new(&mut body));
+    let header = FrameHeader {
+        kind: FrameKind::REQUEST,
+        op: request.op().0,
+        body_len: body.len() as u32,
+        id,
+        bulk_len: bulk.len() as u64,
+    };
+    let mut out = header.to_bytes().to_vec();
+    out.extend_from_slice(&body);
+    out.extend_from_slice(bulk);
+    out
+}
+
+fn request(dir: &Path) {
+    let requests: Vec<(Request, Vec<u8>)> = vec![
+        (req::Attach { gpu: 0, window: 1 }.into(), vec![]),
+        (req::GetDeviceInfo { gpu: 0 }.into(), vec![]),
+        (req::Malloc { size: 4096 }.into(), vec![]),
+        (
+            req::Free {
+                ptr: 0x1000_0000_0000,
+            }
+            .into(),
+            vec![],
+        ),
+        (
+            req::MemcpyHtoD {
+                dst: 0x1000_0000_0000,
+                len: 8,
+            }
+            .into(),
+            vec![7; 8],
+        ),
+        (
+            req::Memcpy2DDtoD {
+                dst: 1,
+                dpitch: 64,
+                src: 2,
+                spitch: 64,
+                width: 16,
+                height: 4,
+            }
+            .into(),
+            vec![],
+        ),
+        (
+            req::ModuleGetFunction {
+                module: 0,
+                name: "_Z6vecAddPKfS0_Pfi".into(),
+            }
+            .into(),
+            vec![],
+        ),
+        (
+            req::LaunchKernel {
+                function: 1,
+                grid: [2, 1, 1],
+                block: [128, 1, 1],
+                shared_mem: 0,
+                stream: 0,
+                params: Blob(vec![0; 24]),
+            }
+            .into(),
+            vec![],
+        ),
+        (
+            req::PeerSend {
+                src: 0x1000_0000_0000,
+                len: 64,
+                endpoint: "rcud-peer/x".into(),
+                ticket: [3; 16],
+            }
+            .into(),
+            vec![],
+        ),
+        (
+            req::ModuleLoad {
+                hash: [9; 32],
+                len: 4,
+            }
+            .into(),
+            vec![1, 2, 3, 4],
+        ),
+    ];
+    let mut stream = Vec::new();
+    for (i, (r, bulk)) in requests.iter().enumerate() {
+        let f = frame(r, i as u32, bulk);
+        write(dir, &format!("frame-{}", r.name()), &f);
+        stream.extend_from_slice(&f);
+        // The op-and-body form.
+        let mut op_body = r.op().0.to_le_bytes().to_vec();
+        r.encode(&mut Writer::new(&mut op_body));
+        write(dir, &format!("op-{}", r.name()), &op_body);
+    }
+    write(dir, "stream", &stream);
+    // Reply bodies, behind an op id of 0xFFFF (never a request).
+    let mut ok = vec![0xFF, 0xFF];
+    ops::encode_reply(
+        Ok(&rep::LaunchKernel {
+            printf: Blob(b"x=1\n".to_vec()),
+        }),
+        &mut ok,
+    );
+    write(dir, "reply-launch", &ok);
+    let mut err = vec![0xFF, 0xFF];
+    ops::encode_reply::<rep::Malloc>(
+        Err(&Failure::new(CudaError::MEMORY_ALLOCATION, "out of memory")),
+        &mut err,
+    );
+    write(dir, "reply-failure", &err);
+}
+
+fn handshake_seeds(dir: &Path) {
+    let mut hello = ClientHello::new("seed");
+    hello.tenant = "alice".into();
+    hello.nonce = [1; PROOF_LEN];
+    write(dir, "client-hello-body", &to_vec(&hello));
+    write(dir, "client-hello", &handshake::encode_hello(&hello));
+    let server = ServerHello {
+        version: handshake::PROTOCOL_VERSION,
+        accepted: true,
+        gpu_count: 1,
+        driver_version: 13000,
+        backend: "emu".into(),
+        instance: [0; 16],
+        message: "welcome".into(),
+        auth: false,
+        nonce: [2; PROOF_LEN],
+    };
+    let verdict = Verdict {
+        accepted: true,
+        message: "ok".into(),
+        proof: [0; PROOF_LEN],
+    };
+    let mut exchange = handshake::encode_hello(&server);
+    exchange.extend_from_slice(&handshake::encode_hello(&verdict));
+    write(dir, "server-exchange", &exchange);
+    let refused = ServerHello {
+        accepted: false,
+        message: "server is at its limit of 1 clients".into(),
+        ..server.clone()
+    };
+    write(dir, "server-refusal", &handshake::encode_hello(&refused));
+    let with_auth = ServerHello {
+        auth: true,
+        ..server
+    };
+    let mut exchange = handshake::encode_hello(&with_auth);
+    exchange.extend_from_slice(&handshake::encode_hello(&verdict));
+    write(dir, "server-auth", &exchange);
+    write(dir, "verdict", &handshake::encode_hello(&verdict));
+    write(
+        dir,
+        "proof",
+        &handshake::encode_hello(&ClientProof {
+            proof: [4; PROOF_LEN],
+        }),
+    );
+    write(dir, "token", b"alice:0123456789abcdef0123\n");
+}
+
+fn setup(dir: &Path) {
+    let mut ok = b"RDV1".to_vec();
+    ok.push(0);
+    ok.push(0);
+    ok.extend_from_slice(&7100u16.to_le_bytes());
+    ok.extend_from_slice(&[0; 36]);
+    write(dir, "offer-soft", &ok);
+    let mut core = ok.clone();
+    core[5] = 1;
+    core[8..44].copy_from_slice(b"01234567-89ab-cdef-0123-456789abcdef");
+    write(dir, "offer-rdma-core", &core);
+    let mut refused = b"RDV1".to_vec();
+    refused.push(1);
+    let msg = b"no RDMA device";
+    refused.extend_from_slice(&(msg.len() as u16).to_le_bytes());
+    refused.extend_from_slice(msg);
+    write(dir, "offer-refused", &refused);
+    write(dir, "remote-region", &[0x10; 20]);
+    write(dir, "transport-code", &[2]);
+}
