@@ -189,10 +189,14 @@ pub fn session_key(
     .into()
 }
 
+fn binding_mac(session_key: &[u8; PROOF_LEN], exporter: &[u8]) -> HmacSha256 {
+    mac(session_key, &[b"rcud-binding-v1", exporter])
+}
+
 /// The client's proof, inside TLS, that the TLS session is its own: a MAC of
 /// the session's exporter value under the session key.
 pub fn binding_proof(session_key: &[u8; PROOF_LEN], exporter: &[u8]) -> [u8; PROOF_LEN] {
-    mac(session_key, &[b"rcud-binding-v1", exporter])
+    binding_mac(session_key, exporter)
         .finalize()
         .into_bytes()
         .into()
@@ -204,7 +208,7 @@ pub fn verify_binding(
     exporter: &[u8],
     candidate: &[u8; PROOF_LEN],
 ) -> bool {
-    mac(session_key, &[b"rcud-binding-v1", exporter])
+    binding_mac(session_key, exporter)
         .verify_slice(candidate)
         .is_ok()
 }

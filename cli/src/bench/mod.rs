@@ -11,7 +11,7 @@ mod latency;
 mod launch;
 mod output;
 mod pin;
-mod plot;
+pub(crate) mod plot;
 mod raw;
 
 use std::process::ExitCode;

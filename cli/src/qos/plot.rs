@@ -3,53 +3,21 @@
 //! is needed (the same approach as the benchmark plots).
 
 use std::path::Path;
-use std::sync::Once;
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{QosResult, SawtoothReport};
+use crate::bench::plot::{kind, register_font, Kind, FONT};
 
-const FONT: &str = "sans-serif";
 const FORMULA: RGBColor = RGBColor(31, 119, 180);
 const SIMULATED: RGBColor = RGBColor(255, 127, 14);
 const MEASURED: RGBColor = RGBColor(214, 39, 40);
 const STABLE: RGBColor = RGBColor(120, 120, 120);
 
-enum Kind {
-    Svg,
-    Png,
-}
-
-fn kind(path: &Path) -> QosResult<Kind> {
-    match path.extension().and_then(|e| e.to_str()) {
-        Some(e) if e.eq_ignore_ascii_case("svg") => Ok(Kind::Svg),
-        Some(e) if e.eq_ignore_ascii_case("png") => Ok(Kind::Png),
-        _ => Err(format!(
-            "cannot plot into {}: the file name must end in .svg or .png",
-            path.display()
-        )
-        .into()),
-    }
-}
-
 /// Fails early (before simulating) on a file name that cannot be plotted into.
 pub(super) fn check_path(path: &Path) -> QosResult<()> {
     kind(path).map(|_| ())
-}
-
-fn register_font() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let loaded = plotters::style::register_font(
-            FONT,
-            FontStyle::Normal,
-            epaint_default_fonts::UBUNTU_LIGHT,
-        );
-        if loaded.is_err() {
-            tracing::warn!("the bundled plot font did not load: labels may be missing");
-        }
-    });
 }
 
 /// Ratio against L: the formula as a line, the simulation as dots, the
