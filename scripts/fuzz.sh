@@ -88,6 +88,10 @@ run_one() {
     >"fuzz/logs/$t.log" 2>&1 || status=$?
   local executed
   executed="$(grep -o 'stat::number_of_executed_units: [0-9]*' "fuzz/logs/$t.log" | tail -1 | grep -o '[0-9]*$' || true)"
+  if [[ -z "$executed" ]]; then
+    # Fork mode (FUZZ_FLAGS="-fork=N -ignore_crashes=1"): the last "#N:" line.
+    executed="$(grep -o '^#[0-9]*:' "fuzz/logs/$t.log" | tail -1 | tr -d '#:' || true)"
+  fi
   echo "$t: status $status, ${executed:-?} executions in $((SECONDS - started)) s"
   if [[ "$t" == agent_ops ]]; then
     grep 'agent_ops:' "fuzz/logs/$t.log" | tail -1 || true
