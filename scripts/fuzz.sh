@@ -99,15 +99,31 @@ run_one() {
   return "$status"
 }
 
+# Bytes of corpus checked in per target, at most: after the merge, the
+# largest inputs go first until the rest fits.
+corpus_cap_kb() {
+  case "$1" in
+    request | handshake | setup) echo 32 ;;
+    fatbin | ptx | agent_ops) echo 96 ;;
+  esac
+}
+
 cmin_one() {
   # What `cargo fuzz cmin` does: merge the corpus into an empty one, which
   # keeps the smallest inputs that still cover all it covers.
-  local t="$1" kept
+  local t="$1" kept cap before
   kept="$(mktemp -d)"
+  before="$(ls "fuzz/corpus/$t" | wc -l)"
   (cd fuzz && "$(binary "$t")" -merge=1 "$kept" "corpus/$t" \
     -max_len="$(max_len "$t")" -rss_limit_mb="$(rss_limit "$t")" \
     -malloc_limit_mb="$(malloc_limit "$t")" -timeout=20) >"fuzz/logs/cmin-$t.log" 2>&1
-  echo "$t: $(ls "fuzz/corpus/$t" | wc -l) inputs before, $(ls "$kept" | wc -l) kept"
+  cap=$(($(corpus_cap_kb "$t") * 1024))
+  local dropped=0
+  while (($(cat "$kept"/* | wc -c) > cap)); do
+    rm -f "$kept/$(ls -S "$kept" | head -1)"
+    dropped=$((dropped + 1))
+  done
+  echo "$t: $before inputs before, $(ls "$kept" | wc -l) kept ($dropped of the merge's largest dropped to fit $(corpus_cap_kb "$t") KiB)"
   rm -rf "fuzz/corpus/$t"
   mv "$kept" "fuzz/corpus/$t"
   chmod 755 "fuzz/corpus/$t"

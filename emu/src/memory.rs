@@ -1,6 +1,6 @@
 //! One client's device memory on an emulated GPU.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::marker::PhantomData;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8};
@@ -61,6 +61,10 @@ pub struct DeviceMemory {
     /// The device heap of kernels' `malloc`, made at the first launch of a
     /// kernel that calls it; it lives as long as the context, as in CUDA.
     heap: Option<Heap>,
+    /// Allocations the runtime made for itself (module variables, the
+    /// device heap): `cudaFree` refuses them, as CUDA refuses to free what
+    /// `cudaMalloc` did not return.
+    internal: BTreeSet<u64>,
 }
 
 /// The device heap: one allocation, carved up by `malloc` and `free` of
@@ -155,6 +159,7 @@ impl DeviceMemory {
             held: 0,
             extra: 0,
             heap: None,
+            internal: BTreeSet::new(),
         }
     }
 
@@ -204,8 +209,32 @@ impl DeviceMemory {
         Ok(addr)
     }
 
-    /// Frees the allocation that starts at `ptr`.
+    /// Allocates `size` bytes for the runtime's own use (a module
+    /// variable): host copies reach it, [`DeviceMemory::free`] does not.
+    pub fn malloc_internal(&mut self, size: u64) -> Result<u64, CudaError> {
+        let addr = self.malloc(size)?;
+        self.internal.insert(addr);
+        Ok(addr)
+    }
+
+    /// Frees an allocation of [`DeviceMemory::malloc_internal`].
+    pub fn free_internal(&mut self, ptr: u64) -> Result<(), CudaError> {
+        if !self.internal.remove(&ptr) {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        self.release_allocation(ptr)
+    }
+
+    /// Frees the allocation that starts at `ptr`, which
+    /// [`DeviceMemory::malloc`] returned.
     pub fn free(&mut self, ptr: u64) -> Result<(), CudaError> {
+        if self.internal.contains(&ptr) {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        self.release_allocation(ptr)
+    }
+
+    fn release_allocation(&mut self, ptr: u64) -> Result<(), CudaError> {
         let buffer = self.allocs.remove(&ptr).ok_or(CudaError::INVALID_VALUE)?;
         // Charged this much when it was made (`len` fits in u64, so does its charge).
         let charge = allocation_charge(buffer.len() as u64).unwrap_or(0);
@@ -239,18 +268,22 @@ impl DeviceMemory {
     /// Frees every allocation and gives back every extra charge.
     pub fn reset(&mut self) {
         self.heap = None;
+        self.internal.clear();
         self.allocs.clear();
         self.gpu.release(self.held);
         self.held = 0;
         self.extra = 0;
     }
 
-    /// Finds the allocation holding `[ptr, ptr + len)` and the offset of `ptr` in it.
+    /// Finds the allocation holding `[ptr, ptr + len)` and the offset of
+    /// `ptr` in it. The device heap is kernels' alone: as in CUDA, the
+    /// runtime API cannot reach what device-side `malloc` returns.
     fn locate(&self, ptr: u64, len: u64) -> Result<(u64, usize), CudaError> {
         let (&base, buffer) = self
             .allocs
             .range((Bound::Unbounded, Bound::Included(ptr)))
             .next_back()
+            .filter(|(&base, _)| self.heap.as_ref().is_none_or(|h| h.base != base))
             .ok_or(CudaError::INVALID_VALUE)?;
         let offset = ptr - base;
         let end = offset.checked_add(len).ok_or(CudaError::INVALID_VALUE)?;
@@ -324,7 +357,7 @@ impl DeviceMemory {
     /// Makes the device heap of `len` bytes unless there is one.
     pub fn ensure_heap(&mut self, len: u64) -> Result<(), CudaError> {
         if self.heap.is_none() {
-            let base = self.malloc(len)?;
+            let base = self.malloc_internal(len)?;
             self.heap = Some(Heap::new(base, len));
         }
         Ok(())

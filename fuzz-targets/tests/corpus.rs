@@ -41,7 +41,8 @@ fn corpus_dir(target: &str) -> PathBuf {
         .join(target)
 }
 
-/// The corpus of `target`, sorted by name; never empty.
+/// The corpus of `target`, sorted by name; never empty. The inputs that
+/// once found a fault (`fuzz/artifacts-found/<target>/`) replay with it.
 fn corpus(target: &str) -> Vec<Vec<u8>> {
     let dir = corpus_dir(target);
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -51,6 +52,15 @@ fn corpus(target: &str) -> Vec<Vec<u8>> {
         .collect();
     paths.sort();
     assert!(!paths.is_empty(), "the corpus of {target} is empty");
+    let found = dir.join("../../artifacts-found").join(target);
+    if let Ok(entries) = std::fs::read_dir(&found) {
+        let mut more: Vec<PathBuf> = entries
+            .map(|e| e.expect("directory entry").path())
+            .filter(|p| p.is_file())
+            .collect();
+        more.sort();
+        paths.extend(more);
+    }
     paths
         .iter()
         .map(|p| std::fs::read(p).expect("corpus file"))

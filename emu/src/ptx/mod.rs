@@ -540,8 +540,16 @@ impl Module {
         for (i, f) in defined.iter().enumerate() {
             if f.kind == FuncKind::Entry {
                 let meta = module.kernel_meta(i as u32, f, &func_syms, &const_globals, budget)?;
+                // ptxas refuses a second definition; keeping either would
+                // let other PTX readers pick the other one.
+                if kernels.insert(f.name.clone(), meta).is_some() {
+                    return Err(PtxError::semantic(
+                        f.line,
+                        &f.name,
+                        "the kernel is defined twice".to_string(),
+                    ));
+                }
                 kernel_order.push(f.name.clone());
-                kernels.insert(f.name.clone(), meta);
             }
         }
         module.kernels = kernels;

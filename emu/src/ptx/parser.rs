@@ -405,6 +405,17 @@ impl<'a, 'b> Parser<'a, 'b> {
         }
     }
 
+    /// A name being declared. PTX names have no dots; the lexer reads
+    /// dotted words as one token (for opcodes), so `a.v2` must be refused
+    /// here rather than read differently from other PTX readers.
+    fn declared_name(&mut self) -> Result<&'a str, PtxError> {
+        let name = self.ident()?;
+        if name.starts_with('.') || name.contains('.') {
+            return self.err(format!("'{}' is not a valid name", clip(name)));
+        }
+        Ok(name)
+    }
+
     fn peek_ident(&mut self) -> Option<&'a str> {
         match self.peek() {
             Some(Tok::Ident(s)) => Some(s),
@@ -590,7 +601,7 @@ impl<'a, 'b> Parser<'a, 'b> {
         };
         let mut out = Vec::new();
         loop {
-            let name = self.ident()?;
+            let name = self.declared_name()?;
             let mut dims = Vec::new();
             while self.eat_punct('[') {
                 if self.eat_punct(']') {
@@ -751,7 +762,7 @@ impl<'a, 'b> Parser<'a, 'b> {
         if kind == FuncKind::Func && self.eat_punct('(') {
             rets = self.param_list()?;
         }
-        let name = self.ident()?.to_string();
+        let name = self.declared_name()?.to_string();
         self.charge(std::mem::size_of::<FuncDecl>() as u64 + str_bytes(&name))?;
         let mut params = Vec::new();
         if self.eat_punct('(') {

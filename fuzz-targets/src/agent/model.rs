@@ -593,7 +593,11 @@ impl Shared {
             Op::Free { ptr } => {
                 let p = self.resolve(ptr);
                 let start = self.model.allocs.iter().any(|a| a.live && a.ptr == p.addr);
-                let ok = if start {
+                // Module variables are the runtime's: cudaFree refuses them.
+                let variable = self.model.globals.values().any(|&g| g == p.addr);
+                let ok = if variable {
+                    Some(false)
+                } else if start {
                     Some(true)
                 } else {
                     (p.derived && self.model.all_known).then_some(false)

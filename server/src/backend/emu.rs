@@ -234,7 +234,7 @@ impl EmuContext {
     /// Frees the variables of a module that failed to load.
     fn release(&mut self, symbols: &HashMap<String, u64>) {
         for &addr in symbols.values() {
-            let _ = self.memory.free(addr);
+            let _ = self.memory.free_internal(addr);
         }
     }
 
@@ -326,7 +326,7 @@ impl DeviceContext for EmuContext {
         // Every variable gets its address first: initialisers may hold the
         // addresses of others (pointer tables).
         for var in image.code.globals() {
-            match self.memory.malloc(var.size.max(1)) {
+            match self.memory.malloc_internal(var.size.max(1)) {
                 Ok(addr) => {
                     symbols.insert(var.name.clone(), addr);
                     sizes.insert(var.name.clone(), var.size);
