@@ -18,6 +18,8 @@ pub struct Security {
     pub credentials: Option<Credentials>,
     /// TLS settings; `None`: plain TCP.
     pub tls: Option<ClientTls>,
+    /// The service class asked for (`RCUD_QOS`); empty: the tenant's.
+    pub qos: String,
 }
 
 impl Security {
@@ -48,6 +50,11 @@ impl Security {
         let tls = Trust::from_env()
             .and_then(|trust| trust.map(|t| ClientTls::new(&t)).transpose())
             .map_err(|e| e.to_string())?;
-        Ok(Security { credentials, tls })
+        let qos = std::env::var("RCUD_QOS").unwrap_or_default();
+        Ok(Security {
+            credentials,
+            tls,
+            qos,
+        })
     }
 }

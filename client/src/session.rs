@@ -218,6 +218,7 @@ impl Session {
         let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
         let mut hello = ClientHello::new(client_name).with_transport(kind.code());
         hello.tls = security.tls.is_some();
+        hello.qos = security.qos.clone();
         if let Some(c) = &security.credentials {
             hello.tenant = c.tenant.clone();
         }

@@ -89,6 +89,7 @@ fn as_tenant(token: &str) -> Security {
     Security {
         credentials: Some(Credentials::parse(token).unwrap()),
         tls: None,
+        qos: String::new(),
     }
 }
 

@@ -407,7 +407,7 @@ fn the_per_client_memory_limit_is_enforced() {
             &policy,
             backend.as_ref(),
             InstanceId::NONE,
-            |_| Ok(()),
+            |_, _| Ok(None),
         )
         .unwrap();
         let chan = TcpChannel::from_stream(stream, &TcpOptions::default()).unwrap();

@@ -165,7 +165,7 @@ fn gate_side(data: &[u8], policy: &Policy) {
         policy,
         backend().as_ref(),
         InstanceId::NONE,
-        |_| Ok(()),
+        |_, _| Ok(None),
     );
     drop(server);
     let mut answers = Vec::new();

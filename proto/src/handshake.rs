@@ -28,7 +28,7 @@ use crate::codec::{DecodeError, Wire};
 pub const MAGIC: [u8; 4] = *b"RCUD";
 /// Protocol version spoken by this build. The major part must match.
 /// 4: tenants, challenge–response authentication and TLS.
-pub const PROTOCOL_VERSION: u16 = 4;
+pub const PROTOCOL_VERSION: u16 = 5;
 /// Largest hello accepted, so garbage cannot make the server wait for megabytes.
 pub const MAX_HELLO: u32 = 4096;
 /// First byte of a TLS record carrying a handshake: what a TLS client sends
@@ -53,6 +53,9 @@ crate::wire_struct! {
         pub nonce: [u8; PROOF_LEN],
         /// Whether the client runs TLS once authenticated.
         pub tls: bool,
+        /// The service class the client asks for (`RCUD_QOS`, e.g.
+        /// `class=dbts,bandwidth=2GB/s,latency=200us`); empty: its tenant's.
+        pub qos: String,
     }
 }
 
@@ -120,6 +123,7 @@ impl ClientHello {
             tenant: String::new(),
             nonce: [0; PROOF_LEN],
             tls: false,
+            qos: String::new(),
         }
     }
 

@@ -144,6 +144,9 @@ pub struct Grant {
 /// Head-of-line packet sizes per VL (`None`: nothing waiting).
 pub type Waiting = [Option<u32>; 16];
 
+/// Words of an arbiter's saved state ([`Arbiter::save`]).
+pub const STATE_WORDS: usize = 2 * CURSOR_WORDS + 4;
+
 #[derive(Debug, Clone)]
 struct Cursor {
     entries: Vec<ArbEntry>,
@@ -244,6 +247,34 @@ impl Cursor {
     }
 }
 
+/// Words of a saved cursor: position, remaining, visiting, 64 deficits.
+const CURSOR_WORDS: usize = 3 + 64;
+
+impl Cursor {
+    fn save(&self, out: &mut [i64]) {
+        out[0] = self.pos as i64;
+        out[1] = self.remaining;
+        out[2] = i64::from(self.visiting);
+        for (i, w) in out[3..CURSOR_WORDS].iter_mut().enumerate() {
+            *w = self.deficit.get(i).copied().unwrap_or(0);
+        }
+    }
+
+    fn load(&mut self, words: &[i64]) {
+        let n = self.entries.len();
+        self.pos = if n == 0 {
+            0
+        } else {
+            usize::try_from(words[0]).unwrap_or(0) % n
+        };
+        self.remaining = words[1];
+        self.visiting = words[2] != 0;
+        for (i, d) in self.deficit.iter_mut().enumerate() {
+            *d = words[3 + i];
+        }
+    }
+}
+
 /// Which table has the turn (ConnectX).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Turn {
@@ -297,6 +328,32 @@ impl Arbiter {
     /// The settings.
     pub fn config(&self) -> &ArbiterConfig {
         &self.config
+    }
+
+    /// Writes the arbiter's position in its tables (everything but the
+    /// configuration) as plain words, so that several processes can keep
+    /// one arbiter in shared memory: each rebuilds it from the same
+    /// configuration and [`Arbiter::load`]s the words before deciding.
+    pub fn save(&self, out: &mut [i64; STATE_WORDS]) {
+        self.high.save(&mut out[..CURSOR_WORDS]);
+        self.low.save(&mut out[CURSOR_WORDS..2 * CURSOR_WORDS]);
+        let rest = &mut out[2 * CURSOR_WORDS..];
+        rest[0] = self.high_count as i64;
+        rest[1] = i64::from(self.turn == Turn::Low);
+        rest[2] = self.allowance as i64;
+        rest[3] = i64::from(self.turn_started);
+    }
+
+    /// Restores what [`Arbiter::save`] wrote (by an arbiter of the same
+    /// configuration; positions out of range wrap).
+    pub fn load(&mut self, words: &[i64; STATE_WORDS]) {
+        self.high.load(&words[..CURSOR_WORDS]);
+        self.low.load(&words[CURSOR_WORDS..2 * CURSOR_WORDS]);
+        let rest = &words[2 * CURSOR_WORDS..];
+        self.high_count = rest[0].max(0) as u64;
+        self.turn = if rest[1] != 0 { Turn::Low } else { Turn::High };
+        self.allowance = rest[2].max(0) as u64;
+        self.turn_started = rest[3] != 0;
     }
 
     /// Picks the lane whose head packet goes next and charges it; `None` when
@@ -608,6 +665,48 @@ mod tests {
                     (got / want - 1.0).abs() < 0.01,
                     "{row:?} packet {packet}: simulated {got}, formula {want}"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn a_saved_and_reloaded_arbiter_decides_as_the_original() {
+        // Two arbiters of one configuration, the second rebuilt from the
+        // first's words before every decision (as processes sharing one in
+        // memory do), pick the same lanes.
+        for discipline in [Discipline::Iba, Discipline::ConnectX] {
+            let config = ArbiterConfig {
+                high: vec![
+                    ArbEntry { vl: 0, weight: 3 },
+                    ArbEntry { vl: 1, weight: 1 },
+                    ArbEntry { vl: 0, weight: 2 },
+                ],
+                low: vec![
+                    ArbEntry { vl: 6, weight: 10 },
+                    ArbEntry { vl: 7, weight: 1 },
+                ],
+                limit: 2,
+                discipline,
+                mtu: 2048,
+            };
+            let mut reference = Arbiter::new(config.clone()).unwrap();
+            let mut words = [0i64; STATE_WORDS];
+            Arbiter::new(config.clone()).unwrap().save(&mut words);
+            let mut seed = 7u64;
+            for _ in 0..5000 {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let mut waiting: Waiting = [None; 16];
+                for (k, vl) in [0usize, 1, 6, 7].into_iter().enumerate() {
+                    if (seed >> (8 + k)) & 1 == 1 {
+                        waiting[vl] = Some(256 + ((seed >> (16 + 8 * k)) & 0x7ff) as u32);
+                    }
+                }
+                let mut shared = Arbiter::new(config.clone()).unwrap();
+                shared.load(&words);
+                assert_eq!(shared.next(&waiting), reference.next(&waiting));
+                shared.save(&mut words);
             }
         }
     }

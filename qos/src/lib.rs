@@ -7,6 +7,7 @@ pub mod arbiter;
 pub mod class;
 pub mod manage;
 pub mod plan;
+pub mod service;
 pub mod sets;
 pub mod workload;
 

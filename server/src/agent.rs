@@ -23,6 +23,7 @@ use thiserror::Error;
 
 use crate::backend::{Backend, CopyError, DeviceContext, HostSource, KernelLaunch};
 use crate::peer::{self, InstanceId, PeerPort};
+use crate::qos::{Lane, Resource};
 use crate::tenants::ResourceLimits;
 
 /// Largest fat binary a client may ship.
@@ -68,6 +69,9 @@ pub struct Agent {
     peer_port: Option<PeerPort>,
     /// The ticket of the next `PeerReceive`, issued by `PeerListen`.
     peer_ticket: Option<[u8; 16]>,
+    /// Its place in the server's QoS arbiter: bulk chunks and kernel
+    /// launches wait for their turn.
+    qos: Option<Lane>,
 }
 
 impl Agent {
@@ -90,6 +94,7 @@ impl Agent {
             instance: InstanceId::NONE,
             peer_port: None,
             peer_ticket: None,
+            qos: None,
         }
     }
 
@@ -112,6 +117,12 @@ impl Agent {
     /// tenant) shipped before, on this or another connection.
     pub fn with_owner(mut self, owner: impl Into<String>) -> Self {
         self.owner = owner.into();
+        self
+    }
+
+    /// Arbitrates this client's bulk copies and kernel launches on `lane`.
+    pub fn with_qos(mut self, lane: Option<Lane>) -> Self {
+        self.qos = lane;
         self
     }
 
@@ -426,10 +437,12 @@ impl Agent {
                     shared_mem: r.shared_mem,
                     params: &r.params.0,
                 };
-                let res = self
-                    .ctx_mut()
-                    .map_err(Failure::from)
-                    .and_then(|c| c.launch(&launch));
+                let turn = self.qos.as_ref().map(|l| l.acquire(Resource::Launch, 0));
+                let res = match self.ctx.as_deref_mut() {
+                    Some(c) => c.launch(&launch),
+                    None => Err(Failure::from(CudaError::INVALID_DEVICE)),
+                };
+                drop(turn);
                 if let Err(f) = &res {
                     tracing::info!(function = r.function, "kernel failed: {f}");
                 }
@@ -539,6 +552,7 @@ impl Agent {
         let mut source = PayloadSource {
             chan: self.chan.as_mut(),
             remaining: header.bulk_len,
+            qos: self.qos.as_ref(),
         };
         let res = match self.ctx.as_deref_mut() {
             None => Err(CopyError::Cuda(CudaError::INVALID_DEVICE)),
@@ -572,6 +586,7 @@ impl Agent {
             header: reply_header(header, &self.body, len),
             body: &self.body,
             started: false,
+            qos: self.qos.as_ref(),
         };
         let Some(ctx) = self.ctx.as_deref_mut() else {
             return Err(AgentError::Protocol("context vanished".into()));
@@ -704,10 +719,21 @@ struct ReplyStream<'a> {
     header: FrameHeader,
     body: &'a [u8],
     started: bool,
+    qos: Option<&'a Lane>,
 }
 
 impl ReplyStream<'_> {
     fn push(&mut self, piece: &[u8]) -> Result<(), TransportError> {
+        match self.qos {
+            // The reply's header goes with its first chunk.
+            Some(lane) if !piece.is_empty() => {
+                lane.chunked(piece.len(), |range| self.send(&piece[range]))
+            }
+            _ => self.send(piece),
+        }
+    }
+
+    fn send(&mut self, piece: &[u8]) -> Result<(), TransportError> {
         if self.started {
             self.chan.send_bulk(piece)
         } else {
@@ -721,6 +747,7 @@ impl ReplyStream<'_> {
 struct PayloadSource<'a> {
     chan: &'a mut dyn Channel,
     remaining: u64,
+    qos: Option<&'a Lane>,
 }
 
 impl HostSource for PayloadSource<'_> {
@@ -731,7 +758,14 @@ impl HostSource for PayloadSource<'_> {
                 "backend read past the end of the payload",
             )));
         }
-        self.chan.recv_bulk_into(dst)?;
+        match self.qos {
+            Some(lane) => {
+                let chan = &mut *self.chan;
+                let len = dst.len();
+                lane.chunked(len, |range| chan.recv_bulk_into(&mut dst[range]))?;
+            }
+            None => self.chan.recv_bulk_into(dst)?,
+        }
         self.remaining -= n;
         Ok(())
     }

@@ -71,6 +71,8 @@ pub struct Admission {
     pub tenant: Option<Arc<Tenant>>,
     /// The key the TLS binding is checked with.
     pub session_key: [u8; PROOF_LEN],
+    /// Its slot in the server's QoS arbiter, when the server has one.
+    pub qos_slot: Option<u32>,
 }
 
 impl Admission {
@@ -105,16 +107,18 @@ impl From<io::Error> for GateError {
     }
 }
 
-/// Runs the gate on `stream` from `peer` within [`GATE_DEADLINE`]. An
-/// authenticated tenant is admitted only if `reserve` finds it room (its
-/// connection limit); otherwise the client is refused with its message.
+/// Runs the gate on `stream` from `peer` within [`GATE_DEADLINE`]. A client
+/// (with its tenant, once authenticated) is admitted only if `reserve` finds
+/// it room (its tenant's connection limit, its service class); otherwise it
+/// is refused with `reserve`'s message. `reserve` returns the client's QoS
+/// slot, if it got one.
 pub fn admit(
     stream: &mut TcpStream,
     peer: IpAddr,
     policy: &Policy,
     backend: &dyn Backend,
     instance: InstanceId,
-    reserve: impl FnOnce(&Arc<Tenant>) -> Result<(), String>,
+    reserve: impl FnOnce(Option<&Arc<Tenant>>, &ClientHello) -> Result<Option<u32>, String>,
 ) -> Result<Admission, GateError> {
     let mut io = Deadline::new(stream, GATE_DEADLINE);
     let hello: ClientHello = handshake::read_message(&mut io)?;
@@ -142,11 +146,19 @@ pub fn admit(
     handshake::write_message(&mut io, &reply)?;
     let proof: ClientProof = handshake::read_message(&mut io)?;
     let Some(tenants) = &policy.tenants else {
+        let qos_slot = match reserve(None, &hello) {
+            Ok(slot) => slot,
+            Err(why) => {
+                handshake::write_message(&mut io, &refused(&why))?;
+                return Err(GateError::Refused(why));
+            }
+        };
         handshake::write_message(&mut io, &accepted([0; PROOF_LEN]))?;
         return Ok(Admission {
             session_key: auth::session_key(&[], "", &hello.nonce, &reply.nonce),
             hello,
             tenant: None,
+            qos_slot,
         });
     };
     let name = hello.tenant.as_str();
@@ -171,10 +183,13 @@ pub fn admit(
         handshake::write_message(&mut io, &refused(&why))?;
         return Err(GateError::Refused(why));
     };
-    if let Err(why) = reserve(&tenant) {
-        handshake::write_message(&mut io, &refused(&why))?;
-        return Err(GateError::Refused(why));
-    }
+    let qos_slot = match reserve(Some(&tenant), &hello) {
+        Ok(slot) => slot,
+        Err(why) => {
+            handshake::write_message(&mut io, &refused(&why))?;
+            return Err(GateError::Refused(why));
+        }
+    };
     let server_proof = auth::proof(
         tenant.secret(),
         Role::Server,
@@ -187,6 +202,7 @@ pub fn admit(
         session_key: auth::session_key(tenant.secret(), name, &hello.nonce, &reply.nonce),
         hello,
         tenant: Some(tenant),
+        qos_slot,
     })
 }
 
@@ -226,6 +242,8 @@ rcud_proto::wire_struct! {
         pub tenant: String,
         /// The key the TLS binding is checked with.
         pub session_key: [u8; PROOF_LEN],
+        /// The QoS slot; `u32::MAX` for none.
+        pub qos_slot: u32,
     }
 }
 
@@ -243,6 +261,7 @@ impl Handover {
                 .map(|t| t.name.clone())
                 .unwrap_or_default(),
             session_key: admission.session_key,
+            qos_slot: admission.qos_slot.unwrap_or(u32::MAX),
         }
     }
 
@@ -263,6 +282,7 @@ impl Handover {
             hello: self.hello,
             tenant,
             session_key: self.session_key,
+            qos_slot: (self.qos_slot != u32::MAX).then_some(self.qos_slot),
         })
     }
 }
@@ -361,7 +381,7 @@ mod tests {
                 &policy,
                 backend.as_ref(),
                 InstanceId::NONE,
-                |_| Ok(()),
+                |_, _| Ok(None),
             )
             .map(|_| ())
         });

@@ -57,6 +57,8 @@ use crate::occupancy::Lease;
 use crate::peer::InstanceId;
 use rcud_emu::ledger::Ledger;
 
+use crate::qos::SharedArbiter;
+
 /// How the listener serves each client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Isolation {
@@ -90,6 +92,12 @@ pub const LEDGER_FLAG: &str = "--ledger";
 
 /// The descriptor an agent process finds the memory ledger on.
 pub const LEDGER_FD: i32 = 5;
+
+/// Hidden flag handing an agent the server's QoS arbiter.
+pub const QOS_FLAG: &str = "--qos-arbiter";
+
+/// The descriptor an agent process finds the QoS arbiter on.
+pub const QOS_FD: i32 = 6;
 
 /// Hidden flag naming the descriptor the agent reads its client's
 /// admission from ([`Handover`]).
@@ -176,6 +184,7 @@ pub struct AgentLauncher {
     program: PathBuf,
     args: Vec<OsString>,
     instance: InstanceId,
+    qos: Option<Arc<SharedArbiter>>,
 }
 
 impl AgentLauncher {
@@ -187,7 +196,14 @@ impl AgentLauncher {
             program: program.into(),
             args,
             instance: InstanceId::NONE,
+            qos: None,
         }
+    }
+
+    /// Agents that share `arbiter` with the listener.
+    pub(crate) fn with_qos(mut self, arbiter: Option<Arc<SharedArbiter>>) -> Self {
+        self.qos = arbiter;
+        self
     }
 
     /// Agents of server `instance`.
@@ -250,6 +266,13 @@ impl AgentLauncher {
             });
             cmd.arg(LEDGER_FLAG)
                 .arg(format!("{LEDGER_FD}:{gpus}:{slots}:{slot}"));
+        }
+        if let Some(arbiter) = &self.qos {
+            fds.push(FdMapping {
+                parent_fd: arbiter.fd().try_clone_to_owned()?,
+                child_fd: QOS_FD,
+            });
+            cmd.arg(QOS_FLAG).arg(QOS_FD.to_string());
         }
         cmd.fd_mappings(fds).map_err(io::Error::other)?;
         Ok(cmd)

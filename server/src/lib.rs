@@ -16,6 +16,7 @@ pub mod isolation;
 pub mod listener;
 mod occupancy;
 pub mod peer;
+pub mod qos;
 pub mod tenants;
 
 pub use backend::{select_backend, Backend, BackendKind};

@@ -21,6 +21,7 @@ use crate::gate::{self, Admission, Policy};
 use crate::isolation::{self, AgentLauncher, Agents, Isolation, Limits, Refusals};
 use crate::occupancy::{Lease, Occupancy};
 use crate::peer::InstanceId;
+use crate::qos::{Lane, PortQos, SharedArbiter};
 
 /// Most connections in the gate at once; more are dropped unanswered, so a
 /// flood costs a bounded number of threads.
@@ -44,6 +45,8 @@ pub struct Server {
     sources: Arc<Occupancy>,
     tenants: Arc<Occupancy>,
     in_gate: Arc<AtomicUsize>,
+    /// Admission and arbitration by service class, when configured.
+    qos: Option<Arc<PortQos>>,
 }
 
 /// Where clients are served.
@@ -91,7 +94,18 @@ impl Server {
             sources: Arc::default(),
             tenants: Arc::default(),
             in_gate: Arc::default(),
+            qos: None,
         })
+    }
+
+    /// Admits connections by service class into `port`'s table, and
+    /// arbitrates their bulk copies and kernel launches with its arbiter.
+    pub fn with_qos(mut self, port: Arc<PortQos>) -> Self {
+        if let Mode::Process { launcher, .. } = &mut self.mode {
+            *launcher = launcher.clone().with_qos(Some(port.arbiter().clone()));
+        }
+        self.qos = Some(port);
+        self
     }
 
     /// Who is let in: tenants, or local clients only, or anyone.
@@ -119,7 +133,9 @@ impl Server {
             Agents::default()
         };
         self.mode = Mode::Process {
-            launcher: launcher.for_instance(self.instance),
+            launcher: launcher
+                .for_instance(self.instance)
+                .with_qos(self.qos.as_ref().map(|q| q.arbiter().clone())),
             agents: Arc::new(agents),
         };
         Ok(self)
@@ -260,6 +276,7 @@ impl Server {
             instance: self.instance,
             tenants: self.tenants.clone(),
             in_gate: GateGuard::new(self.in_gate.clone()),
+            qos: self.qos.clone(),
         };
         let setup = AgentSetup {
             backend: self.backend.clone(),
@@ -267,6 +284,7 @@ impl Server {
             limits: self.limits.clone(),
             instance: self.instance,
             tls: self.tls.clone(),
+            qos: self.qos.as_ref().map(|q| q.arbiter().clone()),
         };
         let mode = match &self.mode {
             Mode::Thread(live) => Handoff::Thread(live.clone()),
@@ -369,6 +387,8 @@ pub struct AgentSetup {
     pub instance: InstanceId,
     /// TLS, when the server speaks it.
     pub tls: Option<ServerTls>,
+    /// The QoS arbiter, when the server has one.
+    pub qos: Option<Arc<SharedArbiter>>,
 }
 
 /// Where an admitted connection goes.
@@ -390,6 +410,7 @@ struct Gatekeeper {
     instance: InstanceId,
     tenants: Arc<Occupancy>,
     in_gate: GateGuard,
+    qos: Option<Arc<PortQos>>,
 }
 
 impl Gatekeeper {
@@ -407,18 +428,31 @@ impl Gatekeeper {
             &self.policy,
             self.backend.as_ref(),
             self.instance,
-            |tenant| {
-                let limit = tenant.limits.connections;
-                match self.tenants.try_take(tenant.name.clone(), limit) {
-                    Some(ticket) => {
-                        lease.add(ticket);
-                        Ok(())
+            |tenant, hello| {
+                if let Some(tenant) = tenant {
+                    let limit = tenant.limits.connections;
+                    match self.tenants.try_take(tenant.name.clone(), limit) {
+                        Some(ticket) => lease.add(ticket),
+                        None => {
+                            return Err(format!(
+                                "tenant `{}` is at its limit of {limit} connections",
+                                tenant.name
+                            ))
+                        }
                     }
-                    None => Err(format!(
-                        "tenant `{}` is at its limit of {limit} connections",
-                        tenant.name
-                    )),
                 }
+                let Some(port) = &self.qos else {
+                    return Ok(None);
+                };
+                let ceiling = tenant.map(|t| t.qos());
+                let tenant = tenant.map(|t| t.name.as_str()).zip(ceiling);
+                let ticket = port
+                    .admit(&hello.qos, tenant.as_ref().map(|(n, c)| (*n, c.as_ref())))
+                    .map_err(|e| e.to_string())?;
+                let slot = ticket.slot();
+                tracing::info!(%peer, class = %ticket.class(), slot, "service class admitted");
+                lease.add_qos(ticket);
+                Ok(Some(slot))
             },
         );
         drop(self.in_gate);
@@ -509,6 +543,13 @@ pub fn serve_admitted(stream: TcpStream, admission: &Admission, setup: &AgentSet
             None => format!("connection from {peer}"),
         })
         .with_op_timeout(setup.limits.op_timeout)
+        .with_qos(
+            setup
+                .qos
+                .clone()
+                .zip(admission.qos_slot)
+                .map(|(arbiter, slot)| Lane::new(arbiter, slot)),
+        )
         .with_instance(setup.instance)
         .run()
     {

@@ -53,13 +53,17 @@ impl Drop for Ticket {
     }
 }
 
-/// The tickets one connection holds.
+/// The tickets one connection holds, and its QoS admission.
 #[derive(Debug, Default)]
-pub(crate) struct Lease(Vec<Ticket>);
+pub(crate) struct Lease(Vec<Ticket>, Option<crate::qos::QosTicket>);
 
 impl Lease {
     pub(crate) fn add(&mut self, ticket: Ticket) {
         self.0.push(ticket);
+    }
+
+    pub(crate) fn add_qos(&mut self, ticket: crate::qos::QosTicket) {
+        self.1 = Some(ticket);
     }
 }
 

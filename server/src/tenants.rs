@@ -11,6 +11,7 @@
 //! max_modules = 1024                # per connection
 //! max_functions = 65536             # per connection
 //! module_memory = "1GiB"            # parsed device code, per connection
+//! qos = "class=db,bandwidth=2GB/s"  # service class (with --qos-link)
 //! ```
 //!
 //! Every limit is optional; an absent one takes the server's default
@@ -66,9 +67,17 @@ pub struct Tenant {
     secret: Vec<u8>,
     /// Its limits.
     pub limits: ResourceLimits,
+    /// Its service class, checked when read (`None`: best effort).
+    qos: Option<String>,
 }
 
 impl Tenant {
+    /// Its service class: what its connections get, and the most their
+    /// clients may ask for.
+    pub fn qos(&self) -> Option<rcud_qos::service::ServiceRequest> {
+        self.qos.as_deref().and_then(|q| q.parse().ok())
+    }
+
     /// The shared secret (never logged).
     pub fn secret(&self) -> &[u8] {
         &self.secret
@@ -122,6 +131,16 @@ pub enum TenantFileError {
     /// No tenant at all: the server would refuse everyone.
     #[error("{0}: no [tenants.NAME] table")]
     Empty(PathBuf),
+    /// A service class that cannot be read.
+    #[error("{path}: tenant `{tenant}`: qos: {message}")]
+    Qos {
+        /// The file.
+        path: PathBuf,
+        /// The tenant.
+        tenant: String,
+        /// What is wrong.
+        message: String,
+    },
     /// Readable by other users: their secrets are not secret.
     #[error("{0}: readable by other users (chmod 600 it)")]
     Permissions(PathBuf),
@@ -144,6 +163,7 @@ struct Entry {
     max_modules: Option<u32>,
     max_functions: Option<u32>,
     module_memory: Option<ByteSize>,
+    qos: Option<String>,
 }
 
 impl Tenants {
@@ -200,12 +220,25 @@ impl Tenants {
                     .map_or(defaults.module_memory, |m| m.as_u64()),
                 connections: e.max_connections.unwrap_or(defaults.connections),
             };
+            let qos = e
+                .qos
+                .map(|q| {
+                    q.parse::<rcud_qos::service::ServiceRequest>()
+                        .map(|r| r.to_string())
+                        .map_err(|err| TenantFileError::Qos {
+                            path: path.into(),
+                            tenant: name.clone(),
+                            message: err.to_string(),
+                        })
+                })
+                .transpose()?;
             by_name.insert(
                 name.clone(),
                 Arc::new(Tenant {
                     name,
                     secret: e.secret.into_bytes(),
                     limits,
+                    qos,
                 }),
             );
         }
@@ -223,6 +256,7 @@ impl Tenants {
             name: name.into(),
             secret: secret.to_vec(),
             limits: ResourceLimits::default(),
+            qos: None,
         };
         Ok(Self {
             by_name: BTreeMap::from([(name.to_string(), Arc::new(tenant))]),

@@ -181,3 +181,48 @@ fn emu_memory_is_the_devices_total_across_agent_processes() {
     }
     drop(a);
 }
+
+#[test]
+fn agent_processes_share_the_listeners_qos_arbiter() {
+    // A 10 GB/s port: one 8 GB/s reservation fits, a second does not, and
+    // agents in their own processes copy through the shared arbiter.
+    let server = ServerProc::start(&["--qos-link", "80Gb/s"]);
+    let mut big = Conn::connect_qos(server.addr(), "big", "class=db,bandwidth=8GB/s")
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    match Conn::connect_qos(server.addr(), "too big", "class=db,bandwidth=8GB/s") {
+        Err(ConnectError::Refused(why)) => assert!(why.contains("does not fit"), "{why}"),
+        other => panic!("a second 8 GB/s got {:?}", other.err()),
+    }
+    let mut small =
+        Conn::connect_qos(server.addr(), "small", "class=be").unwrap_or_else(|e| panic!("{e:?}"));
+    for c in [&mut big, &mut small] {
+        c.call(
+            &rcud_proto::ops::req::Attach { gpu: 0, window: 0 },
+            &[],
+            &mut [],
+        )
+        .expect("transport")
+        .expect("attach");
+        let len = 3 << 20;
+        let ptr = c.malloc(len as u64);
+        let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+        c.htod(ptr, &data);
+        let mut back = vec![0u8; len];
+        c.dtoh(ptr, &mut back);
+        assert!(
+            back == data,
+            "a copy through the arbiter came back different"
+        );
+    }
+    drop(big);
+    // The listener gives the reservation back when the agent has ended.
+    let mut again = None;
+    for _ in 0..200 {
+        if let Ok(c) = Conn::connect_qos(server.addr(), "again", "class=db,bandwidth=8GB/s") {
+            again = Some(c);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    assert!(again.is_some(), "the reservation outlived its agent");
+}

@@ -12,6 +12,7 @@ mod launch;
 mod output;
 mod pin;
 pub(crate) mod plot;
+mod qos;
 mod raw;
 
 use std::process::ExitCode;
@@ -88,6 +89,9 @@ enum What {
     /// Bandwidth per staging chunk count of the RDMA modules, laid out like
     /// Table 3.1 of the rCUDA communications thesis.
     Chunks(chunks::ChunksArgs),
+    /// Clients sharing one server with and without QoS: bulk shares of
+    /// weights 3:1, and a DBTS client's latency beside a bulk client.
+    Qos(qos::QosArgs),
     /// One point of `chunks`, run in a child process whose environment holds
     /// the chunk count.
     #[command(hide = true)]
@@ -184,6 +188,7 @@ impl Setup {
             tls: Some(rcud_transport::tls::ClientTls::new(
                 &rcud_transport::tls::Trust::Pin(pin),
             )?),
+            qos: String::new(),
         };
         let rt: &'static Runtime = Box::leak(Box::new(Runtime::connect_secured(
             &parse_servers(&addr)?,
@@ -237,6 +242,10 @@ pub(crate) fn bench(args: BenchArgs) -> BenchResult<ExitCode> {
         let modules = transports(&[TransportKind::Csr, TransportKind::Msr]);
         return chunks::run(c, &modules, &args);
     }
+    // `qos` starts its own pair of servers.
+    if let What::Qos(q) = &args.what {
+        return qos::run(q, args.format);
+    }
     let setup = Setup::new(args.server.clone(), args.pin)?;
     match &args.what {
         What::Bandwidth(b) => bandwidth::run(&setup, &transports(&tcp), b, args.format),
@@ -267,7 +276,7 @@ pub(crate) fn bench(args: BenchArgs) -> BenchResult<ExitCode> {
             };
             chunks::point(&setup, kind, p)
         }
-        What::Chunks(_) => unreachable!("handled above"),
+        What::Chunks(_) | What::Qos(_) => unreachable!("handled above"),
     }
 }
 

@@ -21,6 +21,7 @@ use rcud_server::gate::{Admission, Policy};
 use rcud_server::isolation::{self, AgentLauncher, Isolation, Limits};
 use rcud_server::listener::{serve_admitted, AgentSetup};
 use rcud_server::peer::InstanceId;
+use rcud_server::qos::{PortQos, SharedArbiter};
 use rcud_server::tenants::Tenants;
 use rcud_server::{select_backend, Backend, Server};
 use rcud_transport::tls::ServerTls;
@@ -99,6 +100,19 @@ struct Args {
     /// Seconds agent processes get to exit at shutdown before they are killed.
     #[arg(long, default_value_t = isolation::TERMINATION_GRACE.as_secs_f64())]
     shutdown_grace: f64,
+    /// Turns on QoS: the data rate of the port the server's clients share
+    /// (e.g. `100Gb/s`, `12GB/s`). Connections are then admitted by service
+    /// class (tenants' `qos`, clients' `RCUD_QOS`) into an InfiniBand-style
+    /// arbitration table, and their bulk copies and kernel launches take
+    /// turns by it.
+    #[arg(long, value_parser = parse_link)]
+    qos_link: Option<f64>,
+    /// MTU of the QoS port, for the table's slot times.
+    #[arg(long, default_value_t = 2048, requires = "qos_link")]
+    qos_mtu: u32,
+    /// Agent process: the descriptor of the listener's QoS arbiter.
+    #[arg(long = "qos-arbiter", hide = true, requires = "agent_fd")]
+    qos_arbiter: Option<i32>,
     /// Agent process: serve the client connected on this descriptor.
     #[arg(long = "agent-fd", hide = true)]
     agent_fd: Option<i32>,
@@ -266,6 +280,25 @@ fn listener_main(args: &Args) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Some(bytes_per_second) = args.qos_link {
+        let link = rcud_qos::admission::Link {
+            bytes_per_second,
+            mtu: args.qos_mtu,
+        };
+        match PortQos::new(rcud_qos::admission::TableConfig::new(link)) {
+            Ok(port) => {
+                tracing::info!(
+                    "QoS on: {:.2} GB/s port, classes by tenant (qos) or client (RCUD_QOS)",
+                    bytes_per_second / 1e9
+                );
+                server = server.with_qos(port);
+            }
+            Err(e) => {
+                eprintln!("rcud-server: cannot set up QoS: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
     if args.isolation == Isolation::Process {
         let launcher = match AgentLauncher::current_exe(args.agent_args(backend.as_ref())) {
             Ok(launcher) => launcher,
@@ -365,12 +398,24 @@ fn agent_main(fd: i32, args: &Args) -> ExitCode {
             return ExitCode::from(AGENT_SETUP_FAILED);
         }
     };
+    let qos = match args.qos_arbiter.map(|fd| {
+        adopt_fd(fd, "/memfd:")
+            .and_then(|fd| SharedArbiter::open(fd).map_err(|e| format!("QoS arbiter: {e}")))
+    }) {
+        Some(Ok(arbiter)) => Some(Arc::new(arbiter)),
+        Some(Err(e)) => {
+            tracing::error!("{e}");
+            return ExitCode::from(AGENT_SETUP_FAILED);
+        }
+        None => None,
+    };
     let setup = AgentSetup {
         backend,
         tcp: TcpOptions::default(),
         limits: args.limits(),
         instance: args.instance_id.unwrap_or_default(),
         tls,
+        qos,
     };
     serve_admitted(stream, &admission, &setup);
     ExitCode::SUCCESS
@@ -445,4 +490,9 @@ fn adopt_socket(fd: i32) -> Result<TcpStream, String> {
         .peer_addr()
         .map_err(|e| format!("descriptor {fd} is not a connected TCP socket: {e}"))?;
     Ok(stream)
+}
+
+/// A `--qos-link` rate: bytes per second.
+fn parse_link(s: &str) -> Result<f64, String> {
+    rcud_qos::service::parse_bandwidth(s).map_err(|e| e.to_string())
 }

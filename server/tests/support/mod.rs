@@ -275,13 +275,28 @@ impl Conn {
         name: &str,
         credentials: Option<&Credentials>,
     ) -> Result<Self, ConnectError> {
+        Self::connect_with(addr, ClientHello::new(name), credentials)
+    }
+
+    /// Connects without credentials asking for service class `qos`.
+    #[allow(dead_code)]
+    pub fn connect_qos(addr: &str, name: &str, qos: &str) -> Result<Self, ConnectError> {
+        let mut hello = ClientHello::new(name);
+        hello.qos = qos.into();
+        Self::connect_with(addr, hello, None)
+    }
+
+    fn connect_with(
+        addr: &str,
+        mut hello: ClientHello,
+        credentials: Option<&Credentials>,
+    ) -> Result<Self, ConnectError> {
         let fail = |e: std::io::Error| ConnectError::Failed(e.to_string());
         let mut chan = TcpChannel::connect(addr, &TcpOptions::default()).map_err(fail)?;
         let stream = chan.stream();
         stream
             .set_read_timeout(Some(Duration::from_secs(20)))
             .map_err(fail)?;
-        let mut hello = ClientHello::new(name);
         if let Some(c) = credentials {
             hello.tenant = c.tenant.clone();
         }

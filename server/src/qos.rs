@@ -1,0 +1,828 @@
+//! Quality of service in the server: which connections a port admits, and
+//! who sends next.
+//!
+//! Every connection has a service class ([`ServiceRequest`]): its tenant's
+//! (`qos = "..."` in the tenants file), or one its client asks for in
+//! `RCUD_QOS`, within the tenant's. At connect the listener admits it into
+//! the port's high-priority table (the guaranteed classes, with the table
+//! model of `rcud-qos`) or gives it its class's share of the low-priority
+//! table; a class that does not fit is refused with what would fit.
+//!
+//! One arbiter, [`SharedArbiter`], then decides for every agent of the
+//! server, threads and processes alike, whose bulk chunk goes next and whose
+//! kernel launch runs next. It lives in shared memory: the table's
+//! `(VL, weight)` entries, the arbiter's position in them, and one slot per
+//! connection with what it has waiting. The table picks a lane; among the
+//! connections of one lane, the one furthest behind its weighted share goes
+//! first. The arbiter is work conserving: a lane with nothing waiting is
+//! skipped.
+
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use rcud_qos::admission::{ConnectionId, Refusal, Table, TableConfig};
+use rcud_qos::arbiter::{ArbEntry, Arbiter, ArbiterConfig, Discipline, Waiting, STATE_WORDS, VL15};
+use rcud_qos::class::TrafficClass;
+use rcud_qos::service::ServiceRequest;
+use rcud_shm::SharedWords;
+
+/// What the arbiter hands out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resource {
+    /// Sending or receiving one chunk of a bulk copy.
+    Bulk = 0,
+    /// Running one kernel.
+    Launch = 1,
+}
+
+const RESOURCES: u64 = 2;
+
+/// Bulk copies are cut into chunks of this many bytes, each granted on its
+/// own, so that a waiting connection waits for one chunk at most.
+pub const CHUNK: usize = 256 << 10;
+
+/// What a kernel launch weighs, in the bytes the table's weights count.
+const LAUNCH_BYTES: u32 = 4096;
+
+/// The arbiter counts in units of this many bytes: chunks are far larger
+/// than InfiniBand packets, and the ConnectX discipline's deficits then
+/// stay a few table cycles deep.
+const UNIT: u32 = 64;
+
+/// Connections that can hold a slot at once.
+pub const MAX_SLOTS: u32 = 256;
+
+/// First lane of the non-guaranteed classes (after the six distance
+/// classes of the high table).
+const FIRST_LOW_VL: u8 = 6;
+
+// Layout of the shared words.
+const LOCK: u64 = 0;
+const GENERATION: u64 = 1;
+const HIGH_LEN: u64 = 2;
+const LOW_LEN: u64 = 3;
+const LIMIT: u64 = 4;
+const MTU: u64 = 5;
+const HIGH: u64 = 6;
+const LOW: u64 = HIGH + 64;
+const RES_BASE: u64 = LOW + 64;
+// Per resource: in flight, wake sequence, 16 lane clocks, arbiter state.
+const RES_IN_FLIGHT: u64 = 0;
+const RES_WAKE: u64 = 1;
+const RES_CLOCK: u64 = 2;
+const RES_STATE: u64 = RES_CLOCK + 16;
+const RES_WORDS: u64 = RES_STATE + STATE_WORDS as u64;
+const SLOT_BASE: u64 = RES_BASE + RESOURCES * RES_WORDS;
+// Per slot: active, lane, share; per resource: waiting, granted, holding,
+// virtual time.
+const SLOT_ACTIVE: u64 = 0;
+const SLOT_VL: u64 = 1;
+const SLOT_SHARE: u64 = 2;
+const SLOT_RES: u64 = 3;
+const SLOT_WAITING: u64 = 0;
+const SLOT_GRANTED: u64 = 1;
+const SLOT_HOLDING: u64 = 2;
+const SLOT_VTIME: u64 = 3;
+const SLOT_WORDS: u64 = SLOT_RES + RESOURCES * 4;
+const WORDS: u64 = SLOT_BASE + MAX_SLOTS as u64 * SLOT_WORDS;
+
+/// Bytes of turns a connection keeps while idle (see [`SharedArbiter::acquire`]).
+const IDLE_CREDIT: u64 = 64 * CHUNK as u64;
+
+/// Virtual time of one byte at share 1.
+const VTIME_SCALE: u64 = 1 << 20;
+
+/// The arbiter all agents of one server share.
+#[derive(Debug)]
+pub struct SharedArbiter {
+    words: SharedWords,
+    /// This process's copy of the arbiter for the configuration of one
+    /// generation (its state lives in the shared words).
+    local: Mutex<Option<(u64, Arbiter)>>,
+}
+
+/// The shared lock, held while the value lives.
+struct Locked<'a>(&'a SharedArbiter);
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        self.0.words.word(LOCK).store(0, Ordering::Release);
+    }
+}
+
+impl SharedArbiter {
+    /// A new arbiter with empty tables, for the listener.
+    pub fn create() -> io::Result<Self> {
+        let words = SharedWords::create(c"rcud-qos", WORDS)?;
+        Ok(Self::from_words(words))
+    }
+
+    /// The arbiter behind `fd`, for an agent process.
+    pub fn open(fd: std::os::fd::OwnedFd) -> io::Result<Self> {
+        Ok(Self::from_words(SharedWords::open(fd, WORDS)?))
+    }
+
+    fn from_words(words: SharedWords) -> Self {
+        Self {
+            words,
+            local: Mutex::new(None),
+        }
+    }
+
+    /// The descriptor to hand to agent processes.
+    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.words.fd()
+    }
+
+    fn w(&self, i: u64) -> &AtomicU64 {
+        self.words.word(i)
+    }
+
+    fn get(&self, i: u64) -> u64 {
+        self.w(i).load(Ordering::Relaxed)
+    }
+
+    fn set(&self, i: u64, v: u64) {
+        self.w(i).store(v, Ordering::Relaxed)
+    }
+
+    fn res(r: Resource, field: u64) -> u64 {
+        RES_BASE + r as u64 * RES_WORDS + field
+    }
+
+    fn slot(slot: u32, field: u64) -> u64 {
+        SLOT_BASE + u64::from(slot) * SLOT_WORDS + field
+    }
+
+    fn slot_res(slot: u32, r: Resource, field: u64) -> u64 {
+        Self::slot(slot, SLOT_RES + r as u64 * 4 + field)
+    }
+
+    /// Takes the lock. A holder that died inside its (short) critical
+    /// section is detected by its pid and the lock taken over.
+    fn lock(&self) -> Locked<'_> {
+        let me = u64::from(std::process::id());
+        let lock = self.w(LOCK);
+        let mut spins = 0u32;
+        let mut since = None::<Instant>;
+        loop {
+            match lock.compare_exchange_weak(0, me, Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => return Locked(self),
+                Err(holder) => {
+                    spins += 1;
+                    if spins < 64 {
+                        std::hint::spin_loop();
+                        continue;
+                    }
+                    std::thread::yield_now();
+                    let started = *since.get_or_insert_with(Instant::now);
+                    if holder != 0
+                        && holder != me
+                        && started.elapsed() > Duration::from_millis(200)
+                        && !process_alive(holder)
+                    {
+                        let _ =
+                            lock.compare_exchange(holder, 0, Ordering::AcqRel, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Publishes new tables; the arbiter starts again at their first
+    /// entries.
+    fn publish(&self, config: &ArbiterConfig) {
+        let _held = self.lock();
+        self.set(HIGH_LEN, config.high.len() as u64);
+        self.set(LOW_LEN, config.low.len() as u64);
+        for (i, e) in config.high.iter().enumerate() {
+            self.set(HIGH + i as u64, entry_word(*e));
+        }
+        for (i, e) in config.low.iter().enumerate() {
+            self.set(LOW + i as u64, entry_word(*e));
+        }
+        self.set(LIMIT, u64::from(config.limit));
+        self.set(MTU, u64::from(config.mtu));
+        if let Ok(fresh) = Arbiter::new(config.clone()) {
+            let mut words = [0i64; STATE_WORDS];
+            fresh.save(&mut words);
+            for r in [Resource::Bulk, Resource::Launch] {
+                for (k, w) in words.iter().enumerate() {
+                    self.set(Self::res(r, RES_STATE + k as u64), *w as u64);
+                }
+            }
+        }
+        self.set(GENERATION, self.get(GENERATION) + 1);
+    }
+
+    fn config(&self) -> ArbiterConfig {
+        let read = |base: u64, len: u64| -> Vec<ArbEntry> {
+            (0..len.min(64))
+                .map(|i| {
+                    let w = self.get(base + i);
+                    ArbEntry {
+                        vl: ((w >> 8) as u8).min(VL15 - 1),
+                        weight: w as u8,
+                    }
+                })
+                .collect()
+        };
+        ArbiterConfig {
+            high: read(HIGH, self.get(HIGH_LEN)),
+            low: read(LOW, self.get(LOW_LEN)),
+            limit: self.get(LIMIT) as u8,
+            discipline: Discipline::ConnectX,
+            mtu: match self.get(MTU) {
+                m @ (256 | 512 | 1024 | 2048 | 4096) => m as u32,
+                _ => 2048,
+            },
+        }
+    }
+
+    /// Opens slot `slot` for a connection on lane `vl` with share `share`.
+    fn open_slot(&self, slot: u32, vl: u8, share: u64) {
+        let _held = self.lock();
+        for f in 0..SLOT_WORDS {
+            self.set(Self::slot(slot, f), 0);
+        }
+        self.set(Self::slot(slot, SLOT_VL), u64::from(vl));
+        self.set(Self::slot(slot, SLOT_SHARE), share.max(1));
+        self.set(Self::slot(slot, SLOT_ACTIVE), 1);
+    }
+
+    /// Closes slot `slot`, giving back whatever its connection held or was
+    /// granted (it may have died mid-transfer).
+    fn close_slot(&self, slot: u32) {
+        let held = self.lock();
+        self.set(Self::slot(slot, SLOT_ACTIVE), 0);
+        for r in [Resource::Bulk, Resource::Launch] {
+            let owed = self.get(Self::slot_res(slot, r, SLOT_HOLDING))
+                + self.get(Self::slot_res(slot, r, SLOT_GRANTED));
+            let in_flight = self.get(Self::res(r, RES_IN_FLIGHT));
+            self.set(Self::res(r, RES_IN_FLIGHT), in_flight.saturating_sub(owed));
+            for f in 0..4 {
+                self.set(Self::slot_res(slot, r, f), 0);
+            }
+            self.dispatch(&held, r);
+        }
+    }
+
+    /// Waits until connection `slot` may use `r` for `bytes`, and returns
+    /// the grant, which gives it back when dropped.
+    pub fn acquire(&self, slot: u32, r: Resource, bytes: u32) -> Grant<'_> {
+        let units = bytes.div_ceil(UNIT).max(1);
+        let mut held = self.lock();
+        let vl = self.get(Self::slot(slot, SLOT_VL)).min(15);
+        let clock = self.get(Self::res(r, RES_CLOCK + vl));
+        let vtime = Self::slot_res(slot, r, SLOT_VTIME);
+        // A connection that was idle keeps at most IDLE_CREDIT of its
+        // share: the round trip between two copies costs it nothing, but
+        // a long idle spell earns no burst later.
+        let share = self.get(Self::slot(slot, SLOT_SHARE)).max(1);
+        let floor = clock.saturating_sub(IDLE_CREDIT / u64::from(UNIT) * VTIME_SCALE / share);
+        if self.get(vtime) < floor {
+            self.set(vtime, floor);
+        }
+        self.set(Self::slot_res(slot, r, SLOT_WAITING), u64::from(units));
+        loop {
+            let granted = Self::slot_res(slot, r, SLOT_GRANTED);
+            if self.get(granted) != 0 {
+                self.set(granted, 0);
+                self.set(Self::slot_res(slot, r, SLOT_WAITING), 0);
+                let holding = Self::slot_res(slot, r, SLOT_HOLDING);
+                self.set(holding, self.get(holding) + 1);
+                drop(held);
+                return Grant {
+                    arbiter: self,
+                    slot,
+                    resource: r,
+                    next: 0,
+                };
+            }
+            self.dispatch(&held, r);
+            if self.get(granted) != 0 {
+                continue;
+            }
+            let seen = self.words.sequence(Self::res(r, RES_WAKE));
+            drop(held);
+            self.words
+                .wait(Self::res(r, RES_WAKE), seen, Duration::from_millis(5));
+            held = self.lock();
+        }
+    }
+
+    fn release(&self, slot: u32, r: Resource, next: u32) {
+        let held = self.lock();
+        if next > 0 && self.get(Self::slot(slot, SLOT_ACTIVE)) != 0 {
+            // Its next chunk competes now, with everybody else's.
+            self.set(
+                Self::slot_res(slot, r, SLOT_WAITING),
+                u64::from(next.div_ceil(UNIT)),
+            );
+        }
+        let holding = Self::slot_res(slot, r, SLOT_HOLDING);
+        if self.get(holding) > 0 {
+            self.set(holding, self.get(holding) - 1);
+            let f = Self::res(r, RES_IN_FLIGHT);
+            self.set(f, self.get(f).saturating_sub(1));
+        }
+        self.dispatch(&held, r);
+    }
+
+    /// Grants `r` to waiting connections while it has room (one at a time:
+    /// the port sends one chunk, the device runs one client's kernel).
+    fn dispatch(&self, _held: &Locked<'_>, r: Resource) {
+        let mut local = self.local.lock();
+        let generation = self.get(GENERATION);
+        if local.as_ref().map(|(g, _)| *g) != Some(generation) {
+            match Arbiter::new(self.config()) {
+                Ok(a) => *local = Some((generation, a)),
+                Err(e) => {
+                    tracing::error!("QoS tables unusable: {e}");
+                    return;
+                }
+            }
+        }
+        let Some((_, arbiter)) = local.as_mut() else {
+            return;
+        };
+        let mut woke = false;
+        while self.get(Self::res(r, RES_IN_FLIGHT)) == 0 {
+            // Per lane, the waiting connection furthest behind its share.
+            let mut waiting: Waiting = [None; 16];
+            let mut first: [Option<(u64, u32)>; 16] = [None; 16];
+            for s in 0..MAX_SLOTS {
+                if self.get(Self::slot(s, SLOT_ACTIVE)) == 0
+                    || self.get(Self::slot_res(s, r, SLOT_GRANTED)) != 0
+                {
+                    continue;
+                }
+                let units = self.get(Self::slot_res(s, r, SLOT_WAITING));
+                if units == 0 {
+                    continue;
+                }
+                let vl = self.get(Self::slot(s, SLOT_VL)).min(14) as usize;
+                let vtime = self.get(Self::slot_res(s, r, SLOT_VTIME));
+                if first[vl].is_none_or(|(t, _)| vtime < t) {
+                    first[vl] = Some((vtime, s));
+                    waiting[vl] = Some(units as u32);
+                }
+            }
+            if waiting.iter().all(Option::is_none) {
+                break;
+            }
+            let mut state = [0i64; STATE_WORDS];
+            for (k, w) in state.iter_mut().enumerate() {
+                *w = self.get(Self::res(r, RES_STATE + k as u64)) as i64;
+            }
+            arbiter.load(&state);
+            // A lane the tables do not serve (a class without entries)
+            // still gets the port when nobody else wants it.
+            let picked = arbiter
+                .next(&waiting)
+                .map(|g| g.vl as usize)
+                .or_else(|| (0..16).find(|&vl| waiting[vl].is_some()));
+            arbiter.save(&mut state);
+            for (k, w) in state.iter().enumerate() {
+                self.set(Self::res(r, RES_STATE + k as u64), *w as u64);
+            }
+            let Some(vl) = picked else { break };
+            let Some((vtime, s)) = first[vl] else { break };
+            let units = self.get(Self::slot_res(s, r, SLOT_WAITING));
+            let share = self.get(Self::slot(s, SLOT_SHARE)).max(1);
+            self.set(
+                Self::slot_res(s, r, SLOT_VTIME),
+                vtime.saturating_add(units * VTIME_SCALE / share),
+            );
+            self.set(Self::res(r, RES_CLOCK + vl as u64), vtime);
+            self.set(Self::slot_res(s, r, SLOT_GRANTED), 1);
+            let f = Self::res(r, RES_IN_FLIGHT);
+            self.set(f, self.get(f) + 1);
+            woke = true;
+        }
+        if woke {
+            self.words.wake(Self::res(r, RES_WAKE));
+        }
+    }
+}
+
+fn entry_word(e: ArbEntry) -> u64 {
+    (u64::from(e.vl) << 8) | u64::from(e.weight)
+}
+
+fn process_alive(pid: u64) -> bool {
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    // Signal 0 checks existence only.
+    !matches!(
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
+        Err(nix::errno::Errno::ESRCH)
+    )
+}
+
+/// Permission to send one chunk or run one kernel; given back on drop.
+#[derive(Debug)]
+pub struct Grant<'a> {
+    arbiter: &'a SharedArbiter,
+    slot: u32,
+    resource: Resource,
+    next: u32,
+}
+
+impl Grant<'_> {
+    /// Gives the grant back saying that `bytes` more follow at once (the
+    /// next chunk of the same copy), so that they compete for the next
+    /// turn rather than arrive after it was decided.
+    pub fn then(mut self, bytes: usize) {
+        self.next = u32::try_from(bytes).unwrap_or(u32::MAX);
+    }
+}
+
+impl Drop for Grant<'_> {
+    fn drop(&mut self) {
+        self.arbiter.release(self.slot, self.resource, self.next);
+    }
+}
+
+/// One connection's place in the arbiter.
+#[derive(Debug, Clone)]
+pub struct Lane {
+    arbiter: Arc<SharedArbiter>,
+    slot: u32,
+}
+
+impl Lane {
+    /// The lane of connection `slot`.
+    pub fn new(arbiter: Arc<SharedArbiter>, slot: u32) -> Self {
+        Self { arbiter, slot }
+    }
+
+    /// Waits for the turn of `bytes` of `r` (a launch weighs the same
+    /// whatever `bytes` says).
+    pub fn acquire(&self, r: Resource, bytes: usize) -> Grant<'_> {
+        let bytes = match r {
+            Resource::Launch => LAUNCH_BYTES,
+            Resource::Bulk => u32::try_from(bytes).unwrap_or(u32::MAX),
+        };
+        self.arbiter.acquire(self.slot, r, bytes)
+    }
+
+    /// Moves `total` bytes in chunks of [`CHUNK`], each in its turn:
+    /// `send` gets each chunk's range. The next chunk competes for its turn
+    /// as the previous one ends; a failure ends the copy.
+    pub fn chunked<E>(
+        &self,
+        total: usize,
+        mut send: impl FnMut(std::ops::Range<usize>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut at = 0;
+        while at < total {
+            let len = (total - at).min(CHUNK);
+            let grant = self.acquire(Resource::Bulk, len);
+            send(at..at + len)?;
+            at += len;
+            if at < total {
+                grant.then((total - at).min(CHUNK));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The QoS of one port, in the listener.
+#[derive(Debug)]
+pub struct PortQos {
+    shared: Arc<SharedArbiter>,
+    state: Mutex<PortState>,
+}
+
+#[derive(Debug)]
+struct PortState {
+    table: Table,
+    free: Vec<u32>,
+}
+
+/// A class that the port cannot admit.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum QosRefusal {
+    /// The table model refused it.
+    #[error("service class {asked} does not fit this server: {why}{fits}")]
+    NoRoom {
+        /// The class asked for.
+        asked: String,
+        /// The table model's reason.
+        why: Refusal,
+        /// What would still fit, as a sentence.
+        fits: String,
+    },
+    /// More than the tenant's class.
+    #[error("service class {asked} is more than tenant `{tenant}` may have ({ceiling})")]
+    AboveCeiling {
+        /// The class asked for.
+        asked: String,
+        /// The tenant.
+        tenant: String,
+        /// The tenant's class.
+        ceiling: String,
+    },
+    /// The client's class could not be read.
+    #[error("RCUD_QOS {0:?} cannot be read: {1}")]
+    Unreadable(String, String),
+    /// Every slot of the arbiter is taken.
+    #[error("the server arbitrates {MAX_SLOTS} connections at most")]
+    Full,
+}
+
+/// A connection's admission; released when dropped (the connection ended).
+#[derive(Debug)]
+pub struct QosTicket {
+    port: Arc<PortQos>,
+    slot: u32,
+    connection: Option<ConnectionId>,
+    class: ServiceRequest,
+}
+
+impl QosTicket {
+    /// The connection's slot in the shared arbiter.
+    pub fn slot(&self) -> u32 {
+        self.slot
+    }
+
+    /// The admitted class.
+    pub fn class(&self) -> &ServiceRequest {
+        &self.class
+    }
+}
+
+impl Drop for QosTicket {
+    fn drop(&mut self) {
+        self.port.shared.close_slot(self.slot);
+        let mut state = self.port.state.lock();
+        if let Some(id) = self.connection {
+            if state.table.release(id).is_ok() {
+                self.port.shared.publish(&arbiter_config(&state.table));
+            }
+        }
+        state.free.push(self.slot);
+    }
+}
+
+impl PortQos {
+    /// The QoS of a port with table settings `config`.
+    pub fn new(config: TableConfig) -> io::Result<Arc<Self>> {
+        let table = Table::new(config).map_err(|e| io::Error::other(e.to_string()))?;
+        let shared = Arc::new(SharedArbiter::create()?);
+        shared.publish(&arbiter_config(&table));
+        Ok(Arc::new(Self {
+            shared,
+            state: Mutex::new(PortState {
+                table,
+                free: (0..MAX_SLOTS).rev().collect(),
+            }),
+        }))
+    }
+
+    /// The arbiter, for agents of this process and to hand to agent
+    /// processes.
+    pub fn arbiter(&self) -> &Arc<SharedArbiter> {
+        &self.shared
+    }
+
+    /// Admits a connection: the client's class (`asked`, from its
+    /// `RCUD_QOS`; empty for none) within its tenant's (`ceiling`), or the
+    /// tenant's, or best effort.
+    pub fn admit(
+        self: &Arc<Self>,
+        asked: &str,
+        tenant: Option<(&str, Option<&ServiceRequest>)>,
+    ) -> Result<QosTicket, QosRefusal> {
+        let ceiling = tenant.and_then(|(_, c)| c.copied());
+        let class = if asked.trim().is_empty() {
+            ceiling.unwrap_or(ServiceRequest::BEST_EFFORT)
+        } else {
+            let r: ServiceRequest =
+                asked
+                    .parse()
+                    .map_err(|e: rcud_qos::service::ServiceError| {
+                        QosRefusal::Unreadable(asked.to_owned(), e.to_string())
+                    })?;
+            if let (Some(c), Some((name, _))) = (ceiling, tenant) {
+                if !r.within(&c) {
+                    return Err(QosRefusal::AboveCeiling {
+                        asked: r.to_string(),
+                        tenant: name.to_owned(),
+                        ceiling: c.to_string(),
+                    });
+                }
+            }
+            r
+        };
+        let mut state = self.state.lock();
+        let slot = state.free.pop().ok_or(QosRefusal::Full)?;
+        let admitted = match class.admission(state.table.config()) {
+            None => Ok(None),
+            Some(request) => request
+                .and_then(|req| state.table.admit(req))
+                .map(|a| Some((a.id, a.vl))),
+        };
+        let (connection, vl) = match admitted {
+            Ok(Some((id, vl))) => (Some(id), vl),
+            Ok(None) => (None, low_vl(class.class)),
+            Err(why) => {
+                state.free.push(slot);
+                let fits = match &why {
+                    Refusal::NoRoom { headroom, .. } => format!(
+                        "; what still fits: {:.0} MB/s at this delay bound, {} free entries{}",
+                        headroom.bytes_per_second / 1e6,
+                        headroom.free_entries,
+                        match headroom.smallest_distance {
+                            Some(d) => format!(", a new sequence of distance {d} or more"),
+                            None => String::new(),
+                        }
+                    ),
+                    _ => String::new(),
+                };
+                return Err(QosRefusal::NoRoom {
+                    asked: class.to_string(),
+                    why,
+                    fits,
+                });
+            }
+        };
+        if connection.is_some() {
+            self.shared.publish(&arbiter_config(&state.table));
+        }
+        // Within a lane, shares follow bandwidth (MB/s) or the class weight.
+        let share = match class.bytes_per_second {
+            Some(b) => (b / 1e6).max(1.0) as u64,
+            None => class
+                .class
+                .low_table_default()
+                .map_or(1, |(n, w)| u64::from(n) * u64::from(w)),
+        };
+        self.shared.open_slot(slot, vl, share);
+        drop(state);
+        Ok(QosTicket {
+            port: self.clone(),
+            slot,
+            connection,
+            class,
+        })
+    }
+}
+
+/// The lane of a class without a guarantee.
+fn low_vl(class: TrafficClass) -> u8 {
+    match class {
+        TrafficClass::Pbe => FIRST_LOW_VL,
+        TrafficClass::Be | TrafficClass::Dbts | TrafficClass::Db => FIRST_LOW_VL + 1,
+        TrafficClass::Ch => FIRST_LOW_VL + 2,
+    }
+}
+
+/// The arbiter's tables: the admission table's entries, and the default
+/// low-table shares of the classes without a guarantee.
+fn arbiter_config(table: &Table) -> ArbiterConfig {
+    let mut low = Vec::new();
+    for class in [TrafficClass::Pbe, TrafficClass::Be, TrafficClass::Ch] {
+        if let Some((entries, weight)) = class.low_table_default() {
+            for _ in 0..entries {
+                low.push(ArbEntry {
+                    vl: low_vl(class),
+                    weight,
+                });
+            }
+        }
+    }
+    ArbiterConfig {
+        high: table.arbitration(),
+        low,
+        limit: table.config().high_limit,
+        discipline: Discipline::ConnectX,
+        mtu: table.config().link.mtu,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rcud_qos::admission::Link;
+    use std::sync::atomic::AtomicBool;
+
+    fn port() -> Arc<PortQos> {
+        PortQos::new(TableConfig::new(Link::gbps(100.0, 2048))).unwrap()
+    }
+
+    /// Bytes each of `classes` gets in `run` when all send chunks as fast
+    /// as they can.
+    fn race(port: &Arc<PortQos>, classes: &[&str], run: Duration) -> Vec<u64> {
+        let tickets: Vec<QosTicket> = classes
+            .iter()
+            .map(|c| port.admit(c, None).unwrap())
+            .collect();
+        let stop = Arc::new(AtomicBool::new(false));
+        let threads: Vec<_> = tickets
+            .iter()
+            .map(|t| {
+                let lane = Lane::new(port.arbiter().clone(), t.slot());
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    let mut sent = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        let copy = lane.chunked(64 * CHUNK, |range| {
+                            if stop.load(Ordering::Relaxed) {
+                                return Err(());
+                            }
+                            // Sending the chunk.
+                            std::thread::sleep(Duration::from_micros(50));
+                            sent += range.len() as u64;
+                            Ok(())
+                        });
+                        if copy.is_err() {
+                            break;
+                        }
+                    }
+                    sent
+                })
+            })
+            .collect();
+        std::thread::sleep(run);
+        stop.store(true, Ordering::Relaxed);
+        threads.into_iter().map(|t| t.join().unwrap()).collect()
+    }
+
+    #[test]
+    fn two_bulk_connections_of_weights_three_to_one_share_three_to_one() {
+        let port = port();
+        let sent = race(
+            &port,
+            &["class=db,bandwidth=3GB/s", "class=db,bandwidth=1GB/s"],
+            Duration::from_millis(600),
+        );
+        let ratio = sent[0] as f64 / sent[1] as f64;
+        assert!((ratio / 3.0 - 1.0).abs() < 0.1, "{sent:?}: {ratio}");
+    }
+
+    #[test]
+    fn guaranteed_traffic_goes_before_best_effort_and_idle_lanes_are_skipped() {
+        let port = port();
+        let sent = race(
+            &port,
+            &["class=db,bandwidth=2GB/s", "class=be"],
+            Duration::from_millis(400),
+        );
+        assert!(sent[0] > 4 * sent[1], "{sent:?}");
+        // Alone, best effort takes everything (work conserving).
+        let alone = race(&port, &["class=be"], Duration::from_millis(200));
+        assert!(alone[0] > 0);
+    }
+
+    #[test]
+    fn a_class_that_does_not_fit_is_refused_with_what_fits() {
+        let port = port();
+        let big = port.admit("class=db,bandwidth=10GB/s", None).unwrap();
+        let e = port.admit("class=db,bandwidth=5GB/s", None).unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains("does not fit") && text.contains("what still fits"),
+            "{text}"
+        );
+        drop(big);
+        // Released with the connection.
+        port.admit("class=db,bandwidth=5GB/s", None).unwrap();
+    }
+
+    #[test]
+    fn a_tenant_cannot_ask_for_more_than_its_class() {
+        let port = port();
+        let ceiling: ServiceRequest = "class=db,bandwidth=1GB/s".parse().unwrap();
+        let e = port
+            .admit("class=db,bandwidth=2GB/s", Some(("alice", Some(&ceiling))))
+            .unwrap_err();
+        assert!(matches!(e, QosRefusal::AboveCeiling { .. }), "{e}");
+        let t = port.admit("", Some(("alice", Some(&ceiling)))).unwrap();
+        assert_eq!(t.class(), &ceiling);
+        assert!(matches!(
+            port.admit("class=gold", None),
+            Err(QosRefusal::Unreadable(..))
+        ));
+    }
+
+    #[test]
+    fn a_connection_that_dies_holding_a_grant_does_not_block_the_others() {
+        let port = port();
+        let a = port.admit("class=be", None).unwrap();
+        let b = port.admit("class=be", None).unwrap();
+        let lane_a = Lane::new(port.arbiter().clone(), a.slot());
+        let grant = lane_a.acquire(Resource::Bulk, CHUNK);
+        // The agent is killed: its grant is never dropped, its ticket is.
+        std::mem::forget(grant);
+        drop(a);
+        let lane_b = Lane::new(port.arbiter().clone(), b.slot());
+        let _g = lane_b.acquire(Resource::Bulk, CHUNK);
+    }
+}
