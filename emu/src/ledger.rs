@@ -13,17 +13,16 @@
 //! when it reaps the process ([`Ledger::reclaim`]).
 
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use memmap2::MmapMut;
+use rcud_shm::SharedWords;
 
 /// The shared table of one server.
 #[derive(Debug)]
 pub struct Ledger {
-    map: MmapMut,
-    fd: OwnedFd,
+    words: SharedWords,
     gpus: u32,
     slots: u32,
 }
@@ -31,50 +30,29 @@ pub struct Ledger {
 impl Ledger {
     /// A new table for `gpus` devices and `slots` agents at once, all zero.
     pub fn create(gpus: u32, slots: u32) -> io::Result<Self> {
-        let fd =
-            nix::sys::memfd::memfd_create(c"rcud-ledger", nix::sys::memfd::MFdFlags::MFD_CLOEXEC)
-                .map_err(io::Error::from)?;
-        let file = std::fs::File::from(fd);
-        file.set_len(Self::bytes(gpus, slots)?)?;
-        Self::map(OwnedFd::from(file), gpus, slots)
+        let words = SharedWords::create(c"rcud-ledger", Self::words(gpus, slots)?)?;
+        Ok(Self { words, gpus, slots })
     }
 
     /// The table behind `fd`, made by [`Ledger::create`] with the same sizes
     /// in another process.
     pub fn open(fd: OwnedFd, gpus: u32, slots: u32) -> io::Result<Self> {
-        let file = std::fs::File::from(fd);
-        if file.metadata()?.len() != Self::bytes(gpus, slots)? {
-            return Err(io::Error::other(
-                "the ledger's size does not match its GPU and slot counts",
-            ));
-        }
-        Self::map(OwnedFd::from(file), gpus, slots)
+        let words = SharedWords::open(fd, Self::words(gpus, slots)?).map_err(|_| {
+            io::Error::other("the ledger's size does not match its GPU and slot counts")
+        })?;
+        Ok(Self { words, gpus, slots })
     }
 
-    fn bytes(gpus: u32, slots: u32) -> io::Result<u64> {
+    fn words(gpus: u32, slots: u32) -> io::Result<u64> {
         u64::from(gpus)
             .checked_mul(u64::from(slots) + 1)
-            .and_then(|n| n.checked_mul(8))
-            .filter(|&n| n > 0 && n <= 1 << 30)
+            .filter(|&n| n > 0 && n <= 1 << 27)
             .ok_or_else(|| io::Error::other("ledger size out of range"))
-    }
-
-    fn map(fd: OwnedFd, gpus: u32, slots: u32) -> io::Result<Self> {
-        // SAFETY: the file is a memfd of exactly the mapped size, shared only
-        // with the agent processes of this server, which access it through
-        // atomics alone; no process truncates it.
-        let map = unsafe { MmapMut::map_mut(&std::fs::File::from(fd.try_clone()?))? };
-        Ok(Self {
-            map,
-            fd,
-            gpus,
-            slots,
-        })
     }
 
     /// The descriptor to hand to agent processes.
     pub fn fd(&self) -> BorrowedFd<'_> {
-        self.fd.as_fd()
+        self.words.fd()
     }
 
     /// Number of GPUs and of slots.
@@ -82,23 +60,15 @@ impl Ledger {
         (self.gpus, self.slots)
     }
 
-    fn cell(&self, index: u64) -> &AtomicU64 {
-        let offset = (index * 8) as usize;
-        assert!(offset + 8 <= self.map.len(), "ledger index out of range");
-        // SAFETY: in bounds (checked above), 8-byte aligned (the mapping is
-        // page-aligned and offsets are multiples of 8), and the memory lives
-        // as long as `self`; every process accesses it through atomics only.
-        unsafe { &*(self.map.as_ptr().add(offset) as *const AtomicU64) }
-    }
-
     /// Bytes used on `gpu` by all agents.
     fn used(&self, gpu: u32) -> &AtomicU64 {
-        self.cell(u64::from(gpu))
+        self.words.word(u64::from(gpu))
     }
 
     /// Bytes agent `slot` holds on `gpu`.
     fn held(&self, slot: u32, gpu: u32) -> &AtomicU64 {
-        self.cell(u64::from(self.gpus) + u64::from(slot) * u64::from(self.gpus) + u64::from(gpu))
+        self.words
+            .word(u64::from(self.gpus) + u64::from(slot) * u64::from(self.gpus) + u64::from(gpu))
     }
 
     /// Gives back what the agent in `slot` still held (it has ended), and
