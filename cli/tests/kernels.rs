@@ -275,6 +275,20 @@ fn k_warp_vote() {
     run_and_expect("k_warp_vote", &lines);
 }
 
+#[test]
+fn k_mempool() {
+    let lines = owned(&[
+        "memory pools supported",
+        "reuse: no new reservation",
+        "set UsedMemCurrent -> cudaErrorInvalidValue",
+        "released at synchronization",
+        "destroy the default pool -> cudaErrorInvalidValue",
+        "free a pointer no pool gave -> cudaErrorInvalidValue",
+        "a pool on no device -> cudaErrorInvalidDevice",
+    ]);
+    run_and_expect("k_mempool", &lines);
+}
+
 /// The lines the kernels of k_printf.cu print, each exactly once.
 fn printf_expected() -> Vec<String> {
     let names = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"];

@@ -57,6 +57,7 @@ pub(crate) const PROGRAMS: &[(&str, &[&str], &[&str])] = &[
     ("k_multi", &[], &["--emu-gpus", "2"]),
     ("k_peer", &[], &["--emu-gpus", "2"]),
     ("k_stress", &["100", "7"], &[]),
+    ("k_mempool", &[], &[]),
 ];
 
 /// Limit for one CUDA program run.

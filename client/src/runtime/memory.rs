@@ -28,6 +28,15 @@ impl Runtime {
         if ptr == 0 {
             return Ok(());
         }
+        // Memory of `cudaMallocAsync` may be freed here too, once the work
+        // queued before is done.
+        if let Some((_, _, owner)) = self.allocation(ptr) {
+            if self.pool_owns(ptr) {
+                self.synchronize_device(owner)?;
+                self.pool_free(ptr)?;
+                return Ok(());
+            }
+        }
         let owner = self.allocs.read().get(&ptr).map(|&(_, d)| d);
         // Unknown pointers go to the current device, which rejects them; a
         // pointer freed twice gets the same answer.
@@ -104,6 +113,7 @@ impl Runtime {
         st.forget_remote();
         drop(guard);
         self.allocs.write().retain(|_, &mut (_, owner)| owner != d);
+        self.forget_pools(d);
         Ok(())
     }
 

@@ -31,6 +31,7 @@ mod contexts;
 mod kernels;
 mod loaded;
 mod memory;
+pub mod mempool;
 mod queue;
 mod streams;
 
@@ -204,6 +205,8 @@ fn with_client_managed_memory(
     props.pageable_memory_access = 0;
     props.pageable_memory_access_uses_host_page_tables = 0;
     props.direct_managed_mem_access_from_host = 0;
+    props.memory_pools_supported = 1;
+    props.memory_pool_supported_handle_types = 0;
     let mut attributes: HashMap<i32, i32> = attributes.into_iter().collect();
     for (attr, value) in [
         (DeviceAttr::MANAGED_MEMORY, 1),
@@ -211,6 +214,10 @@ fn with_client_managed_memory(
         (DeviceAttr::PAGEABLE_MEMORY_ACCESS, 0),
         (DeviceAttr::PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES, 0),
         (DeviceAttr::DIRECT_MANAGED_MEM_ACCESS_FROM_HOST, 0),
+        // Pools are the client's too (runtime/mempool.rs), without handles
+        // to share them between processes.
+        (DeviceAttr::MEMORY_POOLS_SUPPORTED, 1),
+        (DeviceAttr::MEMORY_POOL_SUPPORTED_HANDLE_TYPES, 0),
     ] {
         attributes.insert(attr.0, value);
     }
@@ -235,6 +242,8 @@ pub struct Runtime {
     events: Mutex<HashMap<u64, EventState>>,
     contexts: Mutex<contexts::Contexts>,
     loaded: Mutex<loaded::Loaded>,
+    /// Memory pools of `cudaMallocAsync`.
+    pools: Mutex<mempool::Pools>,
     next_handle: AtomicU64,
     printf_sink: OnceLock<PrintfSink>,
     progress: OnceLock<Option<std::thread::Thread>>,
@@ -331,6 +340,7 @@ impl Runtime {
             devices: Vec::new(),
             states: Vec::new(),
             init_error: Some(error),
+            pools: Mutex::default(),
             allocs: RwLock::default(),
             host: Mutex::default(),
             registry: RwLock::default(),

@@ -268,10 +268,12 @@ impl Runtime {
             st.sticky_unseen = false;
             return Err(e);
         }
-        match st.async_error.take() {
-            Some(e) => Err(e),
-            None => Ok(()),
+        if let Some(e) = st.async_error.take() {
+            return Err(e);
         }
+        drop(guard);
+        // What pools hold beyond their release thresholds goes back now.
+        self.trim_pools(d)
     }
 
     /// Starts, or wakes, the thread that sends queued work nobody waits for,

@@ -28,6 +28,7 @@ mod error;
 pub(crate) mod launch;
 pub(crate) mod managed;
 pub(crate) mod memory;
+pub(crate) mod mempool;
 pub(crate) mod pitched;
 pub(crate) mod registration;
 pub(crate) mod stream;

@@ -45,6 +45,7 @@ mod init;
 pub(crate) use init::DRIVER_VERSION;
 mod launch;
 mod memory;
+mod mempool;
 mod module;
 mod stream;
 

@@ -1,0 +1,239 @@
+//! Stream-ordered memory and memory pools (`cudaMallocAsync` and friends);
+//! the pools themselves are the client runtime's (`runtime/mempool.rs`).
+
+use std::ffi::c_void;
+use std::os::raw::c_int;
+
+use rcud_client::runtime::mempool::PoolAttr;
+use rcud_client::Runtime;
+use rcud_proto::CudaError;
+
+use crate::ffi::{guard, write_out, CudaErrorT};
+
+fn rt() -> &'static Runtime {
+    Runtime::global()
+}
+
+/// `cudaMemLocation`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MemLocation {
+    pub(crate) kind: c_int,
+    pub(crate) id: c_int,
+}
+
+/// `cudaMemLocationTypeDevice`.
+pub(crate) const LOCATION_DEVICE: c_int = 1;
+/// `cudaMemAllocationTypePinned`.
+const ALLOCATION_PINNED: c_int = 1;
+
+/// `cudaMemPoolProps` (the fields rcud reads; the rest is reserved).
+#[repr(C)]
+pub(crate) struct MemPoolProps {
+    pub(crate) alloc_type: c_int,
+    pub(crate) handle_types: c_int,
+    pub(crate) location: MemLocation,
+    pub(crate) win32_security_attributes: *mut c_void,
+    pub(crate) max_size: usize,
+    pub(crate) usage: u16,
+    pub(crate) reserved: [u8; 54],
+}
+
+/// `cudaMemAccessDesc`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MemAccessDesc {
+    pub(crate) location: MemLocation,
+    pub(crate) flags: c_int,
+}
+
+/// Reads what `ptr` points to, or fails for NULL.
+fn read_in<T: Copy>(ptr: *const T) -> Result<T, CudaError> {
+    if ptr.is_null() {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    // SAFETY: the CUDA API contract makes input pointers valid for reads of
+    // their type; NULL was rejected above.
+    Ok(unsafe { ptr.read() })
+}
+
+/// The device of a location, which must be a device.
+pub(crate) fn location_device(location: MemLocation) -> Result<i32, CudaError> {
+    if location.kind != LOCATION_DEVICE {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    Ok(location.id)
+}
+
+/// `cudaMemPoolCreate`'s checks, shared with `cuMemPoolCreate`.
+pub(crate) fn pool_create(props: *const MemPoolProps) -> Result<u64, CudaError> {
+    if props.is_null() {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    // SAFETY: non-NULL (checked above) and valid for reads per the API
+    // contract; only plain fields are read.
+    let (alloc_type, handle_types, location, max_size) = unsafe {
+        (
+            (*props).alloc_type,
+            (*props).handle_types,
+            (*props).location,
+            (*props).max_size,
+        )
+    };
+    if alloc_type != ALLOCATION_PINNED {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    // Shareable handles (IPC) need the pool's memory in another process.
+    if handle_types != 0 {
+        return Err(CudaError::NOT_SUPPORTED);
+    }
+    let device = location_device(location)?;
+    rt().mem_pool_create(device, max_size as u64)
+}
+
+/// Reads an attribute value of the type the attribute has.
+pub(crate) fn read_attribute(attr: PoolAttr, value: *const c_void) -> Result<u64, CudaError> {
+    if attr.is_int() {
+        read_in(value as *const c_int).map(|v| v as u64)
+    } else {
+        read_in(value as *const u64)
+    }
+}
+
+/// Writes an attribute value as the type the attribute has.
+pub(crate) fn write_attribute(attr: PoolAttr, out: *mut c_void, v: u64) -> Result<(), CudaError> {
+    if attr.is_int() {
+        write_out(out as *mut c_int, v as c_int)
+    } else {
+        write_out(out as *mut u64, v)
+    }
+}
+
+/// `cudaMemPoolSetAccess`'s loop, shared with the driver.
+pub(crate) fn set_access(
+    pool: u64,
+    descs: *const MemAccessDesc,
+    count: usize,
+) -> Result<(), CudaError> {
+    if count > 0 && descs.is_null() {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    for i in 0..count {
+        // SAFETY: `descs` holds `count` descriptors per the API contract
+        // (non-NULL, checked above).
+        let d = read_in(unsafe { descs.add(i) })?;
+        rt().mem_pool_set_access(pool, location_device(d.location)?, d.flags)?;
+    }
+    Ok(())
+}
+
+with_ptsz! {
+    fn cudaMallocAsync / cudaMallocAsync_ptsz (dev_ptr: *mut *mut c_void, size: usize, stream: *mut c_void) {
+        if dev_ptr.is_null() {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        let ptr = rt().malloc_async(size as u64, stream as u64)?;
+        write_out(dev_ptr, ptr as *mut c_void)
+    }
+}
+
+with_ptsz! {
+    fn cudaMallocFromPoolAsync / cudaMallocFromPoolAsync_ptsz (dev_ptr: *mut *mut c_void, size: usize, pool: *mut c_void, stream: *mut c_void) {
+        if dev_ptr.is_null() {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        let ptr = rt().malloc_from_pool(size as u64, pool as u64, stream as u64)?;
+        write_out(dev_ptr, ptr as *mut c_void)
+    }
+}
+
+with_ptsz! {
+    fn cudaFreeAsync / cudaFreeAsync_ptsz (dev_ptr: *mut c_void, stream: *mut c_void) {
+        rt().free_async(dev_ptr as u64, stream as u64)
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn cudaDeviceGetDefaultMemPool(pool: *mut *mut c_void, device: c_int) -> CudaErrorT {
+    guard(|| write_out(pool, rt().default_mem_pool(device)? as *mut c_void))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaDeviceGetMemPool(pool: *mut *mut c_void, device: c_int) -> CudaErrorT {
+    guard(|| write_out(pool, rt().current_mem_pool(device)? as *mut c_void))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaDeviceSetMemPool(device: c_int, pool: *mut c_void) -> CudaErrorT {
+    guard(|| rt().set_mem_pool(device, pool as u64))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaMemPoolCreate(
+    pool: *mut *mut c_void,
+    props: *const MemPoolProps,
+) -> CudaErrorT {
+    guard(|| {
+        if pool.is_null() {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        write_out(pool, pool_create(props)? as *mut c_void)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaMemPoolDestroy(pool: *mut c_void) -> CudaErrorT {
+    guard(|| rt().mem_pool_destroy(pool as u64))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaMemPoolTrimTo(pool: *mut c_void, keep: usize) -> CudaErrorT {
+    guard(|| rt().mem_pool_trim_to(pool as u64, keep as u64))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaMemPoolSetAttribute(
+    pool: *mut c_void,
+    attr: c_int,
+    value: *mut c_void,
+) -> CudaErrorT {
+    guard(|| {
+        let attr = PoolAttr::from_raw(attr)?;
+        let v = read_attribute(attr, value)?;
+        rt().mem_pool_set_attribute(pool as u64, attr, v)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaMemPoolGetAttribute(
+    pool: *mut c_void,
+    attr: c_int,
+    value: *mut c_void,
+) -> CudaErrorT {
+    guard(|| {
+        let attr = PoolAttr::from_raw(attr)?;
+        let v = rt().mem_pool_get_attribute(pool as u64, attr)?;
+        write_attribute(attr, value, v)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaMemPoolSetAccess(
+    pool: *mut c_void,
+    descs: *const MemAccessDesc,
+    count: usize,
+) -> CudaErrorT {
+    guard(|| set_access(pool as u64, descs, count))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaMemPoolGetAccess(
+    flags: *mut c_int,
+    pool: *mut c_void,
+    location: *mut MemLocation,
+) -> CudaErrorT {
+    guard(|| {
+        let device = location_device(read_in(location as *const MemLocation)?)?;
+        write_out(flags, rt().mem_pool_get_access(pool as u64, device)?)
+    })
+}
