@@ -276,6 +276,20 @@ fn k_warp_vote() {
 }
 
 #[test]
+fn device_limits() {
+    let lines = owned(&[
+        "stack size: 1024",
+        "printf FIFO: 1048576",
+        "malloc heap: 8388608",
+        "32 MiB malloc in a 64 MiB heap: ok",
+        "heap size after a malloc kernel -> cudaErrorInvalidValue",
+        "L2 fetch granularity after asking 256: 128",
+        "an unknown limit -> cudaErrorUnsupportedLimit",
+    ]);
+    run_and_expect("device_limits", &lines);
+}
+
+#[test]
 fn k_mempool() {
     let lines = owned(&[
         "memory pools supported",

@@ -156,6 +156,8 @@ struct Api {
     ctx_destroy: unsafe extern "C" fn(CUcontext) -> Status,
     ctx_set_current: unsafe extern "C" fn(CUcontext) -> Status,
     ctx_synchronize: unsafe extern "C" fn() -> Status,
+    ctx_set_limit: unsafe extern "C" fn(c_int, usize) -> Status,
+    ctx_get_limit: unsafe extern "C" fn(*mut usize, c_int) -> Status,
     mem_alloc: unsafe extern "C" fn(*mut CUdeviceptr, usize) -> Status,
     mem_free: unsafe extern "C" fn(CUdeviceptr) -> Status,
     mem_get_info: unsafe extern "C" fn(*mut usize, *mut usize) -> Status,
@@ -279,6 +281,8 @@ impl Api {
                 ctx_destroy: symbol(lib, "cuCtxDestroy_v2")?,
                 ctx_set_current: symbol(lib, "cuCtxSetCurrent")?,
                 ctx_synchronize: symbol(lib, "cuCtxSynchronize")?,
+                ctx_set_limit: symbol(lib, "cuCtxSetLimit")?,
+                ctx_get_limit: symbol(lib, "cuCtxGetLimit")?,
                 mem_alloc: symbol(lib, "cuMemAlloc_v2")?,
                 mem_free: symbol(lib, "cuMemFree_v2")?,
                 mem_get_info: symbol(lib, "cuMemGetInfo_v2")?,
@@ -610,6 +614,20 @@ impl Context {
         // SAFETY: no arguments; the context is current.
         let status = unsafe { (self.api().ctx_synchronize)() };
         self.api().check(status, "cuCtxSynchronize")
+    }
+
+    /// `cuCtxSetLimit`, then `cuCtxGetLimit`: the value the driver chose.
+    pub fn set_limit(&self, limit: i32, value: u64) -> Result<u64, DriverError> {
+        self.inner.bind()?;
+        let value = usize::try_from(value).unwrap_or(usize::MAX);
+        // SAFETY: plain values; the context is current.
+        let status = unsafe { (self.api().ctx_set_limit)(limit as c_int, value) };
+        self.api().check(status, "cuCtxSetLimit")?;
+        let mut now = 0usize;
+        // SAFETY: a valid out-pointer; the context is current.
+        let status = unsafe { (self.api().ctx_get_limit)(&mut now, limit as c_int) };
+        self.api().check(status, "cuCtxGetLimit")?;
+        Ok(now as u64)
     }
 
     /// `cuMemGetInfo`: (free, total) bytes of the device.

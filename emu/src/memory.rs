@@ -354,6 +354,11 @@ impl DeviceMemory {
 }
 
 impl DeviceMemory {
+    /// Whether kernels' device heap exists (a kernel calling `malloc` ran).
+    pub fn has_heap(&self) -> bool {
+        self.heap.is_some()
+    }
+
     /// Makes the device heap of `len` bytes unless there is one.
     pub fn ensure_heap(&mut self, len: u64) -> Result<(), CudaError> {
         if self.heap.is_none() {

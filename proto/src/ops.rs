@@ -17,6 +17,13 @@ pub const ATTR_MAX_DYNAMIC_SHARED: i32 = 8;
 /// `cudaFuncAttributePreferredSharedMemoryCarveout`.
 pub const ATTR_CARVEOUT: i32 = 9;
 
+/// `cudaLimitStackSize`.
+pub const LIMIT_STACK_SIZE: i32 = 0;
+/// `cudaLimitPrintfFifoSize`.
+pub const LIMIT_PRINTF_FIFO_SIZE: i32 = 1;
+/// `cudaLimitMallocHeapSize`.
+pub const LIMIT_MALLOC_HEAP_SIZE: i32 = 2;
+
 crate::wire_struct! {
     /// What `cudaFuncGetAttributes` reports about a kernel.
     #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -208,6 +215,9 @@ ops! {
     /// destination agent listening at `endpoint` (an endpoint of the same
     /// server instance, from [`req::PeerListen`]), presenting `ticket`.
     0x0042 PeerSend { src: u64, len: u64, endpoint: String, ticket: [u8; 16] } -> {} bulk None;
+    /// `cudaDeviceSetLimit` of a limit the device applies (stack size,
+    /// printf FIFO, malloc heap); the reply carries the value in force.
+    0x0140 SetLimit { limit: i32, value: u64 } -> { value: u64 } bulk None;
 }
 
 /// A failed operation as the server reports it: the CUDA error and, when the

@@ -451,6 +451,14 @@ impl Agent {
                     res.map(|out| rep::LaunchKernel { printf: Blob(out) }),
                 )
             }
+            Request::SetLimit(r) => {
+                let res = self
+                    .ctx_mut()
+                    .map_err(Failure::from)
+                    .and_then(|c| c.set_limit(r.limit, r.value))
+                    .map(|value| rep::SetLimit { value });
+                self.reply(&header, res)
+            }
             Request::PeerListen(_) => {
                 let res = self.peer_listen();
                 self.reply(&header, res)

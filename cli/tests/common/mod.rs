@@ -58,6 +58,7 @@ pub(crate) const PROGRAMS: &[(&str, &[&str], &[&str])] = &[
     ("k_peer", &[], &["--emu-gpus", "2"]),
     ("k_stress", &["100", "7"], &[]),
     ("k_mempool", &[], &[]),
+    ("device_limits", &[], &[]),
 ];
 
 /// Limit for one CUDA program run.

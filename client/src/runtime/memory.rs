@@ -114,6 +114,7 @@ impl Runtime {
         drop(guard);
         self.allocs.write().retain(|_, &mut (_, owner)| owner != d);
         self.forget_pools(d);
+        self.forget_limits(d);
         Ok(())
     }
 

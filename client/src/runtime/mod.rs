@@ -29,6 +29,7 @@ use rcud_transport::bootstrap::TransportKind;
 
 mod contexts;
 mod kernels;
+mod limits;
 mod loaded;
 mod memory;
 pub mod mempool;
@@ -244,6 +245,8 @@ pub struct Runtime {
     loaded: Mutex<loaded::Loaded>,
     /// Memory pools of `cudaMallocAsync`.
     pools: Mutex<mempool::Pools>,
+    /// Limits set with `cudaDeviceSetLimit`: (device, limit) -> value.
+    limits: Mutex<HashMap<(usize, i32), u64>>,
     next_handle: AtomicU64,
     printf_sink: OnceLock<PrintfSink>,
     progress: OnceLock<Option<std::thread::Thread>>,
@@ -341,6 +344,7 @@ impl Runtime {
             states: Vec::new(),
             init_error: Some(error),
             pools: Mutex::default(),
+            limits: Mutex::default(),
             allocs: RwLock::default(),
             host: Mutex::default(),
             registry: RwLock::default(),

@@ -137,3 +137,18 @@ pub extern "C" fn cudaProfilerStart() -> CudaErrorT {
 pub extern "C" fn cudaProfilerStop() -> CudaErrorT {
     guard(|| Ok(()))
 }
+
+#[no_mangle]
+pub extern "C" fn cudaDeviceSetLimit(limit: c_int, value: usize) -> CudaErrorT {
+    guard(|| rt().device_set_limit(limit, value as u64))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaDeviceGetLimit(value: *mut usize, limit: c_int) -> CudaErrorT {
+    guard(|| {
+        if value.is_null() {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        write_out(value, rt().device_get_limit(limit)? as usize)
+    })
+}

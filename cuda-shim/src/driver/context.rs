@@ -8,10 +8,6 @@ use super::{context_device, device, initialized, out, rt, DriverError};
 
 /// What `cuCtxGetApiVersion` reports for every context since CUDA 3.2.
 const CONTEXT_API_VERSION: c_uint = 3020;
-/// `CU_LIMIT_*` values this library answers.
-const LIMIT_STACK_SIZE: c_int = 0;
-const LIMIT_PRINTF_FIFO_SIZE: c_int = 1;
-const LIMIT_MALLOC_HEAP_SIZE: c_int = 2;
 
 /// The handle of `ctx`, or of the current context when `ctx` is NULL, as
 /// the query functions take it.
@@ -149,14 +145,13 @@ driver_fn! { cuCtxSetCacheConfig (config: c_int) {
     Ok(())
 } }
 
+// The runtime's limits: one implementation, in the client runtime.
 driver_fn! { cuCtxGetLimit (value: *mut usize, limit: c_int) {
-    let d = context_device()?;
-    let props = rt().props(d as c_int)?;
-    let v = match limit {
-        LIMIT_STACK_SIZE => 1024,
-        LIMIT_PRINTF_FIFO_SIZE => 1 << 20,
-        LIMIT_MALLOC_HEAP_SIZE => (8 << 20).min(props.total_global_mem as usize),
-        _ => return Err(DriverError(215)),
-    };
-    out(value, v)
+    context_device()?;
+    out(value, rt().device_get_limit(limit)? as usize)
+} }
+
+driver_fn! { cuCtxSetLimit (limit: c_int, value: usize) {
+    context_device()?;
+    Ok(rt().device_set_limit(limit, value as u64)?)
 } }

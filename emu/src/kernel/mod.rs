@@ -47,6 +47,9 @@ pub struct Limits {
     /// shared memory above 48 KiB (static + dynamic) is allowed up to this
     /// many bytes, and never past 163 KiB in all.
     pub max_dynamic_shared: u32,
+    /// Size of the device heap of `malloc` (`cudaLimitMallocHeapSize`),
+    /// made at the first launch of a kernel that calls it.
+    pub heap_bytes: u64,
 }
 
 impl Default for Limits {
@@ -55,6 +58,7 @@ impl Default for Limits {
             timeout: Duration::from_secs(60),
             threads: 0,
             max_dynamic_shared: DEFAULT_SHARED,
+            heap_bytes: DEVICE_HEAP_BYTES,
         }
     }
 }
@@ -428,7 +432,7 @@ fn run_grid(
     if module.kernel_uses_heap(kernel) {
         // Without room for it, every `malloc` returns NULL, as on a GPU
         // whose heap is used up.
-        let _ = memory.ensure_heap(DEVICE_HEAP_BYTES);
+        let _ = memory.ensure_heap(limits.heap_bytes);
     }
     let view = memory.launch_view();
     let total_blocks =

@@ -120,6 +120,7 @@ impl Backend for EmuBackend {
                 timeout: self.kernel_timeout,
                 threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
                 max_dynamic_shared: DEFAULT_SHARED,
+                heap_bytes: rcud_emu::kernel::DEVICE_HEAP_BYTES,
             },
         }))
     }
@@ -443,6 +444,29 @@ impl DeviceContext for EmuContext {
             _ => return Err(CudaError::INVALID_VALUE.into()),
         }
         Ok(())
+    }
+
+    fn set_limit(&mut self, limit: i32, value: u64) -> Result<u64, Failure> {
+        match limit {
+            rcud_proto::ops::LIMIT_MALLOC_HEAP_SIZE => {
+                if self.memory.has_heap() {
+                    return Err(Failure::new(
+                        CudaError::INVALID_VALUE,
+                        "cudaLimitMallocHeapSize cannot change after a kernel that calls malloc has run",
+                    ));
+                }
+                // Reserved lazily at the first such launch, against the
+                // device's memory like any allocation.
+                self.limits.heap_bytes = value;
+                Ok(value)
+            }
+            // Threads' stacks live in the interpreter's frames, and printf
+            // output in a buffer that grows: both take any size.
+            rcud_proto::ops::LIMIT_STACK_SIZE | rcud_proto::ops::LIMIT_PRINTF_FIFO_SIZE => {
+                Ok(value)
+            }
+            _ => Err(CudaError::UNSUPPORTED_LIMIT.into()),
+        }
     }
 
     fn launch(&mut self, launch: &KernelLaunch<'_>) -> Result<Vec<u8>, Failure> {

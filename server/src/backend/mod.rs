@@ -118,6 +118,9 @@ pub trait DeviceContext: Send {
     ) -> Result<(), Failure>;
     /// Runs a kernel to completion; returns its device `printf` output.
     fn launch(&mut self, launch: &KernelLaunch<'_>) -> Result<Vec<u8>, Failure>;
+    /// `cudaDeviceSetLimit` of a limit the device itself applies (stack
+    /// size, printf FIFO, malloc heap): the value now in force.
+    fn set_limit(&mut self, limit: i32, value: u64) -> Result<u64, Failure>;
 }
 
 /// One kernel launch as the client asked for it.

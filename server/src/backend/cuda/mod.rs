@@ -767,6 +767,12 @@ impl DeviceContext for CudaDeviceContext {
         }
     }
 
+    fn set_limit(&mut self, limit: i32, value: u64) -> Result<u64, Failure> {
+        let ctx = self.live()?.clone();
+        // The runtime's and the driver's limit numbers agree.
+        ctx.set_limit(limit, value).map_err(|e| self.note(&e))
+    }
+
     fn launch(&mut self, launch: &KernelLaunch<'_>) -> Result<Vec<u8>, Failure> {
         let ctx = self.live()?.clone();
         self.limits.check(launch.grid, launch.block)?;
