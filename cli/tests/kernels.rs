@@ -409,6 +409,9 @@ fn k_func_attrs() {
         "cudaLaunchKernelExC with a priority: ok",
         "cudaLaunchKernelExC cooperative -> cudaErrorNotSupported",
         "cudaLaunchKernelEx: ok",
+        "cudaFuncGetName(no_shared): _Z9no_sharedPiii",
+        "cudaFuncGetParamCount/ParamInfo: ok",
+        "cudaFuncGetParamInfo past the end -> cudaErrorInvalidValue",
     ]);
     run_variants("k_func_attrs", &[&[]], |_, run| {
         assert_lines(run, &lines);

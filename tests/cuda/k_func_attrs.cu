@@ -216,6 +216,20 @@ int main() {
         CHECK(cudaFree(dout));
     }
 
+    {
+        // Name and parameters of a kernel, from its PTX.
+        const char *name = nullptr;
+        CHECK(cudaFuncGetName(&name, (const void *)no_shared));
+        printf("cudaFuncGetName(no_shared): %s\n", name);
+        size_t count = 0, offset = 0, size = 0;
+        CHECK(cudaFuncGetParamCount((const void *)no_shared, &count));
+        EXPECT(count == 3, "no_shared has 3 parameters, not %zu", count);
+        CHECK(cudaFuncGetParamInfo((const void *)no_shared, 2, &offset, &size));
+        EXPECT(offset == 12 && size == 4, "parameter 2 at %zu, %zu bytes", offset, size);
+        cudaError_t e = cudaFuncGetParamInfo((const void *)no_shared, 3, &offset, &size);
+        printf("cudaFuncGetParamInfo past the end -> %s\n", cudaGetErrorName(e));
+        printf("cudaFuncGetParamCount/ParamInfo: ok\n");
+    }
     printf("PASS\n");
     return 0;
 }

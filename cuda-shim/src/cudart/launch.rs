@@ -192,6 +192,54 @@ pub extern "C" fn cudaFuncGetAttributes(
     })
 }
 
+/// `cudaFuncGetName`: the kernel's (mangled) name, valid for the life of
+/// the process.
+#[no_mangle]
+pub extern "C" fn cudaFuncGetName(
+    name: *mut *const std::os::raw::c_char,
+    func: *const c_void,
+) -> CudaErrorT {
+    guard(|| {
+        if name.is_null() || func.is_null() {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        let n = crate::driver::module::static_name(func as u64)
+            .map_err(|_| CudaError::INVALID_DEVICE_FUNCTION)?;
+        write_out(name, n)
+    })
+}
+
+/// `cudaFuncGetParamCount`, from the kernel's PTX parameter list.
+#[no_mangle]
+pub extern "C" fn cudaFuncGetParamCount(func: *const c_void, count: *mut usize) -> CudaErrorT {
+    guard(|| {
+        let d = rt().current_device()?;
+        write_out(count, rt().kernel_params(d, func as u64)?.len())
+    })
+}
+
+/// `cudaFuncGetParamInfo`: offset and size of parameter `index`.
+#[no_mangle]
+pub extern "C" fn cudaFuncGetParamInfo(
+    func: *const c_void,
+    index: usize,
+    offset: *mut usize,
+    size: *mut usize,
+) -> CudaErrorT {
+    guard(|| {
+        let d = rt().current_device()?;
+        let params = rt().kernel_params(d, func as u64)?;
+        let &(o, s) = params.get(index).ok_or(CudaError::INVALID_VALUE)?;
+        if !offset.is_null() {
+            write_out(offset, o)?;
+        }
+        if !size.is_null() {
+            write_out(size, s)?;
+        }
+        Ok(())
+    })
+}
+
 #[no_mangle]
 pub extern "C" fn cudaFuncSetAttribute(
     func: *const c_void,

@@ -46,7 +46,7 @@ pub(crate) use init::DRIVER_VERSION;
 mod launch;
 mod memory;
 mod mempool;
-mod module;
+pub(crate) mod module;
 mod stream;
 
 /// `CUresult` as the C ABI returns it.

@@ -277,7 +277,7 @@ driver_fn! { cuFuncGetModule (module: *mut u64, function: u64) {
 } }
 
 /// Names handed out stay valid for the life of the process.
-fn static_name(function: u64) -> Result<*const c_char, DriverError> {
+pub(crate) fn static_name(function: u64) -> Result<*const c_char, DriverError> {
     static NAMES: Mutex<Option<HashMap<u64, CString>>> = Mutex::new(None);
     let name = rt().function_name(function)?;
     let mut names = NAMES.lock().map_err(|_| DriverError::UNKNOWN)?;
@@ -294,6 +294,14 @@ driver_fn! { [cuFuncGetName, cuKernelGetName] (name: *mut *const c_char, functio
         return Err(DriverError::INVALID_VALUE);
     }
     out(name, static_name(function)?)
+} }
+
+driver_fn! { [cuFuncGetParamCount, cuKernelGetParamCount] (function: u64, count: *mut usize) {
+    let d = context_device().or_else(|_| library_device())?;
+    if count.is_null() {
+        return Err(DriverError::INVALID_VALUE);
+    }
+    out(count, rt().kernel_params(d, function)?.len())
 } }
 
 driver_fn! { [cuFuncGetParamInfo, cuKernelGetParamInfo] (function: u64, index: usize, offset: *mut usize, size: *mut usize) {
