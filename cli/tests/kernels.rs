@@ -275,6 +275,18 @@ fn k_warp_vote() {
     run_and_expect("k_warp_vote", &lines);
 }
 
+/// Disjoint groups of one warp at one vote, match or reduction each see
+/// only their members (failed before: every lane saw the whole warp).
+#[test]
+fn k_warp_groups() {
+    let lines = owned(&[
+        "warp groups of 32: ok",
+        "warp groups of 16: ok",
+        "warp groups of 8: ok",
+    ]);
+    run_and_expect("k_warp_groups", &lines);
+}
+
 #[test]
 fn device_limits() {
     let lines = owned(&[

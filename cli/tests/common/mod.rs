@@ -59,6 +59,7 @@ pub(crate) const PROGRAMS: &[(&str, &[&str], &[&str])] = &[
     ("k_stress", &["100", "7"], &[]),
     ("k_mempool", &[], &[]),
     ("device_limits", &[], &[]),
+    ("k_warp_groups", &[], &[]),
 ];
 
 /// Limit for one CUDA program run.

@@ -580,6 +580,22 @@ fn pmask(p: &[u32], g: u32) -> u32 {
 }
 
 #[inline(always)]
+/// Per lane of `m`, the lanes it runs a `.sync` warp instruction with: its
+/// member mask (register `mask`) among the lanes running it now, so that
+/// disjoint groups converged on one instruction each see only their own
+/// members. Without a mask, all of `m`.
+fn member_groups(r: &[u64], mask: R, m: u32) -> [u32; 32] {
+    if mask == NONE {
+        return [m; 32];
+    }
+    let mv = get(r, mask);
+    let mut g = [0u32; 32];
+    for l in lanes_of(m) {
+        g[l] = (mv[l] as u32) & m;
+    }
+    g
+}
+
 fn pset(p: &mut [u32], d: P, m: u32, v: u32) {
     let x = &mut p[d as usize];
     *x = (*x & !m) | (v & m);
@@ -2658,16 +2674,30 @@ fn step<'m>(
                     pset(p, dp, m, ok);
                 }
             }
-            Op::Vote { mode, d, a } => {
+            Op::Vote { mode, d, a, mask } => {
                 let pv = pmask(p, a) & m;
+                let groups = member_groups(r, mask, m);
                 match mode {
                     Vote::Ballot => {
-                        let o = [u64::from(pv); 32];
+                        let mut o = [0u64; 32];
+                        for l in lanes_of(m) {
+                            o[l] = u64::from(pv & groups[l]);
+                        }
                         put(r, d, m, &o);
                     }
-                    Vote::All => pset(p, d, m, if pv == m { FULL } else { 0 }),
-                    Vote::Any => pset(p, d, m, if pv != 0 { FULL } else { 0 }),
-                    Vote::Uni => pset(p, d, m, if pv == m || pv == 0 { FULL } else { 0 }),
+                    _ => {
+                        let mut bits = 0u32;
+                        for l in lanes_of(m) {
+                            let (g, v) = (groups[l], pv & groups[l]);
+                            let yes = match mode {
+                                Vote::All => v == g,
+                                Vote::Any => v != 0,
+                                _ => v == g || v == 0,
+                            };
+                            bits |= u32::from(yes) << l;
+                        }
+                        pset(p, d, m, bits);
+                    }
                 }
             }
             Op::Match {
@@ -2676,58 +2706,68 @@ fn step<'m>(
                 d,
                 dp,
                 a,
+                mask,
             } => {
                 let av = get(r, a);
+                let groups = member_groups(r, mask, m);
                 let key = |x: u64| if wide { x } else { x & 0xFFFF_FFFF };
                 let mut o = [0u64; 32];
-                if all {
-                    let first = lanes_of(m).next().map(|l| key(av[l]));
-                    let same = lanes_of(m).all(|l| Some(key(av[l])) == first);
-                    let v = if same { u64::from(m) } else { 0 };
-                    for l in lanes_of(m) {
-                        o[l] = v;
-                    }
-                    put(r, d, m, &o);
-                    if dp != NONE {
-                        pset(p, dp, m, if same { FULL } else { 0 });
-                    }
-                } else {
-                    for l in lanes_of(m) {
-                        let mut eq = 0u32;
-                        for k in lanes_of(m) {
-                            if key(av[k]) == key(av[l]) {
-                                eq |= 1 << k;
-                            }
+                let mut same_bits = 0u32;
+                for l in lanes_of(m) {
+                    let g = groups[l];
+                    let mut eq = 0u32;
+                    for k in lanes_of(g) {
+                        if key(av[k]) == key(av[l]) {
+                            eq |= 1 << k;
                         }
+                    }
+                    if all {
+                        let same = eq == g;
+                        o[l] = if same { u64::from(g) } else { 0 };
+                        same_bits |= u32::from(same) << l;
+                    } else {
                         o[l] = u64::from(eq);
                     }
-                    put(r, d, m, &o);
+                }
+                put(r, d, m, &o);
+                if all && dp != NONE {
+                    pset(p, dp, m, same_bits);
                 }
             }
             Op::Activemask { d } => {
                 let o = [u64::from(m); 32];
                 put(r, d, m, &o);
             }
-            Op::Redux { op, signed, d, a } => {
+            Op::Redux {
+                op,
+                signed,
+                d,
+                a,
+                mask,
+            } => {
                 let av = get(r, a);
-                let mut acc: Option<u32> = None;
+                let groups = member_groups(r, mask, m);
+                let mut o = [0u64; 32];
                 for l in lanes_of(m) {
-                    let x = av[l] as u32;
-                    acc = Some(match acc {
-                        None => x,
-                        Some(v) => match op {
-                            Redux::Add => v.wrapping_add(x),
-                            Redux::Min if signed => (v as i32).min(x as i32) as u32,
-                            Redux::Max if signed => (v as i32).max(x as i32) as u32,
-                            Redux::Min => v.min(x),
-                            Redux::Max => v.max(x),
-                            Redux::And => v & x,
-                            Redux::Or => v | x,
-                            Redux::Xor => v ^ x,
-                        },
-                    });
+                    let mut acc: Option<u32> = None;
+                    for k in lanes_of(groups[l]) {
+                        let x = av[k] as u32;
+                        acc = Some(match acc {
+                            None => x,
+                            Some(v) => match op {
+                                Redux::Add => v.wrapping_add(x),
+                                Redux::Min if signed => (v as i32).min(x as i32) as u32,
+                                Redux::Max if signed => (v as i32).max(x as i32) as u32,
+                                Redux::Min => v.min(x),
+                                Redux::Max => v.max(x),
+                                Redux::And => v & x,
+                                Redux::Or => v | x,
+                                Redux::Xor => v ^ x,
+                            },
+                        });
+                    }
+                    o[l] = u64::from(acc.unwrap_or(0));
                 }
-                let o = [u64::from(acc.unwrap_or(0)); 32];
                 put(r, d, m, &o);
             }
         }

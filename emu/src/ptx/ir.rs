@@ -713,10 +713,13 @@ pub(crate) enum Op {
         b: R,
         c: R,
     },
+    /// `mask`: the `.sync` member mask register ([`NONE`]: the lanes that
+    /// run it together), likewise for `Match` and `Redux`.
     Vote {
         mode: Vote,
         d: u32,
         a: P,
+        mask: R,
     },
     Match {
         all: bool,
@@ -724,6 +727,7 @@ pub(crate) enum Op {
         d: R,
         dp: P,
         a: R,
+        mask: R,
     },
     Activemask {
         d: R,
@@ -733,6 +737,7 @@ pub(crate) enum Op {
         signed: bool,
         d: R,
         a: R,
+        mask: R,
     },
 }
 

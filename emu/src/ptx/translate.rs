@@ -758,6 +758,15 @@ impl Tr<'_, '_> {
         c
     }
 
+    /// The member mask operand at `index` of a `.sync` warp instruction,
+    /// or [`NONE`] when it has none (the old, mask-less forms).
+    fn member_mask(&mut self, o: &[Operand], index: usize) -> Result<R, PtxError> {
+        match o.get(index) {
+            Some(m) => self.src(m, Ty::B32),
+            None => Ok(NONE),
+        }
+    }
+
     fn ops<'o>(&self, i: &'o PInst, n: usize) -> Result<&'o [Operand], PtxError> {
         if i.operands.len() < n {
             return self.err(format!(
@@ -992,7 +1001,8 @@ impl Tr<'_, '_> {
                 } else {
                     self.pred_dst(&o[0])?
                 };
-                self.emit(Op::Vote { mode, d, a });
+                let mask = self.member_mask(o, 2)?;
+                self.emit(Op::Vote { mode, d, a, mask });
                 Ok(())
             }
             "match" => {
@@ -1011,12 +1021,14 @@ impl Tr<'_, '_> {
                     other => (self.dst(other)?, NONE),
                 };
                 let a = self.src(&o[1], t0.unwrap_or(Ty::B32))?;
+                let mask = self.member_mask(o, 2)?;
                 self.emit(Op::Match {
                     all,
                     wide,
                     d,
                     dp,
                     a,
+                    mask,
                 });
                 Ok(())
             }
@@ -1046,7 +1058,14 @@ impl Tr<'_, '_> {
                 let signed = t0.is_some_and(Ty::is_signed);
                 let d = self.dst(&o[0])?;
                 let a = self.src(&o[1], Ty::B32)?;
-                self.emit(Op::Redux { op, signed, d, a });
+                let mask = self.member_mask(o, 2)?;
+                self.emit(Op::Redux {
+                    op,
+                    signed,
+                    d,
+                    a,
+                    mask,
+                });
                 Ok(())
             }
             "atom" | "red" => self.atom(i, base == "red", &mods, t0),
