@@ -287,6 +287,17 @@ fn k_warp_groups() {
     run_and_expect("k_warp_groups", &lines);
 }
 
+/// Vector loads never see half of a racing vector store (failed before:
+/// 16-byte accesses went element by element).
+#[test]
+fn k_vector_race() {
+    let lines = owned(&[
+        "16-byte vector loads that saw two stores: 0",
+        "8-byte vector loads that saw two stores: 0",
+    ]);
+    run_and_expect("k_vector_race", &lines);
+}
+
 #[test]
 fn device_limits() {
     let lines = owned(&[

@@ -513,6 +513,7 @@ impl<'a> Region<'a> {
     region_atomic!(atomic_u16, AtomicU16, 2);
     region_atomic!(atomic_u32, AtomicU32, 4);
     region_atomic!(atomic_u64, AtomicU64, 8);
+    region_atomic!(atomic_u128, portable_atomic::AtomicU128, 16);
 }
 
 impl Drop for DeviceMemory {

@@ -60,6 +60,7 @@ pub(crate) const PROGRAMS: &[(&str, &[&str], &[&str])] = &[
     ("k_mempool", &[], &[]),
     ("device_limits", &[], &[]),
     ("k_warp_groups", &[], &[]),
+    ("k_vector_race", &[], &[]),
 ];
 
 /// Limit for one CUDA program run.

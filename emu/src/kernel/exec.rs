@@ -800,6 +800,44 @@ impl<'m> Mem<'_, '_, 'm> {
         }
     }
 
+    /// A vector of `total` (8 or 16) bytes of global memory as one access,
+    /// as on hardware: a racing store is never seen half done (CUB's
+    /// decoupled look-back relies on it). `None` when the address is not
+    /// global, aligned and inside one allocation: the caller then goes
+    /// element by element and reports the fault.
+    fn load_vector(&mut self, sp: Msp, addr: u64, total: u64) -> Option<u128> {
+        let addr = self.global_address(sp, addr)?;
+        let r = self.region(addr, total)?;
+        match total {
+            8 => r.atomic_u64(addr).map(|a| u128::from(a.load(Relaxed))),
+            16 => r.atomic_u128(addr).map(|a| a.load(Relaxed)),
+            _ => None,
+        }
+    }
+
+    /// The store of [`Mem::load_vector`].
+    fn store_vector(&mut self, sp: Msp, addr: u64, total: u64, v: u128) -> Option<()> {
+        let addr = self.global_address(sp, addr)?;
+        let r = self.region(addr, total)?;
+        match total {
+            8 => r.atomic_u64(addr).map(|a| a.store(v as u64, Relaxed)),
+            16 => r.atomic_u128(addr).map(|a| a.store(v, Relaxed)),
+            _ => None,
+        }
+    }
+
+    /// `addr` of space `sp` as a global address, if it is one.
+    fn global_address(&self, sp: Msp, addr: u64) -> Option<u64> {
+        match sp {
+            Msp::Global => Some(addr),
+            Msp::Generic => match decode(addr) {
+                (Msp::Global, a) => Some(a),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     #[inline(always)]
     fn store(&mut self, sp: Msp, addr: u64, size: u8, v: u64, lane: usize) -> Res<()> {
         let ok = match sp {
@@ -2275,10 +2313,28 @@ fn step<'m>(
                     put(r, d[0], m, &o);
                     advance!();
                 }
+                let bits = u32::from(size) * 8;
+                let elem_mask = if bits == 64 {
+                    u64::MAX
+                } else {
+                    (1u64 << bits) - 1
+                };
                 for l in lanes_of(m) {
                     let addr = bv[l].wrapping_add(add);
                     if n > 1 && !addr.is_multiple_of(total) {
                         fail!(mem.fault(sp, addr, total as u8, l));
+                    }
+                    if n > 1 && (total == 8 || total == 16) {
+                        if let Some(whole) = mem.load_vector(sp, addr, total) {
+                            for (k, &dk) in d.iter().take(n as usize).enumerate() {
+                                let v = (whole >> (k as u32 * bits)) as u64 & elem_mask;
+                                let v = if signed { sext(v, size) } else { v };
+                                if dk != NONE {
+                                    set_lane(r, dk, l, v);
+                                }
+                            }
+                            continue;
+                        }
                     }
                     for (k, &dk) in d.iter().take(n as usize).enumerate() {
                         let v = tri!(mem.load(sp, addr + k as u64 * u64::from(size), size, l));
@@ -2341,10 +2397,25 @@ fn step<'m>(
                     }
                     advance!();
                 }
+                let bits = u32::from(size) * 8;
+                let elem_mask = if bits == 64 {
+                    u64::MAX
+                } else {
+                    (1u64 << bits) - 1
+                };
                 for l in lanes_of(m) {
                     let addr = bv[l].wrapping_add(add);
                     if n > 1 && !addr.is_multiple_of(total) {
                         fail!(mem.fault(sp, addr, total as u8, l));
+                    }
+                    if n > 1 && (total == 8 || total == 16) {
+                        let whole = (0..n as usize).fold(0u128, |acc, k| {
+                            let v = r[s[k] as usize * 32 + l] & elem_mask;
+                            acc | (u128::from(v) << (k as u32 * bits))
+                        });
+                        if mem.store_vector(sp, addr, total, whole).is_some() {
+                            continue;
+                        }
                     }
                     for k in 0..n as usize {
                         let v = r[s[k] as usize * 32 + l];
