@@ -275,6 +275,25 @@ fn k_warp_vote() {
     run_and_expect("k_warp_vote", &lines);
 }
 
+/// Separable compilation: `tests/cuda/rdc/main.cu` and `lib.cu` built with
+/// `-rdc=true`, with the shared and with nvcc's default static runtime
+/// (failed before: the device-linked image holds SASS only).
+#[test]
+fn separable_compilation() {
+    let Some(env) = setup("separable_compilation") else {
+        return;
+    };
+    let lib = common::repo_root().join("tests/cuda/rdc/lib.cu");
+    let lib = lib.to_string_lossy().into_owned();
+    for (variant, runtime) in [("shared", "shared"), ("static", "static")] {
+        let args = ["-arch=sm_80", "-rdc=true", "-cudart", runtime, lib.as_str()];
+        let bin = build_as(env, "rdc/main", &format!("rdc-{variant}"), &args);
+        let run = rcud_run_within(env, None, &bin, &[], KERNEL_RUN_TIMEOUT);
+        run.assert_pass(None);
+        run.assert_line("separate translation units linked: ok");
+    }
+}
+
 /// Disjoint groups of one warp at one vote, match or reduction each see
 /// only their members (failed before: every lane saw the whole warp).
 #[test]

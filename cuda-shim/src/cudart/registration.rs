@@ -20,7 +20,51 @@ pub(crate) fn read_fatbin(wrapper: *const c_void) -> Result<Vec<u8>, String> {
     if data.is_null() {
         return Err("fat binary wrapper without data".into());
     }
-    read_containers(data)
+    let image = read_containers(data)?;
+    if wrapper.version == 2 && wrapper.filename_or_fatbins != 0 {
+        return with_linked_ptx(image, wrapper.filename_or_fatbins as *const *const u8);
+    }
+    Ok(image)
+}
+
+/// Architecture whose PTX the per-object fat binaries of separately
+/// compiled code give (the emulated device's).
+const LINK_PTX_ARCH: u32 = 80;
+
+/// A program built with `-rdc=true` registers the device-linked image,
+/// which holds SASS only; the PTX stays in the per-object fat binaries its
+/// link stub lists (`__cudaPrelinkedFatbins`, NULL-terminated). Their PTX
+/// is linked here as the device linker links their code, and added to the
+/// image as one more container: a real GPU still runs the SASS, the
+/// emulated one the linked PTX.
+fn with_linked_ptx(mut image: Vec<u8>, objects: *const *const u8) -> Result<Vec<u8>, String> {
+    let has_ptx = rcud_fatbin::FatBinary::parse(&image)
+        .map(|f| f.ptx_for(LINK_PTX_ARCH).is_some())
+        .unwrap_or(false);
+    if has_ptx {
+        return Ok(image);
+    }
+    let mut texts = Vec::new();
+    for i in 0.. {
+        // SAFETY: nvcc's link stub passes a NULL-terminated array of
+        // pointers to the objects' fat binaries, static data of the program.
+        let object = unsafe { *objects.add(i) };
+        if object.is_null() {
+            break;
+        }
+        let bytes = read_containers(object)?;
+        let fatbin = rcud_fatbin::FatBinary::parse(&bytes).map_err(|e| e.to_string())?;
+        if let Some(ptx) = fatbin.ptx_for(LINK_PTX_ARCH) {
+            texts.push(ptx.to_string());
+        }
+    }
+    if texts.is_empty() {
+        return Ok(image);
+    }
+    let inputs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let linked = rcud_fatbin::ptx_link::link(&inputs).map_err(|e| e.to_string())?;
+    image.extend(rcud_fatbin::image::wrap_ptx(linked.as_bytes()));
+    Ok(image)
 }
 
 /// Reads the fat binary containers at `data`, which come without a length:
