@@ -239,6 +239,23 @@ CUresult cuCtxSynchronize(void) {
     LEAVE
 }
 
+/* Limits: the three the backend forwards, kept per process. */
+static size_t limits[3] = {1024, 1 << 20, 8 << 20};
+
+CUresult cuCtxSetLimit(int limit, size_t value) {
+    ENTER
+    if (limit < 0 || limit > 2) FAIL(215);
+    limits[limit] = value;
+    LEAVE
+}
+
+CUresult cuCtxGetLimit(size_t *value, int limit) {
+    ENTER
+    if (limit < 0 || limit > 2) FAIL(215);
+    *value = limits[limit];
+    LEAVE
+}
+
 static CUresult alloc(void **p, size_t n, int pinned) {
     ENTER
     if (n == 0) FAIL(INVALID_VALUE);

@@ -791,3 +791,19 @@ fn gpu_dma_buf_export_or_a_clear_refusal() {
         );
     }
 }
+
+#[test]
+fn fake_driver_limits_are_set_through_the_driver() {
+    let Some(b) = fake_backend("fake_driver_limits_are_set_through_the_driver") else {
+        return;
+    };
+    let mut ctx = b.open(0, 0).unwrap();
+    assert_eq!(
+        ctx.set_limit(rcud_proto::ops::LIMIT_MALLOC_HEAP_SIZE, 64 << 20),
+        Ok(64 << 20)
+    );
+    assert_eq!(
+        ctx.set_limit(7, 1).map_err(|f| f.code),
+        Err(CudaError::UNSUPPORTED_LIMIT)
+    );
+}
