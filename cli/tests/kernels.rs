@@ -318,6 +318,19 @@ fn k_vector_race() {
 }
 
 #[test]
+fn library_api() {
+    let lines = owned(&[
+        "library kernel launched: ok",
+        "library variable: ok",
+        "cudaGetKernel: ok",
+        "a kernel the library lacks -> cudaErrorSymbolNotFound",
+        "a variable the library lacks -> cudaErrorSymbolNotFound",
+        "a file that is not there -> cudaErrorFileNotFound",
+    ]);
+    run_and_expect("library_api", &lines);
+}
+
+#[test]
 fn device_limits() {
     let lines = owned(&[
         "stack size: 1024",

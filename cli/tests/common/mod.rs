@@ -61,6 +61,7 @@ pub(crate) const PROGRAMS: &[(&str, &[&str], &[&str])] = &[
     ("device_limits", &[], &[]),
     ("k_warp_groups", &[], &[]),
     ("k_vector_race", &[], &[]),
+    ("library_api", &[], &[]),
 ];
 
 /// Limit for one CUDA program run.

@@ -246,12 +246,21 @@ pub extern "C" fn cudaFuncSetAttribute(
     attr: c_int,
     value: c_int,
 ) -> CudaErrorT {
-    guard(|| match attr {
+    guard(|| set_function_attribute(func, attr, value))
+}
+
+/// `cudaFuncSetAttribute` on the current device.
+pub(crate) fn set_function_attribute(
+    func: *const c_void,
+    attr: c_int,
+    value: c_int,
+) -> Result<(), CudaError> {
+    match attr {
         ATTR_MAX_DYNAMIC_SHARED | ATTR_CARVEOUT => {
             rt().set_kernel_attribute(func as u64, attr, value)
         }
         _ => Err(CudaError::INVALID_VALUE),
-    })
+    }
 }
 
 /// A cache-configuration hint: accepted and ignored, as CUDA does on devices

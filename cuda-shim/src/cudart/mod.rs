@@ -26,6 +26,7 @@ macro_rules! with_ptsz {
 mod device;
 mod error;
 pub(crate) mod launch;
+mod library;
 pub(crate) mod managed;
 pub(crate) mod memory;
 pub(crate) mod mempool;

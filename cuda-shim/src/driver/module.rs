@@ -14,7 +14,7 @@ use crate::cudart::launch::occupancy;
 /// Bytes of a module image in memory, which the API passes without a
 /// length: a fatbin's container headers, an ELF header's tables, or PTX's
 /// terminating NUL tell it.
-fn image_bytes(image: *const c_void) -> Result<Vec<u8>, DriverError> {
+pub(crate) fn image_bytes(image: *const c_void) -> Result<Vec<u8>, DriverError> {
     if image.is_null() {
         return Err(DriverError::INVALID_VALUE);
     }
