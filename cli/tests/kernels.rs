@@ -321,6 +321,7 @@ fn k_vector_race() {
 fn library_api() {
     let lines = owned(&[
         "library kernel launched: ok",
+        "kernels of the library: 1",
         "library variable: ok",
         "cudaGetKernel: ok",
         "a kernel the library lacks -> cudaErrorSymbolNotFound",

@@ -248,6 +248,20 @@ impl FatBinary {
             .map(|e| e.payload.as_slice())
     }
 
+    /// Names of the kernels of every PTX entry, each once, in order (a
+    /// cubin-only image gives none: its kernels are found by name).
+    pub fn kernel_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for e in self.entries.iter().filter(|e| e.kind == EntryKind::Ptx) {
+            for n in e.ptx().map(ptx::entry_names).unwrap_or_default() {
+                if !names.contains(&n) {
+                    names.push(n);
+                }
+            }
+        }
+        names
+    }
+
     /// Parameter layout of kernel `mangled_name`: from `EIATTR_KPARAM_INFO` in the
     /// `.nv.info.<name>` section of the first cubin that has one, else from the
     /// `.entry` signature of the first PTX (highest architecture first) that has

@@ -203,6 +203,23 @@ fn render(toks: &[Tok<'_>]) -> String {
     s
 }
 
+/// Names of the kernels (`.entry`) `ptx` defines, in order, each once.
+pub fn entry_names(ptx: &str) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    let mut after_entry = false;
+    for t in tokenize(ptx) {
+        if after_entry {
+            if let Tok::Word(w) = t {
+                if !names.iter().any(|n| n == w) {
+                    names.push(w.to_string());
+                }
+            }
+        }
+        after_entry = t == Tok::Word(".entry");
+    }
+    names
+}
+
 /// The parameter layout of the kernel `.entry` named `kernel` in `ptx`, or `None`
 /// when the PTX has no such entry.
 pub fn entry_param_layout(ptx: &str, kernel: &str) -> Result<Option<ParamLayout>, PtxError> {
@@ -268,6 +285,15 @@ mod tests {
             .iter()
             .map(|p| (p.offset, p.size))
             .collect()
+    }
+
+    #[test]
+    fn entry_names_in_order_once_each() {
+        let ptx = "// .entry fake in a comment
+            .visible .entry b(.param .u64 p) { ret; }
+            .func helper() { ret; }
+            .visible .entry a() { ret; }";
+        assert_eq!(entry_names(ptx), ["b", "a"]);
     }
 
     #[test]

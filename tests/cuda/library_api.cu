@@ -45,6 +45,12 @@ int main() {
     CHECK(cudaMemcpy(host, data, sizeof host, cudaMemcpyDeviceToHost));
     for (int i = 0; i < 32; i++) EXPECT(host[i] == 5, "element %d is %d", i, host[i]);
     printf("library kernel launched: ok\n");
+    unsigned count = 0;
+    CHECK(cudaLibraryGetKernelCount(&count, lib));
+    cudaKernel_t listed[4] = {};
+    CHECK(cudaLibraryEnumerateKernels(listed, 4, lib));
+    EXPECT(count == 1 && listed[0] == add_k, "kernels listed: %u", count);
+    printf("kernels of the library: %u\n", count);
 
     void *calls = nullptr;
     size_t size = 0;

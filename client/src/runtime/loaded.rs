@@ -70,6 +70,23 @@ impl Runtime {
             .ok_or(CudaError::INVALID_RESOURCE_HANDLE)
     }
 
+    /// Names of the kernels of `module` (`cuLibraryGetKernelCount`,
+    /// `cuLibraryEnumerateKernels`), from its PTX.
+    pub fn module_kernel_names(&self, module: u64) -> Result<Vec<String>, CudaError> {
+        let index = self.module_index(module)?;
+        let image = self
+            .registry
+            .read()
+            .module(index)
+            .cloned()
+            .ok_or(CudaError::INVALID_RESOURCE_HANDLE)?;
+        let names = image
+            .fatbin()
+            .map(|f| f.kernel_names())
+            .map_err(|_| CudaError::INVALID_KERNEL_IMAGE)?;
+        Ok(names)
+    }
+
     /// Whether `module` is a loaded module or library handle.
     pub fn module_exists(&self, module: u64) -> bool {
         self.loaded.lock().modules.contains_key(&module)

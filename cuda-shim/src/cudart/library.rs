@@ -126,6 +126,41 @@ pub extern "C" fn cudaLibraryGetGlobal(
     })
 }
 
+#[no_mangle]
+pub extern "C" fn cudaLibraryGetKernelCount(
+    count: *mut c_uint,
+    library: *mut c_void,
+) -> CudaErrorT {
+    guard(|| {
+        let names = rt().module_kernel_names(library as u64)?;
+        write_out(count, names.len() as c_uint)
+    })
+}
+
+/// `cudaLibraryEnumerateKernels`: the first `capacity` kernels, in the
+/// order the code defines them.
+#[no_mangle]
+pub extern "C" fn cudaLibraryEnumerateKernels(
+    kernels: *mut *mut c_void,
+    capacity: c_uint,
+    library: *mut c_void,
+) -> CudaErrorT {
+    guard(|| {
+        if kernels.is_null() {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        let d = rt().current_device()?;
+        let names = rt().module_kernel_names(library as u64)?;
+        for (i, name) in names.iter().take(capacity as usize).enumerate() {
+            let k = rt().module_function(d, library as u64, name)?;
+            // SAFETY: the caller's array holds `capacity` handles; `i` is
+            // below it.
+            write_out(unsafe { kernels.add(i) }, k as *mut c_void)?;
+        }
+        Ok(())
+    })
+}
+
 /// `cudaGetKernel`: the kernel of a `__global__` function of the program;
 /// the runtime already knows every kernel by its host stub.
 #[no_mangle]

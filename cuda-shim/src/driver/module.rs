@@ -159,6 +159,25 @@ driver_fn! { cuLibraryGetKernel (kernel: *mut u64, library: u64, name: *const c_
     out(kernel, rt().module_function(d, library, name)?)
 } }
 
+driver_fn! { cuLibraryGetKernelCount (count: *mut c_uint, library: u64) {
+    initialized()?;
+    out(count, rt().module_kernel_names(library)?.len() as c_uint)
+} }
+
+driver_fn! { cuLibraryEnumerateKernels (kernels: *mut u64, capacity: c_uint, library: u64) {
+    let d = library_device()?;
+    if kernels.is_null() {
+        return Err(DriverError::INVALID_VALUE);
+    }
+    let names = rt().module_kernel_names(library)?;
+    for (i, name) in names.iter().take(capacity as usize).enumerate() {
+        let k = rt().module_function(d, library, name)?;
+        // SAFETY: the caller's array holds `capacity` handles; `i` is below it.
+        out(unsafe { kernels.add(i) }, k)?;
+    }
+    Ok(())
+} }
+
 // A library is its own module.
 driver_fn! { cuLibraryGetModule (module: *mut u64, library: u64) {
     initialized()?;
