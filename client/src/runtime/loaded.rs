@@ -7,12 +7,14 @@
 //! attributes, batching and reloading after a reset are the runtime's own.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use rcud_fatbin::image::{self, ImageKind};
 use rcud_proto::ops::req;
 use rcud_proto::CudaError;
 
 use super::{report, Runtime};
+use crate::modules::ModuleImage;
 
 /// Modules and functions loaded through the driver API.
 #[derive(Debug, Default)]
@@ -61,6 +63,18 @@ impl Runtime {
         Ok(handle)
     }
 
+    /// The registry index and image of loaded module `module`.
+    fn module_image(&self, module: u64) -> Result<(usize, Arc<ModuleImage>), CudaError> {
+        let index = self.module_index(module)?;
+        let image = self
+            .registry
+            .read()
+            .module(index)
+            .cloned()
+            .ok_or(CudaError::INVALID_RESOURCE_HANDLE)?;
+        Ok((index, image))
+    }
+
     fn module_index(&self, module: u64) -> Result<usize, CudaError> {
         self.loaded
             .lock()
@@ -73,13 +87,7 @@ impl Runtime {
     /// Names of the kernels of `module` (`cuLibraryGetKernelCount`,
     /// `cuLibraryEnumerateKernels`), from its PTX.
     pub fn module_kernel_names(&self, module: u64) -> Result<Vec<String>, CudaError> {
-        let index = self.module_index(module)?;
-        let image = self
-            .registry
-            .read()
-            .module(index)
-            .cloned()
-            .ok_or(CudaError::INVALID_RESOURCE_HANDLE)?;
+        let (_, image) = self.module_image(module)?;
         let names = image
             .fatbin()
             .map(|f| f.kernel_names())
@@ -178,13 +186,7 @@ impl Runtime {
         module: u64,
         name: &str,
     ) -> Result<(u64, u64), CudaError> {
-        let index = self.module_index(module)?;
-        let image = self
-            .registry
-            .read()
-            .module(index)
-            .cloned()
-            .ok_or(CudaError::INVALID_RESOURCE_HANDLE)?;
+        let (index, image) = self.module_image(module)?;
         let module = self.remote_module(d, index, &image)?;
         let reply = self.call(
             d,
