@@ -414,6 +414,48 @@ fn allocation_floods_stop_at_the_tenants_limits() {
 }
 
 #[test]
+fn a_tenants_memory_limit_holds_over_all_its_connections() {
+    let srv = start(Setup::default());
+    let addr = srv.addr();
+    let mut first = attached(addr, &as_tenant(ALICE));
+    let mut second = attached(addr, &as_tenant(ALICE));
+    let malloc = |s: &mut Session, size| s.call(&req::Malloc { size }, &[], &mut []).unwrap();
+    malloc(&mut first, 40 << 20).unwrap();
+    // 40 + 40 MiB over two connections passes alice's 64 MiB.
+    let over = malloc(&mut second, 40 << 20).unwrap_err();
+    assert_eq!(over.code, CudaError::MEMORY_ALLOCATION);
+    assert!(
+        over.message.contains("over all its connections"),
+        "{}",
+        over.message
+    );
+    // The second connection sees what the first left it.
+    let info = second
+        .call(&req::MemGetInfo {}, &[], &mut [])
+        .unwrap()
+        .unwrap();
+    assert!(info.free < 25 << 20, "{info:?}");
+    malloc(&mut second, 16 << 20).unwrap();
+    // What a connection held is given back when it ends.
+    drop(first);
+    let mut got = None;
+    for _ in 0..200 {
+        match malloc(&mut second, 40 << 20) {
+            Ok(r) => {
+                got = Some(r);
+                break;
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+    assert!(
+        got.is_some(),
+        "the first connection's memory was never given back"
+    );
+    works(&mut second);
+}
+
+#[test]
 fn mem_get_info_shows_a_tenant_its_own_budget() {
     let srv = start(Setup::default());
     let addr = srv.addr();

@@ -24,6 +24,7 @@ use thiserror::Error;
 use crate::backend::{Backend, CopyError, DeviceContext, HostSource, KernelLaunch};
 use crate::peer::{self, InstanceId, PeerPort};
 use crate::qos::{Lane, Resource};
+use crate::tenant_memory::MemoryAccount;
 use crate::tenants::ResourceLimits;
 
 /// Largest fat binary a client may ship.
@@ -72,6 +73,9 @@ pub struct Agent {
     /// Its place in the server's QoS arbiter: bulk chunks and kernel
     /// launches wait for their turn.
     qos: Option<Lane>,
+    /// Its share of its tenant's memory limit over all the tenant's
+    /// connections.
+    memory_account: Option<MemoryAccount>,
 }
 
 impl Agent {
@@ -95,6 +99,7 @@ impl Agent {
             peer_port: None,
             peer_ticket: None,
             qos: None,
+            memory_account: None,
         }
     }
 
@@ -118,6 +123,21 @@ impl Agent {
     pub fn with_owner(mut self, owner: impl Into<String>) -> Self {
         self.owner = owner.into();
         self
+    }
+
+    /// Counts this client's device memory in its tenant's account, shared by
+    /// all the tenant's connections.
+    pub fn with_memory_account(mut self, account: Option<MemoryAccount>) -> Self {
+        self.memory_account = account;
+        self
+    }
+
+    /// Brings the tenant's account up to what this client's context holds.
+    fn settle_memory(&mut self) {
+        let held = self.ctx.as_deref().map_or(0, |c| c.memory_held());
+        if let Some(account) = &mut self.memory_account {
+            account.settle(held);
+        }
     }
 
     /// Arbitrates this client's bulk copies and kernel launches on `lane`.
@@ -160,6 +180,30 @@ impl Agent {
         Ok(())
     }
 
+    /// Reserves an allocation of `size` in the tenant's account, which all
+    /// its connections share (settled to the real charge after the request).
+    fn reserve_tenant_memory(&mut self, size: u64) -> Result<(), Failure> {
+        let charge = self
+            .ctx
+            .as_deref()
+            .map_or(size, |c| c.allocation_charge(size));
+        let tenant = self.owner.clone();
+        let Some(account) = &mut self.memory_account else {
+            return Ok(());
+        };
+        if account.reserve(charge) {
+            return Ok(());
+        }
+        Err(Failure::new(
+            CudaError::MEMORY_ALLOCATION,
+            format!(
+                "{tenant}'s device memory limit of {} bytes over all its connections would be exceeded ({} bytes held)",
+                account.limit(),
+                account.tenant_used()
+            ),
+        ))
+    }
+
     /// Loads a module within the client's module limits.
     fn load_module(&mut self, hash: [u8; 32], image: Option<Vec<u8>>) -> Result<u32, Failure> {
         if self.modules >= self.limits.modules {
@@ -196,6 +240,10 @@ impl Agent {
     /// it has one, never what other clients use of the device beyond it.
     fn mem_info(&self, ctx: &dyn DeviceContext) -> (u64, u64) {
         let (free, total) = ctx.mem_info();
+        if let Some(account) = &self.memory_account {
+            let left = account.limit().saturating_sub(account.tenant_used());
+            return (left.min(free), account.limit().min(total));
+        }
         match self.limits.memory {
             Some(limit) if limit < total => {
                 let own = limit.saturating_sub(ctx.memory_held());
@@ -219,7 +267,9 @@ impl Agent {
                     header.kind.0
                 )));
             }
-            self.handle(header)?;
+            let handled = self.handle(header);
+            self.settle_memory();
+            handled?;
         }
     }
 
@@ -294,6 +344,7 @@ impl Agent {
             }
             Request::Malloc(r) => {
                 let res = self.check_allocation(r.size).and_then(|()| {
+                    self.reserve_tenant_memory(r.size)?;
                     self.ctx_mut()
                         .and_then(|c| c.malloc(r.size))
                         .map_err(Failure::from)

@@ -73,6 +73,11 @@ pub struct Admission {
     pub session_key: [u8; PROOF_LEN],
     /// Its slot in the server's QoS arbiter, when the server has one.
     pub qos_slot: Option<u32>,
+    /// Its slot in the table of tenants' memory, when its tenant has a
+    /// memory limit.
+    pub memory_slot: Option<u32>,
+    /// The tenant's position in the tenant file's name order.
+    pub tenant_index: Option<u32>,
 }
 
 impl Admission {
@@ -159,6 +164,8 @@ pub fn admit(
             hello,
             tenant: None,
             qos_slot,
+            memory_slot: None,
+            tenant_index: None,
         });
     };
     let name = hello.tenant.as_str();
@@ -201,8 +208,10 @@ pub fn admit(
     Ok(Admission {
         session_key: auth::session_key(tenant.secret(), name, &hello.nonce, &reply.nonce),
         hello,
+        tenant_index: tenants.index_of(&tenant.name),
         tenant: Some(tenant),
         qos_slot,
+        memory_slot: None,
     })
 }
 
@@ -244,6 +253,8 @@ rcud_proto::wire_struct! {
         pub session_key: [u8; PROOF_LEN],
         /// The QoS slot; `u32::MAX` for none.
         pub qos_slot: u32,
+        /// The tenant-memory slot; `u32::MAX` for none.
+        pub memory_slot: u32,
     }
 }
 
@@ -262,6 +273,7 @@ impl Handover {
                 .unwrap_or_default(),
             session_key: admission.session_key,
             qos_slot: admission.qos_slot.unwrap_or(u32::MAX),
+            memory_slot: admission.memory_slot.unwrap_or(u32::MAX),
         }
     }
 
@@ -278,11 +290,16 @@ impl Handover {
                     return Err("a tenant was handed over, but there is no tenant file".into())
                 }
             };
+        let tenant_index = tenant
+            .as_ref()
+            .and_then(|t| tenants.and_then(|all| all.index_of(&t.name)));
         Ok(Admission {
+            tenant_index,
             hello: self.hello,
             tenant,
             session_key: self.session_key,
             qos_slot: (self.qos_slot != u32::MAX).then_some(self.qos_slot),
+            memory_slot: (self.memory_slot != u32::MAX).then_some(self.memory_slot),
         })
     }
 }

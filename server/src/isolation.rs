@@ -58,6 +58,7 @@ use crate::peer::InstanceId;
 use rcud_emu::ledger::Ledger;
 
 use crate::qos::SharedArbiter;
+use crate::tenant_memory::TenantMemory;
 
 /// How the listener serves each client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -98,6 +99,12 @@ pub const QOS_FLAG: &str = "--qos-arbiter";
 
 /// The descriptor an agent process finds the QoS arbiter on.
 pub const QOS_FD: i32 = 6;
+
+/// Hidden flag handing an agent the table of tenants' memory, `FD:TENANTS`.
+pub const TENANT_MEMORY_FLAG: &str = "--tenant-memory";
+
+/// The descriptor an agent process finds the table of tenants' memory on.
+pub const TENANT_MEMORY_FD: i32 = 7;
 
 /// Hidden flag naming the descriptor the agent reads its client's
 /// admission from ([`Handover`]).
@@ -185,6 +192,7 @@ pub struct AgentLauncher {
     args: Vec<OsString>,
     instance: InstanceId,
     qos: Option<Arc<SharedArbiter>>,
+    tenant_memory: Option<Arc<TenantMemory>>,
 }
 
 impl AgentLauncher {
@@ -197,7 +205,14 @@ impl AgentLauncher {
             args,
             instance: InstanceId::NONE,
             qos: None,
+            tenant_memory: None,
         }
+    }
+
+    /// Agents that count tenants' memory in `table` with the listener.
+    pub(crate) fn with_tenant_memory(mut self, table: Option<Arc<TenantMemory>>) -> Self {
+        self.tenant_memory = table;
+        self
     }
 
     /// Agents that share `arbiter` with the listener.
@@ -273,6 +288,14 @@ impl AgentLauncher {
                 child_fd: QOS_FD,
             });
             cmd.arg(QOS_FLAG).arg(QOS_FD.to_string());
+        }
+        if let Some(table) = &self.tenant_memory {
+            fds.push(FdMapping {
+                parent_fd: table.fd().try_clone_to_owned()?,
+                child_fd: TENANT_MEMORY_FD,
+            });
+            cmd.arg(TENANT_MEMORY_FLAG)
+                .arg(format!("{TENANT_MEMORY_FD}:{}", table.tenants()));
         }
         cmd.fd_mappings(fds).map_err(io::Error::other)?;
         Ok(cmd)

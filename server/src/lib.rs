@@ -17,6 +17,7 @@ pub mod listener;
 mod occupancy;
 pub mod peer;
 pub mod qos;
+pub mod tenant_memory;
 pub mod tenants;
 
 pub use backend::{select_backend, Backend, BackendKind};

@@ -22,6 +22,7 @@ use crate::isolation::{self, AgentLauncher, Agents, Isolation, Limits, Refusals}
 use crate::occupancy::{Lease, Occupancy};
 use crate::peer::InstanceId;
 use crate::qos::{Lane, PortQos, SharedArbiter};
+use crate::tenant_memory::{MemoryAccount, TenantMemory};
 
 /// Most connections in the gate at once; more are dropped unanswered, so a
 /// flood costs a bounded number of threads.
@@ -47,6 +48,9 @@ pub struct Server {
     in_gate: Arc<AtomicUsize>,
     /// Admission and arbitration by service class, when configured.
     qos: Option<Arc<PortQos>>,
+    /// Tenants' memory over all their connections, when a tenant has a
+    /// memory limit.
+    tenant_memory: Option<Arc<TenantMemory>>,
 }
 
 /// Where clients are served.
@@ -95,6 +99,7 @@ impl Server {
             tenants: Arc::default(),
             in_gate: Arc::default(),
             qos: None,
+            tenant_memory: None,
         })
     }
 
@@ -112,6 +117,24 @@ impl Server {
     pub fn with_policy(mut self, policy: Policy) -> Self {
         self.policy = policy;
         self.policy.tls = self.tls.is_some();
+        self.tenant_memory = match &self.policy.tenants {
+            Some(t) if t.any_memory_limit() => {
+                match TenantMemory::create(u32::try_from(t.len()).unwrap_or(u32::MAX)) {
+                    Ok(table) => Some(Arc::new(table)),
+                    Err(e) => {
+                        // Limits still hold per connection.
+                        tracing::error!("cannot share tenants' memory accounts: {e}");
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
+        if let Mode::Process { launcher, .. } = &mut self.mode {
+            *launcher = launcher
+                .clone()
+                .with_tenant_memory(self.tenant_memory.clone());
+        }
         self
     }
 
@@ -135,7 +158,8 @@ impl Server {
         self.mode = Mode::Process {
             launcher: launcher
                 .for_instance(self.instance)
-                .with_qos(self.qos.as_ref().map(|q| q.arbiter().clone())),
+                .with_qos(self.qos.as_ref().map(|q| q.arbiter().clone()))
+                .with_tenant_memory(self.tenant_memory.clone()),
             agents: Arc::new(agents),
         };
         Ok(self)
@@ -277,6 +301,7 @@ impl Server {
             tenants: self.tenants.clone(),
             in_gate: GateGuard::new(self.in_gate.clone()),
             qos: self.qos.clone(),
+            tenant_memory: self.tenant_memory.clone(),
         };
         let setup = AgentSetup {
             backend: self.backend.clone(),
@@ -285,6 +310,7 @@ impl Server {
             instance: self.instance,
             tls: self.tls.clone(),
             qos: self.qos.as_ref().map(|q| q.arbiter().clone()),
+            tenant_memory: self.tenant_memory.clone(),
         };
         let mode = match &self.mode {
             Mode::Thread(live) => Handoff::Thread(live.clone()),
@@ -389,6 +415,8 @@ pub struct AgentSetup {
     pub tls: Option<ServerTls>,
     /// The QoS arbiter, when the server has one.
     pub qos: Option<Arc<SharedArbiter>>,
+    /// Tenants' memory accounts, when a tenant has a memory limit.
+    pub tenant_memory: Option<Arc<TenantMemory>>,
 }
 
 /// Where an admitted connection goes.
@@ -411,6 +439,7 @@ struct Gatekeeper {
     tenants: Arc<Occupancy>,
     in_gate: GateGuard,
     qos: Option<Arc<PortQos>>,
+    tenant_memory: Option<Arc<TenantMemory>>,
 }
 
 impl Gatekeeper {
@@ -456,7 +485,7 @@ impl Gatekeeper {
             },
         );
         drop(self.in_gate);
-        let admission = match admitted {
+        let mut admission = match admitted {
             Ok(a) => a,
             Err(gate::GateError::Refused(why)) => {
                 tracing::warn!(%peer, "client refused: {why}");
@@ -467,6 +496,24 @@ impl Gatekeeper {
                 return;
             }
         };
+        // A tenant with a memory limit counts it over all its connections.
+        let limited = admission
+            .tenant
+            .as_ref()
+            .filter(|t| t.limits.memory.is_some())
+            .and_then(|t| self.policy.tenants.as_ref()?.index_of(&t.name));
+        if let (Some(table), Some(index)) = (&self.tenant_memory, limited) {
+            match table.open_slot(index) {
+                Some(slot) => {
+                    admission.memory_slot = Some(slot.slot());
+                    lease.add_memory_slot(slot);
+                }
+                None => {
+                    tracing::error!(%peer, "no free slot in the table of tenants' memory; closing");
+                    return;
+                }
+            }
+        }
         match handoff {
             Handoff::Thread(live) => {
                 let _live = LiveGuard::new(live);
@@ -550,6 +597,7 @@ pub fn serve_admitted(stream: TcpStream, admission: &Admission, setup: &AgentSet
                 .zip(admission.qos_slot)
                 .map(|(arbiter, slot)| Lane::new(arbiter, slot)),
         )
+        .with_memory_account(memory_account(admission, setup))
         .with_instance(setup.instance)
         .run()
     {
@@ -560,6 +608,17 @@ pub fn serve_admitted(stream: TcpStream, admission: &Admission, setup: &AgentSet
             tracing::warn!(%peer, %client, tenant, "closing connection: {e}; its resources are released")
         }
     }
+}
+
+/// The tenant-wide memory account of an admitted connection, if its
+/// tenant has a memory limit and the server shares the accounts.
+fn memory_account(admission: &Admission, setup: &AgentSetup) -> Option<MemoryAccount> {
+    let table = setup.tenant_memory.clone()?;
+    let slot = admission.memory_slot?;
+    let tenant = admission.tenant.as_ref()?;
+    let limit = tenant.limits.memory?;
+    let index = admission.tenant_index?;
+    Some(MemoryAccount::new(table, slot, index, limit))
 }
 
 /// TLS and its binding when the server speaks it, then the transport the

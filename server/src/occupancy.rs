@@ -55,7 +55,11 @@ impl Drop for Ticket {
 
 /// The tickets one connection holds, and its QoS admission.
 #[derive(Debug, Default)]
-pub(crate) struct Lease(Vec<Ticket>, Option<crate::qos::QosTicket>);
+pub(crate) struct Lease(
+    Vec<Ticket>,
+    Option<crate::qos::QosTicket>,
+    Option<crate::tenant_memory::MemorySlot>,
+);
 
 impl Lease {
     pub(crate) fn add(&mut self, ticket: Ticket) {
@@ -64,6 +68,10 @@ impl Lease {
 
     pub(crate) fn add_qos(&mut self, ticket: crate::qos::QosTicket) {
         self.1 = Some(ticket);
+    }
+
+    pub(crate) fn add_memory_slot(&mut self, slot: crate::tenant_memory::MemorySlot) {
+        self.2 = Some(slot);
     }
 }
 

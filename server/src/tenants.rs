@@ -264,6 +264,20 @@ impl Tenants {
         })
     }
 
+    /// The position of tenant `name` in name order (the same in the
+    /// listener and in agent processes, which read the same file).
+    pub fn index_of(&self, name: &str) -> Option<u32> {
+        self.by_name
+            .keys()
+            .position(|n| n == name)
+            .and_then(|i| u32::try_from(i).ok())
+    }
+
+    /// Whether some tenant has a `memory` limit.
+    pub fn any_memory_limit(&self) -> bool {
+        self.by_name.values().any(|t| t.limits.memory.is_some())
+    }
+
     /// A tenant by name.
     pub fn get(&self, name: &str) -> Option<&Arc<Tenant>> {
         self.by_name.get(name)

@@ -226,3 +226,53 @@ fn agent_processes_share_the_listeners_qos_arbiter() {
     }
     assert!(again.is_some(), "the reservation outlived its agent");
 }
+
+#[test]
+fn a_tenants_memory_limit_holds_across_agent_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let tenants = dir.path().join("tenants.toml");
+    std::fs::write(
+        &tenants,
+        "[tenants.alice]\nsecret = \"alice-secret-0123456789\"\nmemory = \"64MiB\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&tenants, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let server = ServerProc::start(&["--auth-file", &tenants.to_string_lossy()]);
+    let attach = |name: &str| {
+        let mut c = Conn::connect_as(server.addr(), name, Some(&alice()))
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        c.call(
+            &rcud_proto::ops::req::Attach { gpu: 0, window: 0 },
+            &[],
+            &mut [],
+        )
+        .expect("transport")
+        .expect("attach");
+        c
+    };
+    let malloc = |c: &mut Conn, size: u64| {
+        c.call(&rcud_proto::ops::req::Malloc { size }, &[], &mut [])
+            .expect("transport")
+    };
+    let mut first = attach("first");
+    let mut second = attach("second");
+    malloc(&mut first, 40 << 20).expect("40 MiB of 64");
+    let over = malloc(&mut second, 40 << 20).expect_err("80 MiB of 64 over two agents");
+    assert!(
+        over.message.contains("over all its connections"),
+        "{}",
+        over.message
+    );
+    // The agent of the first connection ends; the listener gives its
+    // memory back when it reaps it.
+    drop(first);
+    let mut got = false;
+    for _ in 0..200 {
+        if malloc(&mut second, 40 << 20).is_ok() {
+            got = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    assert!(got, "the first agent's memory was never given back");
+}

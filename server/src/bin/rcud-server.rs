@@ -22,6 +22,7 @@ use rcud_server::isolation::{self, AgentLauncher, Isolation, Limits};
 use rcud_server::listener::{serve_admitted, AgentSetup};
 use rcud_server::peer::InstanceId;
 use rcud_server::qos::{PortQos, SharedArbiter};
+use rcud_server::tenant_memory::TenantMemory;
 use rcud_server::tenants::Tenants;
 use rcud_server::{select_backend, Backend, Server};
 use rcud_transport::tls::ServerTls;
@@ -110,6 +111,9 @@ struct Args {
     /// MTU of the QoS port, for the table's slot times.
     #[arg(long, default_value_t = 2048, requires = "qos_link")]
     qos_mtu: u32,
+    /// Agent process: the listener's table of tenants' memory, `FD:TENANTS`.
+    #[arg(long = "tenant-memory", hide = true, requires = "agent_fd")]
+    tenant_memory: Option<String>,
     /// Agent process: the descriptor of the listener's QoS arbiter.
     #[arg(long = "qos-arbiter", hide = true, requires = "agent_fd")]
     qos_arbiter: Option<i32>,
@@ -409,6 +413,13 @@ fn agent_main(fd: i32, args: &Args) -> ExitCode {
         }
         None => None,
     };
+    let tenant_memory = match tenant_memory_of(args) {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::error!("{e}");
+            return ExitCode::from(AGENT_SETUP_FAILED);
+        }
+    };
     let setup = AgentSetup {
         backend,
         tcp: TcpOptions::default(),
@@ -416,6 +427,7 @@ fn agent_main(fd: i32, args: &Args) -> ExitCode {
         instance: args.instance_id.unwrap_or_default(),
         tls,
         qos,
+        tenant_memory,
     };
     serve_admitted(stream, &admission, &setup);
     ExitCode::SUCCESS
@@ -441,6 +453,20 @@ fn agent_backend(args: &Args) -> Result<Arc<dyn Backend>, String> {
     let emu = EmuBackend::with_ledger(&args.emu(), Arc::new(ledger), slot)
         .map_err(|e| format!("memory ledger: {e}"))?;
     Ok(Arc::new(emu))
+}
+
+/// The listener's table of tenants' memory, when it handed one over.
+fn tenant_memory_of(args: &Args) -> Result<Option<Arc<TenantMemory>>, String> {
+    let Some(spec) = &args.tenant_memory else {
+        return Ok(None);
+    };
+    let bad = || format!("--tenant-memory {spec}: expected FD:TENANTS");
+    let (fd, tenants) = spec.split_once(':').ok_or_else(bad)?;
+    let fd: i32 = fd.parse().map_err(|_| bad())?;
+    let tenants: u32 = tenants.parse().map_err(|_| bad())?;
+    let table = TenantMemory::open(adopt_fd(fd, "/memfd:")?, tenants)
+        .map_err(|e| format!("tenants' memory: {e}"))?;
+    Ok(Some(Arc::new(table)))
 }
 
 /// The client's admission, as the listener handed it over.
