@@ -317,6 +317,12 @@ fn k_vector_race() {
     run_and_expect("k_vector_race", &lines);
 }
 
+/// `warpSize` (PTX's `WARP_SZ`) as a loop bound and in arithmetic.
+#[test]
+fn k_warp_size() {
+    run_and_expect("k_warp_size", &owned(&["warpSize in kernels: ok"]));
+}
+
 #[test]
 fn library_api() {
     let lines = owned(&[

@@ -62,6 +62,7 @@ pub(crate) const PROGRAMS: &[(&str, &[&str], &[&str])] = &[
     ("k_warp_groups", &[], &[]),
     ("k_vector_race", &[], &[]),
     ("library_api", &[], &[]),
+    ("k_warp_size", &[], &[]),
 ];
 
 /// Limit for one CUDA program run.
