@@ -196,13 +196,7 @@ fn agent_processes_share_the_listeners_qos_arbiter() {
     let mut small =
         Conn::connect_qos(server.addr(), "small", "class=be").unwrap_or_else(|e| panic!("{e:?}"));
     for c in [&mut big, &mut small] {
-        c.call(
-            &rcud_proto::ops::req::Attach { gpu: 0, window: 0 },
-            &[],
-            &mut [],
-        )
-        .expect("transport")
-        .expect("attach");
+        c.attach();
         let len = 3 << 20;
         let ptr = c.malloc(len as u64);
         let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
@@ -241,13 +235,7 @@ fn a_tenants_memory_limit_holds_across_agent_processes() {
     let attach = |name: &str| {
         let mut c = Conn::connect_as(server.addr(), name, Some(&alice()))
             .unwrap_or_else(|e| panic!("{e:?}"));
-        c.call(
-            &rcud_proto::ops::req::Attach { gpu: 0, window: 0 },
-            &[],
-            &mut [],
-        )
-        .expect("transport")
-        .expect("attach");
+        c.attach();
         c
     };
     let malloc = |c: &mut Conn, size: u64| {

@@ -130,19 +130,13 @@ impl Runtime {
     /// `cuModuleGetFunction`, checked on device `d`: the same handle for the
     /// same name; `SYMBOL_NOT_FOUND` when the module has no such kernel.
     pub fn module_function(&self, d: usize, module: u64, name: &str) -> Result<u64, CudaError> {
-        let index = self.module_index(module)?;
         let key = (module, name.to_string());
         if let Some(&f) = self.loaded.lock().functions.get(&key) {
             return Ok(f);
         }
         // A name the image does not have is an answer, not a failure to
         // report: asked before anything is sent.
-        let image = self
-            .registry
-            .read()
-            .module(index)
-            .cloned()
-            .ok_or(CudaError::INVALID_RESOURCE_HANDLE)?;
+        let (index, image) = self.module_image(module)?;
         if let Err(why) = image.param_layout(name) {
             tracing::debug!("cuModuleGetFunction({name}): {why}");
             return Err(CudaError::SYMBOL_NOT_FOUND);

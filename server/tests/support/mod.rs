@@ -331,10 +331,15 @@ impl Conn {
     /// Connects, handshakes and attaches to GPU 0; panics on failure.
     pub fn attached(addr: &str, name: &str) -> Self {
         let mut c = Conn::connect(addr, name).unwrap_or_else(|e| panic!("connect: {e:?}"));
-        c.call(&req::Attach { gpu: 0, window: 0 }, &[], &mut [])
+        c.attach();
+        c
+    }
+
+    /// Attaches to GPU 0; panics on failure.
+    pub fn attach(&mut self) {
+        self.call(&req::Attach { gpu: 0, window: 0 }, &[], &mut [])
             .expect("transport")
             .expect("attach");
-        c
     }
 
     /// Connects over TLS with `credentials`, trusting `tls`.
