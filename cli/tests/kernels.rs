@@ -883,3 +883,32 @@ fn start_victim(
     std::thread::sleep(Duration::from_millis(300));
     victim
 }
+
+#[test]
+fn k_graphs() {
+    let lines = owned(&[
+        "explicit graph queries: ok",
+        "explicit graph launched 3 times: ok",
+        "host source read at launch: ok",
+        "exec kernel node parameters: ok",
+        "disabled node skipped: ok",
+        "graph exec update: ok",
+        "update with another topology -> cudaErrorGraphExecUpdateFailure",
+        "child graph then a 4-byte memset: ok",
+        "child graph's work: ok",
+        "DOT output: ok",
+        "captured graph: stream a: ok",
+        "captured graph: stream b joined back: ok",
+        "cudaEventQuery on a captured event -> cudaErrorCapturedEvent",
+        "cudaMalloc while capturing (global) -> cudaErrorStreamCaptureUnsupported",
+        "end an invalidated capture -> cudaErrorStreamCaptureInvalidated",
+        "capture modes: ok",
+        "synchronize a capturing stream -> cudaErrorStreamCaptureUnsupported",
+        "end after the invalidation -> cudaErrorStreamCaptureInvalidated",
+        "end with b not joined -> cudaErrorStreamCaptureUnjoined",
+        "end a capture never begun -> cudaErrorIllegalState",
+        "capture the legacy stream -> cudaErrorStreamCaptureUnsupported",
+        "PASS",
+    ]);
+    run_and_expect("k_graphs", &lines);
+}

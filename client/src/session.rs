@@ -115,6 +115,9 @@ pub enum Completion {
     Event(u64),
     /// A host function to run once everything queued before it has completed.
     Callback(Box<dyn FnOnce() + Send>),
+    /// A graph launch: its reply carries `printf` output and a timestamp for
+    /// each of these events, in order.
+    Graph(Vec<u64>),
 }
 
 impl std::fmt::Debug for Completion {
@@ -125,6 +128,7 @@ impl std::fmt::Debug for Completion {
             Completion::ToHost(_) => "ToHost",
             Completion::Event(_) => "Event",
             Completion::Callback(_) => "Callback",
+            Completion::Graph(_) => "Graph",
         })
     }
 }
@@ -457,6 +461,15 @@ impl Session {
                 .map(|r| r.map(|r| outcome.printf.extend_from_slice(&r.printf.0))),
             Completion::Event(event) => ops::decode_reply::<ops::rep::EventRecord>(body)
                 .map(|r| r.map(|r| outcome.events.push((*event, r.timestamp_ns)))),
+            Completion::Graph(events) => {
+                ops::decode_reply::<ops::rep::GraphLaunch>(body).map(|r| {
+                    r.map(|r| {
+                        outcome.printf.extend_from_slice(&r.printf.0);
+                        let stamps = events.iter().copied().zip(r.timestamps);
+                        outcome.events.extend(stamps);
+                    })
+                })
+            }
             // Replies without fields: a status only.
             _ => ops::decode_reply::<ops::rep::DeviceSynchronize>(body).map(|r| r.map(|_| ())),
         };

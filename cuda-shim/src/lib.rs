@@ -11,6 +11,7 @@ pub(crate) mod abi;
 mod cudart;
 mod driver;
 mod ffi;
+mod graph;
 
 /// Functions of the CUDA runtime that rcud does not implement yet.
 #[allow(

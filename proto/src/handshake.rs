@@ -28,7 +28,7 @@ use crate::codec::{DecodeError, Wire};
 pub const MAGIC: [u8; 4] = *b"RCUD";
 /// Protocol version spoken by this build. The major part must match.
 /// 4: tenants, challenge–response authentication and TLS.
-pub const PROTOCOL_VERSION: u16 = 5;
+pub const PROTOCOL_VERSION: u16 = 6;
 /// Largest hello accepted, so garbage cannot make the server wait for megabytes.
 pub const MAX_HELLO: u32 = 4096;
 /// First byte of a TLS record carrying a handshake: what a TLS client sends

@@ -218,6 +218,59 @@ ops! {
     /// `cudaDeviceSetLimit` of a limit the device applies (stack size,
     /// printf FIFO, malloc heap); the reply carries the value in force.
     0x0140 SetLimit { limit: i32, value: u64 } -> { value: u64 } bulk None;
+    /// Fill `height` rows of `width` elements of `element` bytes (1, 2 or
+    /// 4), `pitch` bytes apart, with the low `element` bytes of `value`
+    /// (`cuMemsetD32`, a graph's memset node).
+    0x0053 MemsetElements { dst: u64, pitch: u64, value: u32, element: u32, width: u64, height: u64 } -> {} bulk None;
+    /// Keeps the device work of an instantiated graph on the server: each
+    /// step is a request of a device-only operation ([`GraphStep`]), and
+    /// [`req::GraphLaunch`] runs them all, in order, as one message.
+    0x0050 GraphUpload { steps: Vec<GraphStep> } -> { graph: u32 } bulk None;
+    /// Runs an uploaded graph. The reply carries the kernels' `printf`
+    /// output and one timestamp per event-record step, in step order.
+    0x0051 GraphLaunch { graph: u32 } -> { printf: Blob, timestamps: Vec<u64> } bulk None;
+    /// Forgets an uploaded graph.
+    0x0052 GraphDestroy { graph: u32 } -> {} bulk None;
+}
+
+crate::wire_struct! {
+    /// One step of an uploaded graph: the op id and encoded body of a
+    /// request the server could run on its own (a kernel launch, a copy
+    /// between device addresses, a memset or an event record).
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct GraphStep {
+        /// The request's op id.
+        pub op: u16,
+        /// Its encoded body.
+        pub body: Blob,
+    }
+}
+
+impl GraphStep {
+    /// The step that runs `req`.
+    pub fn of<O: Op>(req: &O) -> Self {
+        let mut body = Vec::new();
+        req.encode(&mut Writer::new(&mut body));
+        Self {
+            op: O::ID.0,
+            body: Blob(body),
+        }
+    }
+
+    /// The step's request, if it is one a graph may hold.
+    pub fn request(&self) -> Result<Request, DecodeError> {
+        let req = Request::decode(self.op, &self.body.0)?;
+        match req {
+            Request::LaunchKernel(_)
+            | Request::MemcpyDtoD(_)
+            | Request::Memcpy2DDtoD(_)
+            | Request::Memset(_)
+            | Request::Memset2D(_)
+            | Request::MemsetElements(_)
+            | Request::EventRecord(_) => Ok(req),
+            _ => Err(DecodeError::Invalid("operation in a graph")),
+        }
+    }
 }
 
 /// A failed operation as the server reports it: the CUDA error and, when the
@@ -372,6 +425,37 @@ mod tests {
             let _ = decode_reply::<rep::GetDeviceInfo>(&body);
             let _ = decode_reply::<rep::LaunchKernel>(&body);
             let _ = decode_reply::<rep::PeerListen>(&body);
+            let _ = decode_reply::<rep::GraphLaunch>(&body);
+        }
+    }
+
+    #[test]
+    fn graph_steps_hold_device_work_only() {
+        let launch = req::LaunchKernel {
+            function: 1,
+            grid: [1, 1, 1],
+            block: [32, 1, 1],
+            shared_mem: 0,
+            stream: 0,
+            params: Blob(vec![9; 8]),
+        };
+        let step = GraphStep::of(&launch);
+        assert_eq!(step.request(), Ok(Request::LaunchKernel(launch)));
+        let upload = req::GraphUpload {
+            steps: vec![step, GraphStep::of(&req::EventRecord {})],
+        };
+        let body = to_vec(&upload);
+        assert_eq!(
+            Request::decode(0x0050, &body),
+            Ok(Request::GraphUpload(upload))
+        );
+        // A graph cannot carry host data, allocate, or nest graphs.
+        for bad in [
+            GraphStep::of(&req::Malloc { size: 4 }),
+            GraphStep::of(&req::MemcpyHtoD { dst: 0, len: 4 }),
+            GraphStep::of(&req::GraphLaunch { graph: 1 }),
+        ] {
+            assert!(bad.request().is_err());
         }
     }
 

@@ -10,6 +10,7 @@
 //! the server meets the agent of the other GPU on the server host
 //! ([`crate::peer`]).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,6 +30,24 @@ use crate::tenants::ResourceLimits;
 
 /// Largest fat binary a client may ship.
 pub const MAX_MODULE: u64 = 256 << 20;
+/// Most bytes of uploaded graph steps one client may keep on the server.
+pub const MAX_GRAPH_BYTES: u64 = 64 << 20;
+
+/// The device work of an instantiated graph, kept on the server.
+struct UploadedGraph {
+    steps: Vec<Request>,
+    /// Encoded size, counted against [`MAX_GRAPH_BYTES`].
+    bytes: u64,
+}
+
+/// What device steps return beyond their status.
+#[derive(Default)]
+struct StepOutput {
+    /// Device `printf` output of the kernels, in order.
+    printf: Vec<u8>,
+    /// Server time at each event record, in nanoseconds.
+    timestamps: Vec<u64>,
+}
 
 /// Why an agent stopped serving its connection.
 #[derive(Debug, Error)]
@@ -76,6 +95,10 @@ pub struct Agent {
     /// Its share of its tenant's memory limit over all the tenant's
     /// connections.
     memory_account: Option<MemoryAccount>,
+    /// Uploaded graphs: id -> steps, and the bytes they hold.
+    graphs: HashMap<u32, Arc<UploadedGraph>>,
+    graph_bytes: u64,
+    next_graph: u32,
 }
 
 impl Agent {
@@ -100,6 +123,9 @@ impl Agent {
             peer_ticket: None,
             qos: None,
             memory_account: None,
+            graphs: HashMap::new(),
+            graph_bytes: 0,
+            next_graph: 1,
         }
     }
 
@@ -339,6 +365,8 @@ impl Agent {
                 self.sticky = None;
                 (self.allocations, self.modules, self.functions) = (0, 0, 0);
                 self.module_memory = 0;
+                self.graphs.clear();
+                self.graph_bytes = 0;
                 let res = self.ctx_mut().map(|c| c.reset());
                 self.reply(&header, res.map(|()| rep::DeviceReset {}))
             }
@@ -361,14 +389,13 @@ impl Agent {
                 }
                 self.reply(&header, res.map(|()| rep::Free {}))
             }
-            Request::MemcpyDtoD(r) => {
-                let res = self
-                    .ctx_mut()
-                    .and_then(|c| c.copy_device(r.dst, r.src, r.len));
-                self.reply(&header, res.map(|()| rep::MemcpyDtoD {}))
-            }
-            Request::Memset(r) => {
-                let res = self.ctx_mut().and_then(|c| c.memset(r.dst, r.value, r.len));
+            Request::MemcpyDtoD(_)
+            | Request::Memset(_)
+            | Request::Memcpy2DDtoD(_)
+            | Request::Memset2D(_)
+            | Request::MemsetElements(_) => {
+                let res = self.device_step(&req, &mut StepOutput::default());
+                // These replies have no fields: any of their types encodes them.
                 self.reply(&header, res.map(|()| rep::Memset {}))
             }
             Request::MemcpyHtoD(r) => self.memcpy_htod(&header, Rows::linear(r.dst, r.len)),
@@ -384,35 +411,6 @@ impl Agent {
                 Ok(rows) => self.memcpy_dtoh(&header, rows),
                 Err(e) => self.reply::<rep::Memcpy2DDtoH, CudaError>(&header, Err(e)),
             },
-            Request::Memcpy2DDtoD(r) => {
-                let deadline = Deadline::after(self.op_timeout);
-                let res = Rows::pitched(r.dst, r.dpitch, r.width, r.height).and_then(|dst| {
-                    let src = Rows::pitched(r.src, r.spitch, r.width, r.height)?;
-                    let ctx = self.ctx_mut()?;
-                    dst.check(ctx)?;
-                    src.check(ctx)?;
-                    dst.starts()
-                        .zip(src.starts())
-                        .enumerate()
-                        .try_for_each(|(i, (d, s))| {
-                            deadline.check(i)?;
-                            ctx.copy_device(d, s, r.width)
-                        })
-                });
-                self.reply(&header, res.map(|()| rep::Memcpy2DDtoD {}))
-            }
-            Request::Memset2D(r) => {
-                let deadline = Deadline::after(self.op_timeout);
-                let res = Rows::pitched(r.dst, r.pitch, r.width, r.height).and_then(|rows| {
-                    let ctx = self.ctx_mut()?;
-                    rows.check(ctx)?;
-                    rows.starts().enumerate().try_for_each(|(i, d)| {
-                        deadline.check(i)?;
-                        ctx.memset(d, r.value, r.width)
-                    })
-                });
-                self.reply(&header, res.map(|()| rep::Memset2D {}))
-            }
             Request::ModuleLoadCached(r) => {
                 let res = self.load_module(r.hash, None);
                 self.reply(&header, res.map(|module| rep::ModuleLoadCached { module }))
@@ -470,37 +468,46 @@ impl Agent {
                 self.reply(&header, res.map(|()| rep::FuncSetAttribute {}))
             }
             Request::EventRecord(_) => {
-                // Work before the event has completed: every operation of a
-                // context runs to completion before its reply.
-                let res = self
-                    .ctx_mut()
-                    .and_then(|c| c.synchronize())
-                    .map(|()| rep::EventRecord {
-                        timestamp_ns: self.epoch.elapsed().as_nanos() as u64,
-                    });
+                let mut out = StepOutput::default();
+                let res = self.device_step(&req, &mut out).map(|()| rep::EventRecord {
+                    timestamp_ns: out.timestamps.first().copied().unwrap_or_default(),
+                });
                 self.reply(&header, res)
             }
-            Request::LaunchKernel(r) => {
-                let launch = KernelLaunch {
-                    function: r.function,
-                    grid: r.grid,
-                    block: r.block,
-                    shared_mem: r.shared_mem,
-                    params: &r.params.0,
-                };
-                let turn = self.qos.as_ref().map(|l| l.acquire(Resource::Launch, 0));
-                let res = match self.ctx.as_deref_mut() {
-                    Some(c) => c.launch(&launch),
-                    None => Err(Failure::from(CudaError::INVALID_DEVICE)),
-                };
-                drop(turn);
-                if let Err(f) = &res {
-                    tracing::info!(function = r.function, "kernel failed: {f}");
-                }
+            Request::LaunchKernel(_) => {
+                let mut out = StepOutput::default();
+                let res = self.device_step(&req, &mut out);
                 self.reply(
                     &header,
-                    res.map(|out| rep::LaunchKernel { printf: Blob(out) }),
+                    res.map(|()| rep::LaunchKernel {
+                        printf: Blob(out.printf),
+                    }),
                 )
+            }
+            Request::GraphUpload(r) => {
+                let res = self.graph_upload(r.steps, header.body_len as u64);
+                self.reply(&header, res.map(|graph| rep::GraphUpload { graph }))
+            }
+            Request::GraphLaunch(r) => {
+                let mut out = StepOutput::default();
+                let res = self.graph_launch(r.graph, &mut out);
+                self.reply(
+                    &header,
+                    res.map(|()| rep::GraphLaunch {
+                        printf: Blob(out.printf),
+                        timestamps: out.timestamps,
+                    }),
+                )
+            }
+            Request::GraphDestroy(r) => {
+                let res = match self.graphs.remove(&r.graph) {
+                    Some(graph) => {
+                        self.graph_bytes = self.graph_bytes.saturating_sub(graph.bytes);
+                        Ok(rep::GraphDestroy {})
+                    }
+                    None => Err(CudaError::INVALID_RESOURCE_HANDLE),
+                };
+                self.reply(&header, res)
             }
             Request::SetLimit(r) => {
                 let res = self
@@ -523,6 +530,161 @@ impl Agent {
                 self.reply(&header, res.map(|()| rep::PeerSend {}))
             }
         }
+    }
+
+    /// Runs one operation that needs nothing but the device: alone, or as a
+    /// step of an uploaded graph.
+    fn device_step(&mut self, req: &Request, out: &mut StepOutput) -> Result<(), Failure> {
+        match req {
+            Request::MemcpyDtoD(r) => self.ctx_mut()?.copy_device(r.dst, r.src, r.len)?,
+            Request::Memset(r) => self.ctx_mut()?.memset(r.dst, r.value, r.len)?,
+            Request::Memcpy2DDtoD(r) => {
+                let deadline = Deadline::after(self.op_timeout);
+                let dst = Rows::pitched(r.dst, r.dpitch, r.width, r.height)?;
+                let src = Rows::pitched(r.src, r.spitch, r.width, r.height)?;
+                let ctx = self.ctx_mut()?;
+                dst.check(ctx)?;
+                src.check(ctx)?;
+                for (i, (d, s)) in dst.starts().zip(src.starts()).enumerate() {
+                    deadline.check(i)?;
+                    ctx.copy_device(d, s, r.width)?;
+                }
+            }
+            Request::Memset2D(r) => {
+                let rows = Rows::pitched(r.dst, r.pitch, r.width, r.height)?;
+                self.fill_rows(rows, &[r.value])?;
+            }
+            Request::MemsetElements(r) => {
+                let element = match r.element {
+                    1 | 2 | 4 => r.element as usize,
+                    _ => return Err(CudaError::INVALID_VALUE.into()),
+                };
+                let width = r.width.checked_mul(element as u64);
+                let rows = Rows::pitched(
+                    r.dst,
+                    r.pitch,
+                    width.ok_or(CudaError::INVALID_VALUE)?,
+                    r.height,
+                )?;
+                if !r.dst.is_multiple_of(element as u64) {
+                    return Err(CudaError::INVALID_VALUE.into());
+                }
+                self.fill_rows(rows, &r.value.to_le_bytes()[..element])?;
+            }
+            Request::EventRecord(_) => {
+                // Work before the event has completed: every operation of a
+                // context runs to completion before the next.
+                self.ctx_mut()?.synchronize()?;
+                out.timestamps.push(self.epoch.elapsed().as_nanos() as u64);
+            }
+            Request::LaunchKernel(r) => {
+                let launch = KernelLaunch {
+                    function: r.function,
+                    grid: r.grid,
+                    block: r.block,
+                    shared_mem: r.shared_mem,
+                    params: &r.params.0,
+                };
+                let turn = self.qos.as_ref().map(|l| l.acquire(Resource::Launch, 0));
+                let res = match self.ctx.as_deref_mut() {
+                    Some(c) => c.launch(&launch),
+                    None => Err(Failure::from(CudaError::INVALID_DEVICE)),
+                };
+                drop(turn);
+                match res {
+                    Ok(printf) => out.printf.extend_from_slice(&printf),
+                    Err(f) => {
+                        tracing::info!(function = r.function, "kernel failed: {f}");
+                        return Err(f);
+                    }
+                }
+            }
+            other => {
+                return Err(Failure::new(
+                    CudaError::INVALID_VALUE,
+                    format!("{} is not device work", other.name()),
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// Fills `rows` with `pattern` repeated (one byte: a memset per row).
+    fn fill_rows(&mut self, rows: Rows, pattern: &[u8]) -> Result<(), CudaError> {
+        let deadline = Deadline::after(self.op_timeout);
+        let ctx = self.ctx_mut()?;
+        rows.check(ctx)?;
+        if let [byte] = pattern {
+            for (i, d) in rows.starts().enumerate() {
+                deadline.check(i)?;
+                ctx.memset(d, *byte, rows.width)?;
+            }
+            return Ok(());
+        }
+        // A pattern row, written chunk by chunk: whole elements per chunk.
+        let chunk_len = (64 << 10) / pattern.len() * pattern.len();
+        let row: Vec<u8> = pattern
+            .iter()
+            .copied()
+            .cycle()
+            .take((rows.width as usize).min(chunk_len))
+            .collect();
+        for (i, start) in rows.starts().enumerate() {
+            deadline.check(i)?;
+            let mut done = 0u64;
+            while done < rows.width {
+                let n = (rows.width - done).min(row.len() as u64);
+                let mut src = SliceSource(&row[..n as usize]);
+                ctx.copy_from_host(start + done, n, &mut src)
+                    .map_err(|e| match e {
+                        CopyError::Cuda(e) => e,
+                        CopyError::Transport(_) => CudaError::UNKNOWN,
+                    })?;
+                done += n;
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps a graph's steps, checked to be device work, under a new id.
+    fn graph_upload(&mut self, steps: Vec<ops::GraphStep>, bytes: u64) -> Result<u32, Failure> {
+        if self.graph_bytes.saturating_add(bytes) > MAX_GRAPH_BYTES {
+            return Err(Failure::new(
+                CudaError::MEMORY_ALLOCATION,
+                format!("this client's graphs would hold more than {MAX_GRAPH_BYTES} bytes on the server"),
+            ));
+        }
+        let steps = steps
+            .iter()
+            .enumerate()
+            .map(|(i, step)| {
+                step.request().map_err(|e| {
+                    Failure::new(CudaError::INVALID_VALUE, format!("graph step {i}: {e}"))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let id = self.next_graph;
+        self.next_graph = self
+            .next_graph
+            .checked_add(1)
+            .ok_or(CudaError::MEMORY_ALLOCATION)?;
+        self.graph_bytes += bytes;
+        self.graphs
+            .insert(id, Arc::new(UploadedGraph { steps, bytes }));
+        Ok(id)
+    }
+
+    /// Runs every step of an uploaded graph, in order, up to the first failure.
+    fn graph_launch(&mut self, graph: u32, out: &mut StepOutput) -> Result<(), Failure> {
+        let graph = self
+            .graphs
+            .get(&graph)
+            .cloned()
+            .ok_or(CudaError::INVALID_RESOURCE_HANDLE)?;
+        for step in &graph.steps {
+            self.device_step(step, out)?;
+        }
+        Ok(())
     }
 
     /// Opens this agent's rendezvous point on first use and issues the
@@ -826,6 +988,23 @@ impl HostSource for PayloadSource<'_> {
             None => self.chan.recv_bulk_into(dst)?,
         }
         self.remaining -= n;
+        Ok(())
+    }
+}
+
+/// Bytes the server itself supplies to a copy (a memset pattern).
+struct SliceSource<'a>(&'a [u8]);
+
+impl HostSource for SliceSource<'_> {
+    fn read_into(&mut self, dst: &mut [u8]) -> Result<(), TransportError> {
+        if dst.len() > self.0.len() {
+            return Err(TransportError::Io(std::io::Error::other(
+                "copy read past the end of its pattern",
+            )));
+        }
+        let (head, rest) = self.0.split_at(dst.len());
+        dst.copy_from_slice(head);
+        self.0 = rest;
         Ok(())
     }
 }

@@ -63,6 +63,7 @@ pub(crate) const PROGRAMS: &[(&str, &[&str], &[&str])] = &[
     ("k_vector_race", &[], &[]),
     ("library_api", &[], &[]),
     ("k_warp_size", &[], &[]),
+    ("k_graphs", &[], &[]),
 ];
 
 /// Limit for one CUDA program run.

@@ -28,6 +28,7 @@ use crate::Security;
 use rcud_transport::bootstrap::TransportKind;
 
 mod contexts;
+mod graphs;
 mod kernels;
 mod limits;
 mod loaded;

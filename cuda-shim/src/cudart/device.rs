@@ -115,6 +115,7 @@ pub extern "C" fn cudaGetDeviceFlags(flags: *mut c_uint) -> CudaErrorT {
 #[no_mangle]
 pub extern "C" fn cudaDeviceSynchronize() -> CudaErrorT {
     guard(|| {
+        crate::graph::capture::refuse_unsafe()?;
         rt().synchronize()?;
         super::managed::to_host_all();
         Ok(())

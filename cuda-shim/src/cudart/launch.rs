@@ -11,6 +11,7 @@ use rcud_proto::CudaError;
 
 use crate::abi::launch::{CudaFuncAttributes, CudaLaunchConfig, Dim3};
 use crate::ffi::{guard, write_out, CudaErrorT};
+use crate::graph::{capture, KernelArgs};
 
 fn rt() -> &'static Runtime {
     Runtime::global()
@@ -95,6 +96,10 @@ pub(crate) fn launch(
             }
         }
     };
+    let node = || super::graph::launch_node(func as u64, &config, KernelArgs::Pointers(args));
+    if capture::record(config.stream, node)? {
+        return Ok(());
+    }
     printf_to_stdout();
     super::managed::to_device_of_stream(config.stream);
     rt().launch(func as u64, &config, &mut read_arg)

@@ -10,6 +10,7 @@ use rcud_client::{MemcpyKind, Runtime};
 use rcud_proto::CudaError;
 
 use crate::ffi::{byte_count, guard, write_out, CudaErrorT};
+use crate::graph::{capture, MemcpyNode, MemsetNode, NodeKind};
 
 fn rt() -> &'static Runtime {
     Runtime::global()
@@ -21,6 +22,7 @@ pub extern "C" fn cudaMalloc(dev_ptr: *mut *mut c_void, size: usize) -> CudaErro
         if dev_ptr.is_null() {
             return Err(CudaError::INVALID_VALUE);
         }
+        capture::refuse_unsafe()?;
         let ptr = rt().malloc(size as u64)?;
         write_out(dev_ptr, ptr as *mut c_void)
     })
@@ -28,10 +30,17 @@ pub extern "C" fn cudaMalloc(dev_ptr: *mut *mut c_void, size: usize) -> CudaErro
 
 #[no_mangle]
 pub extern "C" fn cudaFree(dev_ptr: *mut c_void) -> CudaErrorT {
-    guard(|| match super::managed::free(dev_ptr as u64) {
+    guard(|| {
+        capture::refuse_unsafe()?;
+        free(dev_ptr)
+    })
+}
+
+fn free(dev_ptr: *mut c_void) -> Result<(), CudaError> {
+    match super::managed::free(dev_ptr as u64) {
         Some(result) => result,
         None => rt().free(dev_ptr as u64),
-    })
+    }
 }
 
 #[no_mangle]
@@ -81,6 +90,17 @@ pub(crate) fn memcpy(
     if dst.is_null() || src.is_null() {
         return Err(CudaError::INVALID_VALUE);
     }
+    capture::refuse_legacy_sync()?;
+    copy_now(dst, src, count, kind)
+}
+
+/// A synchronous copy of `count` (> 0) bytes between non-NULL addresses.
+fn copy_now(
+    dst: *mut c_void,
+    src: *const c_void,
+    count: usize,
+    kind: MemcpyKind,
+) -> Result<(), CudaError> {
     // A copy touching managed memory runs on the device's side of it; being
     // synchronous, it hands the memory back to the host when done.
     if let Some(d) = managed_to_device(dst as u64, src as u64) {
@@ -194,6 +214,17 @@ pub(crate) fn memcpy_async(
     if dst.is_null() || src.is_null() {
         return Err(CudaError::INVALID_VALUE);
     }
+    let node = || {
+        Ok(NodeKind::Memcpy(MemcpyNode::linear(
+            dst as u64,
+            src as u64,
+            count as u64,
+            kind,
+        )))
+    };
+    if capture::record(stream as u64, node)? {
+        return Ok(());
+    }
     managed_to_device(dst as u64, src as u64);
     match rt.memcpy_route(dst as u64, src as u64, mkind)? {
         Route::HostToDevice(d) if d == sd && rt.is_pinned(src as u64, count as u64) => rt
@@ -223,7 +254,7 @@ pub(crate) fn memcpy_async(
         }
         _ => {
             rt.stream_synchronize(stream as u64)?;
-            memcpy(dst, src, count, kind)
+            copy_now(dst, src, count, mkind)
         }
     }
 }
@@ -243,6 +274,21 @@ pub(crate) fn memset_async(
     if count == 0 {
         return rt().stream_device(stream as u64).map(|_| ());
     }
+    let node = || {
+        let node = MemsetNode {
+            dst: dev_ptr as u64,
+            pitch: count as u64,
+            value: u32::from(value as u8),
+            element: 1,
+            width: count as u64,
+            height: 1,
+        };
+        crate::graph::exec::check_memset(&node)?;
+        Ok(NodeKind::Memset(node))
+    };
+    if capture::record(stream as u64, node)? {
+        return Ok(());
+    }
     managed_to_device(dev_ptr as u64, dev_ptr as u64);
     rt().memset_async(dev_ptr as u64, value as u8, count as u64, stream as u64)
 }
@@ -257,6 +303,7 @@ pub(crate) fn memset(dev_ptr: *mut c_void, value: c_int, count: usize) -> Result
     if count == 0 {
         return Ok(());
     }
+    capture::refuse_legacy_sync()?;
     let managed = managed_to_device(dev_ptr as u64, dev_ptr as u64);
     // Only the low byte of the value counts, as in CUDA.
     let result = rt().memset(dev_ptr as u64, value as u8, count as u64);

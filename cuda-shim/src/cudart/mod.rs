@@ -25,6 +25,7 @@ macro_rules! with_ptsz {
 
 mod device;
 mod error;
+pub(crate) mod graph;
 pub(crate) mod launch;
 mod library;
 pub(crate) mod managed;

@@ -13,6 +13,7 @@ use rcud_proto::CudaError;
 
 use super::memory::memcpy;
 use crate::ffi::{byte_count, guard, write_out, CudaErrorT};
+use crate::graph::{capture, MemcpyNode, MemsetNode, NodeKind};
 
 fn rt() -> &'static Runtime {
     Runtime::global()
@@ -100,6 +101,28 @@ pub(crate) fn memcpy2d(
     byte_count(width.checked_mul(height).ok_or(CudaError::INVALID_VALUE)?)?;
     if dst.is_null() || src.is_null() {
         return Err(CudaError::INVALID_VALUE);
+    }
+    match stream {
+        Some(s) => {
+            let node = || {
+                Ok(NodeKind::Memcpy(MemcpyNode {
+                    dst: dst as u64,
+                    dst_pitch: dpitch as u64,
+                    dst_rows: height as u64,
+                    src: src as u64,
+                    src_pitch: spitch as u64,
+                    src_rows: height as u64,
+                    width: width as u64,
+                    height: height as u64,
+                    depth: 1,
+                    kind,
+                }))
+            };
+            if capture::record(s as u64, node)? {
+                return Ok(());
+            }
+        }
+        None => capture::refuse_legacy_sync()?,
     }
     let rt = rt();
     let stream = stream.map(|s| s as u64);
@@ -192,6 +215,26 @@ pub(crate) fn memset2d(
     }
     if width > pitch && height > 1 {
         return Err(CudaError::INVALID_PITCH_VALUE);
+    }
+    match stream {
+        Some(s) => {
+            let node = || {
+                let node = MemsetNode {
+                    dst: dst as u64,
+                    pitch: pitch as u64,
+                    value: u32::from(value as u8),
+                    element: 1,
+                    width: width as u64,
+                    height: height as u64,
+                };
+                crate::graph::exec::check_memset(&node)?;
+                Ok(NodeKind::Memset(node))
+            };
+            if capture::record(s as u64, node)? {
+                return Ok(());
+            }
+        }
+        None => capture::refuse_legacy_sync()?,
     }
     rt().memset2d(
         dst as u64,

@@ -13,6 +13,7 @@ use rcud_client::Runtime;
 use rcud_proto::CudaError;
 
 use crate::ffi::{guard, write_out, CudaErrorT};
+use crate::graph::{capture, HostNode, NodeKind};
 
 fn rt() -> &'static Runtime {
     Runtime::global()
@@ -50,7 +51,49 @@ pub extern "C" fn cudaStreamCreateWithPriority(
 
 #[no_mangle]
 pub extern "C" fn cudaStreamDestroy(stream: Stream) -> CudaErrorT {
-    guard(|| rt().stream_destroy(stream as u64))
+    guard(|| stream_destroy(stream))
+}
+
+/// `cudaStreamDestroy`: a capture the stream was part of is invalidated.
+pub(crate) fn stream_destroy(stream: Stream) -> Result<(), CudaError> {
+    rt().stream_destroy(stream as u64)?;
+    capture::forget_stream(stream as u64);
+    Ok(())
+}
+
+/// `cudaStreamSynchronize` and `cudaStreamQuery`: refused while the stream
+/// captures (the capture is invalidated).
+pub(crate) fn stream_synchronize(stream: Stream) -> Result<(), CudaError> {
+    capture::refuse_wait(stream as u64)?;
+    rt().stream_synchronize(stream as u64)?;
+    super::managed::to_host_of_stream(stream as u64);
+    Ok(())
+}
+
+/// `cudaStreamWaitEvent`: an event recorded in a capture joins the stream
+/// to it.
+pub(crate) fn stream_wait_event(stream: Stream, event: Event) -> Result<(), CudaError> {
+    if capture::wait_event(stream as u64, event as u64)? {
+        return Ok(());
+    }
+    rt().stream_wait_event(stream as u64, event as u64)
+}
+
+/// `cudaEventRecord`: in a capture, the event marks the work captured so far.
+pub(crate) fn event_record(event: Event, stream: Stream) -> Result<(), CudaError> {
+    if capture::record_event(event as u64, stream as u64)? {
+        return Ok(());
+    }
+    rt().event_record(event as u64, stream as u64)
+}
+
+/// `cudaEventSynchronize` and `cudaEventQuery`: not on an event of a
+/// capture under way.
+pub(crate) fn event_synchronize(event: Event) -> Result<(), CudaError> {
+    if capture::event_captured(event as u64) {
+        return Err(CudaError::CAPTURED_EVENT);
+    }
+    rt().event_synchronize(event as u64)
 }
 
 #[no_mangle]
@@ -71,9 +114,7 @@ pub extern "C" fn cudaDeviceGetStreamPriorityRange(
 
 with_ptsz! {
     fn cudaStreamSynchronize / cudaStreamSynchronize_ptsz (stream: Stream) {
-        rt().stream_synchronize(stream as u64)?;
-        super::managed::to_host_of_stream(stream as u64);
-        Ok(())
+        stream_synchronize(stream)
     }
 }
 
@@ -81,9 +122,7 @@ with_ptsz! {
     /// Once queued work has been sent it has completed: the server answers
     /// each operation after running it.
     fn cudaStreamQuery / cudaStreamQuery_ptsz (stream: Stream) {
-        rt().stream_synchronize(stream as u64)?;
-        super::managed::to_host_of_stream(stream as u64);
-        Ok(())
+        stream_synchronize(stream)
     }
 }
 
@@ -92,7 +131,7 @@ with_ptsz! {
         if flags & !1 != 0 {
             return Err(CudaError::INVALID_VALUE);
         }
-        rt().stream_wait_event(stream as u64, event as u64)
+        stream_wait_event(stream, event)
     }
 }
 
@@ -105,24 +144,6 @@ with_ptsz! {
 with_ptsz! {
     fn cudaStreamGetFlags / cudaStreamGetFlags_ptsz (stream: Stream, flags: *mut c_uint) {
         write_out(flags, rt().stream_info(stream as u64)?.0)
-    }
-}
-
-with_ptsz! {
-    /// rcud has no stream capture: every valid stream reports
-    /// `cudaStreamCaptureStatusNone` (0).
-    fn cudaStreamIsCapturing / cudaStreamIsCapturing_ptsz (stream: Stream, status: *mut c_int) {
-        rt().stream_device(stream as u64)?;
-        write_out(status, 0)
-    }
-}
-
-with_ptsz! {
-    /// As `cudaStreamIsCapturing`; the other outputs are unspecified when the
-    /// status is not active.
-    fn cudaStreamGetCaptureInfo / cudaStreamGetCaptureInfo_ptsz (stream: Stream, status: *mut c_int) {
-        rt().stream_device(stream as u64)?;
-        write_out(status, 0)
     }
 }
 
@@ -143,7 +164,7 @@ pub extern "C" fn cudaEventDestroy(event: Event) -> CudaErrorT {
 
 with_ptsz! {
     fn cudaEventRecord / cudaEventRecord_ptsz (event: Event, stream: Stream) {
-        rt().event_record(event as u64, stream as u64)
+        event_record(event, stream)
     }
 }
 
@@ -153,14 +174,14 @@ with_ptsz! {
         if flags & !1 != 0 {
             return Err(CudaError::INVALID_VALUE);
         }
-        rt().event_record(event as u64, stream as u64)
+        event_record(event, stream)
     }
 }
 
 #[no_mangle]
 pub extern "C" fn cudaEventSynchronize(event: Event) -> CudaErrorT {
     guard(|| {
-        rt().event_synchronize(event as u64)?;
+        event_synchronize(event)?;
         super::managed::to_host_all();
         Ok(())
     })
@@ -169,7 +190,7 @@ pub extern "C" fn cudaEventSynchronize(event: Event) -> CudaErrorT {
 #[no_mangle]
 pub extern "C" fn cudaEventQuery(event: Event) -> CudaErrorT {
     guard(|| {
-        rt().event_synchronize(event as u64)?;
+        event_synchronize(event)?;
         super::managed::to_host_all();
         Ok(())
     })
@@ -213,6 +234,15 @@ pub(crate) fn launch_host_func(
 ) -> Result<(), CudaError> {
     let f = f.ok_or(CudaError::INVALID_VALUE)?;
     let data = data as usize;
+    let node = || {
+        Ok(NodeKind::Host(HostNode {
+            func: f as usize,
+            data,
+        }))
+    };
+    if capture::record(stream as u64, node)? {
+        return Ok(());
+    }
     // SAFETY: `f` is the application's host function, called once with its
     // own argument, as cudaLaunchHostFunc promises.
     enqueue_host_call(stream, Box::new(move || unsafe { f(data as *mut c_void) }))
@@ -234,6 +264,10 @@ pub(crate) fn add_callback(
         return Err(CudaError::INVALID_VALUE);
     }
     let cb = cb.ok_or(CudaError::INVALID_VALUE)?;
+    // A callback takes the stream's status: graphs have host nodes instead.
+    if capture::is_capturing(stream as u64) {
+        return Err(CudaError::STREAM_CAPTURE_UNSUPPORTED);
+    }
     let (stream_id, data) = (stream as usize, data as usize);
     // SAFETY: `cb` is the application's callback, called once with the stream
     // and its own argument, as cudaStreamAddCallback promises. Work before it

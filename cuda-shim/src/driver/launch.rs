@@ -9,11 +9,7 @@ use rcud_client::runtime::LaunchConfig;
 
 use super::{context_device, rt, DriverError, DriverResult};
 use crate::cudart::launch::printf_to_stdout;
-
-/// `CU_LAUNCH_PARAM_*` markers of the `extra` array.
-const PARAM_END: usize = 0x00;
-const PARAM_BUFFER_POINTER: usize = 0x01;
-const PARAM_BUFFER_SIZE: usize = 0x02;
+use crate::graph::{capture, kernel_args, KernelArgs as Args};
 
 /// `CUlaunchAttributeID` values accepted as hints.
 const LAUNCH_ATTR_IGNORE: c_uint = 0;
@@ -25,44 +21,6 @@ const LAUNCH_ATTR_MEM_SYNC_DOMAIN: c_uint = 10;
 const LAUNCH_ATTR_PREFERRED_SHARED_MEMORY_CARVEOUT: c_uint = 14;
 const LAUNCH_ATTR_NVLINK_UTIL_CENTRIC_SCHEDULING: c_uint = 16;
 
-/// Where the kernel's arguments are.
-enum Args {
-    /// One pointer per parameter.
-    Pointers(*mut *mut c_void),
-    /// All parameters packed at their offsets (`CU_LAUNCH_PARAM_BUFFER_*`).
-    Buffer(*const u8, usize),
-}
-
-/// The packed argument buffer an `extra` array names.
-fn extra_buffer(extra: *mut *mut c_void) -> Result<Args, DriverError> {
-    let (mut buffer, mut size) = (None, None);
-    let mut i = 0;
-    loop {
-        // SAFETY: the API passes a CU_LAUNCH_PARAM_END-terminated array of
-        // (marker, value) pairs.
-        let marker = unsafe { *extra.add(i) } as usize;
-        match marker {
-            PARAM_END => break,
-            PARAM_BUFFER_POINTER | PARAM_BUFFER_SIZE => {
-                // SAFETY: as above: a marker is followed by its value.
-                let value = unsafe { *extra.add(i + 1) };
-                if marker == PARAM_BUFFER_POINTER {
-                    buffer = Some(value as *const u8);
-                } else if !value.is_null() {
-                    // SAFETY: the size marker's value points to a size_t.
-                    size = Some(unsafe { *(value as *const usize) });
-                }
-                i += 2;
-            }
-            _ => return Err(DriverError::INVALID_VALUE),
-        }
-    }
-    match (buffer, size) {
-        (Some(b), Some(s)) if !b.is_null() || s == 0 => Ok(Args::Buffer(b, s)),
-        _ => Err(DriverError::INVALID_VALUE),
-    }
-}
-
 fn launch(
     function: u64,
     config: LaunchConfig,
@@ -73,11 +31,11 @@ fn launch(
     if function == 0 {
         return Err(DriverError::INVALID_HANDLE);
     }
-    let args = match (params.is_null(), extra.is_null()) {
-        (_, true) => Args::Pointers(params),
-        (true, false) => extra_buffer(extra)?,
-        (false, false) => return Err(DriverError::INVALID_VALUE),
-    };
+    let args = kernel_args(params, extra)?;
+    let node = || crate::cudart::graph::launch_node(function, &config, args);
+    if capture::record(config.stream, node)? {
+        return Ok(());
+    }
     printf_to_stdout();
     crate::cudart::managed::to_device_of_stream(config.stream);
     match args {
@@ -189,30 +147,5 @@ mod tests {
         assert_eq!(std::mem::offset_of!(LaunchConfigEx, stream), 32);
         assert_eq!(std::mem::offset_of!(LaunchConfigEx, attrs), 40);
         assert_eq!(std::mem::offset_of!(LaunchConfigEx, num_attrs), 48);
-    }
-
-    #[test]
-    fn extra_arrays_name_a_buffer() {
-        let mut args = [7u8; 12];
-        let mut size = 12usize;
-        let mut extra = [
-            PARAM_BUFFER_POINTER as *mut c_void,
-            args.as_mut_ptr() as *mut c_void,
-            PARAM_BUFFER_SIZE as *mut c_void,
-            &mut size as *mut usize as *mut c_void,
-            PARAM_END as *mut c_void,
-        ];
-        match extra_buffer(extra.as_mut_ptr()) {
-            Ok(Args::Buffer(p, 12)) => assert_eq!(p, args.as_ptr()),
-            _ => panic!("buffer expected"),
-        }
-        let mut no_size = [
-            PARAM_BUFFER_POINTER as *mut c_void,
-            args.as_mut_ptr() as *mut c_void,
-            PARAM_END as *mut c_void,
-        ];
-        assert!(extra_buffer(no_size.as_mut_ptr()).is_err());
-        let mut bad = [9usize as *mut c_void, PARAM_END as *mut c_void];
-        assert!(extra_buffer(bad.as_mut_ptr()).is_err());
     }
 }

@@ -30,23 +30,19 @@ driver_fn! { cuStreamCreateWithPriority (stream: *mut Stream, flags: c_uint, pri
 
 driver_fn! { [cuStreamDestroy, cuStreamDestroy_v2] (stream: Stream) {
     initialized()?;
-    Ok(rt().stream_destroy(stream as u64)?)
+    Ok(rt_stream::stream_destroy(stream)?)
 } }
 
 driver_fn! { [cuStreamSynchronize, cuStreamSynchronize_ptsz] (stream: Stream) {
     initialized()?;
-    rt().stream_synchronize(stream as u64)?;
-    crate::cudart::managed::to_host_of_stream(stream as u64);
-    Ok(())
+    Ok(rt_stream::stream_synchronize(stream)?)
 } }
 
 // Queued work is sent and waited for: a remote stream's progress is only
 // known by asking, and an idle answer must be true.
 driver_fn! { [cuStreamQuery, cuStreamQuery_ptsz] (stream: Stream) {
     initialized()?;
-    rt().stream_synchronize(stream as u64)?;
-    crate::cudart::managed::to_host_of_stream(stream as u64);
-    Ok(())
+    Ok(rt_stream::stream_synchronize(stream)?)
 } }
 
 driver_fn! { [cuStreamWaitEvent, cuStreamWaitEvent_ptsz] (stream: Stream, event: Event, flags: c_uint) {
@@ -54,7 +50,7 @@ driver_fn! { [cuStreamWaitEvent, cuStreamWaitEvent_ptsz] (stream: Stream, event:
     if flags & !1 != 0 {
         return Err(DriverError::INVALID_VALUE);
     }
-    Ok(rt().stream_wait_event(stream as u64, event as u64)?)
+    Ok(rt_stream::stream_wait_event(stream, event)?)
 } }
 
 driver_fn! { [cuStreamGetPriority, cuStreamGetPriority_ptsz] (stream: Stream, priority: *mut c_int) {
@@ -128,7 +124,7 @@ driver_fn! { [cuEventDestroy, cuEventDestroy_v2] (event: Event) {
 
 driver_fn! { [cuEventRecord, cuEventRecord_ptsz] (event: Event, stream: Stream) {
     initialized()?;
-    Ok(rt().event_record(event as u64, stream as u64)?)
+    Ok(rt_stream::event_record(event, stream)?)
 } }
 
 // `CU_EVENT_RECORD_EXTERNAL` (1) only matters inside graph capture.
@@ -137,12 +133,12 @@ driver_fn! { [cuEventRecordWithFlags, cuEventRecordWithFlags_ptsz] (event: Event
     if flags & !1 != 0 {
         return Err(DriverError::INVALID_VALUE);
     }
-    Ok(rt().event_record(event as u64, stream as u64)?)
+    Ok(rt_stream::event_record(event, stream)?)
 } }
 
 driver_fn! { [cuEventSynchronize, cuEventQuery] (event: Event) {
     initialized()?;
-    rt().event_synchronize(event as u64)?;
+    rt_stream::event_synchronize(event)?;
     crate::cudart::managed::to_host_all();
     Ok(())
 } }

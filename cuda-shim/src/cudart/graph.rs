@@ -1,0 +1,1392 @@
+//! The runtime's graph API (`cudaGraph*`, `cudaStreamBeginCapture` and
+//! friends): C structures in and out of [`crate::graph`].
+
+use std::ffi::{c_char, c_void, CStr};
+use std::os::raw::{c_int, c_uint};
+
+use rcud_client::Runtime;
+use rcud_proto::CudaError;
+
+use super::stream::{HostFn, Stream};
+use crate::abi::launch::Dim3;
+use crate::ffi::{guard, write_out, CudaErrorT};
+use crate::graph::{
+    self, capture, exec, graphs, Handle, HostNode, KernelArgs, MemcpyNode, MemsetNode, NodeKind,
+};
+
+type Graph = *mut c_void;
+type Node = *mut c_void;
+type Exec = *mut c_void;
+
+fn rt() -> &'static Runtime {
+    Runtime::global()
+}
+
+/// `cudaKernelNodeParams`.
+#[repr(C)]
+pub(crate) struct KernelNodeParams {
+    func: *mut c_void,
+    grid: Dim3,
+    block: Dim3,
+    shared_mem_bytes: c_uint,
+    kernel_params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+}
+
+/// `cudaMemsetParams`.
+#[repr(C)]
+pub(crate) struct MemsetParams {
+    dst: *mut c_void,
+    pitch: usize,
+    value: c_uint,
+    element_size: c_uint,
+    width: usize,
+    height: usize,
+}
+
+/// `cudaHostNodeParams`.
+#[repr(C)]
+pub(crate) struct HostNodeParams {
+    func: HostFn,
+    user_data: *mut c_void,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct Pos {
+    x: usize,
+    y: usize,
+    z: usize,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct PitchedPtr {
+    ptr: *mut c_void,
+    pitch: usize,
+    xsize: usize,
+    ysize: usize,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Extent {
+    width: usize,
+    height: usize,
+    depth: usize,
+}
+
+/// `cudaMemcpy3DParms`.
+#[repr(C)]
+pub(crate) struct Memcpy3DParms {
+    src_array: *mut c_void,
+    src_pos: Pos,
+    src_ptr: PitchedPtr,
+    dst_array: *mut c_void,
+    dst_pos: Pos,
+    dst_ptr: PitchedPtr,
+    extent: Extent,
+    kind: c_int,
+}
+
+/// `cudaGraphExecUpdateResultInfo`.
+#[repr(C)]
+pub(crate) struct UpdateResultInfo {
+    result: c_int,
+    error_node: Node,
+    error_from_node: Node,
+}
+
+/// `cudaGraphInstantiateParams`.
+#[repr(C)]
+pub(crate) struct InstantiateParams {
+    flags: u64,
+    upload_stream: Stream,
+    err_node_out: Node,
+    result_out: c_int,
+}
+
+/// `cudaGraphEdgeData`: only default edges exist here.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub(crate) struct EdgeData {
+    from_port: u8,
+    to_port: u8,
+    kind: u8,
+    reserved: [u8; 5],
+}
+
+fn h(p: *const c_void) -> Handle {
+    p as Handle
+}
+
+/// The `count` handles at `list`.
+fn handles(list: *const Node, count: usize) -> Result<Vec<Handle>, CudaError> {
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    if list.is_null() {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    // SAFETY: the API passes `count` node handles at `list`.
+    let nodes = unsafe { std::slice::from_raw_parts(list, count) };
+    Ok(nodes.iter().map(|&n| h(n)).collect())
+}
+
+/// Refuses edge data other than the default (ports and programmatic edges
+/// need a GPU's scheduler).
+fn default_edges(data: *const EdgeData, count: usize) -> Result<(), CudaError> {
+    if data.is_null() || count == 0 {
+        return Ok(());
+    }
+    // SAFETY: the API passes `count` edge data entries at `data`.
+    let edges = unsafe { std::slice::from_raw_parts(data, count) };
+    if edges
+        .iter()
+        .any(|e| e.from_port != 0 || e.to_port != 0 || e.kind != 0)
+    {
+        return Err(CudaError::NOT_SUPPORTED);
+    }
+    Ok(())
+}
+
+/// Writes `items` to an array of capacity `*count` (or only the count when
+/// `out` is NULL), as the graph queries do; edge data, when asked for, is
+/// the default.
+fn list_out(
+    items: &[Handle],
+    out: *mut Node,
+    edges: *mut EdgeData,
+    count: *mut usize,
+) -> Result<(), CudaError> {
+    if count.is_null() {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    if out.is_null() {
+        return write_out(count, items.len());
+    }
+    // SAFETY: non-NULL, checked above.
+    let capacity = unsafe { *count };
+    for (i, &item) in items.iter().take(capacity).enumerate() {
+        // SAFETY: the caller's arrays hold `capacity` entries.
+        unsafe {
+            *out.add(i) = item as Node;
+            if !edges.is_null() {
+                *edges.add(i) = EdgeData::default();
+            }
+        }
+    }
+    if capacity > items.len() {
+        for i in items.len()..capacity {
+            // SAFETY: as above; the unused entries are NULL.
+            unsafe {
+                *out.add(i) = std::ptr::null_mut();
+                if !edges.is_null() {
+                    *edges.add(i) = EdgeData::default();
+                }
+            }
+        }
+    }
+    write_out(count, items.len())
+}
+
+fn add(
+    node: *mut Node,
+    graph: Graph,
+    deps: *const Node,
+    count: usize,
+    kind: impl FnOnce() -> Result<NodeKind, CudaError>,
+) -> Result<(), CudaError> {
+    if node.is_null() {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    let deps = handles(deps, count)?;
+    let n = graph::add_node(h(graph), &deps, kind()?)?;
+    write_out(node, n as Node)
+}
+
+fn param<'a, T>(p: *const T) -> Result<&'a T, CudaError> {
+    // SAFETY: the API passes a valid structure or NULL.
+    unsafe { p.as_ref() }.ok_or(CudaError::INVALID_VALUE)
+}
+
+fn kernel_kind(p: *const KernelNodeParams) -> Result<NodeKind, CudaError> {
+    let p = param(p)?;
+    if p.func.is_null() {
+        return Err(CudaError::INVALID_DEVICE_FUNCTION);
+    }
+    let args = graph::kernel_args(p.kernel_params, p.extra)?;
+    let device = rt().current_device()?;
+    let node = graph::kernel_node(
+        p.func as u64,
+        device,
+        p.grid.into(),
+        p.block.into(),
+        u64::from(p.shared_mem_bytes),
+        args,
+    )
+    .map_err(|e| match e {
+        CudaError::INVALID_RESOURCE_HANDLE => CudaError::INVALID_DEVICE_FUNCTION,
+        e => e,
+    })?;
+    Ok(NodeKind::Kernel(node))
+}
+
+fn memset_kind(p: *const MemsetParams) -> Result<NodeKind, CudaError> {
+    let p = param(p)?;
+    let node = MemsetNode {
+        dst: p.dst as u64,
+        pitch: p.pitch as u64,
+        value: p.value,
+        element: p.element_size,
+        width: p.width as u64,
+        height: p.height as u64,
+    };
+    exec::check_memset(&node)?;
+    Ok(NodeKind::Memset(node))
+}
+
+fn host_kind(p: *const HostNodeParams) -> Result<NodeKind, CudaError> {
+    let p = param(p)?;
+    let func = p.func.ok_or(CudaError::INVALID_VALUE)? as usize;
+    Ok(NodeKind::Host(HostNode {
+        func,
+        data: p.user_data as usize,
+    }))
+}
+
+/// A 3-D copy between linear memory (CUDA arrays do not exist here).
+fn memcpy_kind(p: *const Memcpy3DParms) -> Result<NodeKind, CudaError> {
+    let p = param(p)?;
+    if !p.src_array.is_null() || !p.dst_array.is_null() {
+        return Err(CudaError::NOT_SUPPORTED);
+    }
+    let (s, d, e) = (&p.src_ptr, &p.dst_ptr, &p.extent);
+    if s.ptr.is_null() || d.ptr.is_null() || e.width == 0 || e.height == 0 || e.depth == 0 {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    let at = |ptr: &PitchedPtr, pos: &Pos| -> Result<u64, CudaError> {
+        let rows = ptr.ysize.max(1) as u64;
+        (pos.z as u64)
+            .checked_mul(rows)
+            .and_then(|r| r.checked_add(pos.y as u64))
+            .and_then(|r| r.checked_mul(ptr.pitch as u64))
+            .and_then(|o| o.checked_add(pos.x as u64))
+            .map(|o| ptr.ptr as u64 + o)
+            .ok_or(CudaError::INVALID_VALUE)
+    };
+    if (e.height > 1 || e.depth > 1) && (e.width > s.pitch || e.width > d.pitch) {
+        return Err(CudaError::INVALID_PITCH_VALUE);
+    }
+    rcud_client::MemcpyKind::from_raw(p.kind)?;
+    Ok(NodeKind::Memcpy(MemcpyNode {
+        dst: at(d, &p.dst_pos)?,
+        dst_pitch: d.pitch.max(e.width) as u64,
+        dst_rows: d.ysize.max(e.height) as u64,
+        src: at(s, &p.src_pos)?,
+        src_pitch: s.pitch.max(e.width) as u64,
+        src_rows: s.ysize.max(e.height) as u64,
+        width: e.width as u64,
+        height: e.height as u64,
+        depth: e.depth as u64,
+        kind: p.kind,
+    }))
+}
+
+fn memcpy_1d_kind(
+    dst: *mut c_void,
+    src: *const c_void,
+    count: usize,
+    kind: c_int,
+) -> Result<NodeKind, CudaError> {
+    rcud_client::MemcpyKind::from_raw(kind)?;
+    if dst.is_null() || src.is_null() || count == 0 {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    Ok(NodeKind::Memcpy(MemcpyNode::linear(
+        dst as u64,
+        src as u64,
+        count as u64,
+        kind,
+    )))
+}
+
+/// `cudaMemcpyHostToDevice`, `DeviceToHost`, `DeviceToDevice`, `Default`.
+const H2D: c_int = 1;
+const D2H: c_int = 2;
+const D2D: c_int = 3;
+const DEFAULT: c_int = 4;
+
+/// The device address of `offset` bytes into `symbol`, holding `count` bytes.
+fn symbol_at(symbol: *const c_void, count: usize, offset: usize) -> Result<u64, CudaError> {
+    let (_, ptr, size) = rt().symbol(symbol as u64)?;
+    match (offset as u64).checked_add(count as u64) {
+        Some(end) if end <= size => Ok(ptr + offset as u64),
+        _ => Err(CudaError::INVALID_VALUE),
+    }
+}
+
+fn to_symbol_kind(
+    symbol: *const c_void,
+    src: *const c_void,
+    count: usize,
+    offset: usize,
+    kind: c_int,
+) -> Result<NodeKind, CudaError> {
+    if !matches!(kind, H2D | D2D | DEFAULT) {
+        return Err(CudaError::INVALID_MEMCPY_DIRECTION);
+    }
+    let dst = symbol_at(symbol, count, offset)?;
+    memcpy_1d_kind(dst as *mut c_void, src, count, kind)
+}
+
+fn from_symbol_kind(
+    dst: *mut c_void,
+    symbol: *const c_void,
+    count: usize,
+    offset: usize,
+    kind: c_int,
+) -> Result<NodeKind, CudaError> {
+    if !matches!(kind, D2H | D2D | DEFAULT) {
+        return Err(CudaError::INVALID_MEMCPY_DIRECTION);
+    }
+    let src = symbol_at(symbol, count, offset)?;
+    memcpy_1d_kind(dst, src as *const c_void, count, kind)
+}
+
+fn event_kind(event: *mut c_void, record: bool) -> Result<NodeKind, CudaError> {
+    if !rt().event_exists(event as u64) {
+        return Err(CudaError::INVALID_RESOURCE_HANDLE);
+    }
+    Ok(if record {
+        NodeKind::EventRecord(event as u64)
+    } else {
+        NodeKind::EventWait(event as u64)
+    })
+}
+
+// ---- graphs ------------------------------------------------------------------
+
+#[no_mangle]
+pub extern "C" fn cudaGraphCreate(graph: *mut Graph, flags: c_uint) -> CudaErrorT {
+    guard(|| {
+        if flags != 0 || graph.is_null() {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        write_out(graph, graphs().lock().create() as Graph)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphDestroy(graph: Graph) -> CudaErrorT {
+    guard(|| graphs().lock().destroy(h(graph)))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphClone(clone: *mut Graph, original: Graph) -> CudaErrorT {
+    guard(|| {
+        let copy = graphs().lock().clone_graph(h(original))?;
+        write_out(clone, copy as Graph)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphNodeFindInClone(
+    node: *mut Node,
+    original: Node,
+    clone: Graph,
+) -> CudaErrorT {
+    guard(|| {
+        let all = graphs().lock();
+        let found = all
+            .graph(h(clone))?
+            .cloned_from
+            .get(&h(original))
+            .copied()
+            .ok_or(CudaError::INVALID_VALUE)?;
+        write_out(node, found as Node)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphGetNodes(
+    graph: Graph,
+    nodes: *mut Node,
+    count: *mut usize,
+) -> CudaErrorT {
+    guard(|| {
+        let order = graphs().lock().graph(h(graph))?.order.clone();
+        list_out(&order, nodes, std::ptr::null_mut(), count)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphGetRootNodes(
+    graph: Graph,
+    nodes: *mut Node,
+    count: *mut usize,
+) -> CudaErrorT {
+    guard(|| {
+        let roots: Vec<Handle> = {
+            let all = graphs().lock();
+            let g = all.graph(h(graph))?;
+            g.order
+                .iter()
+                .copied()
+                .filter(|n| g.nodes[n].deps.is_empty())
+                .collect()
+        };
+        list_out(&roots, nodes, std::ptr::null_mut(), count)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphGetEdges(
+    graph: Graph,
+    from: *mut Node,
+    to: *mut Node,
+    edges: *mut EdgeData,
+    count: *mut usize,
+) -> CudaErrorT {
+    guard(|| {
+        let pairs: Vec<(Handle, Handle)> = {
+            let all = graphs().lock();
+            let g = all.graph(h(graph))?;
+            g.order
+                .iter()
+                .flat_map(|n| g.nodes[n].deps.iter().map(move |d| (*d, *n)))
+                .collect()
+        };
+        if from.is_null() != to.is_null() {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        let froms: Vec<Handle> = pairs.iter().map(|p| p.0).collect();
+        let tos: Vec<Handle> = pairs.iter().map(|p| p.1).collect();
+        if !from.is_null() {
+            // SAFETY: non-NULL; read before the outputs are written.
+            let capacity = unsafe { *count };
+            list_out(&froms, from, edges, count)?;
+            write_out(count, capacity)?;
+        }
+        list_out(&tos, to, std::ptr::null_mut(), count)
+    })
+}
+
+fn edge_lists(
+    from: *const Node,
+    to: *const Node,
+    count: usize,
+) -> Result<Vec<(Handle, Handle)>, CudaError> {
+    let from = handles(from, count)?;
+    let to = handles(to, count)?;
+    Ok(from.into_iter().zip(to).collect())
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphAddDependencies(
+    graph: Graph,
+    from: *const Node,
+    to: *const Node,
+    edges: *const EdgeData,
+    count: usize,
+) -> CudaErrorT {
+    guard(|| {
+        default_edges(edges, count)?;
+        let pairs = edge_lists(from, to, count)?;
+        let mut all = graphs().lock();
+        for &(f, t) in &pairs {
+            if all.owner.get(&f) != Some(&h(graph))
+                || all.owner.get(&t) != Some(&h(graph))
+                || f == t
+            {
+                return Err(CudaError::INVALID_VALUE);
+            }
+            let g = all.graph(h(graph))?;
+            if g.nodes[&t].deps.contains(&f) {
+                return Err(CudaError::INVALID_VALUE);
+            }
+            // An edge that closes a cycle is refused.
+            if g.reaches(t, f) {
+                return Err(CudaError::INVALID_VALUE);
+            }
+            all.node_mut(t)?.deps.push(f);
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphRemoveDependencies(
+    graph: Graph,
+    from: *const Node,
+    to: *const Node,
+    edges: *const EdgeData,
+    count: usize,
+) -> CudaErrorT {
+    guard(|| {
+        default_edges(edges, count)?;
+        let pairs = edge_lists(from, to, count)?;
+        let mut all = graphs().lock();
+        for &(f, t) in &pairs {
+            if all.owner.get(&t) != Some(&h(graph)) {
+                return Err(CudaError::INVALID_VALUE);
+            }
+            let node = all.node_mut(t)?;
+            let before = node.deps.len();
+            node.deps.retain(|&d| d != f);
+            if node.deps.len() == before {
+                return Err(CudaError::INVALID_VALUE);
+            }
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphDestroyNode(node: Node) -> CudaErrorT {
+    guard(|| graphs().lock().destroy_node(h(node)))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphNodeGetType(node: Node, kind: *mut c_int) -> CudaErrorT {
+    guard(|| write_out(kind, graph::node_kind(h(node))?.type_code()))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphNodeGetContainingGraph(node: Node, graph: *mut Graph) -> CudaErrorT {
+    guard(|| write_out(graph, graphs().lock().node(h(node))?.0 as Graph))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphNodeGetDependencies(
+    node: Node,
+    deps: *mut Node,
+    edges: *mut EdgeData,
+    count: *mut usize,
+) -> CudaErrorT {
+    guard(|| {
+        let list = graphs().lock().node(h(node))?.1.deps.clone();
+        list_out(&list, deps, edges, count)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphNodeGetDependentNodes(
+    node: Node,
+    dependents: *mut Node,
+    edges: *mut EdgeData,
+    count: *mut usize,
+) -> CudaErrorT {
+    guard(|| {
+        let list = {
+            let all = graphs().lock();
+            let (g, _) = all.node(h(node))?;
+            all.graph(g)?.dependents(h(node))
+        };
+        list_out(&list, dependents, edges, count)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphDebugDotPrint(
+    graph: Graph,
+    path: *const c_char,
+    _flags: c_uint,
+) -> CudaErrorT {
+    guard(|| {
+        if path.is_null() {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        // SAFETY: the API passes a NUL-terminated path.
+        let path = unsafe { CStr::from_ptr(path) }
+            .to_str()
+            .map_err(|_| CudaError::INVALID_VALUE)?;
+        let text = graph::dot(h(graph))?;
+        std::fs::write(path, text).map_err(|e| {
+            tracing::warn!("cudaGraphDebugDotPrint: cannot write {path}: {e}");
+            CudaError::OPERATING_SYSTEM
+        })
+    })
+}
+
+// ---- nodes -------------------------------------------------------------------
+
+#[no_mangle]
+pub extern "C" fn cudaGraphAddKernelNode(
+    node: *mut Node,
+    graph: Graph,
+    deps: *const Node,
+    count: usize,
+    params: *const KernelNodeParams,
+) -> CudaErrorT {
+    guard(|| add(node, graph, deps, count, || kernel_kind(params)))
+}
+
+/// Argument copies handed out by `cudaGraphKernelNodeGetParams`: node ->
+/// (packed values, one pointer per parameter into them).
+type ArgCopies = std::collections::HashMap<Handle, (Box<[u8]>, Box<[usize]>)>;
+
+fn arg_copies() -> &'static parking_lot::Mutex<ArgCopies> {
+    static COPIES: std::sync::OnceLock<parking_lot::Mutex<ArgCopies>> = std::sync::OnceLock::new();
+    COPIES.get_or_init(Default::default)
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphKernelNodeGetParams(
+    node: Node,
+    out: *mut KernelNodeParams,
+) -> CudaErrorT {
+    guard(|| {
+        let NodeKind::Kernel(k) = graph::node_kind(h(node))? else {
+            return Err(CudaError::INVALID_VALUE);
+        };
+        if out.is_null() {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        let values: Box<[u8]> = k.params.clone().into_boxed_slice();
+        let pointers: Box<[usize]> = k
+            .layout
+            .iter()
+            .map(|&(offset, _)| values.as_ptr() as usize + offset)
+            .collect();
+        let kernel_params = pointers.as_ptr() as *mut *mut c_void;
+        // The copies live until the node's parameters are asked for again.
+        arg_copies().lock().insert(h(node), (values, pointers));
+        let dim = |v: [u32; 3]| Dim3 {
+            x: v[0],
+            y: v[1],
+            z: v[2],
+        };
+        write_out(
+            out,
+            KernelNodeParams {
+                func: k.func as *mut c_void,
+                grid: dim(k.grid),
+                block: dim(k.block),
+                shared_mem_bytes: k.shared_mem,
+                kernel_params,
+                extra: std::ptr::null_mut(),
+            },
+        )
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphKernelNodeSetParams(
+    node: Node,
+    params: *const KernelNodeParams,
+) -> CudaErrorT {
+    guard(|| graph::set_node_kind(h(node), kernel_kind(params)?))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphAddMemsetNode(
+    node: *mut Node,
+    graph: Graph,
+    deps: *const Node,
+    count: usize,
+    params: *const MemsetParams,
+) -> CudaErrorT {
+    guard(|| add(node, graph, deps, count, || memset_kind(params)))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphMemsetNodeGetParams(node: Node, out: *mut MemsetParams) -> CudaErrorT {
+    guard(|| {
+        let NodeKind::Memset(m) = graph::node_kind(h(node))? else {
+            return Err(CudaError::INVALID_VALUE);
+        };
+        write_out(
+            out,
+            MemsetParams {
+                dst: m.dst as *mut c_void,
+                pitch: m.pitch as usize,
+                value: m.value,
+                element_size: m.element,
+                width: m.width as usize,
+                height: m.height as usize,
+            },
+        )
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphMemsetNodeSetParams(
+    node: Node,
+    params: *const MemsetParams,
+) -> CudaErrorT {
+    guard(|| graph::set_node_kind(h(node), memset_kind(params)?))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphAddHostNode(
+    node: *mut Node,
+    graph: Graph,
+    deps: *const Node,
+    count: usize,
+    params: *const HostNodeParams,
+) -> CudaErrorT {
+    guard(|| add(node, graph, deps, count, || host_kind(params)))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphHostNodeGetParams(node: Node, out: *mut HostNodeParams) -> CudaErrorT {
+    guard(|| {
+        let NodeKind::Host(n) = graph::node_kind(h(node))? else {
+            return Err(CudaError::INVALID_VALUE);
+        };
+        // SAFETY: `func` is the address of a cudaHostFn_t the application gave.
+        let func: HostFn = unsafe { std::mem::transmute(n.func) };
+        write_out(
+            out,
+            HostNodeParams {
+                func,
+                user_data: n.data as *mut c_void,
+            },
+        )
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphHostNodeSetParams(
+    node: Node,
+    params: *const HostNodeParams,
+) -> CudaErrorT {
+    guard(|| graph::set_node_kind(h(node), host_kind(params)?))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphAddMemcpyNode(
+    node: *mut Node,
+    graph: Graph,
+    deps: *const Node,
+    count: usize,
+    params: *const Memcpy3DParms,
+) -> CudaErrorT {
+    guard(|| add(node, graph, deps, count, || memcpy_kind(params)))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphAddMemcpyNode1D(
+    node: *mut Node,
+    graph: Graph,
+    deps: *const Node,
+    count: usize,
+    dst: *mut c_void,
+    src: *const c_void,
+    bytes: usize,
+    kind: c_int,
+) -> CudaErrorT {
+    guard(|| {
+        add(node, graph, deps, count, || {
+            memcpy_1d_kind(dst, src, bytes, kind)
+        })
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphAddMemcpyNodeToSymbol(
+    node: *mut Node,
+    graph: Graph,
+    deps: *const Node,
+    count: usize,
+    symbol: *const c_void,
+    src: *const c_void,
+    bytes: usize,
+    offset: usize,
+    kind: c_int,
+) -> CudaErrorT {
+    guard(|| {
+        add(node, graph, deps, count, || {
+            to_symbol_kind(symbol, src, bytes, offset, kind)
+        })
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphAddMemcpyNodeFromSymbol(
+    node: *mut Node,
+    graph: Graph,
+    deps: *const Node,
+    count: usize,
+    dst: *mut c_void,
+    symbol: *const c_void,
+    bytes: usize,
+    offset: usize,
+    kind: c_int,
+) -> CudaErrorT {
+    guard(|| {
+        add(node, graph, deps, count, || {
+            from_symbol_kind(dst, symbol, bytes, offset, kind)
+        })
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphMemcpyNodeGetParams(node: Node, out: *mut Memcpy3DParms) -> CudaErrorT {
+    guard(|| {
+        let NodeKind::Memcpy(c) = graph::node_kind(h(node))? else {
+            return Err(CudaError::INVALID_VALUE);
+        };
+        let pitched = |ptr: u64, pitch: u64, rows: u64| PitchedPtr {
+            ptr: ptr as *mut c_void,
+            pitch: pitch as usize,
+            xsize: c.width as usize,
+            ysize: rows as usize,
+        };
+        write_out(
+            out,
+            Memcpy3DParms {
+                src_array: std::ptr::null_mut(),
+                src_pos: Pos::default(),
+                src_ptr: pitched(c.src, c.src_pitch, c.src_rows),
+                dst_array: std::ptr::null_mut(),
+                dst_pos: Pos::default(),
+                dst_ptr: pitched(c.dst, c.dst_pitch, c.dst_rows),
+                extent: Extent {
+                    width: c.width as usize,
+                    height: c.height as usize,
+                    depth: c.depth as usize,
+                },
+                kind: c.kind,
+            },
+        )
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphMemcpyNodeSetParams(
+    node: Node,
+    params: *const Memcpy3DParms,
+) -> CudaErrorT {
+    guard(|| graph::set_node_kind(h(node), memcpy_kind(params)?))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphMemcpyNodeSetParams1D(
+    node: Node,
+    dst: *mut c_void,
+    src: *const c_void,
+    count: usize,
+    kind: c_int,
+) -> CudaErrorT {
+    guard(|| graph::set_node_kind(h(node), memcpy_1d_kind(dst, src, count, kind)?))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphMemcpyNodeSetParamsToSymbol(
+    node: Node,
+    symbol: *const c_void,
+    src: *const c_void,
+    count: usize,
+    offset: usize,
+    kind: c_int,
+) -> CudaErrorT {
+    guard(|| graph::set_node_kind(h(node), to_symbol_kind(symbol, src, count, offset, kind)?))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphMemcpyNodeSetParamsFromSymbol(
+    node: Node,
+    dst: *mut c_void,
+    symbol: *const c_void,
+    count: usize,
+    offset: usize,
+    kind: c_int,
+) -> CudaErrorT {
+    guard(|| graph::set_node_kind(h(node), from_symbol_kind(dst, symbol, count, offset, kind)?))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphAddChildGraphNode(
+    node: *mut Node,
+    graph: Graph,
+    deps: *const Node,
+    count: usize,
+    child: Graph,
+) -> CudaErrorT {
+    guard(|| {
+        add(node, graph, deps, count, || {
+            // The node owns a copy of the child graph, as in CUDA.
+            Ok(NodeKind::Child(graphs().lock().clone_graph(h(child))?))
+        })
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphChildGraphNodeGetGraph(node: Node, graph: *mut Graph) -> CudaErrorT {
+    guard(|| match graph::node_kind(h(node))? {
+        NodeKind::Child(c) => write_out(graph, c as Graph),
+        _ => Err(CudaError::INVALID_VALUE),
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphAddEmptyNode(
+    node: *mut Node,
+    graph: Graph,
+    deps: *const Node,
+    count: usize,
+) -> CudaErrorT {
+    guard(|| add(node, graph, deps, count, || Ok(NodeKind::Empty)))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphAddEventRecordNode(
+    node: *mut Node,
+    graph: Graph,
+    deps: *const Node,
+    count: usize,
+    event: *mut c_void,
+) -> CudaErrorT {
+    guard(|| add(node, graph, deps, count, || event_kind(event, true)))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphAddEventWaitNode(
+    node: *mut Node,
+    graph: Graph,
+    deps: *const Node,
+    count: usize,
+    event: *mut c_void,
+) -> CudaErrorT {
+    guard(|| add(node, graph, deps, count, || event_kind(event, false)))
+}
+
+fn node_event(node: Node, record: bool) -> Result<u64, CudaError> {
+    match graph::node_kind(h(node))? {
+        NodeKind::EventRecord(e) if record => Ok(e),
+        NodeKind::EventWait(e) if !record => Ok(e),
+        _ => Err(CudaError::INVALID_VALUE),
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphEventRecordNodeGetEvent(
+    node: Node,
+    event: *mut *mut c_void,
+) -> CudaErrorT {
+    guard(|| write_out(event, node_event(node, true)? as *mut c_void))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphEventRecordNodeSetEvent(node: Node, event: *mut c_void) -> CudaErrorT {
+    guard(|| graph::set_node_kind(h(node), event_kind(event, true)?))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphEventWaitNodeGetEvent(
+    node: Node,
+    event: *mut *mut c_void,
+) -> CudaErrorT {
+    guard(|| write_out(event, node_event(node, false)? as *mut c_void))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphEventWaitNodeSetEvent(node: Node, event: *mut c_void) -> CudaErrorT {
+    guard(|| graph::set_node_kind(h(node), event_kind(event, false)?))
+}
+
+// ---- executable graphs -------------------------------------------------------
+
+#[no_mangle]
+pub extern "C" fn cudaGraphInstantiate(
+    exec_out: *mut Exec,
+    graph: Graph,
+    flags: u64,
+) -> CudaErrorT {
+    guard(|| {
+        if exec_out.is_null() {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        write_out(exec_out, exec::instantiate(h(graph), flags)? as Exec)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphInstantiateWithFlags(
+    exec_out: *mut Exec,
+    graph: Graph,
+    flags: u64,
+) -> CudaErrorT {
+    cudaGraphInstantiate(exec_out, graph, flags)
+}
+
+/// `cudaGraphInstantiateSuccess`, `cudaGraphInstantiateError`.
+const INSTANTIATE_SUCCESS: c_int = 0;
+const INSTANTIATE_ERROR: c_int = 1;
+/// `cudaGraphInstantiateFlagUpload`.
+const FLAG_UPLOAD: u64 = 2;
+
+fn instantiate_with_params(
+    exec_out: *mut Exec,
+    graph: Graph,
+    params: *mut InstantiateParams,
+) -> Result<(), CudaError> {
+    // SAFETY: the API passes a valid structure or NULL.
+    let params = unsafe { params.as_mut() }.ok_or(CudaError::INVALID_VALUE)?;
+    if exec_out.is_null() {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    let made = exec::instantiate(h(graph), params.flags).and_then(|e| {
+        if params.flags & FLAG_UPLOAD != 0 {
+            exec::upload(e, params.upload_stream as u64)?;
+        }
+        Ok(e)
+    });
+    params.err_node_out = std::ptr::null_mut();
+    match made {
+        Ok(e) => {
+            params.result_out = INSTANTIATE_SUCCESS;
+            write_out(exec_out, e as Exec)
+        }
+        Err(e) => {
+            params.result_out = INSTANTIATE_ERROR;
+            Err(e)
+        }
+    }
+}
+
+with_ptsz! {
+    fn cudaGraphInstantiateWithParams / cudaGraphInstantiateWithParams_ptsz (exec_out: *mut Exec, graph: Graph, params: *mut InstantiateParams) {
+        instantiate_with_params(exec_out, graph, params)
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphExecDestroy(exec: Exec) -> CudaErrorT {
+    guard(|| exec::destroy(h(exec)))
+}
+
+with_ptsz! {
+    fn cudaGraphLaunch / cudaGraphLaunch_ptsz (exec: Exec, stream: Stream) {
+        if capture::is_capturing(stream as u64) {
+            // Launching a graph into a capture would nest it as a child graph.
+            return Err(CudaError::STREAM_CAPTURE_UNSUPPORTED);
+        }
+        super::launch::printf_to_stdout();
+        exec::launch(h(exec), stream as u64)
+    }
+}
+
+with_ptsz! {
+    fn cudaGraphUpload / cudaGraphUpload_ptsz (exec: Exec, stream: Stream) {
+        exec::upload(h(exec), stream as u64)
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphExecGetFlags(exec: Exec, flags: *mut u64) -> CudaErrorT {
+    guard(|| write_out(flags, exec::flags(h(exec))?))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphExecKernelNodeSetParams(
+    exec: Exec,
+    node: Node,
+    params: *const KernelNodeParams,
+) -> CudaErrorT {
+    guard(|| exec::set_node(h(exec), h(node), kernel_kind(params)?))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphExecMemsetNodeSetParams(
+    exec: Exec,
+    node: Node,
+    params: *const MemsetParams,
+) -> CudaErrorT {
+    guard(|| exec::set_node(h(exec), h(node), memset_kind(params)?))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphExecHostNodeSetParams(
+    exec: Exec,
+    node: Node,
+    params: *const HostNodeParams,
+) -> CudaErrorT {
+    guard(|| exec::set_node(h(exec), h(node), host_kind(params)?))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphExecMemcpyNodeSetParams(
+    exec: Exec,
+    node: Node,
+    params: *const Memcpy3DParms,
+) -> CudaErrorT {
+    guard(|| exec::set_node(h(exec), h(node), memcpy_kind(params)?))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphExecMemcpyNodeSetParams1D(
+    exec: Exec,
+    node: Node,
+    dst: *mut c_void,
+    src: *const c_void,
+    count: usize,
+    kind: c_int,
+) -> CudaErrorT {
+    guard(|| exec::set_node(h(exec), h(node), memcpy_1d_kind(dst, src, count, kind)?))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphExecMemcpyNodeSetParamsToSymbol(
+    exec: Exec,
+    node: Node,
+    symbol: *const c_void,
+    src: *const c_void,
+    count: usize,
+    offset: usize,
+    kind: c_int,
+) -> CudaErrorT {
+    guard(|| {
+        exec::set_node(
+            h(exec),
+            h(node),
+            to_symbol_kind(symbol, src, count, offset, kind)?,
+        )
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphExecMemcpyNodeSetParamsFromSymbol(
+    exec: Exec,
+    node: Node,
+    dst: *mut c_void,
+    symbol: *const c_void,
+    count: usize,
+    offset: usize,
+    kind: c_int,
+) -> CudaErrorT {
+    guard(|| {
+        exec::set_node(
+            h(exec),
+            h(node),
+            from_symbol_kind(dst, symbol, count, offset, kind)?,
+        )
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphExecEventRecordNodeSetEvent(
+    exec: Exec,
+    node: Node,
+    event: *mut c_void,
+) -> CudaErrorT {
+    guard(|| exec::set_node(h(exec), h(node), event_kind(event, true)?))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphExecEventWaitNodeSetEvent(
+    exec: Exec,
+    node: Node,
+    event: *mut c_void,
+) -> CudaErrorT {
+    guard(|| exec::set_node(h(exec), h(node), event_kind(event, false)?))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphNodeSetEnabled(exec: Exec, node: Node, enabled: c_uint) -> CudaErrorT {
+    guard(|| exec::set_enabled(h(exec), h(node), Some(enabled != 0)).map(|_| ()))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphNodeGetEnabled(
+    exec: Exec,
+    node: Node,
+    enabled: *mut c_uint,
+) -> CudaErrorT {
+    guard(|| {
+        let on = exec::set_enabled(h(exec), h(node), None)?;
+        write_out(enabled, c_uint::from(on))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphExecUpdate(
+    exec: Exec,
+    graph: Graph,
+    info: *mut UpdateResultInfo,
+) -> CudaErrorT {
+    guard(|| {
+        let outcome = exec::update(h(exec), h(graph))?;
+        if !info.is_null() {
+            write_out(
+                info,
+                UpdateResultInfo {
+                    result: outcome.result,
+                    error_node: outcome.error_node as Node,
+                    error_from_node: std::ptr::null_mut(),
+                },
+            )?;
+        }
+        match outcome.result {
+            exec::update_result::SUCCESS => Ok(()),
+            _ => Err(CudaError::GRAPH_EXEC_UPDATE_FAILURE),
+        }
+    })
+}
+
+// ---- stream capture ------------------------------------------------------------
+
+with_ptsz! {
+    fn cudaStreamBeginCapture / cudaStreamBeginCapture_ptsz (stream: Stream, mode: c_int) {
+        capture::begin(stream as u64, mode, None)
+    }
+}
+
+fn begin_to_graph(
+    stream: Stream,
+    graph: Graph,
+    deps: *const Node,
+    edges: *const EdgeData,
+    count: usize,
+    mode: c_int,
+) -> Result<(), CudaError> {
+    default_edges(edges, count)?;
+    let deps = handles(deps, count)?;
+    capture::begin(stream as u64, mode, Some((h(graph), deps)))
+}
+
+with_ptsz! {
+    fn cudaStreamBeginCaptureToGraph / cudaStreamBeginCaptureToGraph_ptsz (stream: Stream, graph: Graph, deps: *const Node, edges: *const EdgeData, count: usize, mode: c_int) {
+        begin_to_graph(stream, graph, deps, edges, count, mode)
+    }
+}
+
+with_ptsz! {
+    fn cudaStreamEndCapture / cudaStreamEndCapture_ptsz (stream: Stream, graph: *mut Graph) {
+        if graph.is_null() {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        let made = capture::end(stream as u64);
+        // A failed capture yields no graph.
+        write_out(graph, *made.as_ref().unwrap_or(&0) as Graph)?;
+        made.map(|_| ())
+    }
+}
+
+with_ptsz! {
+    fn cudaStreamIsCapturing / cudaStreamIsCapturing_ptsz (stream: Stream, status: *mut c_int) {
+        write_out(status, capture::info(stream as u64)?.0)
+    }
+}
+
+thread_local! {
+    /// The dependencies last reported by `cudaStreamGetCaptureInfo`, valid
+    /// until the thread's next call to it.
+    static REPORTED_DEPS: std::cell::RefCell<Vec<Node>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+#[allow(clippy::too_many_arguments)]
+fn capture_info(
+    stream: Stream,
+    status: *mut c_int,
+    id: *mut u64,
+    graph: *mut Graph,
+    deps: *mut *const Node,
+    edges: *mut *const EdgeData,
+    count: *mut usize,
+) -> Result<(), CudaError> {
+    let (st, capture_id, g, nodes) = capture::info(stream as u64)?;
+    write_out(status, st)?;
+    if st == capture::status::NONE {
+        return Ok(());
+    }
+    if !id.is_null() {
+        write_out(id, capture_id)?;
+    }
+    if !graph.is_null() {
+        write_out(graph, g as Graph)?;
+    }
+    let n = nodes.len();
+    let list = REPORTED_DEPS.with(|r| {
+        let mut r = r.borrow_mut();
+        *r = nodes.into_iter().map(|n| n as Node).collect();
+        r.as_ptr()
+    });
+    if !deps.is_null() {
+        write_out(deps, list as *const Node)?;
+    }
+    if !edges.is_null() {
+        // Every edge is a default one: no edge data.
+        write_out(edges, std::ptr::null())?;
+    }
+    if !count.is_null() {
+        write_out(count, n)?;
+    }
+    Ok(())
+}
+
+with_ptsz! {
+    fn cudaStreamGetCaptureInfo / cudaStreamGetCaptureInfo_ptsz (stream: Stream, status: *mut c_int, id: *mut u64, graph: *mut Graph, deps: *mut *const Node, edges: *mut *const EdgeData, count: *mut usize) {
+        capture_info(stream, status, id, graph, deps, edges, count)
+    }
+}
+
+fn update_capture_dependencies(
+    stream: Stream,
+    deps: *mut Node,
+    edges: *const EdgeData,
+    count: usize,
+    flags: c_uint,
+) -> Result<(), CudaError> {
+    default_edges(edges, count)?;
+    let nodes = handles(deps, count)?;
+    capture::update_dependencies(stream as u64, &nodes, flags)
+}
+
+with_ptsz! {
+    fn cudaStreamUpdateCaptureDependencies / cudaStreamUpdateCaptureDependencies_ptsz (stream: Stream, deps: *mut Node, edges: *const EdgeData, count: usize, flags: c_uint) {
+        update_capture_dependencies(stream, deps, edges, count, flags)
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn cudaThreadExchangeStreamCaptureMode(mode: *mut c_int) -> CudaErrorT {
+    guard(|| {
+        if mode.is_null() {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        // SAFETY: non-NULL, a cudaStreamCaptureMode in and out.
+        let new = unsafe { *mode };
+        let old = capture::exchange_mode(new)?;
+        write_out(mode, old)
+    })
+}
+
+/// The node a kernel launch on a capturing stream becomes.
+pub(crate) fn launch_node(
+    func: u64,
+    config: &rcud_client::runtime::LaunchConfig,
+    args: KernelArgs,
+) -> Result<NodeKind, CudaError> {
+    let device = rt().stream_device(config.stream)?;
+    let node = graph::kernel_node(
+        func,
+        device,
+        config.grid,
+        config.block,
+        config.shared_mem,
+        args,
+    )?;
+    Ok(NodeKind::Kernel(node))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn c_layouts_match_cuda_runtime_api_h() {
+        assert_eq!(std::mem::size_of::<KernelNodeParams>(), 56);
+        assert_eq!(std::mem::offset_of!(KernelNodeParams, kernel_params), 40);
+        assert_eq!(std::mem::size_of::<MemsetParams>(), 40);
+        assert_eq!(std::mem::size_of::<HostNodeParams>(), 16);
+        assert_eq!(std::mem::size_of::<Memcpy3DParms>(), 160);
+        assert_eq!(std::mem::offset_of!(Memcpy3DParms, dst_ptr), 96);
+        assert_eq!(std::mem::offset_of!(Memcpy3DParms, kind), 152);
+        assert_eq!(std::mem::size_of::<UpdateResultInfo>(), 24);
+        assert_eq!(std::mem::size_of::<InstantiateParams>(), 32);
+        assert_eq!(std::mem::size_of::<EdgeData>(), 8);
+    }
+}

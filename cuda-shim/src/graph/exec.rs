@@ -1,0 +1,557 @@
+//! Executable graphs: a graph flattened into launch order, its device work
+//! uploaded to the servers in runs (one message per run at each launch), and
+//! the rest (copies touching host memory, host functions, cross-device
+//! waits) done by the client in stream order between the runs.
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use rcud_client::runtime::{LaunchConfig, Route};
+use rcud_client::{MemcpyKind, Runtime};
+use rcud_proto::ops::{req, GraphStep};
+use rcud_proto::CudaError;
+
+use super::model::{
+    graphs, new_handle, Graphs, Handle, HostNode, MemcpyNode, MemsetNode, NodeKind,
+};
+use crate::cudart::{memory, pitched, stream};
+
+/// Largest encoded run sent as one upload: a frame body holds 1 MiB.
+const MAX_RUN_BYTES: usize = 768 << 10;
+
+/// `cudaGraphExecUpdateResult`.
+pub(crate) mod update_result {
+    pub(crate) const SUCCESS: i32 = 0;
+    pub(crate) const TOPOLOGY_CHANGED: i32 = 2;
+    pub(crate) const NODE_TYPE_CHANGED: i32 = 3;
+    pub(crate) const PARAMETERS_CHANGED: i32 = 5;
+}
+
+/// One node of an executable graph.
+#[derive(Debug, Clone)]
+struct Item {
+    /// The node of the instantiated graph (or of a child graph) it came from.
+    node: Handle,
+    kind: NodeKind,
+    enabled: bool,
+}
+
+/// What a launch does, in order.
+#[derive(Debug)]
+enum Part {
+    /// Steps uploaded to `device`'s server as graph `graph`.
+    Remote {
+        device: usize,
+        graph: u32,
+        events: Vec<u64>,
+    },
+    Copy(MemcpyNode),
+    HostFn(HostNode),
+    Wait(u64),
+}
+
+/// An instantiated graph.
+#[derive(Debug)]
+pub(crate) struct Exec {
+    items: Vec<Item>,
+    /// Node of the source graph (or its children) -> index in `items`.
+    index: HashMap<Handle, usize>,
+    /// Nodes' types and edges, to check an update against.
+    shape: Vec<(i32, Vec<usize>)>,
+    /// The parts, and the device event records go to; `None` after a
+    /// change, until the next launch or upload.
+    plan: Option<(usize, Vec<Part>)>,
+    pub(crate) flags: u64,
+}
+
+fn rt() -> &'static Runtime {
+    Runtime::global()
+}
+
+/// Executable graphs of the process.
+fn execs() -> &'static Mutex<HashMap<Handle, Arc<Mutex<Exec>>>> {
+    static EXECS: std::sync::OnceLock<Mutex<HashMap<Handle, Arc<Mutex<Exec>>>>> =
+        std::sync::OnceLock::new();
+    EXECS.get_or_init(Mutex::default)
+}
+
+fn exec(h: Handle) -> Result<Arc<Mutex<Exec>>, CudaError> {
+    execs()
+        .lock()
+        .get(&h)
+        .cloned()
+        .ok_or(CudaError::INVALID_VALUE)
+}
+
+/// The nodes of graph `g` in launch order, child graphs inlined.
+fn flatten(all: &Graphs, g: Handle, out: &mut Vec<Item>) -> Result<(), CudaError> {
+    let graph = all.graph(g)?;
+    let order = graph.topological().ok_or(CudaError::INVALID_VALUE)?;
+    for n in order {
+        let kind = graph.nodes[&n].kind.clone();
+        if let NodeKind::Child(c) = kind {
+            flatten(all, c, out)?;
+        }
+        out.push(Item {
+            node: n,
+            kind,
+            enabled: true,
+        });
+    }
+    Ok(())
+}
+
+/// Types and edges of graph `g` (children after their node), by position.
+fn shape(all: &Graphs, g: Handle, out: &mut Vec<(i32, Vec<usize>)>) -> Result<(), CudaError> {
+    let graph = all.graph(g)?;
+    let position: HashMap<Handle, usize> = graph
+        .order
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| (n, i))
+        .collect();
+    for n in &graph.order {
+        let node = &graph.nodes[n];
+        let mut deps: Vec<usize> = node.deps.iter().map(|d| position[d]).collect();
+        deps.sort_unstable();
+        out.push((node.kind.type_code(), deps));
+        if let NodeKind::Child(c) = node.kind {
+            shape(all, c, out)?;
+            out.push((-1, Vec::new()));
+        }
+    }
+    Ok(())
+}
+
+/// The nodes of `g` and its children, in creation order.
+fn creation_order(all: &Graphs, g: Handle, out: &mut Vec<Handle>) -> Result<(), CudaError> {
+    let graph = all.graph(g)?;
+    for n in &graph.order {
+        out.push(*n);
+        if let NodeKind::Child(c) = graph.nodes[n].kind {
+            creation_order(all, c, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// `cudaGraphInstantiate`: the graph's device work is checked and uploaded
+/// now, as CUDA checks a graph when it instantiates it.
+pub(crate) fn instantiate(g: Handle, flags: u64) -> Result<Handle, CudaError> {
+    // AutoFreeOnLaunch, Upload (with a stream) and UseNodePriority.
+    if flags & !(1 | 2 | 8) != 0 {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    let (items, shape) = {
+        let all = graphs().lock();
+        let mut items = Vec::new();
+        flatten(&all, g, &mut items)?;
+        let mut sh = Vec::new();
+        shape(&all, g, &mut sh)?;
+        (items, sh)
+    };
+    let index = items
+        .iter()
+        .enumerate()
+        .map(|(i, it)| (it.node, i))
+        .collect();
+    let mut exec = Exec {
+        items,
+        index,
+        shape,
+        plan: None,
+        flags,
+    };
+    let d = rt().current_device()?;
+    exec.ensure_plan(d)?;
+    let h = new_handle();
+    execs().lock().insert(h, Arc::new(Mutex::new(exec)));
+    Ok(h)
+}
+
+/// `cudaGraphExecDestroy`.
+pub(crate) fn destroy(h: Handle) -> Result<(), CudaError> {
+    let exec = execs().lock().remove(&h).ok_or(CudaError::INVALID_VALUE)?;
+    exec.lock().drop_plan();
+    Ok(())
+}
+
+/// `cudaGraphLaunch`.
+pub(crate) fn launch(h: Handle, stream: u64) -> Result<(), CudaError> {
+    let exec = exec(h)?;
+    let mut exec = exec.lock();
+    let sd = rt().stream_device(stream)?;
+    exec.ensure_plan(sd)?;
+    let Some((_, parts)) = &exec.plan else {
+        return Err(CudaError::ILLEGAL_STATE);
+    };
+    let mut last = sd;
+    for part in parts {
+        let device = match part {
+            Part::Remote { device, .. } => *device,
+            _ => sd,
+        };
+        // Work on two devices is ordered by waiting for the first.
+        if device != last {
+            rt().device_synchronize(last)?;
+            last = device;
+        }
+        match part {
+            Part::Remote {
+                device,
+                graph,
+                events,
+            } => rt().graph_launch(*device, *graph, events.clone())?,
+            Part::Copy(c) => run_copy(c, stream)?,
+            Part::HostFn(h) => {
+                // SAFETY: `func` is the address of the application's host
+                // function, given as a cudaHostFn_t when the node was made.
+                let f: stream::HostFn = unsafe { std::mem::transmute(h.func) };
+                stream::launch_host_func(stream as stream::Stream, f, h.data as *mut c_void)?
+            }
+            Part::Wait(event) => rt().stream_wait_event(stream, *event)?,
+        }
+    }
+    Ok(())
+}
+
+/// `cudaGraphUpload`: the device work is on the servers from instantiation
+/// on; after a parameter change it goes up again here.
+pub(crate) fn upload(h: Handle, stream: u64) -> Result<(), CudaError> {
+    let exec = exec(h)?;
+    let sd = rt().stream_device(stream)?;
+    let mut exec = exec.lock();
+    exec.ensure_plan(sd)
+}
+
+/// A copy whose source or destination is not device memory of one device.
+fn run_copy(c: &MemcpyNode, stream: u64) -> Result<(), CudaError> {
+    let s = stream as *mut c_void;
+    for (dst, src) in c.slices() {
+        if c.height == 1 {
+            memory::memcpy_async(
+                dst as *mut c_void,
+                src as *const c_void,
+                c.width as usize,
+                c.kind,
+                s,
+            )?;
+        } else {
+            pitched::memcpy2d(
+                dst as *mut c_void,
+                c.dst_pitch as usize,
+                src as *const c_void,
+                c.src_pitch as usize,
+                c.width as usize,
+                c.height as usize,
+                c.kind,
+                Some(s),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// The step that fills a memset node's rows.
+fn memset_step(m: &MemsetNode) -> GraphStep {
+    let byte = m.value.to_le_bytes()[0];
+    let uniform = match m.element {
+        1 => true,
+        2 => m.value & 0xFFFF == u32::from(byte) * 0x0101,
+        _ => m.value == u32::from(byte) * 0x0101_0101,
+    };
+    let row = m.width * u64::from(m.element);
+    match (uniform, m.height) {
+        (true, 1) => GraphStep::of(&req::Memset {
+            dst: m.dst,
+            value: byte,
+            len: row,
+        }),
+        (true, _) => GraphStep::of(&req::Memset2D {
+            dst: m.dst,
+            pitch: m.pitch,
+            value: byte,
+            width: row,
+            height: m.height,
+        }),
+        (false, _) => GraphStep::of(&req::MemsetElements {
+            dst: m.dst,
+            pitch: m.pitch,
+            value: m.value,
+            element: m.element,
+            width: m.width,
+            height: m.height,
+        }),
+    }
+}
+
+/// Checks a memset node's parameters as `cudaGraphAddMemsetNode` does.
+pub(crate) fn check_memset(m: &MemsetNode) -> Result<(), CudaError> {
+    let row = m.width.checked_mul(u64::from(m.element));
+    if !matches!(m.element, 1 | 2 | 4)
+        || m.width == 0
+        || m.height == 0
+        || (m.height > 1 && row.is_none_or(|r| r > m.pitch))
+        || rt().device_of(m.dst).is_none()
+    {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    Ok(())
+}
+
+/// Runs of steps for one device, as they are gathered.
+struct Runs<'a> {
+    parts: &'a mut Vec<Part>,
+    current: Option<(usize, Vec<GraphStep>, Vec<u64>, usize)>,
+}
+
+impl Runs<'_> {
+    fn push(
+        &mut self,
+        device: usize,
+        step: GraphStep,
+        event: Option<u64>,
+    ) -> Result<(), CudaError> {
+        let size = step.body.0.len() + 8;
+        let full = matches!(&self.current, Some((d, _, _, bytes)) if *d != device || bytes + size > MAX_RUN_BYTES);
+        if full {
+            self.flush()?;
+        }
+        let run = self
+            .current
+            .get_or_insert_with(|| (device, Vec::new(), Vec::new(), 0));
+        run.1.push(step);
+        run.2.extend(event);
+        run.3 += size;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), CudaError> {
+        if let Some((device, steps, events, _)) = self.current.take() {
+            let graph = rt().graph_upload(device, steps)?;
+            self.parts.push(Part::Remote {
+                device,
+                graph,
+                events,
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Exec {
+    /// Uploads the device work, unless it is up for device `sd` already.
+    fn ensure_plan(&mut self, sd: usize) -> Result<(), CudaError> {
+        if matches!(&self.plan, Some((d, _)) if *d == sd) {
+            return Ok(());
+        }
+        self.drop_plan();
+        let mut parts = Vec::new();
+        let built = self.build(sd, &mut parts);
+        if let Err(e) = built {
+            release(&parts);
+            return Err(e);
+        }
+        self.plan = Some((sd, parts));
+        Ok(())
+    }
+
+    fn build(&self, sd: usize, parts: &mut Vec<Part>) -> Result<(), CudaError> {
+        let mut runs = Runs {
+            parts,
+            current: None,
+        };
+        for item in self.items.iter().filter(|i| i.enabled) {
+            match &item.kind {
+                NodeKind::Kernel(k) => {
+                    let config = LaunchConfig {
+                        grid: k.grid,
+                        block: k.block,
+                        shared_mem: u64::from(k.shared_mem),
+                        stream: 0,
+                    };
+                    let step = rt().kernel_step(k.device, k.func, &config, &k.params)?;
+                    runs.push(k.device, step, None)?;
+                }
+                NodeKind::Memset(m) => {
+                    let d = rt().device_of(m.dst).ok_or(CudaError::INVALID_VALUE)?;
+                    runs.push(d, memset_step(m), None)?;
+                }
+                NodeKind::Memcpy(c) => {
+                    let kind = MemcpyKind::from_raw(c.kind)?;
+                    match rt().memcpy_route(c.dst, c.src, kind)? {
+                        Route::DeviceToDevice { dst, src } if dst == src => {
+                            for (d, s) in c.slices() {
+                                let step = if c.height == 1 {
+                                    GraphStep::of(&req::MemcpyDtoD {
+                                        dst: d,
+                                        src: s,
+                                        len: c.width,
+                                    })
+                                } else {
+                                    GraphStep::of(&req::Memcpy2DDtoD {
+                                        dst: d,
+                                        dpitch: c.dst_pitch,
+                                        src: s,
+                                        spitch: c.src_pitch,
+                                        width: c.width,
+                                        height: c.height,
+                                    })
+                                };
+                                runs.push(dst, step, None)?;
+                            }
+                        }
+                        _ => {
+                            runs.flush()?;
+                            runs.parts.push(Part::Copy(*c));
+                        }
+                    }
+                }
+                NodeKind::EventRecord(e) => {
+                    runs.push(sd, GraphStep::of(&req::EventRecord {}), Some(*e))?;
+                }
+                NodeKind::EventWait(e) => {
+                    runs.flush()?;
+                    runs.parts.push(Part::Wait(*e));
+                }
+                NodeKind::Host(h) => {
+                    runs.flush()?;
+                    runs.parts.push(Part::HostFn(*h));
+                }
+                NodeKind::Empty | NodeKind::Child(_) => {}
+            }
+        }
+        runs.flush()
+    }
+
+    /// Forgets the uploaded work (after a change, or when destroyed).
+    fn drop_plan(&mut self) {
+        if let Some((_, parts)) = self.plan.take() {
+            release(&parts);
+        }
+    }
+}
+
+fn release(parts: &[Part]) {
+    for part in parts {
+        if let Part::Remote { device, graph, .. } = part {
+            rt().graph_release(*device, *graph);
+        }
+    }
+}
+
+/// Changes the parameters of one node of an executable graph
+/// (`cudaGraphExec*NodeSetParams`); the node keeps its type.
+pub(crate) fn set_node(h: Handle, node: Handle, kind: NodeKind) -> Result<(), CudaError> {
+    let exec = exec(h)?;
+    let mut exec = exec.lock();
+    let i = *exec.index.get(&node).ok_or(CudaError::INVALID_VALUE)?;
+    let item = &mut exec.items[i];
+    let same_device = match (&item.kind, &kind) {
+        (NodeKind::Kernel(a), NodeKind::Kernel(b)) => a.device == b.device,
+        (a, b) => a.type_code() == b.type_code(),
+    };
+    if !same_device || matches!(kind, NodeKind::Child(_)) {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    item.kind = kind;
+    exec.drop_plan();
+    Ok(())
+}
+
+/// `cudaGraphNodeSetEnabled` / `GetEnabled`.
+pub(crate) fn set_enabled(
+    h: Handle,
+    node: Handle,
+    enabled: Option<bool>,
+) -> Result<bool, CudaError> {
+    let exec = exec(h)?;
+    let mut exec = exec.lock();
+    let i = *exec.index.get(&node).ok_or(CudaError::INVALID_VALUE)?;
+    let item = &mut exec.items[i];
+    if !matches!(
+        item.kind,
+        NodeKind::Kernel(_) | NodeKind::Memcpy(_) | NodeKind::Memset(_)
+    ) {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    let was = item.enabled;
+    if let Some(e) = enabled {
+        if e != was {
+            item.enabled = e;
+            exec.drop_plan();
+        }
+    }
+    Ok(was)
+}
+
+/// `cudaGraphExecGetFlags`.
+pub(crate) fn flags(h: Handle) -> Result<u64, CudaError> {
+    Ok(exec(h)?.lock().flags)
+}
+
+/// The outcome of `cudaGraphExecUpdate`: the result code and the node that
+/// stopped it.
+pub(crate) struct UpdateOutcome {
+    pub result: i32,
+    pub error_node: Handle,
+}
+
+/// `cudaGraphExecUpdate`: takes every node's parameters from graph `g`,
+/// which must have the instantiated graph's topology and node types.
+pub(crate) fn update(h: Handle, g: Handle) -> Result<UpdateOutcome, CudaError> {
+    let exec = exec(h)?;
+    let mut exec = exec.lock();
+    let (items, sh, order) = {
+        let all = graphs().lock();
+        let mut sh = Vec::new();
+        shape(&all, g, &mut sh)?;
+        let mut items = Vec::new();
+        flatten(&all, g, &mut items)?;
+        let mut order = Vec::new();
+        creation_order(&all, g, &mut order)?;
+        (items, sh, order)
+    };
+    if sh.len() != exec.shape.len() {
+        return Ok(UpdateOutcome {
+            result: update_result::TOPOLOGY_CHANGED,
+            error_node: 0,
+        });
+    }
+    for (i, (new, old)) in sh.iter().zip(&exec.shape).enumerate() {
+        let node = order.get(i).copied().unwrap_or_default();
+        if new.0 != old.0 {
+            return Ok(UpdateOutcome {
+                result: update_result::NODE_TYPE_CHANGED,
+                error_node: node,
+            });
+        }
+        if new.1 != old.1 {
+            return Ok(UpdateOutcome {
+                result: update_result::TOPOLOGY_CHANGED,
+                error_node: node,
+            });
+        }
+    }
+    // Same topology: the flattened orders correspond item by item.
+    for (old, new) in exec.items.iter().zip(&items) {
+        if let (NodeKind::Kernel(a), NodeKind::Kernel(b)) = (&old.kind, &new.kind) {
+            if a.device != b.device {
+                return Ok(UpdateOutcome {
+                    result: update_result::PARAMETERS_CHANGED,
+                    error_node: new.node,
+                });
+            }
+        }
+    }
+    for (old, new) in exec.items.iter_mut().zip(items) {
+        old.kind = new.kind;
+    }
+    exec.drop_plan();
+    Ok(UpdateOutcome {
+        result: update_result::SUCCESS,
+        error_node: 0,
+    })
+}

@@ -1,0 +1,261 @@
+//! CUDA graphs and stream capture, one implementation behind the runtime
+//! (`cudaGraph*`) and driver (`cuGraph*`) entry points: [`model`] holds the
+//! graphs the application builds, [`capture`] turns stream work into nodes,
+//! and [`exec`] instantiates and launches them, their device work kept on
+//! the servers (`rcud_client::Runtime::graph_upload`).
+
+pub(crate) mod capture;
+pub(crate) mod exec;
+pub(crate) mod model;
+
+use std::ffi::c_void;
+use std::fmt::Write as _;
+
+use rcud_client::Runtime;
+use rcud_proto::CudaError;
+
+pub(crate) use model::{graphs, Handle, HostNode, KernelNode, MemcpyNode, MemsetNode, NodeKind};
+
+/// `CU_LAUNCH_PARAM_*` markers of a kernel's `extra` array.
+const PARAM_END: usize = 0x00;
+const PARAM_BUFFER_POINTER: usize = 0x01;
+const PARAM_BUFFER_SIZE: usize = 0x02;
+
+/// Where a kernel's arguments are.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum KernelArgs {
+    /// One pointer per parameter (`kernelParams`).
+    Pointers(*mut *mut c_void),
+    /// All parameters packed at their offsets (`CU_LAUNCH_PARAM_BUFFER_*`).
+    Buffer(*const u8, usize),
+}
+
+/// The arguments a launch names with `params` or `extra` (not both).
+pub(crate) fn kernel_args(
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> Result<KernelArgs, CudaError> {
+    if extra.is_null() {
+        return Ok(KernelArgs::Pointers(params));
+    }
+    if !params.is_null() {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    let (mut buffer, mut size) = (None, None);
+    let mut i = 0;
+    loop {
+        // SAFETY: the API passes a CU_LAUNCH_PARAM_END-terminated array of
+        // (marker, value) pairs.
+        let marker = unsafe { *extra.add(i) } as usize;
+        match marker {
+            PARAM_END => break,
+            PARAM_BUFFER_POINTER | PARAM_BUFFER_SIZE => {
+                // SAFETY: as above: a marker is followed by its value.
+                let value = unsafe { *extra.add(i + 1) };
+                if marker == PARAM_BUFFER_POINTER {
+                    buffer = Some(value as *const u8);
+                } else if !value.is_null() {
+                    // SAFETY: the size marker's value points to a size_t.
+                    size = Some(unsafe { *(value as *const usize) });
+                }
+                i += 2;
+            }
+            _ => return Err(CudaError::INVALID_VALUE),
+        }
+    }
+    match (buffer, size) {
+        (Some(b), Some(s)) if !b.is_null() || s == 0 => Ok(KernelArgs::Buffer(b, s)),
+        _ => Err(CudaError::INVALID_VALUE),
+    }
+}
+
+/// A kernel node of `func` on device `device`, its arguments copied now.
+pub(crate) fn kernel_node(
+    func: u64,
+    device: usize,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared_mem: u64,
+    args: KernelArgs,
+) -> Result<KernelNode, CudaError> {
+    let rt = Runtime::global();
+    let layout = rt.kernel_params(device, func)?;
+    let total = rt.kernel_params_size(device, func)?;
+    let mut params = vec![0u8; total];
+    match args {
+        KernelArgs::Pointers(p) => {
+            for (i, &(offset, size)) in layout.iter().enumerate() {
+                if p.is_null() {
+                    break;
+                }
+                // SAFETY: kernelParams holds one pointer per parameter, each
+                // to a value of the parameter's size.
+                unsafe {
+                    let src = *p.add(i) as *const u8;
+                    if !src.is_null() {
+                        std::ptr::copy_nonoverlapping(src, params[offset..].as_mut_ptr(), size);
+                    }
+                }
+            }
+        }
+        KernelArgs::Buffer(b, size) => {
+            if size < total {
+                return Err(CudaError::INVALID_VALUE);
+            }
+            if total > 0 {
+                // SAFETY: the `extra` array names `size` (>= total) bytes at `b`.
+                let packed = unsafe { std::slice::from_raw_parts(b, total) };
+                params.copy_from_slice(packed);
+            }
+        }
+    }
+    Ok(KernelNode {
+        func,
+        device,
+        grid,
+        block,
+        shared_mem: u32::try_from(shared_mem).map_err(|_| CudaError::INVALID_VALUE)?,
+        params,
+        layout,
+    })
+}
+
+/// Adds a node to graph `g` after `deps`.
+pub(crate) fn add_node(g: Handle, deps: &[Handle], kind: NodeKind) -> Result<Handle, CudaError> {
+    graphs().lock().add(g, deps, kind)
+}
+
+/// A node's parameters.
+pub(crate) fn node_kind(node: Handle) -> Result<NodeKind, CudaError> {
+    Ok(graphs().lock().node(node)?.1.kind.clone())
+}
+
+/// Replaces a node's parameters with others of the same type.
+pub(crate) fn set_node_kind(node: Handle, kind: NodeKind) -> Result<(), CudaError> {
+    let mut all = graphs().lock();
+    let n = all.node_mut(node)?;
+    if n.kind.type_code() != kind.type_code() || matches!(kind, NodeKind::Child(_)) {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    n.kind = kind;
+    Ok(())
+}
+
+/// `cudaGraphDebugDotPrint`: the graph in Graphviz's DOT language.
+pub(crate) fn dot(g: Handle) -> Result<String, CudaError> {
+    let all = graphs().lock();
+    let mut out = String::from("digraph rcud {\n  rankdir=TB;\n");
+    dot_graph(&all, g, &mut out)?;
+    out.push_str("}\n");
+    Ok(out)
+}
+
+fn dot_graph(all: &model::Graphs, g: Handle, out: &mut String) -> Result<(), CudaError> {
+    let graph = all.graph(g)?;
+    let _ = writeln!(
+        out,
+        "  subgraph cluster_{g:x} {{\n    label=\"graph {g:#x}\";"
+    );
+    for n in &graph.order {
+        let node = &graph.nodes[n];
+        let label = match &node.kind {
+            NodeKind::Kernel(k) => {
+                let name = Runtime::global()
+                    .function_name(k.func)
+                    .unwrap_or_else(|_| format!("{:#x}", k.func));
+                format!(
+                    "KERNEL\\n{name}\\ngrid ({},{},{}) block ({},{},{})\\nshared {} B",
+                    k.grid[0],
+                    k.grid[1],
+                    k.grid[2],
+                    k.block[0],
+                    k.block[1],
+                    k.block[2],
+                    k.shared_mem
+                )
+            }
+            NodeKind::Memcpy(c) => format!(
+                "MEMCPY\\n{:#x} <- {:#x}\\n{} x {} x {} B, kind {}",
+                c.dst, c.src, c.width, c.height, c.depth, c.kind
+            ),
+            NodeKind::Memset(m) => format!(
+                "MEMSET\\n{:#x}\\nvalue {:#x}, {} x {} elements of {} B",
+                m.dst, m.value, m.width, m.height, m.element
+            ),
+            NodeKind::Host(h) => format!("HOST\\nfunction {:#x}", h.func),
+            NodeKind::Child(c) => format!("GRAPH\\n{c:#x}"),
+            NodeKind::Empty => "EMPTY".to_string(),
+            NodeKind::EventRecord(e) => format!("EVENT_RECORD\\n{e:#x}"),
+            NodeKind::EventWait(e) => format!("WAIT_EVENT\\n{e:#x}"),
+        };
+        let _ = writeln!(out, "    n{n:x} [shape=box, label=\"{label}\"];");
+        for d in &node.deps {
+            let _ = writeln!(out, "    n{d:x} -> n{n:x};");
+        }
+    }
+    out.push_str("  }\n");
+    for n in &graph.order {
+        if let NodeKind::Child(c) = graph.nodes[n].kind {
+            dot_graph(all, c, out)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extra_arrays_name_a_buffer() {
+        let mut args = [7u8; 12];
+        let mut size = 12usize;
+        let mut extra = [
+            PARAM_BUFFER_POINTER as *mut c_void,
+            args.as_mut_ptr() as *mut c_void,
+            PARAM_BUFFER_SIZE as *mut c_void,
+            &mut size as *mut usize as *mut c_void,
+            PARAM_END as *mut c_void,
+        ];
+        let none = std::ptr::null_mut();
+        match kernel_args(none, extra.as_mut_ptr()) {
+            Ok(KernelArgs::Buffer(p, 12)) => assert_eq!(p, args.as_ptr()),
+            _ => panic!("buffer expected"),
+        }
+        let mut no_size = [
+            PARAM_BUFFER_POINTER as *mut c_void,
+            args.as_mut_ptr() as *mut c_void,
+            PARAM_END as *mut c_void,
+        ];
+        assert!(kernel_args(none, no_size.as_mut_ptr()).is_err());
+        let mut bad = [9usize as *mut c_void, PARAM_END as *mut c_void];
+        assert!(kernel_args(none, bad.as_mut_ptr()).is_err());
+        // kernelParams and extra together are refused.
+        let mut one = [args.as_mut_ptr() as *mut c_void];
+        assert!(kernel_args(one.as_mut_ptr(), extra.as_mut_ptr()).is_err());
+    }
+
+    #[test]
+    fn graphs_order_clone_and_refuse_cycles() {
+        let mut all = model::Graphs::default();
+        let g = all.create();
+        let a = all.add(g, &[], NodeKind::Empty).unwrap();
+        let b = all.add(g, &[a], NodeKind::EventWait(1)).unwrap();
+        let c = all.add(g, &[], NodeKind::Empty).unwrap();
+        all.node_mut(a).unwrap().deps.push(c);
+        assert_eq!(all.graph(g).unwrap().topological(), Some(vec![c, a, b]));
+        assert!(all.graph(g).unwrap().reaches(c, b));
+        // A dependency on a node of another graph, or twice on one node.
+        let other = all.create();
+        assert!(all.add(other, &[a], NodeKind::Empty).is_err());
+        assert!(all.add(g, &[a, a], NodeKind::Empty).is_err());
+        let copy = all.clone_graph(g).unwrap();
+        let b2 = all.graph(copy).unwrap().cloned_from[&b];
+        assert_eq!(all.node(b2).unwrap().0, copy);
+        all.node_mut(c).unwrap().deps.push(b);
+        assert_eq!(all.graph(g).unwrap().topological(), None);
+        all.destroy(g).unwrap();
+        assert!(all.node(a).is_err());
+        assert!(all.node(b2).is_ok());
+    }
+}

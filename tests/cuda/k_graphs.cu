@@ -1,0 +1,329 @@
+// CUDA graphs: explicit construction with every node type rcud has, stream
+// capture across streams joined by events, instantiate / launch / update /
+// per-node parameters / enable, clone, queries, DOT output, and the errors
+// CUDA gives for illegal calls during capture.
+#include <cuda_runtime.h>
+
+#include <cstring>
+#include <vector>
+
+#include "check.h"
+
+__device__ int counter;
+
+__global__ void add_scalar(float *x, float v, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] += v;
+}
+
+__global__ void scale(float *x, float s, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= s;
+}
+
+__global__ void bump() { atomicAdd(&counter, 1); }
+
+static void CUDART_CB host_tick(void *data) { ++*(int *)data; }
+
+static const int N = 1000;
+
+static std::vector<float> fetch(const float *d) {
+    std::vector<float> h(N);
+    CHECK(cudaMemcpy(h.data(), d, N * sizeof(float), cudaMemcpyDeviceToHost));
+    return h;
+}
+
+static void expect_all(const std::vector<float> &h, float want, const char *what) {
+    for (int i = 0; i < N; ++i) {
+        EXPECT(h[i] == want, "%s: x[%d] = %f, expected %f", what, i, h[i], want);
+    }
+    printf("%s: ok\n", what);
+}
+
+static cudaKernelNodeParams kernel_params(void *func, void **args) {
+    cudaKernelNodeParams p = {};
+    p.func = func;
+    p.gridDim = dim3((N + 255) / 256);
+    p.blockDim = dim3(256);
+    p.kernelParams = args;
+    return p;
+}
+
+static void explicit_graph(float *x, float *y) {
+    std::vector<float> host(N, 1.0f);
+    float *pinned = nullptr;
+    CHECK(cudaMallocHost(&pinned, N * sizeof(float)));
+    int ticks = 0;
+    cudaEvent_t done;
+    CHECK(cudaEventCreate(&done));
+
+    cudaGraph_t g;
+    CHECK(cudaGraphCreate(&g, 0));
+    // memset x = 0 -> copy host (1.0) into x -> x += 2 -> x *= 3 -> copy x to y
+    // -> y back to pinned memory -> host function; an empty node and an
+    // event record hang off the end.
+    cudaMemsetParams ms = {};
+    ms.dst = x;
+    ms.value = 0;
+    ms.elementSize = 4;
+    ms.width = N;
+    ms.height = 1;
+    cudaGraphNode_t memset_node, h2d, add_node, scale_node, d2d, d2h, host_node, empty, rec;
+    CHECK(cudaGraphAddMemsetNode(&memset_node, g, nullptr, 0, &ms));
+    CHECK(cudaGraphAddMemcpyNode1D(&h2d, g, &memset_node, 1, x, host.data(),
+                                   N * sizeof(float), cudaMemcpyHostToDevice));
+    float two = 2.0f, three = 3.0f;
+    int n = N;
+    void *add_args[] = {&x, &two, &n};
+    cudaKernelNodeParams kp = kernel_params((void *)add_scalar, add_args);
+    CHECK(cudaGraphAddKernelNode(&add_node, g, &h2d, 1, &kp));
+    void *scale_args[] = {&x, &three, &n};
+    cudaKernelNodeParams sp = kernel_params((void *)scale, scale_args);
+    CHECK(cudaGraphAddKernelNode(&scale_node, g, &add_node, 1, &sp));
+    CHECK(cudaGraphAddMemcpyNode1D(&d2d, g, &scale_node, 1, y, x, N * sizeof(float),
+                                   cudaMemcpyDeviceToDevice));
+    CHECK(cudaGraphAddMemcpyNode1D(&d2h, g, &d2d, 1, pinned, y, N * sizeof(float),
+                                   cudaMemcpyDeviceToHost));
+    cudaHostNodeParams hp = {host_tick, &ticks};
+    CHECK(cudaGraphAddHostNode(&host_node, g, &d2h, 1, &hp));
+    CHECK(cudaGraphAddEmptyNode(&empty, g, &host_node, 1));
+    CHECK(cudaGraphAddEventRecordNode(&rec, g, &empty, 1, done));
+
+    size_t count = 0;
+    CHECK(cudaGraphGetNodes(g, nullptr, &count));
+    EXPECT(count == 9, "9 nodes, got %zu", count);
+    CHECK(cudaGraphGetRootNodes(g, nullptr, &count));
+    EXPECT(count == 1, "one root, got %zu", count);
+    CHECK(cudaGraphGetEdges(g, nullptr, nullptr, nullptr, &count));
+    EXPECT(count == 8, "8 edges, got %zu", count);
+    cudaGraphNodeType type;
+    CHECK(cudaGraphNodeGetType(host_node, &type));
+    EXPECT(type == cudaGraphNodeTypeHost, "host node type %d", (int)type);
+    cudaGraphNode_t dependent = nullptr;
+    count = 1;
+    CHECK(cudaGraphNodeGetDependentNodes(add_node, &dependent, nullptr, &count));
+    EXPECT(count == 1 && dependent == scale_node, "add -> scale");
+    cudaKernelNodeParams back = {};
+    CHECK(cudaGraphKernelNodeGetParams(add_node, &back));
+    EXPECT(back.func == (void *)add_scalar && *(float *)back.kernelParams[1] == 2.0f,
+           "kernel node parameters read back");
+    printf("explicit graph queries: ok\n");
+
+    cudaGraphExec_t exec;
+    CHECK(cudaGraphInstantiate(&exec, g, 0));
+    cudaStream_t s;
+    CHECK(cudaStreamCreate(&s));
+    for (int i = 0; i < 3; ++i) CHECK(cudaGraphLaunch(exec, s));
+    CHECK(cudaStreamSynchronize(s));
+    EXPECT(ticks == 3, "host node ran %d times", ticks);
+    expect_all(fetch(y), 9.0f, "explicit graph launched 3 times");
+    for (int i = 0; i < N; ++i) EXPECT(pinned[i] == 9.0f, "pinned[%d] = %f", i, pinned[i]);
+    CHECK(cudaEventSynchronize(done));
+
+    // The host source is read at each launch, not when the node was made.
+    for (auto &v : host) v = 10.0f;
+    CHECK(cudaGraphLaunch(exec, s));
+    CHECK(cudaStreamSynchronize(s));
+    expect_all(fetch(y), 36.0f, "host source read at launch");
+
+    // Per-node parameters of the executable graph; the graph itself keeps its own.
+    float five = 5.0f;
+    void *add5[] = {&x, &five, &n};
+    cudaKernelNodeParams kp5 = kernel_params((void *)add_scalar, add5);
+    CHECK(cudaGraphExecKernelNodeSetParams(exec, add_node, &kp5));
+    CHECK(cudaGraphLaunch(exec, s));
+    CHECK(cudaStreamSynchronize(s));
+    expect_all(fetch(y), 45.0f, "exec kernel node parameters");
+
+    // A disabled node is skipped.
+    CHECK(cudaGraphNodeSetEnabled(exec, scale_node, 0));
+    unsigned enabled = 1;
+    CHECK(cudaGraphNodeGetEnabled(exec, scale_node, &enabled));
+    EXPECT(enabled == 0, "scale node disabled");
+    CHECK(cudaGraphLaunch(exec, s));
+    CHECK(cudaStreamSynchronize(s));
+    expect_all(fetch(y), 15.0f, "disabled node skipped");
+    CHECK(cudaGraphNodeSetEnabled(exec, scale_node, 1));
+
+    // Whole-graph update from a graph of the same shape.
+    cudaGraph_t g2;
+    CHECK(cudaGraphClone(&g2, g));
+    cudaGraphNode_t add_in_clone;
+    CHECK(cudaGraphNodeFindInClone(&add_in_clone, add_node, g2));
+    float seven = 7.0f;
+    void *add7[] = {&x, &seven, &n};
+    cudaKernelNodeParams kp7 = kernel_params((void *)add_scalar, add7);
+    CHECK(cudaGraphKernelNodeSetParams(add_in_clone, &kp7));
+    cudaGraphExecUpdateResultInfo info;
+    CHECK(cudaGraphExecUpdate(exec, g2, &info));
+    EXPECT(info.result == cudaGraphExecUpdateSuccess, "update result %d", (int)info.result);
+    CHECK(cudaGraphLaunch(exec, s));
+    CHECK(cudaStreamSynchronize(s));
+    expect_all(fetch(y), 51.0f, "graph exec update");
+
+    // A graph of another shape cannot update it.
+    cudaGraphNode_t extra;
+    CHECK(cudaGraphAddEmptyNode(&extra, g2, nullptr, 0));
+    EXPECT_ERR_AS("update with another topology", cudaGraphExecUpdate(exec, g2, &info),
+                  cudaErrorGraphExecUpdateFailure);
+    EXPECT(info.result == cudaGraphExecUpdateErrorTopologyChanged, "topology changed");
+
+    // A child graph: the whole graph again, nested, after a memset.
+    cudaGraph_t parent;
+    CHECK(cudaGraphCreate(&parent, 0));
+    cudaGraphNode_t child, tail;
+    CHECK(cudaGraphAddChildGraphNode(&child, parent, nullptr, 0, g));
+    ms.dst = y;
+    ms.value = 0x40000000;  // 2.0f
+    CHECK(cudaGraphAddMemsetNode(&tail, parent, &child, 1, &ms));
+    cudaGraphExec_t parent_exec;
+    CHECK(cudaGraphInstantiate(&parent_exec, parent, 0));
+    CHECK(cudaGraphLaunch(parent_exec, s));
+    CHECK(cudaStreamSynchronize(s));
+    expect_all(fetch(y), 2.0f, "child graph then a 4-byte memset");
+    expect_all(fetch(x), 36.0f, "child graph's work");
+
+    CHECK(cudaGraphDebugDotPrint(g, "/tmp/rcud_k_graphs.dot", 0));
+    FILE *dot = fopen("/tmp/rcud_k_graphs.dot", "r");
+    EXPECT(dot != nullptr, "DOT file written");
+    char text[8192] = {};
+    fread(text, 1, sizeof(text) - 1, dot);
+    fclose(dot);
+    EXPECT(strstr(text, "digraph") && strstr(text, "add_scalar"), "DOT names the kernels");
+    printf("DOT output: ok\n");
+
+    CHECK(cudaGraphExecDestroy(parent_exec));
+    CHECK(cudaGraphDestroy(parent));
+    CHECK(cudaGraphExecDestroy(exec));
+    CHECK(cudaGraphDestroy(g2));
+    CHECK(cudaGraphDestroy(g));
+    CHECK(cudaStreamDestroy(s));
+    CHECK(cudaEventDestroy(done));
+    CHECK(cudaFreeHost(pinned));
+}
+
+static void captured_graph(float *x, float *y) {
+    cudaStream_t a, b;
+    CHECK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+    CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+    cudaEvent_t fork, join;
+    CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+    CHECK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+    int ticks = 0;
+    int grid = (N + 255) / 256;
+
+    CHECK(cudaStreamBeginCapture(a, cudaStreamCaptureModeGlobal));
+    cudaStreamCaptureStatus status;
+    CHECK(cudaStreamIsCapturing(a, &status));
+    EXPECT(status == cudaStreamCaptureStatusActive, "capturing");
+    CHECK(cudaMemsetAsync(x, 0, N * sizeof(float), a));
+    CHECK(cudaMemsetAsync(y, 0, N * sizeof(float), a));
+    CHECK(cudaEventRecord(fork, a));
+    CHECK(cudaStreamWaitEvent(b, fork, 0));
+    CHECK(cudaStreamIsCapturing(b, &status));
+    EXPECT(status == cudaStreamCaptureStatusActive, "b joined the capture");
+    add_scalar<<<grid, 256, 0, a>>>(x, 4.0f, N);
+    add_scalar<<<grid, 256, 0, b>>>(y, 6.0f, N);
+    bump<<<1, 1, 0, b>>>();
+    CHECK(cudaLaunchHostFunc(b, host_tick, &ticks));
+    CHECK(cudaEventRecord(join, b));
+    CHECK(cudaStreamWaitEvent(a, join, 0));
+    scale<<<grid, 256, 0, a>>>(y, 0.5f, N);
+
+    // Illegal calls while capturing, in global mode: refused; querying the
+    // capture is fine.
+    unsigned long long id = 0;
+    size_t ndeps = 0;
+    const cudaGraphNode_t *deps = nullptr;
+    cudaGraph_t in_progress;
+    CHECK(cudaStreamGetCaptureInfo(a, &status, &id, &in_progress, &deps, nullptr, &ndeps));
+    EXPECT(status == cudaStreamCaptureStatusActive && id != 0 && ndeps == 1,
+           "capture info: status %d, %zu dependencies", (int)status, ndeps);
+    EXPECT_ERR_AS("cudaEventQuery on a captured event", cudaEventQuery(join),
+                  cudaErrorCapturedEvent);
+
+    cudaGraph_t g;
+    CHECK(cudaStreamEndCapture(a, &g));
+    CHECK(cudaStreamIsCapturing(a, &status));
+    EXPECT(status == cudaStreamCaptureStatusNone, "capture ended");
+    CHECK(cudaStreamIsCapturing(b, &status));
+    EXPECT(status == cudaStreamCaptureStatusNone, "b left with it");
+    size_t count = 0;
+    CHECK(cudaGraphGetNodes(g, nullptr, &count));
+    EXPECT(count == 7, "7 captured nodes, got %zu", count);
+    EXPECT(ticks == 0, "nothing ran while capturing");
+    int zero = 0;
+    CHECK(cudaMemcpyToSymbol(counter, &zero, sizeof(int)));
+
+    cudaGraphExec_t exec;
+    CHECK(cudaGraphInstantiate(&exec, g, 0));
+    for (int i = 0; i < 4; ++i) CHECK(cudaGraphLaunch(exec, a));
+    CHECK(cudaStreamSynchronize(a));
+    expect_all(fetch(x), 4.0f, "captured graph: stream a");
+    expect_all(fetch(y), 3.0f, "captured graph: stream b joined back");
+    int c = 0;
+    CHECK(cudaMemcpyFromSymbol(&c, counter, sizeof(int)));
+    EXPECT(c == 4 && ticks == 4, "captured kernel and host function ran 4 times (%d, %d)", c, ticks);
+    CHECK(cudaGraphExecDestroy(exec));
+    CHECK(cudaGraphDestroy(g));
+
+    // A synchronous call in global mode invalidates the capture.
+    CHECK(cudaStreamBeginCapture(a, cudaStreamCaptureModeGlobal));
+    float *p = nullptr;
+    EXPECT_ERR_AS("cudaMalloc while capturing (global)", cudaMalloc(&p, 16),
+                  cudaErrorStreamCaptureUnsupported);
+    CHECK(cudaStreamIsCapturing(a, &status));
+    EXPECT(status == cudaStreamCaptureStatusInvalidated, "invalidated");
+    EXPECT_ERR_AS("end an invalidated capture", cudaStreamEndCapture(a, &g),
+                  cudaErrorStreamCaptureInvalidated);
+    EXPECT(g == nullptr, "no graph from an invalidated capture");
+
+    // Relaxed mode allows it.
+    CHECK(cudaStreamBeginCapture(a, cudaStreamCaptureModeRelaxed));
+    CHECK(cudaMalloc(&p, 16));
+    CHECK(cudaStreamEndCapture(a, &g));
+    CHECK(cudaGraphDestroy(g));
+    CHECK(cudaFree(p));
+    printf("capture modes: ok\n");
+
+    EXPECT_ERR_AS("synchronize a capturing stream",
+                  (cudaStreamBeginCapture(a, cudaStreamCaptureModeThreadLocal),
+                   cudaStreamSynchronize(a)),
+                  cudaErrorStreamCaptureUnsupported);
+    EXPECT_ERR_AS("end after the invalidation", cudaStreamEndCapture(a, &g),
+                  cudaErrorStreamCaptureInvalidated);
+
+    // A stream forked into the capture must join back.
+    CHECK(cudaStreamBeginCapture(a, cudaStreamCaptureModeGlobal));
+    CHECK(cudaEventRecord(fork, a));
+    CHECK(cudaStreamWaitEvent(b, fork, 0));
+    add_scalar<<<grid, 256, 0, b>>>(y, 1.0f, N);
+    EXPECT_ERR_AS("end with b not joined", cudaStreamEndCapture(a, &g),
+                  cudaErrorStreamCaptureUnjoined);
+
+    EXPECT_ERR_AS("end a capture never begun", cudaStreamEndCapture(a, &g),
+                  cudaErrorIllegalState);
+    EXPECT_ERR_AS("capture the legacy stream", cudaStreamBeginCapture(0, cudaStreamCaptureModeGlobal),
+                  cudaErrorStreamCaptureUnsupported);
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
+    EXPECT(mode == cudaStreamCaptureModeGlobal, "previous mode global");
+    CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
+
+    CHECK(cudaStreamDestroy(a));
+    CHECK(cudaStreamDestroy(b));
+    CHECK(cudaEventDestroy(fork));
+    CHECK(cudaEventDestroy(join));
+}
+
+int main() {
+    float *x = nullptr, *y = nullptr;
+    CHECK(cudaMalloc(&x, N * sizeof(float)));
+    CHECK(cudaMalloc(&y, N * sizeof(float)));
+    explicit_graph(x, y);
+    captured_graph(x, y);
+    CHECK(cudaFree(x));
+    CHECK(cudaFree(y));
+    printf("PASS\n");
+    return 0;
+}
