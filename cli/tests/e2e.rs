@@ -424,14 +424,18 @@ fn unimplemented_functions_fail_loudly_and_are_logged_once() {
         .arg(&program);
     let run = run_with_timeout(cmd, RUN_TIMEOUT);
     run.assert_pass(None);
-    run.assert_line("cudaGraphCreate(&graph, 0) -> cudaErrorNotSupported");
+    run.assert_line(
+        "cudaGraphConditionalHandleCreate(&handle, graph, 0, 0) -> cudaErrorNotSupported",
+    );
     let mentions = run
         .stderr
-        .matches("cudaGraphCreate is not implemented")
+        .matches("cudaGraphConditionalHandleCreate is not implemented")
         .count();
     if mentions != 1 {
         run.fail(
-            &format!("expected the log to name cudaGraphCreate once, it did {mentions} times"),
+            &format!(
+                "expected the log to name cudaGraphConditionalHandleCreate once, it did {mentions} times"
+            ),
             None,
         );
     }

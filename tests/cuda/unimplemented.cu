@@ -13,11 +13,15 @@
     } while (0)
 
 int main() {
+    // Conditional graph nodes need a GPU's device-side scheduler.
     cudaGraph_t graph;
-    EXPECT_CODE(cudaGraphCreate(&graph, 0), cudaErrorNotSupported);
-    EXPECT_CODE(cudaGraphCreate(&graph, 0), cudaErrorNotSupported);
+    CHECK(cudaGraphCreate(&graph, 0));
+    cudaGraphConditionalHandle handle;
+    EXPECT_CODE(cudaGraphConditionalHandleCreate(&handle, graph, 0, 0), cudaErrorNotSupported);
+    EXPECT_CODE(cudaGraphConditionalHandleCreate(&handle, graph, 0, 0), cudaErrorNotSupported);
     EXPECT_CODE(cudaGetLastError(), cudaErrorNotSupported);
     EXPECT_CODE(cudaGetLastError(), cudaSuccess);
+    CHECK(cudaGraphDestroy(graph));
     void *p = nullptr;
     CHECK(cudaMalloc(&p, 64));
     CHECK(cudaFree(p));

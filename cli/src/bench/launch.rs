@@ -221,7 +221,7 @@ trait Launcher {
     fn synchronize(&self) -> BenchResult<()>;
 }
 
-fn check(api: &str, what: &str, status: c_int) -> BenchResult<()> {
+pub(super) fn check(api: &str, what: &str, status: c_int) -> BenchResult<()> {
     match status {
         0 => Ok(()),
         e => Err(format!("{api}: {what} failed with error {e}").into()),
@@ -256,7 +256,7 @@ type NoArgs = unsafe extern "C" fn() -> c_int;
 
 /// The runtime API, registered the way nvcc's start-up code registers a
 /// program's kernels.
-struct RuntimeApi {
+pub(super) struct RuntimeApi {
     launch: LaunchKernel,
     synchronize: NoArgs,
     stub: *const c_void,
@@ -272,7 +272,7 @@ struct Wrapper {
 }
 
 impl RuntimeApi {
-    fn new(lib: &Library) -> BenchResult<Self> {
+    pub(super) fn new(lib: &Library) -> BenchResult<Self> {
         // The registered fat binary and its wrapper live as long as the
         // process, as a program's do.
         let image: &'static [u8] = Box::leak(fatbin().into_boxed_slice());
@@ -317,21 +317,20 @@ impl RuntimeApi {
     }
 }
 
+impl RuntimeApi {
+    /// Launches the empty kernel on `stream`.
+    pub(super) fn launch_on(&self, stream: *mut c_void) -> BenchResult<()> {
+        let one = Dim3 { x: 1, y: 1, z: 1 };
+        // SAFETY: a registered kernel without parameters, on a stream of
+        // this library or the default stream.
+        let status = unsafe { (self.launch)(self.stub, one, one, std::ptr::null_mut(), 0, stream) };
+        check("runtime API", "cudaLaunchKernel", status)
+    }
+}
+
 impl Launcher for RuntimeApi {
     fn launch(&self) -> BenchResult<()> {
-        let one = Dim3 { x: 1, y: 1, z: 1 };
-        // SAFETY: a registered kernel without parameters, default stream.
-        let status = unsafe {
-            (self.launch)(
-                self.stub,
-                one,
-                one,
-                std::ptr::null_mut(),
-                0,
-                std::ptr::null_mut(),
-            )
-        };
-        check("runtime API", "cudaLaunchKernel", status)
+        self.launch_on(std::ptr::null_mut())
     }
 
     fn synchronize(&self) -> BenchResult<()> {

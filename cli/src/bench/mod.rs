@@ -4,6 +4,9 @@
 
 mod bandwidth;
 mod chunks;
+// Calls the client library's C functions, as an application does.
+#[allow(unsafe_code)]
+mod graph;
 mod hostmem;
 mod latency;
 // Calls the client library's C functions, as an application does.
@@ -89,6 +92,11 @@ enum What {
     /// Bandwidth per staging chunk count of the RDMA modules, laid out like
     /// Table 3.1 of the rCUDA communications thesis.
     Chunks(chunks::ChunksArgs),
+    /// The same kernels launched one by one and as one captured graph.
+    Graph(graph::GraphArgs),
+    /// `graph` for one transport, measured in this process.
+    #[command(hide = true)]
+    GraphPoint(graph::GraphArgs),
     /// Clients sharing one server with and without QoS: bulk shares of
     /// weights 3:1, and a DBTS client's latency beside a bulk client.
     Qos(qos::QosArgs),
@@ -269,6 +277,13 @@ pub(crate) fn bench(args: BenchArgs) -> BenchResult<ExitCode> {
                 return Err("launch-point measures one transport".into());
             };
             launch::point(&setup, kind, p)
+        }
+        What::Graph(g) => graph::run(&setup, &transports(&tcp), g, &args),
+        What::GraphPoint(g) => {
+            let [kind] = transports(&tcp)[..] else {
+                return Err("graph-point measures one transport".into());
+            };
+            graph::point(&setup, kind, g)
         }
         What::ChunkPoint(p) => {
             let [kind] = transports(&tcp)[..] else {

@@ -14,9 +14,9 @@ use crate::graph::{
     self, capture, exec, graphs, Handle, HostNode, KernelArgs, MemcpyNode, MemsetNode, NodeKind,
 };
 
-type Graph = *mut c_void;
-type Node = *mut c_void;
-type Exec = *mut c_void;
+pub(crate) type Graph = *mut c_void;
+pub(crate) type Node = *mut c_void;
+pub(crate) type Exec = *mut c_void;
 
 fn rt() -> &'static Runtime {
     Runtime::global()
@@ -97,6 +97,16 @@ pub(crate) struct UpdateResultInfo {
     error_from_node: Node,
 }
 
+/// The result code an update reported.
+pub(crate) fn update_result(info: &UpdateResultInfo) -> c_int {
+    info.result
+}
+
+/// The node an update stopped at.
+pub(crate) fn update_error_node(info: &UpdateResultInfo) -> Node {
+    info.error_node
+}
+
 /// `cudaGraphInstantiateParams`.
 #[repr(C)]
 pub(crate) struct InstantiateParams {
@@ -116,12 +126,12 @@ pub(crate) struct EdgeData {
     reserved: [u8; 5],
 }
 
-fn h(p: *const c_void) -> Handle {
+pub(crate) fn h(p: *const c_void) -> Handle {
     p as Handle
 }
 
 /// The `count` handles at `list`.
-fn handles(list: *const Node, count: usize) -> Result<Vec<Handle>, CudaError> {
+pub(crate) fn handles(list: *const Node, count: usize) -> Result<Vec<Handle>, CudaError> {
     if count == 0 {
         return Ok(Vec::new());
     }
@@ -135,7 +145,7 @@ fn handles(list: *const Node, count: usize) -> Result<Vec<Handle>, CudaError> {
 
 /// Refuses edge data other than the default (ports and programmatic edges
 /// need a GPU's scheduler).
-fn default_edges(data: *const EdgeData, count: usize) -> Result<(), CudaError> {
+pub(crate) fn default_edges(data: *const EdgeData, count: usize) -> Result<(), CudaError> {
     if data.is_null() || count == 0 {
         return Ok(());
     }
@@ -153,7 +163,7 @@ fn default_edges(data: *const EdgeData, count: usize) -> Result<(), CudaError> {
 /// Writes `items` to an array of capacity `*count` (or only the count when
 /// `out` is NULL), as the graph queries do; edge data, when asked for, is
 /// the default.
-fn list_out(
+pub(crate) fn list_out(
     items: &[Handle],
     out: *mut Node,
     edges: *mut EdgeData,
@@ -190,7 +200,7 @@ fn list_out(
     write_out(count, items.len())
 }
 
-fn add(
+pub(crate) fn add(
     node: *mut Node,
     graph: Graph,
     deps: *const Node,
@@ -205,7 +215,7 @@ fn add(
     write_out(node, n as Node)
 }
 
-fn param<'a, T>(p: *const T) -> Result<&'a T, CudaError> {
+pub(crate) fn param<'a, T>(p: *const T) -> Result<&'a T, CudaError> {
     // SAFETY: the API passes a valid structure or NULL.
     unsafe { p.as_ref() }.ok_or(CudaError::INVALID_VALUE)
 }
@@ -232,7 +242,7 @@ fn kernel_kind(p: *const KernelNodeParams) -> Result<NodeKind, CudaError> {
     Ok(NodeKind::Kernel(node))
 }
 
-fn memset_kind(p: *const MemsetParams) -> Result<NodeKind, CudaError> {
+pub(crate) fn memset_kind(p: *const MemsetParams) -> Result<NodeKind, CudaError> {
     let p = param(p)?;
     let node = MemsetNode {
         dst: p.dst as u64,
@@ -246,7 +256,7 @@ fn memset_kind(p: *const MemsetParams) -> Result<NodeKind, CudaError> {
     Ok(NodeKind::Memset(node))
 }
 
-fn host_kind(p: *const HostNodeParams) -> Result<NodeKind, CudaError> {
+pub(crate) fn host_kind(p: *const HostNodeParams) -> Result<NodeKind, CudaError> {
     let p = param(p)?;
     let func = p.func.ok_or(CudaError::INVALID_VALUE)? as usize;
     Ok(NodeKind::Host(HostNode {
@@ -354,7 +364,7 @@ fn from_symbol_kind(
     memcpy_1d_kind(dst, src as *const c_void, count, kind)
 }
 
-fn event_kind(event: *mut c_void, record: bool) -> Result<NodeKind, CudaError> {
+pub(crate) fn event_kind(event: *mut c_void, record: bool) -> Result<NodeKind, CudaError> {
     if !rt().event_exists(event as u64) {
         return Err(CudaError::INVALID_RESOURCE_HANDLE);
     }
@@ -369,12 +379,14 @@ fn event_kind(event: *mut c_void, record: bool) -> Result<NodeKind, CudaError> {
 
 #[no_mangle]
 pub extern "C" fn cudaGraphCreate(graph: *mut Graph, flags: c_uint) -> CudaErrorT {
-    guard(|| {
-        if flags != 0 || graph.is_null() {
-            return Err(CudaError::INVALID_VALUE);
-        }
-        write_out(graph, graphs().lock().create() as Graph)
-    })
+    guard(|| graph_create(graph, flags))
+}
+
+pub(crate) fn graph_create(graph: *mut Graph, flags: c_uint) -> Result<(), CudaError> {
+    if flags != 0 || graph.is_null() {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    write_out(graph, graphs().lock().create() as Graph)
 }
 
 #[no_mangle]
@@ -396,16 +408,22 @@ pub extern "C" fn cudaGraphNodeFindInClone(
     original: Node,
     clone: Graph,
 ) -> CudaErrorT {
-    guard(|| {
-        let all = graphs().lock();
-        let found = all
-            .graph(h(clone))?
-            .cloned_from
-            .get(&h(original))
-            .copied()
-            .ok_or(CudaError::INVALID_VALUE)?;
-        write_out(node, found as Node)
-    })
+    guard(|| find_in_clone(node, original, clone))
+}
+
+pub(crate) fn find_in_clone(
+    node: *mut Node,
+    original: Node,
+    clone: Graph,
+) -> Result<(), CudaError> {
+    let all = graphs().lock();
+    let found = all
+        .graph(h(clone))?
+        .cloned_from
+        .get(&h(original))
+        .copied()
+        .ok_or(CudaError::INVALID_VALUE)?;
+    write_out(node, found as Node)
 }
 
 #[no_mangle]
@@ -414,10 +432,16 @@ pub extern "C" fn cudaGraphGetNodes(
     nodes: *mut Node,
     count: *mut usize,
 ) -> CudaErrorT {
-    guard(|| {
-        let order = graphs().lock().graph(h(graph))?.order.clone();
-        list_out(&order, nodes, std::ptr::null_mut(), count)
-    })
+    guard(|| get_nodes(graph, nodes, count))
+}
+
+pub(crate) fn get_nodes(
+    graph: Graph,
+    nodes: *mut Node,
+    count: *mut usize,
+) -> Result<(), CudaError> {
+    let order = graphs().lock().graph(h(graph))?.order.clone();
+    list_out(&order, nodes, std::ptr::null_mut(), count)
 }
 
 #[no_mangle]
@@ -426,18 +450,24 @@ pub extern "C" fn cudaGraphGetRootNodes(
     nodes: *mut Node,
     count: *mut usize,
 ) -> CudaErrorT {
-    guard(|| {
-        let roots: Vec<Handle> = {
-            let all = graphs().lock();
-            let g = all.graph(h(graph))?;
-            g.order
-                .iter()
-                .copied()
-                .filter(|n| g.nodes[n].deps.is_empty())
-                .collect()
-        };
-        list_out(&roots, nodes, std::ptr::null_mut(), count)
-    })
+    guard(|| get_root_nodes(graph, nodes, count))
+}
+
+pub(crate) fn get_root_nodes(
+    graph: Graph,
+    nodes: *mut Node,
+    count: *mut usize,
+) -> Result<(), CudaError> {
+    let roots: Vec<Handle> = {
+        let all = graphs().lock();
+        let g = all.graph(h(graph))?;
+        g.order
+            .iter()
+            .copied()
+            .filter(|n| g.nodes[n].deps.is_empty())
+            .collect()
+    };
+    list_out(&roots, nodes, std::ptr::null_mut(), count)
 }
 
 #[no_mangle]
@@ -448,31 +478,39 @@ pub extern "C" fn cudaGraphGetEdges(
     edges: *mut EdgeData,
     count: *mut usize,
 ) -> CudaErrorT {
-    guard(|| {
-        let pairs: Vec<(Handle, Handle)> = {
-            let all = graphs().lock();
-            let g = all.graph(h(graph))?;
-            g.order
-                .iter()
-                .flat_map(|n| g.nodes[n].deps.iter().map(move |d| (*d, *n)))
-                .collect()
-        };
-        if from.is_null() != to.is_null() {
-            return Err(CudaError::INVALID_VALUE);
-        }
-        let froms: Vec<Handle> = pairs.iter().map(|p| p.0).collect();
-        let tos: Vec<Handle> = pairs.iter().map(|p| p.1).collect();
-        if !from.is_null() {
-            // SAFETY: non-NULL; read before the outputs are written.
-            let capacity = unsafe { *count };
-            list_out(&froms, from, edges, count)?;
-            write_out(count, capacity)?;
-        }
-        list_out(&tos, to, std::ptr::null_mut(), count)
-    })
+    guard(|| get_edges(graph, from, to, edges, count))
 }
 
-fn edge_lists(
+pub(crate) fn get_edges(
+    graph: Graph,
+    from: *mut Node,
+    to: *mut Node,
+    edges: *mut EdgeData,
+    count: *mut usize,
+) -> Result<(), CudaError> {
+    let pairs: Vec<(Handle, Handle)> = {
+        let all = graphs().lock();
+        let g = all.graph(h(graph))?;
+        g.order
+            .iter()
+            .flat_map(|n| g.nodes[n].deps.iter().map(move |d| (*d, *n)))
+            .collect()
+    };
+    if from.is_null() != to.is_null() {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    let froms: Vec<Handle> = pairs.iter().map(|p| p.0).collect();
+    let tos: Vec<Handle> = pairs.iter().map(|p| p.1).collect();
+    if !from.is_null() {
+        // SAFETY: non-NULL; read before the outputs are written.
+        let capacity = unsafe { *count };
+        list_out(&froms, from, edges, count)?;
+        write_out(count, capacity)?;
+    }
+    list_out(&tos, to, std::ptr::null_mut(), count)
+}
+
+pub(crate) fn edge_lists(
     from: *const Node,
     to: *const Node,
     count: usize,
@@ -490,29 +528,34 @@ pub extern "C" fn cudaGraphAddDependencies(
     edges: *const EdgeData,
     count: usize,
 ) -> CudaErrorT {
-    guard(|| {
-        default_edges(edges, count)?;
-        let pairs = edge_lists(from, to, count)?;
-        let mut all = graphs().lock();
-        for &(f, t) in &pairs {
-            if all.owner.get(&f) != Some(&h(graph))
-                || all.owner.get(&t) != Some(&h(graph))
-                || f == t
-            {
-                return Err(CudaError::INVALID_VALUE);
-            }
-            let g = all.graph(h(graph))?;
-            if g.nodes[&t].deps.contains(&f) {
-                return Err(CudaError::INVALID_VALUE);
-            }
-            // An edge that closes a cycle is refused.
-            if g.reaches(t, f) {
-                return Err(CudaError::INVALID_VALUE);
-            }
-            all.node_mut(t)?.deps.push(f);
+    guard(|| add_dependencies(graph, from, to, edges, count))
+}
+
+pub(crate) fn add_dependencies(
+    graph: Graph,
+    from: *const Node,
+    to: *const Node,
+    edges: *const EdgeData,
+    count: usize,
+) -> Result<(), CudaError> {
+    default_edges(edges, count)?;
+    let pairs = edge_lists(from, to, count)?;
+    let mut all = graphs().lock();
+    for &(f, t) in &pairs {
+        if all.owner.get(&f) != Some(&h(graph)) || all.owner.get(&t) != Some(&h(graph)) || f == t {
+            return Err(CudaError::INVALID_VALUE);
         }
-        Ok(())
-    })
+        let g = all.graph(h(graph))?;
+        if g.nodes[&t].deps.contains(&f) {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        // An edge that closes a cycle is refused.
+        if g.reaches(t, f) {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        all.node_mut(t)?.deps.push(f);
+    }
+    Ok(())
 }
 
 #[no_mangle]
@@ -523,23 +566,31 @@ pub extern "C" fn cudaGraphRemoveDependencies(
     edges: *const EdgeData,
     count: usize,
 ) -> CudaErrorT {
-    guard(|| {
-        default_edges(edges, count)?;
-        let pairs = edge_lists(from, to, count)?;
-        let mut all = graphs().lock();
-        for &(f, t) in &pairs {
-            if all.owner.get(&t) != Some(&h(graph)) {
-                return Err(CudaError::INVALID_VALUE);
-            }
-            let node = all.node_mut(t)?;
-            let before = node.deps.len();
-            node.deps.retain(|&d| d != f);
-            if node.deps.len() == before {
-                return Err(CudaError::INVALID_VALUE);
-            }
+    guard(|| remove_dependencies(graph, from, to, edges, count))
+}
+
+pub(crate) fn remove_dependencies(
+    graph: Graph,
+    from: *const Node,
+    to: *const Node,
+    edges: *const EdgeData,
+    count: usize,
+) -> Result<(), CudaError> {
+    default_edges(edges, count)?;
+    let pairs = edge_lists(from, to, count)?;
+    let mut all = graphs().lock();
+    for &(f, t) in &pairs {
+        if all.owner.get(&t) != Some(&h(graph)) {
+            return Err(CudaError::INVALID_VALUE);
         }
-        Ok(())
-    })
+        let node = all.node_mut(t)?;
+        let before = node.deps.len();
+        node.deps.retain(|&d| d != f);
+        if node.deps.len() == before {
+            return Err(CudaError::INVALID_VALUE);
+        }
+    }
+    Ok(())
 }
 
 #[no_mangle]
@@ -564,10 +615,17 @@ pub extern "C" fn cudaGraphNodeGetDependencies(
     edges: *mut EdgeData,
     count: *mut usize,
 ) -> CudaErrorT {
-    guard(|| {
-        let list = graphs().lock().node(h(node))?.1.deps.clone();
-        list_out(&list, deps, edges, count)
-    })
+    guard(|| node_dependencies(node, deps, edges, count))
+}
+
+pub(crate) fn node_dependencies(
+    node: Node,
+    deps: *mut Node,
+    edges: *mut EdgeData,
+    count: *mut usize,
+) -> Result<(), CudaError> {
+    let list = graphs().lock().node(h(node))?.1.deps.clone();
+    list_out(&list, deps, edges, count)
 }
 
 #[no_mangle]
@@ -577,14 +635,21 @@ pub extern "C" fn cudaGraphNodeGetDependentNodes(
     edges: *mut EdgeData,
     count: *mut usize,
 ) -> CudaErrorT {
-    guard(|| {
-        let list = {
-            let all = graphs().lock();
-            let (g, _) = all.node(h(node))?;
-            all.graph(g)?.dependents(h(node))
-        };
-        list_out(&list, dependents, edges, count)
-    })
+    guard(|| node_dependents(node, dependents, edges, count))
+}
+
+pub(crate) fn node_dependents(
+    node: Node,
+    dependents: *mut Node,
+    edges: *mut EdgeData,
+    count: *mut usize,
+) -> Result<(), CudaError> {
+    let list = {
+        let all = graphs().lock();
+        let (g, _) = all.node(h(node))?;
+        all.graph(g)?.dependents(h(node))
+    };
+    list_out(&list, dependents, edges, count)
 }
 
 #[no_mangle]
@@ -593,19 +658,25 @@ pub extern "C" fn cudaGraphDebugDotPrint(
     path: *const c_char,
     _flags: c_uint,
 ) -> CudaErrorT {
-    guard(|| {
-        if path.is_null() {
-            return Err(CudaError::INVALID_VALUE);
-        }
-        // SAFETY: the API passes a NUL-terminated path.
-        let path = unsafe { CStr::from_ptr(path) }
-            .to_str()
-            .map_err(|_| CudaError::INVALID_VALUE)?;
-        let text = graph::dot(h(graph))?;
-        std::fs::write(path, text).map_err(|e| {
-            tracing::warn!("cudaGraphDebugDotPrint: cannot write {path}: {e}");
-            CudaError::OPERATING_SYSTEM
-        })
+    guard(|| debug_dot_print(graph, path, _flags))
+}
+
+pub(crate) fn debug_dot_print(
+    graph: Graph,
+    path: *const c_char,
+    _flags: c_uint,
+) -> Result<(), CudaError> {
+    if path.is_null() {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    // SAFETY: the API passes a NUL-terminated path.
+    let path = unsafe { CStr::from_ptr(path) }
+        .to_str()
+        .map_err(|_| CudaError::INVALID_VALUE)?;
+    let text = graph::dot(h(graph))?;
+    std::fs::write(path, text).map_err(|e| {
+        tracing::warn!("cudaGraphDebugDotPrint: cannot write {path}: {e}");
+        CudaError::OPERATING_SYSTEM
     })
 }
 
@@ -624,9 +695,9 @@ pub extern "C" fn cudaGraphAddKernelNode(
 
 /// Argument copies handed out by `cudaGraphKernelNodeGetParams`: node ->
 /// (packed values, one pointer per parameter into them).
-type ArgCopies = std::collections::HashMap<Handle, (Box<[u8]>, Box<[usize]>)>;
+pub(crate) type ArgCopies = std::collections::HashMap<Handle, (Box<[u8]>, Box<[usize]>)>;
 
-fn arg_copies() -> &'static parking_lot::Mutex<ArgCopies> {
+pub(crate) fn arg_copies() -> &'static parking_lot::Mutex<ArgCopies> {
     static COPIES: std::sync::OnceLock<parking_lot::Mutex<ArgCopies>> = std::sync::OnceLock::new();
     COPIES.get_or_init(Default::default)
 }
@@ -643,15 +714,7 @@ pub extern "C" fn cudaGraphKernelNodeGetParams(
         if out.is_null() {
             return Err(CudaError::INVALID_VALUE);
         }
-        let values: Box<[u8]> = k.params.clone().into_boxed_slice();
-        let pointers: Box<[usize]> = k
-            .layout
-            .iter()
-            .map(|&(offset, _)| values.as_ptr() as usize + offset)
-            .collect();
-        let kernel_params = pointers.as_ptr() as *mut *mut c_void;
-        // The copies live until the node's parameters are asked for again.
-        arg_copies().lock().insert(h(node), (values, pointers));
+        let kernel_params = keep_arg_copies(h(node), &k);
         let dim = |v: [u32; 3]| Dim3 {
             x: v[0],
             y: v[1],
@@ -669,6 +732,21 @@ pub extern "C" fn cudaGraphKernelNodeGetParams(
             },
         )
     })
+}
+
+/// Copies of a kernel node's arguments and one pointer per parameter into
+/// them, as `kernelParams`; they live until the node's parameters are
+/// asked for again.
+pub(crate) fn keep_arg_copies(node: Handle, k: &crate::graph::KernelNode) -> *mut *mut c_void {
+    let values: Box<[u8]> = k.params.clone().into_boxed_slice();
+    let pointers: Box<[usize]> = k
+        .layout
+        .iter()
+        .map(|&(offset, _)| values.as_ptr() as usize + offset)
+        .collect();
+    let kernel_params = pointers.as_ptr() as *mut *mut c_void;
+    arg_copies().lock().insert(node, (values, pointers));
+    kernel_params
 }
 
 #[no_mangle]
@@ -692,22 +770,24 @@ pub extern "C" fn cudaGraphAddMemsetNode(
 
 #[no_mangle]
 pub extern "C" fn cudaGraphMemsetNodeGetParams(node: Node, out: *mut MemsetParams) -> CudaErrorT {
-    guard(|| {
-        let NodeKind::Memset(m) = graph::node_kind(h(node))? else {
-            return Err(CudaError::INVALID_VALUE);
-        };
-        write_out(
-            out,
-            MemsetParams {
-                dst: m.dst as *mut c_void,
-                pitch: m.pitch as usize,
-                value: m.value,
-                element_size: m.element,
-                width: m.width as usize,
-                height: m.height as usize,
-            },
-        )
-    })
+    guard(|| memset_params_out(node, out))
+}
+
+pub(crate) fn memset_params_out(node: Node, out: *mut MemsetParams) -> Result<(), CudaError> {
+    let NodeKind::Memset(m) = graph::node_kind(h(node))? else {
+        return Err(CudaError::INVALID_VALUE);
+    };
+    write_out(
+        out,
+        MemsetParams {
+            dst: m.dst as *mut c_void,
+            pitch: m.pitch as usize,
+            value: m.value,
+            element_size: m.element,
+            width: m.width as usize,
+            height: m.height as usize,
+        },
+    )
 }
 
 #[no_mangle]
@@ -731,20 +811,22 @@ pub extern "C" fn cudaGraphAddHostNode(
 
 #[no_mangle]
 pub extern "C" fn cudaGraphHostNodeGetParams(node: Node, out: *mut HostNodeParams) -> CudaErrorT {
-    guard(|| {
-        let NodeKind::Host(n) = graph::node_kind(h(node))? else {
-            return Err(CudaError::INVALID_VALUE);
-        };
-        // SAFETY: `func` is the address of a cudaHostFn_t the application gave.
-        let func: HostFn = unsafe { std::mem::transmute(n.func) };
-        write_out(
-            out,
-            HostNodeParams {
-                func,
-                user_data: n.data as *mut c_void,
-            },
-        )
-    })
+    guard(|| host_params_out(node, out))
+}
+
+pub(crate) fn host_params_out(node: Node, out: *mut HostNodeParams) -> Result<(), CudaError> {
+    let NodeKind::Host(n) = graph::node_kind(h(node))? else {
+        return Err(CudaError::INVALID_VALUE);
+    };
+    // SAFETY: `func` is the address of a cudaHostFn_t the application gave.
+    let func: HostFn = unsafe { std::mem::transmute(n.func) };
+    write_out(
+        out,
+        HostNodeParams {
+            func,
+            user_data: n.data as *mut c_void,
+        },
+    )
 }
 
 #[no_mangle]
@@ -953,7 +1035,7 @@ pub extern "C" fn cudaGraphAddEventWaitNode(
     guard(|| add(node, graph, deps, count, || event_kind(event, false)))
 }
 
-fn node_event(node: Node, record: bool) -> Result<u64, CudaError> {
+pub(crate) fn node_event(node: Node, record: bool) -> Result<u64, CudaError> {
     match graph::node_kind(h(node))? {
         NodeKind::EventRecord(e) if record => Ok(e),
         NodeKind::EventWait(e) if !record => Ok(e),
@@ -1018,7 +1100,7 @@ const INSTANTIATE_ERROR: c_int = 1;
 /// `cudaGraphInstantiateFlagUpload`.
 const FLAG_UPLOAD: u64 = 2;
 
-fn instantiate_with_params(
+pub(crate) fn instantiate_with_params(
     exec_out: *mut Exec,
     graph: Graph,
     params: *mut InstantiateParams,
@@ -1207,23 +1289,29 @@ pub extern "C" fn cudaGraphExecUpdate(
     graph: Graph,
     info: *mut UpdateResultInfo,
 ) -> CudaErrorT {
-    guard(|| {
-        let outcome = exec::update(h(exec), h(graph))?;
-        if !info.is_null() {
-            write_out(
-                info,
-                UpdateResultInfo {
-                    result: outcome.result,
-                    error_node: outcome.error_node as Node,
-                    error_from_node: std::ptr::null_mut(),
-                },
-            )?;
-        }
-        match outcome.result {
-            exec::update_result::SUCCESS => Ok(()),
-            _ => Err(CudaError::GRAPH_EXEC_UPDATE_FAILURE),
-        }
-    })
+    guard(|| exec_update(exec, graph, info))
+}
+
+pub(crate) fn exec_update(
+    exec: Exec,
+    graph: Graph,
+    info: *mut UpdateResultInfo,
+) -> Result<(), CudaError> {
+    let outcome = exec::update(h(exec), h(graph))?;
+    if !info.is_null() {
+        write_out(
+            info,
+            UpdateResultInfo {
+                result: outcome.result,
+                error_node: outcome.error_node as Node,
+                error_from_node: std::ptr::null_mut(),
+            },
+        )?;
+    }
+    match outcome.result {
+        exec::update_result::SUCCESS => Ok(()),
+        _ => Err(CudaError::GRAPH_EXEC_UPDATE_FAILURE),
+    }
 }
 
 // ---- stream capture ------------------------------------------------------------
@@ -1234,7 +1322,7 @@ with_ptsz! {
     }
 }
 
-fn begin_to_graph(
+pub(crate) fn begin_to_graph(
     stream: Stream,
     graph: Graph,
     deps: *const Node,
@@ -1278,7 +1366,7 @@ thread_local! {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn capture_info(
+pub(crate) fn capture_info(
     stream: Stream,
     status: *mut c_int,
     id: *mut u64,
@@ -1323,7 +1411,7 @@ with_ptsz! {
     }
 }
 
-fn update_capture_dependencies(
+pub(crate) fn update_capture_dependencies(
     stream: Stream,
     deps: *mut Node,
     edges: *const EdgeData,
@@ -1343,15 +1431,17 @@ with_ptsz! {
 
 #[no_mangle]
 pub extern "C" fn cudaThreadExchangeStreamCaptureMode(mode: *mut c_int) -> CudaErrorT {
-    guard(|| {
-        if mode.is_null() {
-            return Err(CudaError::INVALID_VALUE);
-        }
-        // SAFETY: non-NULL, a cudaStreamCaptureMode in and out.
-        let new = unsafe { *mode };
-        let old = capture::exchange_mode(new)?;
-        write_out(mode, old)
-    })
+    guard(|| exchange_capture_mode(mode))
+}
+
+pub(crate) fn exchange_capture_mode(mode: *mut c_int) -> Result<(), CudaError> {
+    if mode.is_null() {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    // SAFETY: non-NULL, a cudaStreamCaptureMode in and out.
+    let new = unsafe { *mode };
+    let old = capture::exchange_mode(new)?;
+    write_out(mode, old)
 }
 
 /// The node a kernel launch on a capturing stream becomes.

@@ -32,6 +32,7 @@ driver_fn! { cuMemAlloc_v2 (dptr: *mut u64, size: usize) {
     if dptr.is_null() || size == 0 {
         return Err(DriverError::INVALID_VALUE);
     }
+    capture::refuse_unsafe()?;
     let p = rt().malloc(size as u64)?;
     out(dptr, p)
 } }
@@ -149,6 +150,7 @@ driver_fn! { cuMemAdvise (p: u64, count: usize, advice: c_int, dev: c_int) {
 
 driver_fn! { cuMemFree_v2 (dptr: u64) {
     context_device()?;
+    capture::refuse_unsafe()?;
     if let Some(result) = crate::cudart::managed::free(dptr) {
         return Ok(result?);
     }

@@ -40,6 +40,7 @@ mod context;
 mod device;
 mod errors;
 mod export_tables;
+mod graph;
 mod init;
 
 pub(crate) use init::DRIVER_VERSION;

@@ -9,9 +9,6 @@ use rcud_client::runtime::STREAM_PRIORITY_LEAST;
 use super::{context_device, initialized, out, rt, DriverError};
 use crate::cudart::stream::{self as rt_stream, Event, HostFn, Stream, StreamCallback};
 
-/// `CU_STREAM_CAPTURE_STATUS_NONE`.
-const CAPTURE_STATUS_NONE: c_int = 0;
-
 driver_fn! { cuStreamCreate (stream: *mut Stream, flags: c_uint) {
     context_device()?;
     if stream.is_null() {
@@ -83,20 +80,6 @@ driver_fn! { [cuStreamGetCtx, cuStreamGetCtx_ptsz] (stream: Stream, ctx: *mut u6
         s => rt().primary_context(rt().stream_device(s)? as c_int)?,
     };
     out(ctx, handle)
-} }
-
-// rcud has no graph capture (`cuStreamBeginCapture` is not supported), so
-// every valid stream is not capturing; the other outputs are unspecified then.
-driver_fn! { [cuStreamIsCapturing, cuStreamIsCapturing_ptsz] (stream: Stream, status: *mut c_int) {
-    initialized()?;
-    rt().stream_device(stream as u64)?;
-    out(status, CAPTURE_STATUS_NONE)
-} }
-
-driver_fn! { [cuStreamGetCaptureInfo, cuStreamGetCaptureInfo_ptsz, cuStreamGetCaptureInfo_v2, cuStreamGetCaptureInfo_v2_ptsz, cuStreamGetCaptureInfo_v3, cuStreamGetCaptureInfo_v3_ptsz] (stream: Stream, status: *mut c_int) {
-    initialized()?;
-    rt().stream_device(stream as u64)?;
-    out(status, CAPTURE_STATUS_NONE)
 } }
 
 driver_fn! { [cuStreamAddCallback, cuStreamAddCallback_ptsz] (stream: Stream, cb: StreamCallback, data: *mut c_void, flags: c_uint) {
