@@ -449,3 +449,104 @@ def test_nvidia_shared_runtime_on_rcud_driver():
     assert int(view.astype(cp.int64).sum()) == sum(expect)
     assert lib.cudaFree(ptr) == 0
     assert lib.cudaDeviceSynchronize() == 0
+
+
+# ---- graphs ---------------------------------------------------------------------
+
+
+def _chain(x):
+    y = x + 3
+    y = y * 7.5
+    return cp.sqrt(y * y + 1)
+
+
+def test_graph_captured_and_launched_on_two_streams():
+    x = cp.arange(1000, dtype=cp.float32)
+    capture, other = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
+    with capture:
+        capture.begin_capture()
+        assert capture.is_capturing()
+        assert not cp.cuda.Stream.null.is_capturing()
+        out = _chain(x)
+        graph = capture.end_capture()
+    assert not capture.is_capturing()
+    # Nothing ran while capturing: the graph's launches compute `out`.
+    with other:
+        graph.upload()
+        graph.launch()
+        graph.launch()
+    other.synchronize()
+    np.testing.assert_allclose(cp.asnumpy(out), cp.asnumpy(_chain(x)), rtol=1e-6)
+
+
+def test_graph_fork_join_and_host_function():
+    a = cp.arange(256, dtype=cp.float64)
+    s1, s2 = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
+    e1, e2 = cp.cuda.Event(), cp.cuda.Event()
+    calls = {"n": 0}
+
+    def ran(counter):
+        counter["n"] += 1
+
+    with s1:
+        s1.begin_capture()
+        first = a * 100
+        e1.record(s1)
+        s2.wait_event(e1)
+        with s2:
+            second = 3 * first + 1
+            e2.record(s2)
+        s1.wait_event(e2)
+        # CuPy keeps a captured host function's arguments with the stream
+        # that began the capture.
+        s1.launch_host_func(ran, calls)
+        graph = s1.end_capture()
+    assert not s2.is_capturing()
+    for _ in range(2):
+        graph.launch(s1)
+    s1.synchronize()
+    assert calls["n"] == 2
+    np.testing.assert_array_equal(cp.asnumpy(second), 300 * np.arange(256) + 1)
+
+
+def test_graph_capture_errors_are_cudas():
+    s = cp.cuda.Stream(non_blocking=True)
+    with s:
+        s.begin_capture()
+        with pytest.raises(runtime.CUDARuntimeError, match="cudaErrorStreamCaptureUnsupported"):
+            s.synchronize()
+        with pytest.raises(runtime.CUDARuntimeError, match="cudaErrorStreamCaptureInvalidated"):
+            s.end_capture()
+    assert not s.is_capturing()
+    s.synchronize()
+
+    blocking, joined = cp.cuda.Stream(non_blocking=False), cp.cuda.Stream(non_blocking=True)
+    x = cp.ones(8)
+    with blocking:
+        blocking.begin_capture()
+        with pytest.raises(runtime.CUDARuntimeError, match="cudaErrorStreamCaptureImplicit"):
+            cp.cuda.Stream.null.is_capturing()
+        with pytest.raises(runtime.CUDARuntimeError, match="cudaErrorIllegalState"):
+            joined.end_capture()
+        event = cp.cuda.Event()
+        event.record(blocking)
+        joined.wait_event(event)
+        with joined:
+            x * 2
+        with pytest.raises(runtime.CUDARuntimeError, match="cudaErrorStreamCaptureUnmatched"):
+            joined.end_capture()
+        with pytest.raises(runtime.CUDARuntimeError, match="cudaErrorStreamCaptureInvalidated"):
+            blocking.end_capture()
+    assert not blocking.is_capturing() and not joined.is_capturing()
+
+
+def test_graph_debug_dot_names_the_kernels():
+    s = cp.cuda.Stream(non_blocking=True)
+    a = cp.arange(100, dtype=cp.float32)
+    with s:
+        s.begin_capture()
+        cp.sin(a)
+        graph = s.end_capture()
+    plain = graph.debug_dot_str()
+    verbose = graph.debug_dot_str(runtime.cudaGraphDebugDotFlagsVerbose)
+    assert "cupy_sin" in plain and "cupy_sin" in verbose and plain != verbose

@@ -656,15 +656,15 @@ pub(crate) fn node_dependents(
 pub extern "C" fn cudaGraphDebugDotPrint(
     graph: Graph,
     path: *const c_char,
-    _flags: c_uint,
+    flags: c_uint,
 ) -> CudaErrorT {
-    guard(|| debug_dot_print(graph, path, _flags))
+    guard(|| debug_dot_print(graph, path, flags))
 }
 
 pub(crate) fn debug_dot_print(
     graph: Graph,
     path: *const c_char,
-    _flags: c_uint,
+    flags: c_uint,
 ) -> Result<(), CudaError> {
     if path.is_null() {
         return Err(CudaError::INVALID_VALUE);
@@ -673,7 +673,7 @@ pub(crate) fn debug_dot_print(
     let path = unsafe { CStr::from_ptr(path) }
         .to_str()
         .map_err(|_| CudaError::INVALID_VALUE)?;
-    let text = graph::dot(h(graph))?;
+    let text = graph::dot(h(graph), flags)?;
     std::fs::write(path, text).map_err(|e| {
         tracing::warn!("cudaGraphDebugDotPrint: cannot write {path}: {e}");
         CudaError::OPERATING_SYSTEM

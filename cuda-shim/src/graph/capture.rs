@@ -117,8 +117,12 @@ pub(crate) fn end(stream: u64) -> Result<Handle, CudaError> {
     Runtime::global().stream_device(stream)?;
     let mut caps = captures().lock();
     let id = *caps.stream.get(&stream).ok_or(CudaError::ILLEGAL_STATE)?;
-    let cap = &caps.by_id[&id];
+    let Some(cap) = caps.by_id.get_mut(&id) else {
+        return Err(CudaError::ILLEGAL_STATE);
+    };
     if cap.origin != stream {
+        // Ending from a stream that joined breaks the capture.
+        cap.invalidated = true;
         return Err(CudaError::STREAM_CAPTURE_UNMATCHED);
     }
     if cap.mode != mode::RELAXED && cap.thread != std::thread::current().id() {
@@ -157,9 +161,9 @@ pub(crate) fn end(stream: u64) -> Result<Handle, CudaError> {
 pub(crate) fn info(stream: u64) -> Result<(i32, u64, Handle, Vec<Handle>), CudaError> {
     Runtime::global().stream_device(stream)?;
     let caps = captures().lock();
-    if is_legacy(stream) && !caps.by_id.is_empty() {
-        // Asking about the legacy stream while others capture would
-        // synchronize with them.
+    if is_legacy(stream) && !blocking_captures(&caps).is_empty() {
+        // The legacy stream would synchronize with a capturing blocking
+        // stream: asking about it is refused, without harm to the capture.
         return Err(CudaError::STREAM_CAPTURE_IMPLICIT);
     }
     Ok(match caps.stream.get(&stream) {
@@ -199,19 +203,24 @@ pub(crate) fn refuse_wait(stream: u64) -> Result<(), CudaError> {
     Ok(())
 }
 
-/// Work on the legacy stream waits for every blocking stream: one that
-/// captures makes that an illegal dependency.
-fn implicit(caps: &mut Captures) -> Result<(), CudaError> {
+/// The captures that a blocking stream (one the legacy stream waits for)
+/// takes part in.
+fn blocking_captures(caps: &Captures) -> Vec<u64> {
     let rt = Runtime::global();
-    let blocking: Vec<u64> = caps
-        .stream
+    caps.stream
         .iter()
         .filter(|(s, _)| {
             rt.stream_info(**s)
                 .is_ok_and(|(f, _)| f & NON_BLOCKING == 0)
         })
         .map(|(_, id)| *id)
-        .collect();
+        .collect()
+}
+
+/// Work on the legacy stream waits for every blocking stream: one that
+/// captures makes that an illegal dependency.
+fn implicit(caps: &mut Captures) -> Result<(), CudaError> {
+    let blocking = blocking_captures(caps);
     if blocking.is_empty() {
         return Ok(());
     }

@@ -141,16 +141,25 @@ pub(crate) fn set_node_kind(node: Handle, kind: NodeKind) -> Result<(), CudaErro
     Ok(())
 }
 
-/// `cudaGraphDebugDotPrint`: the graph in Graphviz's DOT language.
-pub(crate) fn dot(g: Handle) -> Result<String, CudaError> {
+/// `cudaGraphDebugDotFlagsVerbose`.
+const DOT_VERBOSE: u32 = 1;
+
+/// `cudaGraphDebugDotPrint`: the graph in Graphviz's DOT language; verbose,
+/// with every node's handle and argument bytes.
+pub(crate) fn dot(g: Handle, flags: u32) -> Result<String, CudaError> {
     let all = graphs().lock();
     let mut out = String::from("digraph rcud {\n  rankdir=TB;\n");
-    dot_graph(&all, g, &mut out)?;
+    dot_graph(&all, g, flags & DOT_VERBOSE != 0, &mut out)?;
     out.push_str("}\n");
     Ok(out)
 }
 
-fn dot_graph(all: &model::Graphs, g: Handle, out: &mut String) -> Result<(), CudaError> {
+fn dot_graph(
+    all: &model::Graphs,
+    g: Handle,
+    verbose: bool,
+    out: &mut String,
+) -> Result<(), CudaError> {
     let graph = all.graph(g)?;
     let _ = writeln!(
         out,
@@ -188,6 +197,14 @@ fn dot_graph(all: &model::Graphs, g: Handle, out: &mut String) -> Result<(), Cud
             NodeKind::EventRecord(e) => format!("EVENT_RECORD\\n{e:#x}"),
             NodeKind::EventWait(e) => format!("WAIT_EVENT\\n{e:#x}"),
         };
+        let label = match (&node.kind, verbose) {
+            (NodeKind::Kernel(k), true) => {
+                let bytes: Vec<String> = k.params.iter().map(|b| format!("{b:02x}")).collect();
+                format!("{label}\\nnode {n:#x}\\nparams {}", bytes.join(" "))
+            }
+            (_, true) => format!("{label}\\nnode {n:#x}"),
+            (_, false) => label,
+        };
         let _ = writeln!(out, "    n{n:x} [shape=box, label=\"{label}\"];");
         for d in &node.deps {
             let _ = writeln!(out, "    n{d:x} -> n{n:x};");
@@ -196,7 +213,7 @@ fn dot_graph(all: &model::Graphs, g: Handle, out: &mut String) -> Result<(), Cud
     out.push_str("  }\n");
     for n in &graph.order {
         if let NodeKind::Child(c) = graph.nodes[n].kind {
-            dot_graph(all, c, out)?;
+            dot_graph(all, c, verbose, out)?;
         }
     }
     Ok(())
