@@ -101,13 +101,17 @@ fn an_unimplemented_driver_function_says_not_supported() {
     let lib = library();
     // SAFETY: loading our own library; its initializers only set up state.
     let lib = unsafe { libloading::Library::new(&lib) }.expect("load the library");
-    // cuGraphCreate belongs to a later change; it takes (CUgraph*, flags).
+    // Conditional graph nodes are not implemented; the call takes
+    // (CUgraphConditionalHandle*, CUgraph, CUcontext, unsigned, unsigned).
+    type Create = unsafe extern "C" fn(*mut u64, *mut u8, *mut u8, u32, u32) -> i32;
     // SAFETY: the symbol is a C function of that signature.
-    let graph_create: libloading::Symbol<unsafe extern "C" fn(*mut *mut u8, u32) -> i32> =
-        unsafe { lib.get(b"cuGraphCreate\0") }.expect("cuGraphCreate exported");
-    let mut graph = std::ptr::null_mut();
-    // SAFETY: a valid output pointer.
-    let status = unsafe { graph_create(&mut graph, 0) };
+    let create: libloading::Symbol<Create> =
+        unsafe { lib.get(b"cuGraphConditionalHandleCreate\0") }
+            .expect("cuGraphConditionalHandleCreate exported");
+    let mut handle = 0u64;
+    let null = std::ptr::null_mut();
+    // SAFETY: a valid output pointer; the stub reads nothing else.
+    let status = unsafe { create(&mut handle, null, null, 0, 0) };
     assert_eq!(status, 801, "CUDA_ERROR_NOT_SUPPORTED");
 }
 
