@@ -550,3 +550,15 @@ def test_graph_debug_dot_names_the_kernels():
     plain = graph.debug_dot_str()
     verbose = graph.debug_dot_str(runtime.cudaGraphDebugDotFlagsVerbose)
     assert "cupy_sin" in plain and "cupy_sin" in verbose and plain != verbose
+
+
+def test_memory_async_pool_allocates_in_stream_order():
+    pool = cp.cuda.MemoryAsyncPool()
+    with cp.cuda.using_allocator(pool.malloc):
+        a = cp.arange(100_000, dtype=cp.float64)
+        b = a * 2
+        del a
+        c = cp.ones(100_000)
+        total = float((b + c).sum())
+    assert total == 2 * 99_999 * 100_000 / 2 + 100_000
+    assert pool.used_bytes() >= 0
