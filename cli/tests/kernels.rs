@@ -908,6 +908,11 @@ fn k_graphs() {
         "end with b not joined -> cudaErrorStreamCaptureUnjoined",
         "end a capture never begun -> cudaErrorIllegalState",
         "capture the legacy stream -> cudaErrorStreamCaptureUnsupported",
+        "alloc, use and free nodes: ok",
+        "relaunch with the allocation live -> cudaErrorInvalidValue",
+        "free it twice -> cudaErrorInvalidValue",
+        "graph allocation outlives the launch: ok",
+        "cudaMallocAsync and cudaFreeAsync captured: ok",
         "PASS",
     ]);
     run_and_expect("k_graphs", &lines);

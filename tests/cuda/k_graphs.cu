@@ -316,12 +316,121 @@ static void captured_graph(float *x, float *y) {
     CHECK(cudaEventDestroy(join));
 }
 
+static unsigned long long graph_mem(cudaGraphMemAttributeType which) {
+    unsigned long long v = 0;
+    CHECK(cudaDeviceGetGraphMemAttribute(0, which, &v));
+    return v;
+}
+
+static void memory_nodes(float *y) {
+    int n = N, grid = (N + 255) / 256;
+    cudaStream_t s;
+    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+
+    // alloc -> memset -> add 1.5 -> copy into y -> free, launched twice.
+    cudaGraph_t g;
+    CHECK(cudaGraphCreate(&g, 0));
+    cudaMemAllocNodeParams ap = {};
+    ap.poolProps.allocType = cudaMemAllocationTypePinned;
+    ap.poolProps.location.type = cudaMemLocationTypeDevice;
+    ap.poolProps.location.id = 0;
+    ap.bytesize = N * sizeof(float);
+    cudaGraphNode_t alloc, set, add, copy, release;
+    CHECK(cudaGraphAddMemAllocNode(&alloc, g, nullptr, 0, &ap));
+    float *tmp = (float *)ap.dptr;
+    EXPECT(tmp != nullptr, "the alloc node has its address");
+    cudaMemsetParams ms = {};
+    ms.dst = tmp;
+    ms.elementSize = 4;
+    ms.value = 0x40000000;  // 2.0f
+    ms.width = N;
+    ms.height = 1;
+    CHECK(cudaGraphAddMemsetNode(&set, g, &alloc, 1, &ms));
+    float v = 1.5f;
+    void *args[] = {&tmp, &v, &n};
+    cudaKernelNodeParams kp = kernel_params((void *)add_scalar, args);
+    CHECK(cudaGraphAddKernelNode(&add, g, &set, 1, &kp));
+    CHECK(cudaGraphAddMemcpyNode1D(&copy, g, &add, 1, y, tmp, N * sizeof(float),
+                                   cudaMemcpyDeviceToDevice));
+    CHECK(cudaGraphAddMemFreeNode(&release, g, &copy, 1, tmp));
+    cudaGraphNodeType type;
+    CHECK(cudaGraphNodeGetType(alloc, &type));
+    EXPECT(type == cudaGraphNodeTypeMemAlloc, "alloc node type %d", (int)type);
+    void *freed = nullptr;
+    CHECK(cudaGraphMemFreeNodeGetParams(release, &freed));
+    EXPECT(freed == tmp, "the free node frees the allocation");
+    EXPECT(graph_mem(cudaGraphMemAttrReservedMemCurrent) >= N * sizeof(float), "reserved");
+    cudaGraphExec_t exec;
+    CHECK(cudaGraphInstantiate(&exec, g, 0));
+    CHECK(cudaGraphLaunch(exec, s));
+    CHECK(cudaGraphLaunch(exec, s));
+    CHECK(cudaStreamSynchronize(s));
+    expect_all(fetch(y), 3.5f, "alloc, use and free nodes");
+    EXPECT(graph_mem(cudaGraphMemAttrUsedMemCurrent) == 0, "freed by the graph");
+    EXPECT(graph_mem(cudaGraphMemAttrUsedMemHigh) >= N * sizeof(float), "used at its high");
+    CHECK(cudaGraphExecDestroy(exec));
+    CHECK(cudaGraphDestroy(g));
+
+    // Without a free node the allocation outlives the launch: a second
+    // launch waits for it to be freed, unless the graph frees on launch.
+    CHECK(cudaGraphCreate(&g, 0));
+    CHECK(cudaGraphAddMemAllocNode(&alloc, g, nullptr, 0, &ap));
+    tmp = (float *)ap.dptr;
+    ms.dst = tmp;
+    CHECK(cudaGraphAddMemsetNode(&set, g, &alloc, 1, &ms));
+    CHECK(cudaGraphInstantiate(&exec, g, 0));
+    CHECK(cudaGraphLaunch(exec, s));
+    CHECK(cudaStreamSynchronize(s));
+    std::vector<float> h(N);
+    CHECK(cudaMemcpy(h.data(), tmp, N * sizeof(float), cudaMemcpyDeviceToHost));
+    EXPECT(h[0] == 2.0f && h[N - 1] == 2.0f, "the allocation outlives its graph's launch");
+    EXPECT_ERR_AS("relaunch with the allocation live", cudaGraphLaunch(exec, s),
+                  cudaErrorInvalidValue);
+    CHECK(cudaFreeAsync(tmp, s));
+    CHECK(cudaGraphLaunch(exec, s));
+    CHECK(cudaStreamSynchronize(s));
+    CHECK(cudaFree(tmp));
+    cudaGraphExec_t autofree;
+    CHECK(cudaGraphInstantiate(&autofree, g, cudaGraphInstantiateFlagAutoFreeOnLaunch));
+    CHECK(cudaGraphLaunch(autofree, s));
+    CHECK(cudaGraphLaunch(autofree, s));
+    CHECK(cudaStreamSynchronize(s));
+    CHECK(cudaFree(tmp));
+    EXPECT_ERR_AS("free it twice", cudaFree(tmp), cudaErrorInvalidValue);
+    printf("graph allocation outlives the launch: ok\n");
+    CHECK(cudaGraphExecDestroy(autofree));
+    CHECK(cudaGraphExecDestroy(exec));
+    CHECK(cudaGraphDestroy(g));
+    EXPECT(graph_mem(cudaGraphMemAttrReservedMemCurrent) == 0, "all graph memory given back");
+
+    // Stream-ordered allocation during capture becomes alloc and free nodes.
+    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    float *scratch = nullptr;
+    CHECK(cudaMallocAsync(&scratch, N * sizeof(float), s));
+    CHECK(cudaMemsetAsync(scratch, 0, N * sizeof(float), s));
+    add_scalar<<<grid, 256, 0, s>>>(scratch, 8.0f, N);
+    CHECK(cudaMemcpyAsync(y, scratch, N * sizeof(float), cudaMemcpyDeviceToDevice, s));
+    CHECK(cudaFreeAsync(scratch, s));
+    CHECK(cudaStreamEndCapture(s, &g));
+    size_t count = 0;
+    CHECK(cudaGraphGetNodes(g, nullptr, &count));
+    EXPECT(count == 5, "5 captured nodes, got %zu", count);
+    CHECK(cudaGraphInstantiate(&exec, g, 0));
+    for (int i = 0; i < 3; ++i) CHECK(cudaGraphLaunch(exec, s));
+    CHECK(cudaStreamSynchronize(s));
+    expect_all(fetch(y), 8.0f, "cudaMallocAsync and cudaFreeAsync captured");
+    CHECK(cudaGraphExecDestroy(exec));
+    CHECK(cudaGraphDestroy(g));
+    CHECK(cudaStreamDestroy(s));
+}
+
 int main() {
     float *x = nullptr, *y = nullptr;
     CHECK(cudaMalloc(&x, N * sizeof(float)));
     CHECK(cudaMalloc(&y, N * sizeof(float)));
     explicit_graph(x, y);
     captured_graph(x, y);
+    memory_nodes(y);
     CHECK(cudaFree(x));
     CHECK(cudaFree(y));
     printf("PASS\n");

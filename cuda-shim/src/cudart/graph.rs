@@ -211,8 +211,15 @@ pub(crate) fn add(
         return Err(CudaError::INVALID_VALUE);
     }
     let deps = handles(deps, count)?;
-    let n = graph::add_node(h(graph), &deps, kind()?)?;
-    write_out(node, n as Node)
+    let kind = kind()?;
+    match graph::add_node(h(graph), &deps, kind.clone()) {
+        Ok(n) => write_out(node, n as Node),
+        Err(e) => {
+            // What the parameters reserved (graph memory) goes back.
+            kind.dropped();
+            Err(e)
+        }
+    }
 }
 
 pub(crate) fn param<'a, T>(p: *const T) -> Result<&'a T, CudaError> {
@@ -1069,6 +1076,150 @@ pub extern "C" fn cudaGraphEventWaitNodeSetEvent(node: Node, event: *mut c_void)
     guard(|| graph::set_node_kind(h(node), event_kind(event, false)?))
 }
 
+/// `cudaMemAllocNodeParams`.
+#[repr(C)]
+pub(crate) struct MemAllocNodeParams {
+    pool_props: super::mempool::MemPoolProps,
+    access_descs: *const c_void,
+    access_desc_count: usize,
+    bytesize: usize,
+    dptr: *mut c_void,
+}
+
+/// `cudaMemAllocationTypePinned`, the only allocation type.
+const ALLOCATION_PINNED: c_int = 1;
+
+/// Reserves a memory alloc node's memory and writes its address back.
+pub(crate) fn mem_alloc_kind(p: *mut MemAllocNodeParams) -> Result<NodeKind, CudaError> {
+    // SAFETY: the API passes a valid structure or NULL; `dptr` is an output.
+    let p = unsafe { p.as_mut() }.ok_or(CudaError::INVALID_VALUE)?;
+    let props = &p.pool_props;
+    if props.alloc_type != ALLOCATION_PINNED
+        || props.handle_types != 0
+        || props.location.kind != super::mempool::LOCATION_DEVICE
+        || p.bytesize == 0
+    {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    rt().props(props.location.id)?;
+    let device = props.location.id as usize;
+    let size = p.bytesize as u64;
+    let ptr = graph::memory::reserve(device, size)?;
+    p.dptr = ptr as *mut c_void;
+    Ok(NodeKind::MemAlloc { ptr, size, device })
+}
+
+pub(crate) fn mem_free_kind(ptr: u64) -> Result<NodeKind, CudaError> {
+    if !graph::memory::is_graph_memory(ptr) {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    Ok(NodeKind::MemFree(ptr))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphAddMemAllocNode(
+    node: *mut Node,
+    graph: Graph,
+    deps: *const Node,
+    count: usize,
+    params: *mut MemAllocNodeParams,
+) -> CudaErrorT {
+    guard(|| add(node, graph, deps, count, || mem_alloc_kind(params)))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphAddMemFreeNode(
+    node: *mut Node,
+    graph: Graph,
+    deps: *const Node,
+    count: usize,
+    dptr: *mut c_void,
+) -> CudaErrorT {
+    guard(|| add(node, graph, deps, count, || mem_free_kind(dptr as u64)))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphMemAllocNodeGetParams(
+    node: Node,
+    out: *mut MemAllocNodeParams,
+) -> CudaErrorT {
+    guard(|| mem_alloc_params_out(node, out))
+}
+
+pub(crate) fn mem_alloc_params_out(
+    node: Node,
+    out: *mut MemAllocNodeParams,
+) -> Result<(), CudaError> {
+    let NodeKind::MemAlloc { ptr, size, device } = graph::node_kind(h(node))? else {
+        return Err(CudaError::INVALID_VALUE);
+    };
+    // SAFETY: the API passes a valid structure or NULL.
+    let out = unsafe { out.as_mut() }.ok_or(CudaError::INVALID_VALUE)?;
+    out.pool_props.alloc_type = ALLOCATION_PINNED;
+    out.pool_props.handle_types = 0;
+    out.pool_props.location.kind = super::mempool::LOCATION_DEVICE;
+    out.pool_props.location.id = device as c_int;
+    out.access_descs = std::ptr::null();
+    out.access_desc_count = 0;
+    out.bytesize = size as usize;
+    out.dptr = ptr as *mut c_void;
+    Ok(())
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphMemFreeNodeGetParams(node: Node, dptr: *mut *mut c_void) -> CudaErrorT {
+    guard(|| match graph::node_kind(h(node))? {
+        NodeKind::MemFree(ptr) => write_out(dptr, ptr as *mut c_void),
+        _ => Err(CudaError::INVALID_VALUE),
+    })
+}
+
+/// `cudaDeviceGraphMemTrim`: reservations go back as soon as nothing needs
+/// them, so there is nothing left to trim.
+#[no_mangle]
+pub extern "C" fn cudaDeviceGraphMemTrim(device: c_int) -> CudaErrorT {
+    guard(|| rt().props(device).map(|_| ()))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaDeviceGetGraphMemAttribute(
+    device: c_int,
+    attr: c_int,
+    value: *mut c_void,
+) -> CudaErrorT {
+    guard(|| graph_mem_attribute(device, attr, value))
+}
+
+pub(crate) fn graph_mem_attribute(
+    device: c_int,
+    attr: c_int,
+    value: *mut c_void,
+) -> Result<(), CudaError> {
+    rt().props(device)?;
+    let v = graph::memory::attribute(device as usize, attr)?;
+    write_out(value as *mut u64, v)
+}
+
+#[no_mangle]
+pub extern "C" fn cudaDeviceSetGraphMemAttribute(
+    device: c_int,
+    attr: c_int,
+    value: *mut c_void,
+) -> CudaErrorT {
+    guard(|| set_graph_mem_attribute(device, attr, value))
+}
+
+pub(crate) fn set_graph_mem_attribute(
+    device: c_int,
+    attr: c_int,
+    value: *mut c_void,
+) -> Result<(), CudaError> {
+    rt().props(device)?;
+    // SAFETY: the API passes a cuuint64_t or NULL.
+    let v = unsafe { (value as *const u64).as_ref() }.ok_or(CudaError::INVALID_VALUE)?;
+    graph::memory::reset_high(device as usize, attr, *v)
+}
+
 // ---- executable graphs -------------------------------------------------------
 
 #[no_mangle]
@@ -1478,5 +1629,7 @@ mod tests {
         assert_eq!(std::mem::size_of::<UpdateResultInfo>(), 24);
         assert_eq!(std::mem::size_of::<InstantiateParams>(), 32);
         assert_eq!(std::mem::size_of::<EdgeData>(), 8);
+        assert_eq!(std::mem::size_of::<MemAllocNodeParams>(), 120);
+        assert_eq!(std::mem::offset_of!(MemAllocNodeParams, bytesize), 104);
     }
 }

@@ -37,6 +37,9 @@ pub extern "C" fn cudaFree(dev_ptr: *mut c_void) -> CudaErrorT {
 }
 
 fn free(dev_ptr: *mut c_void) -> Result<(), CudaError> {
+    if let Some(freed) = crate::graph::memory::free(dev_ptr as u64) {
+        return freed;
+    }
     match super::managed::free(dev_ptr as u64) {
         Some(result) => result,
         None => rt().free(dev_ptr as u64),

@@ -9,6 +9,7 @@ use rcud_client::Runtime;
 use rcud_proto::CudaError;
 
 use crate::ffi::{guard, write_out, CudaErrorT};
+use crate::graph::{capture, memory as graph_memory, NodeKind};
 
 fn rt() -> &'static Runtime {
     Runtime::global()
@@ -132,7 +133,7 @@ with_ptsz! {
         if dev_ptr.is_null() {
             return Err(CudaError::INVALID_VALUE);
         }
-        let ptr = rt().malloc_async(size as u64, stream as u64)?;
+        let ptr = malloc_async(size as u64, None, stream as u64)?;
         write_out(dev_ptr, ptr as *mut c_void)
     }
 }
@@ -142,15 +143,51 @@ with_ptsz! {
         if dev_ptr.is_null() {
             return Err(CudaError::INVALID_VALUE);
         }
-        let ptr = rt().malloc_from_pool(size as u64, pool as u64, stream as u64)?;
+        let ptr = malloc_async(size as u64, Some(pool as u64), stream as u64)?;
         write_out(dev_ptr, ptr as *mut c_void)
     }
 }
 
 with_ptsz! {
     fn cudaFreeAsync / cudaFreeAsync_ptsz (dev_ptr: *mut c_void, stream: *mut c_void) {
-        rt().free_async(dev_ptr as u64, stream as u64)
+        free_async(dev_ptr as u64, stream as u64)
     }
+}
+
+/// `cudaMallocAsync` (from `pool`, or the device's current pool); on a
+/// capturing stream, a memory alloc node of the capture's graph.
+pub(crate) fn malloc_async(size: u64, pool: Option<u64>, stream: u64) -> Result<u64, CudaError> {
+    let mut reserved = None;
+    let node = || {
+        let device = rt().stream_device(stream)?;
+        let ptr = graph_memory::reserve(device, size)?;
+        reserved = Some(ptr);
+        Ok(NodeKind::MemAlloc { ptr, size, device })
+    };
+    if capture::record(stream, node)? {
+        return reserved.ok_or(CudaError::ILLEGAL_STATE);
+    }
+    match pool {
+        Some(pool) => rt().malloc_from_pool(size, pool, stream),
+        None => rt().malloc_async(size, stream),
+    }
+}
+
+/// `cudaFreeAsync`: graph memory is freed in the graph's sense (and, on a
+/// capturing stream, by a memory free node); pool memory goes back to its pool.
+pub(crate) fn free_async(ptr: u64, stream: u64) -> Result<(), CudaError> {
+    if capture::is_capturing(stream) && !graph_memory::is_graph_memory(ptr) {
+        // Only graph memory can be freed by a graph.
+        return Err(CudaError::STREAM_CAPTURE_UNSUPPORTED);
+    }
+    if capture::record(stream, || Ok(NodeKind::MemFree(ptr)))? {
+        return Ok(());
+    }
+    if let Some(freed) = graph_memory::free(ptr) {
+        rt().stream_device(stream)?;
+        return freed;
+    }
+    rt().free_async(ptr, stream)
 }
 
 #[no_mangle]

@@ -368,6 +368,42 @@ driver_fn! { cuGraphEventWaitNodeSetEvent (node: Node, event: *mut c_void) {
     Ok(graph::set_node_kind(h(node), event_kind(event, false)?)?)
 } }
 
+driver_fn! { cuGraphAddMemAllocNode (node: *mut Node, graph: Graph, deps: *const Node, count: usize, params: *mut rg::MemAllocNodeParams) {
+    Ok(add(node, graph, deps, count, || rg::mem_alloc_kind(params))?)
+} }
+
+driver_fn! { cuGraphAddMemFreeNode (node: *mut Node, graph: Graph, deps: *const Node, count: usize, dptr: u64) {
+    Ok(add(node, graph, deps, count, || rg::mem_free_kind(dptr))?)
+} }
+
+driver_fn! { cuGraphMemAllocNodeGetParams (node: Node, params: *mut rg::MemAllocNodeParams) {
+    Ok(rg::mem_alloc_params_out(node, params)?)
+} }
+
+driver_fn! { cuGraphMemFreeNodeGetParams (node: Node, dptr: *mut u64) {
+    match graph::node_kind(h(node))? {
+        NodeKind::MemFree(ptr) => out(dptr, ptr),
+        _ => Err(DriverError::INVALID_VALUE),
+    }
+} }
+
+// Reservations go back as soon as nothing needs them: nothing to trim.
+driver_fn! { cuDeviceGraphMemTrim (device: c_int) {
+    initialized()?;
+    super::rt().props(device)?;
+    Ok(())
+} }
+
+driver_fn! { cuDeviceGetGraphMemAttribute (device: c_int, attr: c_int, value: *mut c_void) {
+    initialized()?;
+    Ok(rg::graph_mem_attribute(device, attr, value)?)
+} }
+
+driver_fn! { cuDeviceSetGraphMemAttribute (device: c_int, attr: c_int, value: *mut c_void) {
+    initialized()?;
+    Ok(rg::set_graph_mem_attribute(device, attr, value)?)
+} }
+
 // ---- executable graphs -------------------------------------------------------
 
 driver_fn! { cuGraphInstantiateWithFlags (exec_out: *mut Exec, graph: Graph, flags: u64) {

@@ -151,6 +151,9 @@ driver_fn! { cuMemAdvise (p: u64, count: usize, advice: c_int, dev: c_int) {
 driver_fn! { cuMemFree_v2 (dptr: u64) {
     context_device()?;
     capture::refuse_unsafe()?;
+    if let Some(freed) = crate::graph::memory::free(dptr) {
+        return Ok(freed?);
+    }
     if let Some(result) = crate::cudart::managed::free(dptr) {
         return Ok(result?);
     }

@@ -1,6 +1,7 @@
 //! Stream-ordered allocation and memory pools of the driver API: the same
 //! pools as the runtime's (`cudaMallocAsync`), one implementation.
 
+use crate::cudart::mempool as rt_mempool;
 use std::ffi::c_void;
 use std::os::raw::c_int;
 
@@ -20,7 +21,7 @@ driver_fn! { [cuMemAllocAsync, cuMemAllocAsync_ptsz] (dptr: *mut u64, size: usiz
     if dptr.is_null() {
         return Err(DriverError::INVALID_VALUE);
     }
-    out(dptr, rt().malloc_async(size as u64, stream as u64)?)
+    out(dptr, rt_mempool::malloc_async(size as u64, None, stream as u64)?)
 } }
 
 driver_fn! { [cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz] (dptr: *mut u64, size: usize, pool: Pool, stream: Stream) {
@@ -28,12 +29,12 @@ driver_fn! { [cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz] (dptr: *mut
     if dptr.is_null() {
         return Err(DriverError::INVALID_VALUE);
     }
-    out(dptr, rt().malloc_from_pool(size as u64, pool as u64, stream as u64)?)
+    out(dptr, rt_mempool::malloc_async(size as u64, Some(pool as u64), stream as u64)?)
 } }
 
 driver_fn! { [cuMemFreeAsync, cuMemFreeAsync_ptsz] (dptr: u64, stream: Stream) {
     initialized()?;
-    Ok(rt().free_async(dptr, stream as u64)?)
+    Ok(rt_mempool::free_async(dptr, stream as u64)?)
 } }
 
 driver_fn! { cuDeviceGetDefaultMemPool (pool: *mut Pool, device: c_int) {

@@ -18,6 +18,9 @@ use super::model::{
 };
 use crate::cudart::{memory, pitched, stream};
 
+/// `cudaGraphInstantiateFlagAutoFreeOnLaunch`.
+const AUTO_FREE_ON_LAUNCH: u64 = 1;
+
 /// Largest encoded run sent as one upload: a frame body holds 1 MiB.
 const MAX_RUN_BYTES: usize = 768 << 10;
 
@@ -27,6 +30,7 @@ pub(crate) mod update_result {
     pub(crate) const TOPOLOGY_CHANGED: i32 = 2;
     pub(crate) const NODE_TYPE_CHANGED: i32 = 3;
     pub(crate) const PARAMETERS_CHANGED: i32 = 5;
+    pub(crate) const NOT_SUPPORTED: i32 = 6;
 }
 
 /// One node of an executable graph.
@@ -152,6 +156,9 @@ pub(crate) fn instantiate(g: Handle, flags: u64) -> Result<Handle, CudaError> {
         shape(&all, g, &mut sh)?;
         (items, sh)
     };
+    for item in &items {
+        item.kind.held();
+    }
     let index = items
         .iter()
         .enumerate()
@@ -174,7 +181,11 @@ pub(crate) fn instantiate(g: Handle, flags: u64) -> Result<Handle, CudaError> {
 /// `cudaGraphExecDestroy`.
 pub(crate) fn destroy(h: Handle) -> Result<(), CudaError> {
     let exec = execs().lock().remove(&h).ok_or(CudaError::INVALID_VALUE)?;
-    exec.lock().drop_plan();
+    let mut exec = exec.lock();
+    exec.drop_plan();
+    for item in &exec.items {
+        item.kind.dropped();
+    }
     Ok(())
 }
 
@@ -184,6 +195,7 @@ pub(crate) fn launch(h: Handle, stream: u64) -> Result<(), CudaError> {
     let mut exec = exec.lock();
     let sd = rt().stream_device(stream)?;
     exec.ensure_plan(sd)?;
+    exec.run_memory_nodes()?;
     let Some((_, parts)) = &exec.plan else {
         return Err(CudaError::ILLEGAL_STATE);
     };
@@ -420,10 +432,38 @@ impl Exec {
                     runs.flush()?;
                     runs.parts.push(Part::HostFn(*h));
                 }
-                NodeKind::Empty | NodeKind::Child(_) => {}
+                // Graph memory is reserved already; its state changes at launch.
+                NodeKind::Empty
+                | NodeKind::Child(_)
+                | NodeKind::MemAlloc { .. }
+                | NodeKind::MemFree(_) => {}
             }
         }
         runs.flush()
+    }
+
+    /// A launch's graph memory: every alloc node's allocation becomes live
+    /// and every free node's is freed, all checked before anything changes.
+    fn run_memory_nodes(&self) -> Result<(), CudaError> {
+        let auto_free = self.flags & AUTO_FREE_ON_LAUNCH != 0;
+        let enabled = || self.items.iter().filter(|i| i.enabled);
+        let allocs: Vec<u64> = enabled()
+            .filter_map(|i| match i.kind {
+                NodeKind::MemAlloc { ptr, .. } => Some(ptr),
+                _ => None,
+            })
+            .collect();
+        super::memory::can_allocate(&allocs, auto_free)?;
+        for item in enabled() {
+            match item.kind {
+                NodeKind::MemAlloc { ptr, .. } => super::memory::allocate(ptr, auto_free)?,
+                NodeKind::MemFree(ptr) => {
+                    super::memory::free(ptr).unwrap_or(Err(CudaError::INVALID_VALUE))?
+                }
+                _ => {}
+            }
+        }
+        Ok(())
     }
 
     /// Forgets the uploaded work (after a change, or when destroyed).
@@ -537,6 +577,13 @@ pub(crate) fn update(h: Handle, g: Handle) -> Result<UpdateOutcome, CudaError> {
     }
     // Same topology: the flattened orders correspond item by item.
     for (old, new) in exec.items.iter().zip(&items) {
+        let memory = matches!(old.kind, NodeKind::MemAlloc { .. } | NodeKind::MemFree(_));
+        if memory && old.kind != new.kind {
+            return Ok(UpdateOutcome {
+                result: update_result::NOT_SUPPORTED,
+                error_node: new.node,
+            });
+        }
         if let (NodeKind::Kernel(a), NodeKind::Kernel(b)) = (&old.kind, &new.kind) {
             if a.device != b.device {
                 return Ok(UpdateOutcome {

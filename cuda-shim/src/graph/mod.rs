@@ -6,6 +6,7 @@
 
 pub(crate) mod capture;
 pub(crate) mod exec;
+pub(crate) mod memory;
 pub(crate) mod model;
 
 use std::ffi::c_void;
@@ -134,7 +135,11 @@ pub(crate) fn node_kind(node: Handle) -> Result<NodeKind, CudaError> {
 pub(crate) fn set_node_kind(node: Handle, kind: NodeKind) -> Result<(), CudaError> {
     let mut all = graphs().lock();
     let n = all.node_mut(node)?;
-    if n.kind.type_code() != kind.type_code() || matches!(kind, NodeKind::Child(_)) {
+    let fixed = matches!(
+        kind,
+        NodeKind::Child(_) | NodeKind::MemAlloc { .. } | NodeKind::MemFree(_)
+    );
+    if n.kind.type_code() != kind.type_code() || fixed {
         return Err(CudaError::INVALID_VALUE);
     }
     n.kind = kind;
@@ -196,6 +201,10 @@ fn dot_graph(
             NodeKind::Empty => "EMPTY".to_string(),
             NodeKind::EventRecord(e) => format!("EVENT_RECORD\\n{e:#x}"),
             NodeKind::EventWait(e) => format!("WAIT_EVENT\\n{e:#x}"),
+            NodeKind::MemAlloc { ptr, size, device } => {
+                format!("MEM_ALLOC\\n{ptr:#x}, {size} B on device {device}")
+            }
+            NodeKind::MemFree(ptr) => format!("MEM_FREE\\n{ptr:#x}"),
         };
         let label = match (&node.kind, verbose) {
             (NodeKind::Kernel(k), true) => {

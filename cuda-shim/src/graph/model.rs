@@ -20,6 +20,8 @@ pub(crate) mod node_type {
     pub(crate) const EMPTY: i32 = 5;
     pub(crate) const WAIT_EVENT: i32 = 6;
     pub(crate) const EVENT_RECORD: i32 = 7;
+    pub(crate) const MEM_ALLOC: i32 = 10;
+    pub(crate) const MEM_FREE: i32 = 11;
 }
 
 /// A kernel launch with its arguments, copied when the node was made.
@@ -115,6 +117,14 @@ pub(crate) enum NodeKind {
     Empty,
     EventRecord(u64),
     EventWait(u64),
+    /// Graph memory reserved at `ptr` ([`super::memory`]).
+    MemAlloc {
+        ptr: u64,
+        size: u64,
+        device: usize,
+    },
+    /// Frees the graph allocation at this address.
+    MemFree(u64),
 }
 
 impl NodeKind {
@@ -129,6 +139,22 @@ impl NodeKind {
             NodeKind::Empty => node_type::EMPTY,
             NodeKind::EventRecord(_) => node_type::EVENT_RECORD,
             NodeKind::EventWait(_) => node_type::WAIT_EVENT,
+            NodeKind::MemAlloc { .. } => node_type::MEM_ALLOC,
+            NodeKind::MemFree(_) => node_type::MEM_FREE,
+        }
+    }
+
+    /// Another holder of what the node names (graph memory).
+    pub(crate) fn held(&self) {
+        if let NodeKind::MemAlloc { ptr, .. } = self {
+            super::memory::hold(*ptr);
+        }
+    }
+
+    /// One holder less of what the node names.
+    pub(crate) fn dropped(&self) {
+        if let NodeKind::MemAlloc { ptr, .. } = self {
+            super::memory::release(*ptr);
         }
     }
 }
@@ -287,6 +313,7 @@ impl Graphs {
         let graph = self.graphs.remove(&g).ok_or(CudaError::INVALID_VALUE)?;
         for (h, node) in graph.nodes {
             self.owner.remove(&h);
+            node.kind.dropped();
             if let NodeKind::Child(c) = node.kind {
                 let _ = self.destroy(c);
             }
@@ -303,12 +330,11 @@ impl Graphs {
         for n in graph.nodes.values_mut() {
             n.deps.retain(|&d| d != node);
         }
-        if let Some(Node {
-            kind: NodeKind::Child(c),
-            ..
-        }) = removed
-        {
-            let _ = self.destroy(c);
+        if let Some(node) = removed {
+            node.kind.dropped();
+            if let NodeKind::Child(c) = node.kind {
+                let _ = self.destroy(c);
+            }
         }
         Ok(())
     }
@@ -328,6 +354,7 @@ impl Graphs {
                 NodeKind::Child(c) => NodeKind::Child(self.clone_graph(*c)?),
                 k => k.clone(),
             };
+            kind.held();
             let h = map[&n];
             graph.order.push(h);
             graph.nodes.insert(
