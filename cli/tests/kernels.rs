@@ -917,3 +917,14 @@ fn k_graphs() {
     ]);
     run_and_expect("k_graphs", &lines);
 }
+
+#[test]
+fn k_async() {
+    let lines = owned(&[
+        "host worked while 64 MiB went to the device and back: ok",
+        "results: ok",
+        "cudaStreamQuery: ok",
+        "PASS",
+    ]);
+    run_and_expect("k_async", &lines);
+}

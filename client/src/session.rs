@@ -157,6 +157,22 @@ pub struct FlushOutcome {
 /// the middle could fill both directions of the connection.
 const MAX_REPLY_IN_BATCH: u64 = 256 << 10;
 
+/// Writes a batch: its encoded frames, with each page-locked payload read
+/// in its place.
+fn write_batch(
+    chan: &mut dyn Channel,
+    batch: &[u8],
+    sources: &[(usize, Box<dyn HostSrc>)],
+) -> Result<(), rcud_transport::TransportError> {
+    let mut written = 0;
+    for (at, src) in sources {
+        chan.send_raw(&batch[written..*at])?;
+        chan.send_raw(&src.bytes())?;
+        written = *at;
+    }
+    chan.send_raw(&batch[written..])
+}
+
 /// A connection to one server.
 pub struct Session {
     chan: Box<dyn Channel>,
@@ -167,11 +183,19 @@ pub struct Session {
     /// Encoded frames of queued asynchronous operations, written with one
     /// system call at the next flush.
     batch: Vec<u8>,
+    /// Payloads read from the application's page-locked memory when the
+    /// batch is written, each at its offset in `batch`: zero copies.
+    sources: Vec<(usize, Box<dyn HostSrc>)>,
+    /// Bytes of those payloads.
+    source_bytes: u64,
     queued: std::collections::VecDeque<Queued>,
     /// Host functions in `queued` (not run yet).
     callbacks: usize,
     batch_reply_bytes: u64,
 }
+
+/// Most bytes of page-locked payloads one batch carries.
+const MAX_SOURCE_BYTES: u64 = 1 << 30;
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -274,6 +298,8 @@ impl Session {
             next_id: 1,
             body: Vec::with_capacity(256),
             batch: Vec::new(),
+            sources: Vec::new(),
+            source_bytes: 0,
             queued: std::collections::VecDeque::new(),
             callbacks: 0,
             batch_reply_bytes: 0,
@@ -363,6 +389,7 @@ impl Session {
     pub fn batch_full(&self) -> bool {
         self.batch_reply_bytes > MAX_REPLY_IN_BATCH
             || self.batch.len() > (8 << 20)
+            || self.source_bytes > MAX_SOURCE_BYTES
             || self.queued.len() >= 1024
     }
 
@@ -385,6 +412,32 @@ impl Session {
         self.queued.push_back(Queued {
             frame: Some((id, O::ID.0)),
             completion,
+        });
+    }
+
+    /// Queues an operation whose payload is read from `src` when the batch
+    /// is written (page-locked memory the application leaves alone until
+    /// the work completes), not copied now.
+    pub fn enqueue_source<O: Op>(&mut self, req: &O, src: Box<dyn HostSrc>) {
+        let len = src.len();
+        let id = self.next_id;
+        self.next_id = self.next_id.wrapping_add(1);
+        self.body.clear();
+        req.encode(&mut Writer::new(&mut self.body));
+        let header = FrameHeader {
+            kind: FrameKind::REQUEST,
+            op: O::ID.0,
+            body_len: self.body.len() as u32,
+            id,
+            bulk_len: len as u64,
+        };
+        self.batch.extend_from_slice(&header.to_bytes());
+        self.batch.extend_from_slice(&self.body);
+        self.sources.push((self.batch.len(), src));
+        self.source_bytes += len as u64;
+        self.queued.push_back(Queued {
+            frame: Some((id, O::ID.0)),
+            completion: Completion::Status,
         });
     }
 
@@ -416,9 +469,11 @@ impl Session {
             return Ok(outcome);
         }
         let batch = std::mem::take(&mut self.batch);
-        let written = self.chan.send_raw(&batch);
+        let sources = std::mem::take(&mut self.sources);
+        let written = write_batch(self.chan.as_mut(), &batch, &sources);
         self.batch = batch;
         self.batch.clear();
+        self.source_bytes = 0;
         self.batch_reply_bytes = 0;
         written.map_err(|e| self.transport(e))?;
         while let Some(q) = self.queued.pop_front() {

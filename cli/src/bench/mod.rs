@@ -13,6 +13,9 @@ mod latency;
 #[allow(unsafe_code)]
 mod launch;
 mod output;
+// Calls the client library's C functions, as an application does.
+#[allow(unsafe_code)]
+mod overlap;
 mod pin;
 pub(crate) mod plot;
 mod qos;
@@ -97,6 +100,12 @@ enum What {
     /// `graph` for one transport, measured in this process.
     #[command(hide = true)]
     GraphPoint(graph::GraphArgs),
+    /// Host work done while an asynchronous copy from page-locked memory
+    /// is in flight, next to the same copy done synchronously.
+    Overlap(overlap::OverlapArgs),
+    /// `overlap` for one transport, measured in this process.
+    #[command(hide = true)]
+    OverlapPoint(overlap::OverlapArgs),
     /// Clients sharing one server with and without QoS: bulk shares of
     /// weights 3:1, and a DBTS client's latency beside a bulk client.
     Qos(qos::QosArgs),
@@ -284,6 +293,13 @@ pub(crate) fn bench(args: BenchArgs) -> BenchResult<ExitCode> {
                 return Err("graph-point measures one transport".into());
             };
             graph::point(&setup, kind, g)
+        }
+        What::Overlap(o) => overlap::run(&setup, &transports(&tcp), o, &args),
+        What::OverlapPoint(o) => {
+            let [kind] = transports(&tcp)[..] else {
+                return Err("overlap-point measures one transport".into());
+            };
+            overlap::point(&setup, kind, o)
         }
         What::ChunkPoint(p) => {
             let [kind] = transports(&tcp)[..] else {

@@ -64,6 +64,7 @@ pub(crate) const PROGRAMS: &[(&str, &[&str], &[&str])] = &[
     ("library_api", &[], &[]),
     ("k_warp_size", &[], &[]),
     ("k_graphs", &[], &[]),
+    ("k_async", &[], &[]),
 ];
 
 /// Limit for one CUDA program run.

@@ -91,7 +91,7 @@ impl Runtime {
 
     /// Frees everything device `d` held for this process and clears its errors.
     pub(super) fn reset_device(&self, d: usize) -> Result<(), CudaError> {
-        let mut guard = self.states[d].lock();
+        let mut guard = self.lock_idle(d);
         let st = &mut *guard;
         // Queued work runs first; its errors die with the context.
         let _ = self.flush_locked(st, d);
@@ -212,8 +212,8 @@ impl Runtime {
         // Devices are always locked in ordinal order: two threads copying in
         // opposite directions cannot deadlock.
         let (first, second) = (dst_dev.min(src_dev), dst_dev.max(src_dev));
-        let mut first_guard = self.states[first].lock();
-        let mut second_guard = self.states[second].lock();
+        let mut first_guard = self.lock_idle(first);
+        let mut second_guard = self.lock_idle(second);
         let (dst_st, src_st) = if first == dst_dev {
             (&mut *first_guard, &mut *second_guard)
         } else {

@@ -15,7 +15,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::{Condvar, Mutex, RwLock};
 use rcud_fatbin::ParamLayout;
 use rcud_proto::ops::{req, FuncAttributes};
 use rcud_proto::{CudaError, DeviceProps};
@@ -115,6 +115,11 @@ struct DeviceState {
     /// function, once that one has run. So a copy reads its page-locked
     /// source after the host functions before it have written it.
     held: VecDeque<Held>,
+    /// Payload bytes the held operations carry.
+    held_bytes: usize,
+    /// The progress thread is writing the batch and reading its replies,
+    /// without this lock: the session is out, and new work is held.
+    flushing: bool,
     session: Option<Session>,
     attached: bool,
     flags: u32,
@@ -142,6 +147,8 @@ struct Held {
     apply: Box<dyn FnOnce(&mut Session) + Send>,
     /// It is a host function: operations after it wait for it in turn.
     callback: bool,
+    /// Payload bytes it carries (counted in `held_bytes`).
+    bytes: usize,
 }
 
 impl std::fmt::Debug for DeviceState {
@@ -230,6 +237,8 @@ fn with_client_managed_memory(
 pub struct Runtime {
     devices: Vec<RemoteDevice>,
     states: Vec<Mutex<DeviceState>>,
+    /// Signalled when a device's batch in flight has been answered.
+    idle: Vec<Condvar>,
     /// Set when no device could be enumerated; every device call returns it.
     init_error: Option<CudaError>,
     /// Device allocations of every device: start -> (length, device ordinal).
@@ -343,6 +352,7 @@ impl Runtime {
             security: Security::default(),
             devices: Vec::new(),
             states: Vec::new(),
+            idle: Vec::new(),
             init_error: Some(error),
             pools: Mutex::default(),
             limits: Mutex::default(),
@@ -445,9 +455,13 @@ impl Runtime {
             }
         }
         let init_error = devices.is_empty().then_some(CudaError::NO_DEVICE);
+        let idle = std::iter::repeat_with(Condvar::new)
+            .take(states.len())
+            .collect();
         Self {
             devices,
             states,
+            idle,
             init_error,
             security,
             ..Self::empty(client_name, CudaError::NO_DEVICE, transport)
@@ -552,6 +566,8 @@ impl Runtime {
     pub fn record(result: Result<(), CudaError>) -> CudaError {
         match result {
             Ok(()) => CudaError::SUCCESS,
+            // "Not ready" is an answer, not an error: it is not kept.
+            Err(CudaError::NOT_READY) => CudaError::NOT_READY,
             Err(e) => {
                 LAST_ERROR.with(|c| c.set(e));
                 e

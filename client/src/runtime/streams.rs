@@ -82,12 +82,54 @@ impl Runtime {
         }
     }
 
-    /// `cudaStreamSynchronize`, and `cudaStreamQuery` (which finds the work
-    /// done once it has been sent: the server runs a device's operations in
-    /// order, to completion).
+    /// `cudaStreamSynchronize`: the device's queued work is sent and
+    /// answered (the server runs a device's operations in order, to
+    /// completion).
     pub fn stream_synchronize(&self, stream: u64) -> Result<(), CudaError> {
         let d = self.stream_device(stream)?;
         self.synchronize_device(d)
+    }
+
+    /// Whether device `d` has work queued or in flight; the progress
+    /// thread is woken to send it.
+    fn device_busy(&'static self, d: usize) -> bool {
+        let busy = {
+            let st = self.states[d].lock();
+            st.flushing || st.queued_since.is_some() || !st.held.is_empty()
+        };
+        if busy {
+            self.wake_progress();
+        }
+        busy
+    }
+
+    /// `cudaStreamQuery`: `cudaErrorNotReady` while the device's work is
+    /// queued or running (a device's streams share its queue), else what a
+    /// synchronization reports.
+    pub fn stream_query(&'static self, stream: u64) -> Result<(), CudaError> {
+        let d = self.stream_device(stream)?;
+        if self.device_busy(d) {
+            return Err(CudaError::NOT_READY);
+        }
+        self.synchronize_device(d)
+    }
+
+    /// `cudaEventQuery`: complete once the reply to its record arrived (an
+    /// event never recorded is complete).
+    pub fn event_query(&'static self, event: u64) -> Result<(), CudaError> {
+        let (device, timestamp) = {
+            let events = self.events.lock();
+            let e = events
+                .get(&event)
+                .ok_or(CudaError::INVALID_RESOURCE_HANDLE)?;
+            (e.device, e.timestamp)
+        };
+        match (device, timestamp) {
+            (None, _) | (Some(_), Some(_)) => Ok(()),
+            (Some(d), None) if self.device_busy(d) => Err(CudaError::NOT_READY),
+            // The record failed: its error is the device's.
+            (Some(d), None) => self.synchronize_device(d),
+        }
     }
 
     /// `cudaStreamWaitEvent`: work on one device already runs in order, so only

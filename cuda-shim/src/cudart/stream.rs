@@ -119,10 +119,10 @@ with_ptsz! {
 }
 
 with_ptsz! {
-    /// Once queued work has been sent it has completed: the server answers
-    /// each operation after running it.
+    /// Not ready while the device's work is queued or in flight: the
+    /// server answers each operation after running it.
     fn cudaStreamQuery / cudaStreamQuery_ptsz (stream: Stream) {
-        stream_synchronize(stream)
+        stream_query(stream)
     }
 }
 
@@ -189,11 +189,27 @@ pub extern "C" fn cudaEventSynchronize(event: Event) -> CudaErrorT {
 
 #[no_mangle]
 pub extern "C" fn cudaEventQuery(event: Event) -> CudaErrorT {
-    guard(|| {
-        event_synchronize(event)?;
-        super::managed::to_host_all();
-        Ok(())
-    })
+    guard(|| event_query(event))
+}
+
+/// `cudaEventQuery`: `cudaErrorNotReady` until the work before the event
+/// is done.
+pub(crate) fn event_query(event: Event) -> Result<(), CudaError> {
+    if capture::event_captured(event as u64) {
+        return Err(CudaError::CAPTURED_EVENT);
+    }
+    rt().event_query(event as u64)?;
+    super::managed::to_host_all();
+    Ok(())
+}
+
+/// `cudaStreamQuery`: `cudaErrorNotReady` while the stream's work runs;
+/// refused while it captures.
+pub(crate) fn stream_query(stream: Stream) -> Result<(), CudaError> {
+    capture::refuse_wait(stream as u64)?;
+    rt().stream_query(stream as u64)?;
+    super::managed::to_host_of_stream(stream as u64);
+    Ok(())
 }
 
 #[no_mangle]

@@ -35,11 +35,10 @@ driver_fn! { [cuStreamSynchronize, cuStreamSynchronize_ptsz] (stream: Stream) {
     Ok(rt_stream::stream_synchronize(stream)?)
 } }
 
-// Queued work is sent and waited for: a remote stream's progress is only
-// known by asking, and an idle answer must be true.
+// Not ready while the device's work is queued or in flight.
 driver_fn! { [cuStreamQuery, cuStreamQuery_ptsz] (stream: Stream) {
     initialized()?;
-    Ok(rt_stream::stream_synchronize(stream)?)
+    Ok(rt_stream::stream_query(stream)?)
 } }
 
 driver_fn! { [cuStreamWaitEvent, cuStreamWaitEvent_ptsz] (stream: Stream, event: Event, flags: c_uint) {
@@ -119,11 +118,16 @@ driver_fn! { [cuEventRecordWithFlags, cuEventRecordWithFlags_ptsz] (event: Event
     Ok(rt_stream::event_record(event, stream)?)
 } }
 
-driver_fn! { [cuEventSynchronize, cuEventQuery] (event: Event) {
+driver_fn! { cuEventSynchronize (event: Event) {
     initialized()?;
     rt_stream::event_synchronize(event)?;
     crate::cudart::managed::to_host_all();
     Ok(())
+} }
+
+driver_fn! { cuEventQuery (event: Event) {
+    initialized()?;
+    Ok(rt_stream::event_query(event)?)
 } }
 
 driver_fn! { [cuEventElapsedTime, cuEventElapsedTime_v2] (ms: *mut f32, start: Event, end: Event) {
