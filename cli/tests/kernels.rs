@@ -928,3 +928,13 @@ fn k_async() {
     ]);
     run_and_expect("k_async", &lines);
 }
+
+#[test]
+fn k_zero_copy() {
+    let lines = owned(&[
+        "zero-copy vector add, round 1: ok",
+        "zero-copy vector add, round 2: ok",
+        "PASS",
+    ]);
+    run_and_expect("k_zero_copy", &lines);
+}

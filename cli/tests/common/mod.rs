@@ -65,6 +65,7 @@ pub(crate) const PROGRAMS: &[(&str, &[&str], &[&str])] = &[
     ("k_warp_size", &[], &[]),
     ("k_graphs", &[], &[]),
     ("k_async", &[], &[]),
+    ("k_zero_copy", &[], &[]),
 ];
 
 /// Limit for one CUDA program run.

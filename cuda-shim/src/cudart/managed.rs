@@ -9,6 +9,11 @@
 //! the host owned them (a launch, a copy, a memset) copies them to the
 //! device; the next synchronization copies them back. Each move copies
 //! every managed allocation of the device, whatever was touched.
+//!
+//! Mapped page-locked memory (`cudaHostAllocMapped`) is made the same way:
+//! its device pointer is its host pointer, and kernels that read and write
+//! it see what the host wrote before the launch, and the host sees what
+//! they wrote after a synchronization, the coherence points CUDA gives.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::c_void;
@@ -65,6 +70,22 @@ fn page_size() -> usize {
 /// Allocates `size` bytes of managed memory on the current device.
 pub(crate) fn alloc(size: usize, flags: u32) -> Result<u64, CudaError> {
     if size == 0 || flags & !ATTACH_FLAGS != 0 || flags.count_ones() != 1 {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    alloc_mirrored(size)
+}
+
+/// Whether `ptr` is the start of a mirrored allocation.
+pub(crate) fn is_allocation(ptr: u64) -> bool {
+    COUNT.load(Ordering::Relaxed) != 0 && table().regions.contains_key(&ptr)
+}
+
+/// Device memory of the current device with a host mirror at the same
+/// address, moved as managed memory moves: managed memory itself, and
+/// mapped page-locked memory (`cudaHostAllocMapped`), which kernels reach
+/// through the same pointer.
+pub(crate) fn alloc_mirrored(size: usize) -> Result<u64, CudaError> {
+    if size == 0 {
         return Err(CudaError::INVALID_VALUE);
     }
     let d = rt().current_device()?;

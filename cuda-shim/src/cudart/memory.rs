@@ -326,6 +326,8 @@ with_ptsz! {
 
 /// Alignment of host allocations: a page, as the driver's pinned memory.
 const HOST_ALIGN: usize = 4096;
+/// `cudaHostAllocMapped`.
+const HOST_ALLOC_MAPPED: c_uint = 0x2;
 
 pub(crate) fn host_alloc(
     ptr: *mut *mut c_void,
@@ -338,6 +340,13 @@ pub(crate) fn host_alloc(
     Runtime::check_host_alloc_flags(flags)?;
     if size == 0 {
         return write_out(ptr, std::ptr::null_mut());
+    }
+    if flags & HOST_ALLOC_MAPPED != 0 {
+        // Kernels reach it: device memory mirrored on the host at the same
+        // address, moved at launches and synchronizations.
+        let base = super::managed::alloc_mirrored(size)?;
+        rt().host_alloc_insert(base, size as u64, flags);
+        return write_out(ptr, base as *mut c_void);
     }
     let layout =
         Layout::from_size_align(size, HOST_ALIGN).map_err(|_| CudaError::MEMORY_ALLOCATION)?;
@@ -367,6 +376,9 @@ pub(crate) fn free_host(ptr: *mut c_void) -> Result<(), CudaError> {
     // Queued copies into this memory must land before it is released.
     rt().drain_all();
     let region = rt().host_alloc_remove(ptr as u64)?;
+    if super::managed::is_allocation(ptr as u64) {
+        return super::managed::free(ptr as u64).unwrap_or(Ok(()));
+    }
     let layout = Layout::from_size_align(region.len as usize, HOST_ALIGN)
         .map_err(|_| CudaError::INVALID_VALUE)?;
     // SAFETY: the table only holds allocations made by `host_alloc` with

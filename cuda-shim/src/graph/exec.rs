@@ -196,6 +196,9 @@ pub(crate) fn launch(h: Handle, stream: u64) -> Result<(), CudaError> {
     let sd = rt().stream_device(stream)?;
     exec.ensure_plan(sd)?;
     exec.run_memory_nodes()?;
+    // Managed and mapped memory go to the device before its work, as for a
+    // kernel launch.
+    crate::cudart::managed::to_device_of_stream(stream);
     let Some((_, parts)) = &exec.plan else {
         return Err(CudaError::ILLEGAL_STATE);
     };
