@@ -395,6 +395,13 @@ impl Session {
 
     /// Queues an operation; it is sent at the next [`Session::flush`].
     pub fn enqueue<O: Op>(&mut self, req: &O, bulk_out: &[u8], completion: Completion) {
+        self.push_request(req, bulk_out.len(), completion);
+        self.batch.extend_from_slice(bulk_out);
+    }
+
+    /// Appends `req`'s header and body to the batch, announcing `bulk_len`
+    /// payload bytes (which the caller adds), and queues its completion.
+    fn push_request<O: Op>(&mut self, req: &O, bulk_len: usize, completion: Completion) {
         let id = self.next_id;
         self.next_id = self.next_id.wrapping_add(1);
         self.body.clear();
@@ -404,11 +411,10 @@ impl Session {
             op: O::ID.0,
             body_len: self.body.len() as u32,
             id,
-            bulk_len: bulk_out.len() as u64,
+            bulk_len: bulk_len as u64,
         };
         self.batch.extend_from_slice(&header.to_bytes());
         self.batch.extend_from_slice(&self.body);
-        self.batch.extend_from_slice(bulk_out);
         self.queued.push_back(Queued {
             frame: Some((id, O::ID.0)),
             completion,
@@ -420,25 +426,9 @@ impl Session {
     /// the work completes), not copied now.
     pub fn enqueue_source<O: Op>(&mut self, req: &O, src: Box<dyn HostSrc>) {
         let len = src.len();
-        let id = self.next_id;
-        self.next_id = self.next_id.wrapping_add(1);
-        self.body.clear();
-        req.encode(&mut Writer::new(&mut self.body));
-        let header = FrameHeader {
-            kind: FrameKind::REQUEST,
-            op: O::ID.0,
-            body_len: self.body.len() as u32,
-            id,
-            bulk_len: len as u64,
-        };
-        self.batch.extend_from_slice(&header.to_bytes());
-        self.batch.extend_from_slice(&self.body);
+        self.push_request(req, len, Completion::Status);
         self.sources.push((self.batch.len(), src));
         self.source_bytes += len as u64;
-        self.queued.push_back(Queued {
-            frame: Some((id, O::ID.0)),
-            completion: Completion::Status,
-        });
     }
 
     /// Notes that the last queued operation's reply carries `bytes` of payload.

@@ -11,7 +11,7 @@
 //! its process ends.
 
 use std::path::PathBuf;
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use rcud_transport::bootstrap::TransportKind;
@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use super::hostmem::{HostBuffer, MemcpyProbe, Memory};
 use super::output::{emit, num, Table};
 use super::raw::RawLink;
-use super::{parse_size, plot, progress, BenchArgs, BenchResult, Setup};
+use super::{parse_size, plot, point_command, progress, BenchArgs, BenchResult, Setup};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct ChunksArgs {
@@ -168,7 +168,6 @@ pub(crate) fn run(
         plot::check_path(p)?;
     }
     let bytes = parse_size(&args.size)?;
-    let exe = std::env::current_exe()?;
     let bar = progress((transports.len() * args.counts.len()) as u64, bench.format);
     let mut rows = Vec::new();
     for &kind in transports {
@@ -179,20 +178,7 @@ pub(crate) fn run(
                 bar.inc(1);
                 continue;
             }
-            let mut cmd = Command::new(&exe);
-            cmd.args([
-                "bench",
-                "--format",
-                "json",
-                "--transport",
-                &kind.to_string(),
-            ]);
-            if let Some(s) = &bench.server {
-                cmd.args(["--server", s]);
-            }
-            if let Some(p) = bench.pin {
-                cmd.arg(format!("--pin={p}"));
-            }
+            let mut cmd = point_command(bench.server.as_deref(), bench.pin, kind)?;
             cmd.args([
                 "chunk-point",
                 "--bytes",

@@ -6,7 +6,7 @@
 //! child process per transport (`rcud bench graph-point`), as `launch` does.
 
 use std::ffi::{c_int, c_void};
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::time::Instant;
 
 use libloading::Library;
@@ -15,7 +15,9 @@ use serde::{Deserialize, Serialize};
 
 use super::launch::{check, RuntimeApi};
 use super::output::{emit, Table};
-use super::{progress, BenchArgs, BenchResult, Setup};
+use super::{
+    load_client_library, point_command, progress, run_point, BenchArgs, BenchResult, Setup,
+};
 
 /// Rounds per measurement; the fastest counts.
 const ROUNDS: u32 = 3;
@@ -58,33 +60,15 @@ pub(crate) fn run(
     args: &GraphArgs,
     bench: &BenchArgs,
 ) -> BenchResult<ExitCode> {
-    let exe = std::env::current_exe()?;
     let bar = progress(transports.len() as u64, bench.format);
     let nodes: Vec<String> = args.nodes.iter().map(u32::to_string).collect();
     let mut rows = Vec::new();
     for &kind in transports {
         bar.set_message(kind.to_string());
-        let mut cmd = Command::new(&exe);
-        cmd.args([
-            "bench",
-            "--format",
-            "json",
-            "--transport",
-            &kind.to_string(),
-        ])
-        .args(["--server", &setup.servers]);
-        if let Some(p) = bench.pin {
-            cmd.arg(format!("--pin={p}"));
-        }
+        let mut cmd = point_command(Some(&setup.servers), bench.pin, kind)?;
         cmd.args(["graph-point", "--nodes", &nodes.join(",")])
             .args(["--launches", &args.launches.to_string()]);
-        let out = cmd.output()?;
-        if !out.status.success() {
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            return Err(format!("{kind}: {}", stderr.trim()).into());
-        }
-        let points: Vec<GraphPoint> = serde_json::from_slice(&out.stdout)
-            .map_err(|e| format!("{kind}: unreadable result: {e}"))?;
+        let points: Vec<GraphPoint> = run_point(cmd, &kind.to_string())?;
         for point in points {
             rows.push(GraphRow {
                 transport: kind.to_string(),
@@ -201,12 +185,7 @@ impl GraphApi {
 
 /// `rcud bench graph-point`: measures in this process and prints JSON.
 pub(crate) fn point(setup: &Setup, kind: TransportKind, args: &GraphArgs) -> BenchResult<ExitCode> {
-    let library = crate::run::default_library()?;
-    std::env::set_var("RCUD_SERVERS", &setup.servers);
-    std::env::set_var("RCUD_TRANSPORT", kind.to_string());
-    // SAFETY: rcud's own client library; its initializers only set up state.
-    let lib = unsafe { Library::new(&library) }
-        .map_err(|e| format!("cannot load {}: {e}", library.display()))?;
+    let lib = load_client_library(setup, kind)?;
     let api = GraphApi::new(&lib)?;
     api.one_by_one(1)?;
     let launches = args.launches.max(1);

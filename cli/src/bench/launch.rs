@@ -9,7 +9,7 @@
 //! benchmark needs no CUDA compiler.
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::time::Instant;
 
 use libloading::Library;
@@ -17,7 +17,9 @@ use rcud_transport::bootstrap::TransportKind;
 use serde::{Deserialize, Serialize};
 
 use super::output::{emit, Table};
-use super::{progress, BenchArgs, BenchResult, Setup};
+use super::{
+    load_client_library, point_command, progress, run_point, BenchArgs, BenchResult, Setup,
+};
 
 const KERNEL: &CStr = c"rcud_bench_empty";
 
@@ -95,35 +97,17 @@ pub(crate) fn run(
     sync_every: u32,
     bench: &BenchArgs,
 ) -> BenchResult<ExitCode> {
-    let exe = std::env::current_exe()?;
     let bar = progress((transports.len() * apis.len()) as u64, bench.format);
     let mut rows = Vec::new();
     for &kind in transports {
         let mut runtime_rates = None;
         for &api in apis {
             bar.set_message(format!("{kind} {api} API"));
-            let mut cmd = Command::new(&exe);
-            cmd.args([
-                "bench",
-                "--format",
-                "json",
-                "--transport",
-                &kind.to_string(),
-            ])
-            .args(["--server", &setup.servers]);
-            if let Some(p) = bench.pin {
-                cmd.arg(format!("--pin={p}"));
-            }
+            let mut cmd = point_command(Some(&setup.servers), bench.pin, kind)?;
             cmd.args(["launch-point", "--api", &api.to_string()])
                 .args(["--launches", &launches.to_string()])
                 .args(["--sync-every", &sync_every.to_string()]);
-            let out = cmd.output()?;
-            if !out.status.success() {
-                let stderr = String::from_utf8_lossy(&out.stderr);
-                return Err(format!("{kind} {api} API: {}", stderr.trim()).into());
-            }
-            let p: Point = serde_json::from_slice(&out.stdout)
-                .map_err(|e| format!("{kind} {api} API: unreadable result: {e}"))?;
+            let p: Point = run_point(cmd, &format!("{kind} {api} API"))?;
             let of_runtime = |rate: f64, base: Option<f64>| base.map(|b| rate / b);
             let (base_async, base_sync) = match runtime_rates {
                 Some((a, s)) => (Some(a), Some(s)),
@@ -175,13 +159,7 @@ pub(crate) fn run(
 /// `rcud bench launch-point`: measures one API of the client library in
 /// this process and prints the rates as JSON.
 pub(crate) fn point(setup: &Setup, kind: TransportKind, args: &PointArgs) -> BenchResult<ExitCode> {
-    let library = crate::run::default_library()?;
-    // The library reads where its GPUs are when first called.
-    std::env::set_var("RCUD_SERVERS", &setup.servers);
-    std::env::set_var("RCUD_TRANSPORT", kind.to_string());
-    // SAFETY: rcud's own client library; its initializers only set up state.
-    let lib = unsafe { Library::new(&library) }
-        .map_err(|e| format!("cannot load {}: {e}", library.display()))?;
+    let lib = load_client_library(setup, kind)?;
     let launcher: Box<dyn Launcher> = match args.api {
         Api::Runtime => Box::new(RuntimeApi::new(&lib)?),
         Api::Driver => Box::new(DriverApi::new(&lib)?),

@@ -311,6 +311,60 @@ pub(crate) fn bench(args: BenchArgs) -> BenchResult<ExitCode> {
     }
 }
 
+/// `rcud bench --format json --transport KIND [--server S] [--pin P]`: the
+/// start of a child process that measures one point with a client library
+/// of its own; the caller adds the subcommand.
+fn point_command(
+    server: Option<&str>,
+    pin: Option<pin::Placement>,
+    kind: TransportKind,
+) -> BenchResult<std::process::Command> {
+    let mut cmd = std::process::Command::new(std::env::current_exe()?);
+    cmd.args([
+        "bench",
+        "--format",
+        "json",
+        "--transport",
+        &kind.to_string(),
+    ]);
+    if let Some(s) = server {
+        cmd.args(["--server", s]);
+    }
+    if let Some(p) = pin {
+        cmd.arg(format!("--pin={p}"));
+    }
+    Ok(cmd)
+}
+
+/// Runs a point's child process and reads its JSON answer.
+fn run_point<T: serde::de::DeserializeOwned>(
+    mut cmd: std::process::Command,
+    what: &str,
+) -> BenchResult<T> {
+    let out = cmd.output()?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        return Err(format!("{what}: {}", stderr.trim()).into());
+    }
+    Ok(serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("{what}: unreadable result: {e}"))?)
+}
+
+/// rcud's client library, loaded into this (child) process the way an
+/// application loads it, its servers and transport set as `rcud run` sets
+/// them.
+fn load_client_library(setup: &Setup, kind: TransportKind) -> BenchResult<libloading::Library> {
+    let library = crate::run::default_library()?;
+    // The library reads where its GPUs are when first called.
+    std::env::set_var("RCUD_SERVERS", &setup.servers);
+    std::env::set_var("RCUD_TRANSPORT", kind.to_string());
+    // SAFETY: rcud's own client library; its initializers only set up state.
+    #[allow(unsafe_code)]
+    let lib = unsafe { libloading::Library::new(&library) }
+        .map_err(|e| format!("cannot load {}: {e}", library.display()))?;
+    Ok(lib)
+}
+
 /// Transfer sizes: a list like `1KB,1MB,32MB`, or `shmoo` (1 KB to 64 MB).
 fn parse_sizes(spec: &str) -> Result<Vec<u64>, String> {
     if spec == "shmoo" {

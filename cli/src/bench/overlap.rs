@@ -8,16 +8,18 @@
 //! overlap-point`).
 
 use std::ffi::{c_int, c_void};
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use libloading::Library;
 use rcud_transport::bootstrap::TransportKind;
 use serde::{Deserialize, Serialize};
 
 use super::launch::check;
 use super::output::{emit, Table};
-use super::{parse_sizes, progress, BenchArgs, BenchResult, Setup};
+use super::{
+    load_client_library, parse_sizes, point_command, progress, run_point, BenchArgs, BenchResult,
+    Setup,
+};
 
 /// Arguments of `rcud bench overlap` and its hidden `overlap-point`.
 #[derive(Debug, Clone, clap::Args)]
@@ -59,32 +61,14 @@ pub(crate) fn run(
     bench: &BenchArgs,
 ) -> BenchResult<ExitCode> {
     parse_sizes(&args.sizes)?;
-    let exe = std::env::current_exe()?;
     let bar = progress(transports.len() as u64, bench.format);
     let mut rows = Vec::new();
     for &kind in transports {
         bar.set_message(kind.to_string());
-        let mut cmd = Command::new(&exe);
-        cmd.args([
-            "bench",
-            "--format",
-            "json",
-            "--transport",
-            &kind.to_string(),
-        ])
-        .args(["--server", &setup.servers]);
-        if let Some(p) = bench.pin {
-            cmd.arg(format!("--pin={p}"));
-        }
+        let mut cmd = point_command(Some(&setup.servers), bench.pin, kind)?;
         cmd.args(["overlap-point", "--sizes", &args.sizes])
             .args(["--rounds", &args.rounds.to_string()]);
-        let out = cmd.output()?;
-        if !out.status.success() {
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            return Err(format!("{kind}: {}", stderr.trim()).into());
-        }
-        let points: Vec<OverlapPoint> = serde_json::from_slice(&out.stdout)
-            .map_err(|e| format!("{kind}: unreadable result: {e}"))?;
+        let points: Vec<OverlapPoint> = run_point(cmd, &kind.to_string())?;
         for point in points {
             rows.push(OverlapRow {
                 transport: kind.to_string(),
@@ -152,12 +136,7 @@ pub(crate) fn point(
     args: &OverlapArgs,
 ) -> BenchResult<ExitCode> {
     let sizes = parse_sizes(&args.sizes)?;
-    let library = crate::run::default_library()?;
-    std::env::set_var("RCUD_SERVERS", &setup.servers);
-    std::env::set_var("RCUD_TRANSPORT", kind.to_string());
-    // SAFETY: rcud's own client library; its initializers only set up state.
-    let lib = unsafe { Library::new(&library) }
-        .map_err(|e| format!("cannot load {}: {e}", library.display()))?;
+    let lib = load_client_library(setup, kind)?;
     // SAFETY: the library's functions with cuda_runtime_api.h's signatures.
     let (malloc_host, malloc, memcpy, memcpy_async, create, record, query, destroy) = unsafe {
         (
