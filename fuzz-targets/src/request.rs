@@ -109,6 +109,11 @@ fn replies(body: &[u8]) {
         PeerListen,
         PeerReceive,
         PeerSend,
+        SetLimit,
+        MemsetElements,
+        GraphUpload,
+        GraphLaunch,
+        GraphDestroy,
     );
 }
 

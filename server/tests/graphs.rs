@@ -122,3 +122,41 @@ fn only_device_work_is_a_step() {
         CudaError::INVALID_RESOURCE_HANDLE
     );
 }
+
+#[test]
+fn graphs_a_client_keeps_are_bounded() {
+    let server = ServerProc::start(&["--emu-memory", "64MiB"]);
+    let mut c = Conn::attached(server.addr(), "graphs");
+    let a = c.malloc(256);
+    // About 1 MB of steps per upload, the most one request carries.
+    let steps: Vec<GraphStep> = (0..40_000)
+        .map(|i| {
+            GraphStep::of(&req::Memset {
+                dst: a,
+                value: i as u8,
+                len: 256,
+            })
+        })
+        .collect();
+    let mut kept = Vec::new();
+    let refused = loop {
+        let upload = req::GraphUpload {
+            steps: steps.clone(),
+        };
+        match c.call(&upload, &[], &mut []).expect("transport") {
+            Ok(r) => kept.push(r.graph),
+            Err(failure) => break failure,
+        }
+        assert!(kept.len() < 200, "uploads are never refused");
+    };
+    assert_eq!(refused.code, CudaError::MEMORY_ALLOCATION);
+    assert!(refused.message.contains("graphs"), "{refused}");
+    assert!(kept.len() >= 32, "only {} graphs fit", kept.len());
+    // Destroying one makes room again; the connection is fine throughout.
+    let gone = kept.pop().expect("a graph");
+    let destroyed = c.call(&req::GraphDestroy { graph: gone }, &[], &mut []);
+    assert!(destroyed.expect("transport").is_ok());
+    let again = c.call(&req::GraphUpload { steps }, &[], &mut []);
+    assert!(again.expect("transport").is_ok());
+    c.memset(a, 1, 256);
+}
