@@ -938,3 +938,14 @@ fn k_zero_copy() {
     ]);
     run_and_expect("k_zero_copy", &lines);
 }
+
+#[test]
+fn memcpy3d() {
+    let lines = owned(&[
+        "cudaMemcpy3D host, device and positions: ok",
+        "cudaMemcpy3DAsync, peer and captured: ok",
+        "cudaMemcpy3D to a CUDA array -> cudaErrorNotSupported",
+        "PASS",
+    ]);
+    run_and_expect("memcpy3d", &lines);
+}

@@ -66,6 +66,7 @@ pub(crate) const PROGRAMS: &[(&str, &[&str], &[&str])] = &[
     ("k_graphs", &[], &[]),
     ("k_async", &[], &[]),
     ("k_zero_copy", &[], &[]),
+    ("memcpy3d", &[], &[]),
 ];
 
 /// Limit for one CUDA program run.

@@ -53,7 +53,7 @@ pub(crate) struct HostNodeParams {
 
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
-struct Pos {
+pub(crate) struct Pos {
     x: usize,
     y: usize,
     z: usize,
@@ -61,19 +61,19 @@ struct Pos {
 
 #[repr(C)]
 #[derive(Clone, Copy)]
-struct PitchedPtr {
-    ptr: *mut c_void,
-    pitch: usize,
-    xsize: usize,
-    ysize: usize,
+pub(crate) struct PitchedPtr {
+    pub(crate) ptr: *mut c_void,
+    pub(crate) pitch: usize,
+    pub(crate) xsize: usize,
+    pub(crate) ysize: usize,
 }
 
 #[repr(C)]
 #[derive(Clone, Copy)]
-struct Extent {
-    width: usize,
-    height: usize,
-    depth: usize,
+pub(crate) struct Extent {
+    pub(crate) width: usize,
+    pub(crate) height: usize,
+    pub(crate) depth: usize,
 }
 
 /// `cudaMemcpy3DParms`.
@@ -87,6 +87,27 @@ pub(crate) struct Memcpy3DParms {
     dst_ptr: PitchedPtr,
     extent: Extent,
     kind: c_int,
+}
+
+impl Memcpy3DParms {
+    /// The parameters of a copy between (array, position, pointer) ends.
+    pub(crate) fn new(
+        src: (*mut c_void, Pos, PitchedPtr),
+        dst: (*mut c_void, Pos, PitchedPtr),
+        extent: Extent,
+        kind: c_int,
+    ) -> Self {
+        Self {
+            src_array: src.0,
+            src_pos: src.1,
+            src_ptr: src.2,
+            dst_array: dst.0,
+            dst_pos: dst.1,
+            dst_ptr: dst.2,
+            extent,
+            kind,
+        }
+    }
 }
 
 /// `cudaGraphExecUpdateResultInfo`.
@@ -273,7 +294,7 @@ pub(crate) fn host_kind(p: *const HostNodeParams) -> Result<NodeKind, CudaError>
 }
 
 /// A 3-D copy between linear memory (CUDA arrays do not exist here).
-fn memcpy_kind(p: *const Memcpy3DParms) -> Result<NodeKind, CudaError> {
+pub(crate) fn memcpy_kind(p: *const Memcpy3DParms) -> Result<NodeKind, CudaError> {
     let p = param(p)?;
     if !p.src_array.is_null() || !p.dst_array.is_null() {
         return Err(CudaError::NOT_SUPPORTED);

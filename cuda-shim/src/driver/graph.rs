@@ -30,7 +30,7 @@ pub(crate) struct KernelNodeParams {
 
 /// `CUDA_MEMCPY3D`.
 #[repr(C)]
-pub(crate) struct Memcpy3D {
+pub struct Memcpy3D {
     src_x_in_bytes: usize,
     src_y: usize,
     src_z: usize,
@@ -90,7 +90,7 @@ fn kernel_kind(p: *const KernelNodeParams, v2: bool) -> Result<NodeKind, DriverE
     Ok(NodeKind::Kernel(node))
 }
 
-fn memcpy_kind(p: *const Memcpy3D) -> Result<NodeKind, DriverError> {
+pub(crate) fn memcpy_kind(p: *const Memcpy3D) -> Result<NodeKind, DriverError> {
     let p = rg::param(p)?;
     let address = |kind: c_uint, host: u64, device: u64| match kind {
         MEMORY_HOST => Ok(host),

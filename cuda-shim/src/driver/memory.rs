@@ -3,6 +3,7 @@
 //! addressing deciding directions, so both APIs queue and batch alike.
 
 use crate::graph::{capture, MemsetNode, NodeKind};
+use rcud_proto::CudaError;
 use std::ffi::c_void;
 use std::os::raw::{c_int, c_uint};
 
@@ -375,6 +376,45 @@ driver_fn! { [cuMemcpy2D_v2, cuMemcpy2DUnaligned_v2, cuMemcpy2D_v2_ptds, cuMemcp
 
 driver_fn! { [cuMemcpy2DAsync_v2, cuMemcpy2DAsync_v2_ptsz] (p: *const Memcpy2D, stream: Stream) {
     memcpy_2d(p, Some(stream))
+} }
+
+/// `cuMemcpy3D`: the copy node of the graph layer, captured on a
+/// capturing stream, else run as 2-D copies slice by slice.
+fn memcpy_3d(p: *const super::graph::Memcpy3D, stream: Option<Stream>) -> DriverResult {
+    context_device()?;
+    if let Some(s) = stream {
+        let node = || super::graph::memcpy_kind(p).map_err(|e| CudaError(e.0 as u32));
+        if capture::record(s as u64, node)? {
+            return Ok(());
+        }
+    } else {
+        capture::refuse_legacy_sync()?;
+    }
+    let NodeKind::Memcpy(copy) = super::graph::memcpy_kind(p)? else {
+        return Err(DriverError::INVALID_VALUE);
+    };
+    Ok(crate::graph::exec::run_copy(
+        &copy,
+        stream.map(|s| s as u64),
+    )?)
+}
+
+driver_fn! { [cuMemcpy3D_v2, cuMemcpy3D_v2_ptds] (p: *const super::graph::Memcpy3D) {
+    memcpy_3d(p, None)
+} }
+
+driver_fn! { [cuMemcpy3DAsync_v2, cuMemcpy3DAsync_v2_ptsz] (p: *const super::graph::Memcpy3D, stream: Stream) {
+    memcpy_3d(p, Some(stream))
+} }
+
+// `CUDA_MEMCPY3D_PEER` is `CUDA_MEMCPY3D` with the reserved words naming the
+// two contexts; with unified addressing the addresses say the devices.
+driver_fn! { [cuMemcpy3DPeer, cuMemcpy3DPeer_ptds] (p: *const super::graph::Memcpy3D) {
+    memcpy_3d(p, None)
+} }
+
+driver_fn! { [cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync_ptsz] (p: *const super::graph::Memcpy3D, stream: Stream) {
+    memcpy_3d(p, Some(stream))
 } }
 
 // ---- memsets ---------------------------------------------------------------

@@ -219,7 +219,7 @@ pub(crate) fn launch(h: Handle, stream: u64) -> Result<(), CudaError> {
                 graph,
                 events,
             } => rt().graph_launch(*device, *graph, events.clone())?,
-            Part::Copy(c) => run_copy(c, stream)?,
+            Part::Copy(c) => run_copy(c, Some(stream))?,
             Part::HostFn(h) => {
                 // SAFETY: `func` is the address of the application's host
                 // function, given as a cudaHostFn_t when the node was made.
@@ -241,29 +241,27 @@ pub(crate) fn upload(h: Handle, stream: u64) -> Result<(), CudaError> {
     exec.ensure_plan(sd)
 }
 
-/// A copy whose source or destination is not device memory of one device.
-fn run_copy(c: &MemcpyNode, stream: u64) -> Result<(), CudaError> {
-    let s = stream as *mut c_void;
+/// Runs a copy node's copy now: on `stream` (queued where CUDA queues
+/// it), or synchronously. Graph launches use it for copies whose source or
+/// destination is not device memory of one device, and `cudaMemcpy3D` for
+/// all of its copies.
+pub(crate) fn run_copy(c: &MemcpyNode, stream: Option<u64>) -> Result<(), CudaError> {
+    let s = stream.map(|s| s as *mut c_void);
     for (dst, src) in c.slices() {
-        if c.height == 1 {
-            memory::memcpy_async(
-                dst as *mut c_void,
-                src as *const c_void,
-                c.width as usize,
-                c.kind,
-                s,
-            )?;
-        } else {
-            pitched::memcpy2d(
-                dst as *mut c_void,
+        let (d, sr) = (dst as *mut c_void, src as *const c_void);
+        match (c.height, s) {
+            (1, Some(s)) => memory::memcpy_async(d, sr, c.width as usize, c.kind, s)?,
+            (1, None) => memory::memcpy(d, sr, c.width as usize, c.kind)?,
+            _ => pitched::memcpy2d(
+                d,
                 c.dst_pitch as usize,
-                src as *const c_void,
+                sr,
                 c.src_pitch as usize,
                 c.width as usize,
                 c.height as usize,
                 c.kind,
-                Some(s),
-            )?;
+                s,
+            )?,
         }
     }
     Ok(())
