@@ -949,3 +949,18 @@ fn memcpy3d() {
     ]);
     run_and_expect("memcpy3d", &lines);
 }
+
+#[test]
+fn runtime_misc() {
+    let lines = owned(&[
+        "cudaHostGetFlags of pageable memory -> cudaErrorInvalidValue",
+        "pointer attributes: ok",
+        "cudaLaunchHostFunc_v2 with flags -> cudaErrorInvalidValue",
+        "streams: ok",
+        "an unknown PCI bus id -> cudaErrorInvalidDevice",
+        "cudaSetValidDevices with no such device -> cudaErrorInvalidDevice",
+        "device settings: ok",
+        "PASS",
+    ]);
+    run_and_expect("runtime_misc", &lines);
+}

@@ -67,6 +67,7 @@ pub(crate) const PROGRAMS: &[(&str, &[&str], &[&str])] = &[
     ("k_async", &[], &[]),
     ("k_zero_copy", &[], &[]),
     ("memcpy3d", &[], &[]),
+    ("runtime_misc", &[], &[]),
 ];
 
 /// Limit for one CUDA program run.

@@ -153,3 +153,136 @@ pub extern "C" fn cudaDeviceGetLimit(value: *mut usize, limit: c_int) -> CudaErr
         write_out(value, rt().device_get_limit(limit)? as usize)
     })
 }
+
+/// `cudaFuncCachePreferNone` .. `cudaFuncCachePreferEqual`.
+const CACHE_CONFIGS: std::ops::RangeInclusive<c_int> = 0..=3;
+
+static CACHE_CONFIG: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// The L1/shared split is a preference a remote device may ignore, as GPUs
+/// with a fixed split do: kept and reported (the driver's
+/// `cuCtxSetCacheConfig` too).
+pub(crate) fn set_cache_config(config: c_int) -> Result<(), CudaError> {
+    if !CACHE_CONFIGS.contains(&config) {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    CACHE_CONFIG.store(config, std::sync::atomic::Ordering::Relaxed);
+    Ok(())
+}
+
+/// The preference last set.
+pub(crate) fn cache_config() -> c_int {
+    CACHE_CONFIG.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+#[no_mangle]
+pub extern "C" fn cudaDeviceSetCacheConfig(config: c_int) -> CudaErrorT {
+    guard(|| {
+        rt().current_device()?;
+        set_cache_config(config)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaDeviceGetCacheConfig(config: *mut c_int) -> CudaErrorT {
+    guard(|| {
+        rt().current_device()?;
+        write_out(config, cache_config())
+    })
+}
+
+/// `cudaSharedMemBankSizeFourByte`: the banks of every GPU since Maxwell.
+const BANK_SIZE_FOUR_BYTES: c_int = 1;
+
+#[no_mangle]
+pub extern "C" fn cudaDeviceGetSharedMemConfig(config: *mut c_int) -> CudaErrorT {
+    guard(|| {
+        rt().current_device()?;
+        write_out(config, BANK_SIZE_FOUR_BYTES)
+    })
+}
+
+/// Bank sizes cannot change on current GPUs; any valid value is accepted.
+#[no_mangle]
+pub extern "C" fn cudaDeviceSetSharedMemConfig(config: c_int) -> CudaErrorT {
+    guard(|| {
+        rt().current_device()?;
+        match config {
+            0..=2 => Ok(()),
+            _ => Err(CudaError::INVALID_VALUE),
+        }
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaDeviceGetPCIBusId(
+    out: *mut std::ffi::c_char,
+    len: c_int,
+    device: c_int,
+) -> CudaErrorT {
+    guard(|| {
+        let id = crate::driver::device::pci_bus_id(device)?;
+        if out.is_null() || len <= 0 {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        let n = id.len().min(len as usize - 1);
+        // SAFETY: the caller's buffer holds `len` bytes; `n + 1 <= len`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(id.as_ptr(), out as *mut u8, n);
+            *out.add(n) = 0;
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaDeviceGetByPCIBusId(
+    device: *mut c_int,
+    id: *const std::ffi::c_char,
+) -> CudaErrorT {
+    guard(|| {
+        if id.is_null() {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        // SAFETY: the API passes a NUL-terminated string.
+        let text = unsafe { std::ffi::CStr::from_ptr(id) }
+            .to_str()
+            .map_err(|_| CudaError::INVALID_VALUE)?;
+        let found =
+            crate::driver::device::device_by_pci_bus_id(text).map_err(|e| CudaError(e.0 as u32))?;
+        write_out(device, found)
+    })
+}
+
+/// `cudaInitDevice`: the device's primary context with these flags, made
+/// now (rcud connects on first use either way).
+#[no_mangle]
+pub extern "C" fn cudaInitDevice(device: c_int, device_flags: c_uint, flags: c_uint) -> CudaErrorT {
+    guard(|| {
+        // cudaInitDeviceFlagsAreValid (1) says the device flags apply.
+        if flags & !1 != 0 {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        rt().props(device)?;
+        if flags & 1 != 0 {
+            rt().primary_set_flags(device, device_flags)?;
+        }
+        Ok(())
+    })
+}
+
+/// `cudaSetValidDevices`: the devices the runtime may pick are checked; a
+/// program choosing its device itself is not affected.
+#[no_mangle]
+pub extern "C" fn cudaSetValidDevices(devices: *mut c_int, len: c_int) -> CudaErrorT {
+    guard(|| {
+        if len < 0 || (len > 0 && devices.is_null()) {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        for i in 0..len as usize {
+            // SAFETY: the caller's array holds `len` device ordinals.
+            rt().props(unsafe { *devices.add(i) })?;
+        }
+        Ok(())
+    })
+}

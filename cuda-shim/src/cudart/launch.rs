@@ -330,3 +330,49 @@ pub extern "C" fn cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
 ) -> CudaErrorT {
     guard(|| write_out(num_blocks, occupancy(func, block_size, dynamic_smem)?))
 }
+
+/// Bank sizes are fixed on current GPUs: accepted for a kernel.
+#[no_mangle]
+pub extern "C" fn cudaFuncSetSharedMemConfig(func: *const c_void, config: c_int) -> CudaErrorT {
+    guard(|| {
+        rt().kernel_attributes(func as u64)?;
+        match config {
+            0..=2 => Ok(()),
+            _ => Err(CudaError::INVALID_VALUE),
+        }
+    })
+}
+
+/// `cudaOccupancyAvailableDynamicSMemPerBlock`: the dynamic shared memory
+/// each of `blocks` blocks of `block_size` threads can have on one SM.
+#[no_mangle]
+pub extern "C" fn cudaOccupancyAvailableDynamicSMemPerBlock(
+    size: *mut usize,
+    func: *const c_void,
+    blocks: c_int,
+    block_size: c_int,
+) -> CudaErrorT {
+    guard(|| write_out(size, available_dynamic_smem(func, blocks, block_size)?))
+}
+
+/// The dynamic shared memory per block that lets `blocks` blocks of
+/// kernel `func` (a host stub or a driver function) share one SM.
+pub(crate) fn available_dynamic_smem(
+    func: *const c_void,
+    blocks: c_int,
+    block_size: c_int,
+) -> Result<usize, CudaError> {
+    if blocks <= 0 || block_size <= 0 {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    if occupancy(func, block_size, 0)? < blocks {
+        return Ok(0);
+    }
+    let attrs = rt().kernel_attributes(func as u64)?;
+    let props = rt().props(rt().current_device()? as c_int)?;
+    let per_block = props.shared_mem_per_multiprocessor / blocks as u64;
+    let dynamic = per_block
+        .saturating_sub(attrs.shared_size_bytes)
+        .min(attrs.max_dynamic_shared_size_bytes.max(0) as u64);
+    Ok(dynamic as usize)
+}

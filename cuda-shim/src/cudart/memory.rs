@@ -417,3 +417,63 @@ pub extern "C" fn cudaHostGetDevicePointer(
         write_out(dev_ptr, dev as *mut c_void)
     })
 }
+
+#[no_mangle]
+pub extern "C" fn cudaHostGetFlags(flags: *mut c_uint, host: *mut c_void) -> CudaErrorT {
+    guard(|| {
+        let (_, _, f) = rt()
+            .host_region(host as u64)
+            .ok_or(CudaError::INVALID_VALUE)?;
+        write_out(flags, f)
+    })
+}
+
+/// `cudaPointerAttributes`.
+#[repr(C)]
+pub(crate) struct PointerAttributes {
+    kind: c_int,
+    device: c_int,
+    device_pointer: *mut c_void,
+    host_pointer: *mut c_void,
+}
+
+/// `cudaMemoryType`.
+const MEMORY_UNREGISTERED: c_int = 0;
+const MEMORY_HOST: c_int = 1;
+const MEMORY_DEVICE: c_int = 2;
+const MEMORY_MANAGED: c_int = 3;
+
+/// `cudaPointerGetAttributes`: page-locked host memory (reachable at the
+/// same address on the device), managed memory, device memory, or memory
+/// CUDA does not know (`cudaMemoryTypeUnregistered`, device -2).
+#[no_mangle]
+pub extern "C" fn cudaPointerGetAttributes(
+    attributes: *mut PointerAttributes,
+    ptr: *const c_void,
+) -> CudaErrorT {
+    guard(|| {
+        let rt = rt();
+        let p = ptr as u64;
+        let at = |kind, device: usize, dev: u64, host: u64| PointerAttributes {
+            kind,
+            device: device as c_int,
+            device_pointer: dev as *mut c_void,
+            host_pointer: host as *mut c_void,
+        };
+        let answer = if rt.host_region(p).is_some() {
+            at(MEMORY_HOST, rt.current_device()?, p, p)
+        } else if let Some(d) = super::managed::device_of(p) {
+            at(MEMORY_MANAGED, d, p, p)
+        } else if let Some(d) = rt.device_of(p) {
+            at(MEMORY_DEVICE, d, p, 0)
+        } else {
+            PointerAttributes {
+                kind: MEMORY_UNREGISTERED,
+                device: -2,
+                device_pointer: std::ptr::null_mut(),
+                host_pointer: ptr as *mut c_void,
+            }
+        };
+        write_out(attributes, answer)
+    })
+}

@@ -23,7 +23,7 @@ macro_rules! with_ptsz {
     };
 }
 
-mod device;
+pub(crate) mod device;
 mod error;
 pub(crate) mod graph;
 pub(crate) mod launch;

@@ -299,3 +299,28 @@ with_ptsz! {
         add_callback(stream, cb, data, flags)
     }
 }
+
+with_ptsz! {
+    /// A stream's id: its handle, unique in the process; the special
+    /// streams have ids of their own.
+    fn cudaStreamGetId / cudaStreamGetId_ptsz (stream: Stream, id: *mut u64) {
+        rt().stream_device(stream as u64)?;
+        write_out(id, stream as u64)
+    }
+}
+
+with_ptsz! {
+    fn cudaStreamGetDevice / cudaStreamGetDevice_ptsz (stream: Stream, device: *mut c_int) {
+        write_out(device, rt().stream_device(stream as u64)? as c_int)
+    }
+}
+
+with_ptsz! {
+    /// CUDA 13's form with flags; none are defined.
+    fn cudaLaunchHostFunc_v2 / cudaLaunchHostFunc_v2_ptsz (stream: Stream, f: HostFn, data: *mut c_void, flags: c_uint) {
+        if flags != 0 {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        launch_host_func(stream, f, data)
+    }
+}

@@ -134,14 +134,25 @@ driver_fn! { cuCtxGetStreamPriorityRange (least: *mut c_int, greatest: *mut c_in
 
 driver_fn! { cuCtxGetCacheConfig (config: *mut c_int) {
     context_device()?;
-    out(config, 0)
+    out(config, crate::cudart::device::cache_config())
 } }
 
-// A preference the emulated device has no use for; real GPUs treat it as
-// a hint too.
+// A preference the emulated device has no use for, kept and reported; real
+// GPUs treat it as a hint too.
 driver_fn! { cuCtxSetCacheConfig (config: c_int) {
     context_device()?;
-    if !(0..=3).contains(&config) {
+    Ok(crate::cudart::device::set_cache_config(config)?)
+} }
+
+// Four-byte banks, those of every GPU since Maxwell; they cannot change.
+driver_fn! { cuCtxGetSharedMemConfig (config: *mut c_int) {
+    context_device()?;
+    out(config, 1)
+} }
+
+driver_fn! { cuCtxSetSharedMemConfig (config: c_int) {
+    context_device()?;
+    if !(0..=2).contains(&config) {
         return Err(DriverError::INVALID_VALUE);
     }
     Ok(())

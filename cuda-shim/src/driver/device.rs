@@ -71,12 +71,17 @@ driver_fn! { cuDeviceComputeCapability (major: *mut c_int, minor: *mut c_int, de
     out(minor, props.minor)
 } }
 
-driver_fn! { cuDeviceGetPCIBusId (bus_id: *mut c_char, len: c_int, dev: c_int) {
-    let props = rt().props(device(dev)?)?;
-    let text = format!(
-        "{:04x}:{:02x}:{:02x}.0\0",
+/// `domain:bus:device.function` of device `dev`, as the driver writes it.
+pub(crate) fn pci_bus_id(dev: c_int) -> Result<String, rcud_proto::CudaError> {
+    let props = rt().props(dev)?;
+    Ok(format!(
+        "{:04x}:{:02x}:{:02x}.0",
         props.pci_domain_id, props.pci_bus_id, props.pci_device_id
-    );
+    ))
+}
+
+driver_fn! { cuDeviceGetPCIBusId (bus_id: *mut c_char, len: c_int, dev: c_int) {
+    let text = pci_bus_id(device(dev)?)? + "\0";
     if bus_id.is_null() || len <= 0 {
         return Err(DriverError::INVALID_VALUE);
     }
@@ -117,7 +122,7 @@ fn parse_pci_bus_id(text: &str) -> Option<(i32, i32, i32)> {
 
 /// The first device with the PCI bus id `text` (devices of several servers
 /// may share one).
-fn device_by_pci_bus_id(text: &str) -> Result<c_int, DriverError> {
+pub(crate) fn device_by_pci_bus_id(text: &str) -> Result<c_int, DriverError> {
     let (domain, bus, dev) = parse_pci_bus_id(text).ok_or(DriverError::INVALID_VALUE)?;
     let count = rt().device_count().map_err(|_| DriverError::NO_DEVICE)?;
     for ordinal in 0..count as c_int {

@@ -3,11 +3,11 @@
 //! batched exactly like `<<<...>>>` launches.
 
 use std::ffi::c_void;
-use std::os::raw::c_uint;
+use std::os::raw::{c_int, c_uint};
 
 use rcud_client::runtime::LaunchConfig;
 
-use super::{context_device, rt, DriverError, DriverResult};
+use super::{context_device, out, rt, DriverError, DriverResult};
 use crate::cudart::launch::printf_to_stdout;
 use crate::graph::{capture, kernel_args, KernelArgs as Args};
 
@@ -135,6 +135,12 @@ driver_fn! { [cuLaunchKernelEx, cuLaunchKernelEx_ptsz] (config: *const LaunchCon
         stream: c.stream as u64,
     };
     launch(function, launch_config, params, extra)
+} }
+
+driver_fn! { cuOccupancyAvailableDynamicSMemPerBlock (size: *mut usize, function: u64, blocks: c_int, block_size: c_int) {
+    context_device()?;
+    let f = function as *const c_void;
+    out(size, crate::cudart::launch::available_dynamic_smem(f, blocks, block_size)?)
 } }
 
 #[cfg(test)]

@@ -566,6 +566,11 @@ mod attr {
     pub(super) const IS_GPU_DIRECT_RDMA_CAPABLE: i32 = 15;
     pub(super) const ACCESS_FLAGS: i32 = 16;
     pub(super) const MEMPOOL_HANDLE: i32 = 17;
+    pub(super) const MAPPING_SIZE: i32 = 18;
+    pub(super) const MAPPING_BASE_ADDR: i32 = 19;
+    pub(super) const MEMORY_BLOCK_ID: i32 = 20;
+    pub(super) const IS_HW_DECOMPRESS_CAPABLE: i32 = 21;
+    pub(super) const LOCALITY_DOMAIN_ORDINAL: i32 = 22;
 }
 
 /// One attribute's value, in the C type the driver writes for it.
@@ -625,7 +630,16 @@ fn attribute(attribute: i32, p: u64) -> Result<AttrValue, DriverError> {
         // CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE.
         (attr::ACCESS_FLAGS, Some(_)) => U32(3),
         (attr::MEMPOOL_HANDLE, Some(_)) => U64(0),
-        (a, _) if known || a > attr::MEMPOOL_HANDLE + 4 => {
+        // One mapping per allocation, its base its process-wide id.
+        (attr::MAPPING_SIZE, Some(Pointee::Device(_, len, _) | Pointee::Host(_, len))) => U64(len),
+        (
+            attr::MAPPING_BASE_ADDR | attr::MEMORY_BLOCK_ID,
+            Some(Pointee::Device(b, ..) | Pointee::Host(b, _)),
+        ) => U64(b),
+        (attr::IS_HW_DECOMPRESS_CAPABLE, _) => Bool(false),
+        // Not localized to a locality domain.
+        (attr::LOCALITY_DOMAIN_ORDINAL, Some(_)) => I32(-1),
+        (a, _) if known || a > attr::LOCALITY_DOMAIN_ORDINAL + 4 => {
             tracing::warn!("cuPointerGetAttribute: attribute {a} is not supported by rcud");
             return Err(DriverError::NOT_SUPPORTED);
         }
@@ -664,6 +678,10 @@ driver_fn! { cuPointerGetAttributes (count: c_uint, attrs: *const c_int, data: *
             Ok(v) => v,
             Err(DriverError::INVALID_VALUE) if a == attr::MEMORY_TYPE => AttrValue::U32(0),
             Err(DriverError::INVALID_VALUE) if a == attr::DEVICE_ORDINAL => AttrValue::I32(-2),
+            // Memory CUDA does not know is the host's, at its own address.
+            Err(DriverError::INVALID_VALUE) if a == attr::HOST_POINTER && pointee(p).is_none() => {
+                AttrValue::U64(p)
+            }
             Err(DriverError::INVALID_VALUE) => AttrValue::U64(0),
             Err(e) => return Err(e),
         };

@@ -37,7 +37,7 @@ macro_rules! driver_fn {
 }
 
 mod context;
-mod device;
+pub(crate) mod device;
 mod errors;
 mod export_tables;
 mod graph;

@@ -86,6 +86,14 @@ driver_fn! { [cuStreamAddCallback, cuStreamAddCallback_ptsz] (stream: Stream, cb
     Ok(rt_stream::add_callback(stream, cb, data, flags)?)
 } }
 
+driver_fn! { [cuLaunchHostFunc_v2, cuLaunchHostFunc_v2_ptsz] (stream: Stream, f: HostFn, data: *mut c_void, flags: c_uint) {
+    initialized()?;
+    if flags != 0 {
+        return Err(DriverError::INVALID_VALUE);
+    }
+    Ok(rt_stream::launch_host_func(stream, f, data)?)
+} }
+
 driver_fn! { [cuLaunchHostFunc, cuLaunchHostFunc_ptsz] (stream: Stream, f: HostFn, data: *mut c_void) {
     initialized()?;
     Ok(rt_stream::launch_host_func(stream, f, data)?)
