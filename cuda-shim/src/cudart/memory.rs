@@ -107,7 +107,10 @@ fn copy_now(
     // A copy touching managed memory runs on the device's side of it; being
     // synchronous, it hands the memory back to the host when done.
     if let Some(d) = managed_to_device(dst as u64, src as u64) {
-        let result = memcpy_unmanaged(dst, src, count, kind);
+        // The device side is what counts now: the addresses say which end
+        // is device memory, whatever the kind claims (managed and mapped
+        // memory are device allocations mirrored on the host).
+        let result = memcpy_unmanaged(dst, src, count, MemcpyKind::Default);
         super::managed::to_host(d);
         return result;
     }
@@ -228,7 +231,11 @@ pub(crate) fn memcpy_async(
     if capture::record(stream as u64, node)? {
         return Ok(());
     }
-    managed_to_device(dst as u64, src as u64);
+    // With managed or mapped memory on either end, its device side counts.
+    let mkind = match managed_to_device(dst as u64, src as u64) {
+        Some(_) => MemcpyKind::Default,
+        None => mkind,
+    };
     match rt.memcpy_route(dst as u64, src as u64, mkind)? {
         Route::HostToDevice(d) if d == sd && rt.is_pinned(src as u64, count as u64) => rt
             .memcpy_htod_async_from(
