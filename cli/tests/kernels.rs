@@ -913,6 +913,8 @@ fn k_graphs() {
         "free it twice -> cudaErrorInvalidValue",
         "graph allocation outlives the launch: ok",
         "cudaMallocAsync and cudaFreeAsync captured: ok",
+        "release a destroyed user object -> cudaErrorInvalidValue",
+        "user objects and ids: ok",
         "PASS",
     ]);
     run_and_expect("k_graphs", &lines);

@@ -4,7 +4,10 @@
 // CUDA gives for illegal calls during capture.
 #include <cuda_runtime.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "check.h"
@@ -424,6 +427,41 @@ static void memory_nodes(float *y) {
     CHECK(cudaStreamDestroy(s));
 }
 
+static std::atomic<int> destroyed{0};
+static void CUDART_CB destroy_object(void *p) { ((std::atomic<int> *)p)->store(1); }
+
+static void user_objects_and_ids() {
+    cudaUserObject_t obj;
+    CHECK(cudaUserObjectCreate(&obj, &destroyed, destroy_object, 1,
+                               cudaUserObjectNoDestructorSync));
+    cudaGraph_t g, other;
+    CHECK(cudaGraphCreate(&g, 0));
+    CHECK(cudaGraphCreate(&other, 0));
+    // The caller's only reference moves to the graph.
+    CHECK(cudaGraphRetainUserObject(g, obj, 1, cudaGraphUserObjectMove));
+    cudaGraphNode_t first, second;
+    CHECK(cudaGraphAddEmptyNode(&first, g, nullptr, 0));
+    CHECK(cudaGraphAddEmptyNode(&second, g, &first, 1));
+    unsigned a = 0, b = 0, local = 0;
+    CHECK(cudaGraphGetId(g, &a));
+    CHECK(cudaGraphGetId(other, &b));
+    CHECK(cudaGraphNodeGetLocalId(second, &local));
+    EXPECT(a != b && local == 1, "graph ids %u %u, local id %u", a, b, local);
+    cudaGraphExec_t exec;
+    CHECK(cudaGraphInstantiate(&exec, g, 0));
+    CHECK(cudaGraphDestroy(g));
+    CHECK(cudaGraphDestroy(other));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT(destroyed.load() == 0, "the executable graph keeps the object alive");
+    CHECK(cudaGraphExecDestroy(exec));
+    for (int i = 0; i < 500 && destroyed.load() == 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT(destroyed.load() == 1, "the destructor ran once the last reference went");
+    EXPECT_ERR_AS("release a destroyed user object", cudaUserObjectRelease(obj, 1),
+                  cudaErrorInvalidValue);
+    printf("user objects and ids: ok\n");
+}
+
 int main() {
     float *x = nullptr, *y = nullptr;
     CHECK(cudaMalloc(&x, N * sizeof(float)));
@@ -431,6 +469,7 @@ int main() {
     explicit_graph(x, y);
     captured_graph(x, y);
     memory_nodes(y);
+    user_objects_and_ids();
     CHECK(cudaFree(x));
     CHECK(cudaFree(y));
     printf("PASS\n");

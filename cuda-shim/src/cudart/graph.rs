@@ -11,7 +11,8 @@ use super::stream::{HostFn, Stream};
 use crate::abi::launch::Dim3;
 use crate::ffi::{guard, write_out, CudaErrorT};
 use crate::graph::{
-    self, capture, exec, graphs, Handle, HostNode, KernelArgs, MemcpyNode, MemsetNode, NodeKind,
+    self, capture, exec, graphs, user_objects, Handle, HostNode, KernelArgs, MemcpyNode,
+    MemsetNode, NodeKind,
 };
 
 pub(crate) type Graph = *mut c_void;
@@ -1239,6 +1240,158 @@ pub(crate) fn set_graph_mem_attribute(
     // SAFETY: the API passes a cuuint64_t or NULL.
     let v = unsafe { (value as *const u64).as_ref() }.ok_or(CudaError::INVALID_VALUE)?;
     graph::memory::reset_high(device as usize, attr, *v)
+}
+
+// ---- user objects and ids ------------------------------------------------------
+
+#[no_mangle]
+pub extern "C" fn cudaUserObjectCreate(
+    object: *mut *mut c_void,
+    ptr: *mut c_void,
+    destroy: HostFn,
+    initial: c_uint,
+    flags: c_uint,
+) -> CudaErrorT {
+    guard(|| user_object_create(object, ptr, destroy, initial, flags))
+}
+
+pub(crate) fn user_object_create(
+    object: *mut *mut c_void,
+    ptr: *mut c_void,
+    destroy: HostFn,
+    initial: c_uint,
+    flags: c_uint,
+) -> Result<(), CudaError> {
+    if object.is_null() {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    let destroy = destroy.map_or(0, |f| f as usize);
+    let h = user_objects::create(ptr as usize, destroy, initial, flags)?;
+    write_out(object, h as *mut c_void)
+}
+
+#[no_mangle]
+pub extern "C" fn cudaUserObjectRetain(object: *mut c_void, count: c_uint) -> CudaErrorT {
+    guard(|| user_objects::retain(h(object), count))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaUserObjectRelease(object: *mut c_void, count: c_uint) -> CudaErrorT {
+    guard(|| user_objects::release(h(object), count))
+}
+
+/// `cudaGraphUserObjectMove`: the caller's references go to the graph.
+const USER_OBJECT_MOVE: c_uint = 1;
+
+pub(crate) fn graph_retain_user_object(
+    graph: Graph,
+    object: *mut c_void,
+    count: c_uint,
+    flags: c_uint,
+) -> Result<(), CudaError> {
+    if count == 0 || flags & !USER_OBJECT_MOVE != 0 {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    let mut all = graphs().lock();
+    let g = all.graph_mut(h(graph))?;
+    if flags & USER_OBJECT_MOVE == 0 {
+        user_objects::retain(h(object), count)?;
+    }
+    *g.user_objects.entry(h(object)).or_default() += count;
+    Ok(())
+}
+
+pub(crate) fn graph_release_user_object(
+    graph: Graph,
+    object: *mut c_void,
+    count: c_uint,
+) -> Result<(), CudaError> {
+    let mut all = graphs().lock();
+    let g = all.graph_mut(h(graph))?;
+    let held = g
+        .user_objects
+        .get_mut(&h(object))
+        .filter(|n| **n >= count && count > 0)
+        .ok_or(CudaError::INVALID_VALUE)?;
+    *held -= count;
+    if *held == 0 {
+        g.user_objects.remove(&h(object));
+    }
+    drop(all);
+    user_objects::release(h(object), count)
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphRetainUserObject(
+    graph: Graph,
+    object: *mut c_void,
+    count: c_uint,
+    flags: c_uint,
+) -> CudaErrorT {
+    guard(|| graph_retain_user_object(graph, object, count, flags))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphReleaseUserObject(
+    graph: Graph,
+    object: *mut c_void,
+    count: c_uint,
+) -> CudaErrorT {
+    guard(|| graph_release_user_object(graph, object, count))
+}
+
+/// A graph's, executable graph's or node's id: from its handle, unique in
+/// the process.
+fn id_of(handle: Handle) -> c_uint {
+    (handle >> 4) as c_uint
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphGetId(graph: Graph, id: *mut c_uint) -> CudaErrorT {
+    guard(|| graph_id(graph, id))
+}
+
+pub(crate) fn graph_id(graph: Graph, id: *mut c_uint) -> Result<(), CudaError> {
+    graphs().lock().graph(h(graph))?;
+    write_out(id, id_of(h(graph)))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphExecGetId(exec: Exec, id: *mut c_uint) -> CudaErrorT {
+    guard(|| exec_id(exec, id))
+}
+
+pub(crate) fn exec_id(exec: Exec, id: *mut c_uint) -> Result<(), CudaError> {
+    exec::flags(h(exec))?;
+    write_out(id, id_of(h(exec)))
+}
+
+/// A node's id within its graph: its place in creation order.
+#[no_mangle]
+pub extern "C" fn cudaGraphNodeGetLocalId(node: Node, id: *mut c_uint) -> CudaErrorT {
+    guard(|| node_local_id(node, id))
+}
+
+pub(crate) fn node_local_id(node: Node, id: *mut c_uint) -> Result<(), CudaError> {
+    let all = graphs().lock();
+    let (g, _) = all.node(h(node))?;
+    let place = all
+        .graph(g)?
+        .order
+        .iter()
+        .position(|&n| n == h(node))
+        .ok_or(CudaError::INVALID_VALUE)?;
+    write_out(id, place as c_uint)
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphNodeGetToolsId(node: Node, id: *mut u64) -> CudaErrorT {
+    guard(|| node_tools_id(node, id))
+}
+
+pub(crate) fn node_tools_id(node: Node, id: *mut u64) -> Result<(), CudaError> {
+    graphs().lock().node(h(node))?;
+    write_out(id, h(node))
 }
 
 // ---- executable graphs -------------------------------------------------------

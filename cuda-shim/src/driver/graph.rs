@@ -404,6 +404,43 @@ driver_fn! { cuDeviceSetGraphMemAttribute (device: c_int, attr: c_int, value: *m
     Ok(rg::set_graph_mem_attribute(device, attr, value)?)
 } }
 
+driver_fn! { cuUserObjectCreate (object: *mut *mut c_void, ptr: *mut c_void, destroy: crate::cudart::stream::HostFn, initial: c_uint, flags: c_uint) {
+    initialized()?;
+    Ok(rg::user_object_create(object, ptr, destroy, initial, flags)?)
+} }
+
+driver_fn! { cuUserObjectRetain (object: *mut c_void, count: c_uint) {
+    Ok(crate::graph::user_objects::retain(h(object), count)?)
+} }
+
+driver_fn! { cuUserObjectRelease (object: *mut c_void, count: c_uint) {
+    Ok(crate::graph::user_objects::release(h(object), count)?)
+} }
+
+driver_fn! { cuGraphRetainUserObject (graph: Graph, object: *mut c_void, count: c_uint, flags: c_uint) {
+    Ok(rg::graph_retain_user_object(graph, object, count, flags)?)
+} }
+
+driver_fn! { cuGraphReleaseUserObject (graph: Graph, object: *mut c_void, count: c_uint) {
+    Ok(rg::graph_release_user_object(graph, object, count)?)
+} }
+
+driver_fn! { cuGraphGetId (graph: Graph, id: *mut c_uint) {
+    Ok(rg::graph_id(graph, id)?)
+} }
+
+driver_fn! { cuGraphExecGetId (exec: Exec, id: *mut c_uint) {
+    Ok(rg::exec_id(exec, id)?)
+} }
+
+driver_fn! { cuGraphNodeGetLocalId (node: Node, id: *mut c_uint) {
+    Ok(rg::node_local_id(node, id)?)
+} }
+
+driver_fn! { cuGraphNodeGetToolsId (node: Node, id: *mut u64) {
+    Ok(rg::node_tools_id(node, id)?)
+} }
+
 // ---- executable graphs -------------------------------------------------------
 
 driver_fn! { cuGraphInstantiateWithFlags (exec_out: *mut Exec, graph: Graph, flags: u64) {

@@ -68,6 +68,8 @@ pub(crate) struct Exec {
     /// change, until the next launch or upload.
     plan: Option<(usize, Vec<Part>)>,
     pub(crate) flags: u64,
+    /// References to user objects it holds.
+    user_objects: HashMap<Handle, u32>,
 }
 
 fn rt() -> &'static Runtime {
@@ -148,13 +150,13 @@ pub(crate) fn instantiate(g: Handle, flags: u64) -> Result<Handle, CudaError> {
     if flags & !(1 | 2 | 8) != 0 {
         return Err(CudaError::INVALID_VALUE);
     }
-    let (items, shape) = {
+    let (items, shape, user_objects) = {
         let all = graphs().lock();
         let mut items = Vec::new();
         flatten(&all, g, &mut items)?;
         let mut sh = Vec::new();
         shape(&all, g, &mut sh)?;
-        (items, sh)
+        (items, sh, all.graph(g)?.user_objects.clone())
     };
     for item in &items {
         item.kind.held();
@@ -164,12 +166,15 @@ pub(crate) fn instantiate(g: Handle, flags: u64) -> Result<Handle, CudaError> {
         .enumerate()
         .map(|(i, it)| (it.node, i))
         .collect();
+    // The executable graph keeps the graph's user objects alive too.
+    super::user_objects::retain_all(&user_objects);
     let mut exec = Exec {
         items,
         index,
         shape,
         plan: None,
         flags,
+        user_objects,
     };
     let d = rt().current_device()?;
     exec.ensure_plan(d)?;
@@ -186,6 +191,7 @@ pub(crate) fn destroy(h: Handle) -> Result<(), CudaError> {
     for item in &exec.items {
         item.kind.dropped();
     }
+    super::user_objects::release_all(&exec.user_objects);
     Ok(())
 }
 

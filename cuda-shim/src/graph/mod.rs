@@ -8,6 +8,7 @@ pub(crate) mod capture;
 pub(crate) mod exec;
 pub(crate) mod memory;
 pub(crate) mod model;
+pub(crate) mod user_objects;
 
 use std::ffi::c_void;
 use std::fmt::Write as _;

@@ -174,6 +174,8 @@ pub(crate) struct Graph {
     pub nodes: HashMap<Handle, Node>,
     /// For a clone: original node -> its copy here (`cudaGraphNodeFindInClone`).
     pub cloned_from: HashMap<Handle, Handle>,
+    /// User objects the graph keeps alive, with its reference counts.
+    pub user_objects: HashMap<Handle, u32>,
 }
 
 impl Graph {
@@ -311,6 +313,7 @@ impl Graphs {
     /// Destroys a graph, its nodes and the child graphs they own.
     pub(crate) fn destroy(&mut self, g: Handle) -> Result<(), CudaError> {
         let graph = self.graphs.remove(&g).ok_or(CudaError::INVALID_VALUE)?;
+        super::user_objects::release_all(&graph.user_objects);
         for (h, node) in graph.nodes {
             self.owner.remove(&h);
             node.kind.dropped();
@@ -367,6 +370,8 @@ impl Graphs {
             self.owner.insert(h, copy);
         }
         graph.cloned_from = map;
+        graph.user_objects = source.user_objects.clone();
+        super::user_objects::retain_all(&graph.user_objects);
         self.graphs.insert(copy, graph);
         Ok(copy)
     }
