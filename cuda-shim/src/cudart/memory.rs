@@ -10,7 +10,7 @@ use rcud_client::{MemcpyKind, Runtime};
 use rcud_proto::CudaError;
 
 use crate::ffi::{byte_count, guard, write_out, CudaErrorT};
-use crate::graph::{capture, MemcpyNode, MemsetNode, NodeKind};
+use crate::graph::{capture, capture_memset, MemcpyNode, MemsetNode, NodeKind};
 
 fn rt() -> &'static Runtime {
     Runtime::global()
@@ -284,19 +284,15 @@ pub(crate) fn memset_async(
     if count == 0 {
         return rt().stream_device(stream as u64).map(|_| ());
     }
-    let node = || {
-        let node = MemsetNode {
-            dst: dev_ptr as u64,
-            pitch: count as u64,
-            value: u32::from(value as u8),
-            element: 1,
-            width: count as u64,
-            height: 1,
-        };
-        crate::graph::exec::check_memset(&node)?;
-        Ok(NodeKind::Memset(node))
+    let node = MemsetNode {
+        dst: dev_ptr as u64,
+        pitch: count as u64,
+        value: u32::from(value as u8),
+        element: 1,
+        width: count as u64,
+        height: 1,
     };
-    if capture::record(stream as u64, node)? {
+    if capture_memset(stream as u64, node)? {
         return Ok(());
     }
     managed_to_device(dev_ptr as u64, dev_ptr as u64);

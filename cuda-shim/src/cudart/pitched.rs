@@ -13,7 +13,7 @@ use rcud_proto::CudaError;
 
 use super::memory::memcpy;
 use crate::ffi::{byte_count, guard, write_out, CudaErrorT};
-use crate::graph::{capture, MemcpyNode, MemsetNode, NodeKind};
+use crate::graph::{capture, capture_memset, MemcpyNode, MemsetNode, NodeKind};
 
 fn rt() -> &'static Runtime {
     Runtime::global()
@@ -218,19 +218,15 @@ pub(crate) fn memset2d(
     }
     match stream {
         Some(s) => {
-            let node = || {
-                let node = MemsetNode {
-                    dst: dst as u64,
-                    pitch: pitch as u64,
-                    value: u32::from(value as u8),
-                    element: 1,
-                    width: width as u64,
-                    height: height as u64,
-                };
-                crate::graph::exec::check_memset(&node)?;
-                Ok(NodeKind::Memset(node))
+            let node = MemsetNode {
+                dst: dst as u64,
+                pitch: pitch as u64,
+                value: u32::from(value as u8),
+                element: 1,
+                width: width as u64,
+                height: height as u64,
             };
-            if capture::record(s as u64, node)? {
+            if capture_memset(s as u64, node)? {
                 return Ok(());
             }
         }

@@ -2,7 +2,7 @@
 //! attributes. The copies and memsets are the runtime's, with unified
 //! addressing deciding directions, so both APIs queue and batch alike.
 
-use crate::graph::{capture, MemsetNode, NodeKind};
+use crate::graph::{capture, capture_memset, MemsetNode, NodeKind};
 use rcud_proto::CudaError;
 use std::ffi::c_void;
 use std::os::raw::{c_int, c_uint};
@@ -437,19 +437,15 @@ fn memset_elements(
     let len = count.checked_mul(width).ok_or(DriverError::INVALID_VALUE)?;
     if let Some(s) = stream {
         // Captured as a memset node: the pattern is not taken from memory.
-        let node = || {
-            let node = MemsetNode {
-                dst,
-                pitch: len as u64,
-                value,
-                element: width as u32,
-                width: count as u64,
-                height: 1,
-            };
-            crate::graph::exec::check_memset(&node)?;
-            Ok(NodeKind::Memset(node))
+        let node = MemsetNode {
+            dst,
+            pitch: len as u64,
+            value,
+            element: width as u32,
+            width: count as u64,
+            height: 1,
         };
-        if count > 0 && capture::record(s as u64, node)? {
+        if count > 0 && capture_memset(s as u64, node)? {
             return Ok(());
         }
     }

@@ -122,6 +122,15 @@ pub(crate) fn kernel_node(
     })
 }
 
+/// Records a memset on a capturing `stream` as a node, checked as
+/// `cudaGraphAddMemsetNode` checks one; whether it was captured.
+pub(crate) fn capture_memset(stream: u64, node: MemsetNode) -> Result<bool, CudaError> {
+    capture::record(stream, || {
+        exec::check_memset(&node)?;
+        Ok(NodeKind::Memset(node))
+    })
+}
+
 /// Adds a node to graph `g` after `deps`.
 pub(crate) fn add_node(g: Handle, deps: &[Handle], kind: NodeKind) -> Result<Handle, CudaError> {
     graphs().lock().add(g, deps, kind)
