@@ -160,6 +160,7 @@ fn vector_add(env: &Env, server: Option<&Server>, rcud_args: &[&str]) {
             "axpy cuLaunchKernel(extra): ok",
             "vector_add cuLaunchKernel(stream): ok",
             "vector_add cuLaunchKernelEx: ok",
+            "rotate_after_sync cuLaunchCooperativeKernel: ok",
             "cuModuleGetGlobal: ok",
         ],
     );

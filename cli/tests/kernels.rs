@@ -469,7 +469,7 @@ fn k_func_attrs() {
         "cudaOccupancyMaxActiveBlocksPerMultiprocessor: ok",
         "cudaLaunchKernelExC: ok",
         "cudaLaunchKernelExC with a priority: ok",
-        "cudaLaunchKernelExC cooperative -> cudaErrorNotSupported",
+        "cudaLaunchKernelExC with clusters of 2 -> cudaErrorNotSupported",
         "cudaLaunchKernelEx: ok",
         "cudaFuncGetName(no_shared): _Z9no_sharedPiii",
         "cudaFuncGetParamCount/ParamInfo: ok",
@@ -918,6 +918,20 @@ fn k_graphs() {
         "PASS",
     ]);
     run_and_expect("k_graphs", &lines);
+}
+
+#[test]
+fn k_cooperative() {
+    let lines = owned(&[
+        "cooperative launch supported: ok",
+        "cudaLaunchCooperativeKernel with grid.sync(): ok",
+        "cudaLaunchAttributeCooperative: ok",
+        "a grid of occupancy x SMs blocks: ok",
+        "one block more than co-resident -> cudaErrorCooperativeLaunchTooLarge",
+        "cooperative launch in a graph: ok",
+        "PASS",
+    ]);
+    run_and_expect("k_cooperative", &lines);
 }
 
 #[test]

@@ -198,6 +198,15 @@ struct Api {
         *mut *mut c_void,
         *mut *mut c_void,
     ) -> Status,
+    /// CUDA 11.8 and later: the launch with attributes (cooperative).
+    launch_kernel_ex: Option<
+        unsafe extern "C" fn(
+            *const sys::CUlaunchConfig,
+            CUfunction,
+            *mut *mut c_void,
+            *mut *mut c_void,
+        ) -> Status,
+    >,
     /// CUDA 11.7 and later.
     mem_get_handle_for_address_range:
         Option<unsafe extern "C" fn(*mut c_void, CUdeviceptr, usize, c_int, u64) -> Status>,
@@ -307,6 +316,7 @@ impl Api {
                 func_set_attribute: symbol(lib, "cuFuncSetAttribute")?,
                 func_get_param_info: optional(lib, "cuFuncGetParamInfo"),
                 launch_kernel: symbol(lib, "cuLaunchKernel")?,
+                launch_kernel_ex: optional(lib, "cuLaunchKernelEx"),
                 mem_get_handle_for_address_range: optional(lib, "cuMemGetHandleForAddressRange"),
                 _library: library,
             })
@@ -736,8 +746,13 @@ impl Context {
     /// into a zeroed buffer of [`MAX_PARAM_BYTES`] so that the driver never
     /// reads past it.
     ///
+    /// A cooperative launch (every block resident, grid-wide sync) goes
+    /// through `cuLaunchKernelEx` with `CU_LAUNCH_ATTRIBUTE_COOPERATIVE`,
+    /// since `cuLaunchCooperativeKernel` takes no parameter buffer.
+    ///
     /// The error of a launch the driver refused carries the call
-    /// `cuLaunchKernel`; one from the kernel's execution, `cuStreamSynchronize`.
+    /// `cuLaunchKernel` (or `cuLaunchKernelEx`); one from the kernel's
+    /// execution, `cuStreamSynchronize`.
     pub fn launch(
         &self,
         function: &Function,
@@ -745,6 +760,7 @@ impl Context {
         block: [u32; 3],
         shared_mem: u32,
         params: &[u8],
+        cooperative: bool,
     ) -> Result<(), DriverError> {
         if !Arc::ptr_eq(&function.module.ctx, &self.inner) {
             return Err(DriverError::local(ERROR_INVALID_HANDLE, "cuLaunchKernel"));
@@ -763,6 +779,42 @@ impl Context {
             sys::CU_LAUNCH_PARAM_END_AS_INT as usize as *mut c_void,
         ];
         self.inner.bind()?;
+        if cooperative {
+            const CALL: &str = "cuLaunchKernelEx";
+            let launch_ex = self
+                .api()
+                .launch_kernel_ex
+                .ok_or(DriverError::local(ERROR_NOT_SUPPORTED, CALL))?;
+            let mut attr = sys::CUlaunchAttribute {
+                id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE,
+                pad: [0; 4],
+                value: sys::CUlaunchAttributeValue { cooperative: 1 },
+            };
+            let config = sys::CUlaunchConfig {
+                gridDimX: grid[0],
+                gridDimY: grid[1],
+                gridDimZ: grid[2],
+                blockDimX: block[0],
+                blockDimY: block[1],
+                blockDimZ: block[2],
+                sharedMemBytes: shared_mem,
+                hStream: self.inner.stream,
+                attrs: &mut attr,
+                numAttrs: 1,
+            };
+            // SAFETY: as for cuLaunchKernel below; `config` and its one
+            // attribute live across the call.
+            let status = unsafe {
+                launch_ex(
+                    &config,
+                    function.raw,
+                    std::ptr::null_mut(),
+                    extra.as_mut_ptr(),
+                )
+            };
+            self.api().check(status, CALL)?;
+            return self.inner.sync_stream();
+        }
         // SAFETY: `function` belongs to this context (checked above) and its
         // module is alive (held by `function`); `extra` is a well-formed,
         // END-terminated list whose buffer holds MAX_PARAM_BYTES bytes, at

@@ -65,6 +65,9 @@ pub struct DeviceMemory {
     /// device heap): `cudaFree` refuses them, as CUDA refuses to free what
     /// `cudaMalloc` did not return.
     internal: BTreeSet<u64>,
+    /// The grid workspace of cooperative launches (cooperative groups'
+    /// `grid.sync()` barrier word), made at the first one.
+    grid_workspace: Option<u64>,
 }
 
 /// The device heap: one allocation, carved up by `malloc` and `free` of
@@ -160,6 +163,7 @@ impl DeviceMemory {
             extra: 0,
             heap: None,
             internal: BTreeSet::new(),
+            grid_workspace: None,
         }
     }
 
@@ -268,6 +272,7 @@ impl DeviceMemory {
     /// Frees every allocation and gives back every extra charge.
     pub fn reset(&mut self) {
         self.heap = None;
+        self.grid_workspace = None;
         self.internal.clear();
         self.allocs.clear();
         self.gpu.release(self.held);
@@ -366,6 +371,26 @@ impl DeviceMemory {
             self.heap = Some(Heap::new(base, len));
         }
         Ok(())
+    }
+
+    /// The workspace a cooperative launch finds through `%envreg1`/`%envreg2`
+    /// (the driver ABI of cooperative groups): `{ u32 size; u32 barrier; }`,
+    /// reset before each launch so that a grid that stopped half-way through
+    /// a `grid.sync()` leaves nothing behind.
+    pub fn grid_workspace(&mut self) -> Result<u64, CudaError> {
+        const SIZE: u64 = 8;
+        let addr = match self.grid_workspace {
+            Some(a) => a,
+            None => {
+                let a = self.malloc_internal(SIZE)?;
+                self.grid_workspace = Some(a);
+                a
+            }
+        };
+        let ws = self.slice_mut(addr, SIZE)?;
+        ws[..4].copy_from_slice(&(SIZE as u32).to_le_bytes());
+        ws[4..].fill(0);
+        Ok(addr)
     }
 
     /// A view of every allocation that many threads can use at once, for the

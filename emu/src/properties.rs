@@ -2,8 +2,8 @@
 //! `cudaDeviceGetAttribute` answers of a plausible compute capability 8.0
 //! device with A100-like limits.
 //!
-//! Features the emulator does not provide (managed memory, cooperative and
-//! cluster launches, memory pools, IPC, GPUDirect RDMA, sparse arrays, graphics
+//! Features the emulator does not provide (managed memory, cluster
+//! launches, memory pools, IPC, GPUDirect RDMA, sparse arrays, graphics
 //! interop) are reported as absent, so that programs that check before using
 //! them take their fallback path instead of failing later.
 
@@ -92,7 +92,9 @@ pub fn emulated_props(gpu: u32, total_mem: u64) -> DeviceProps {
         // Host and device are on different machines: a registered host buffer
         // never has the same address on the device.
         can_use_host_pointer_for_registered_mem: 0,
-        cooperative_launch: 0,
+        // Every block of a cooperative grid is resident at once (the
+        // interpreter interleaves them), so grid-wide sync works.
+        cooperative_launch: 1,
         shared_mem_per_block_optin: 163 * KIB,
         pageable_memory_access_uses_host_page_tables: 0,
         direct_managed_mem_access_from_host: 0,

@@ -224,6 +224,7 @@ fn invalid_configurations() {
             grid: [1, 1, 1],
             block: [32, 1, 1],
             dynamic_shared: 0,
+            cooperative: false,
         },
         &params,
         &d.symbols,

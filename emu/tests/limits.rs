@@ -486,6 +486,7 @@ fn hostile_kernels_fail_at_load_or_launch() {
             grid: [1, 1, 1],
             block: [block, 1, 1],
             dynamic_shared: shared,
+            cooperative: false,
         };
         let limits = Limits {
             timeout: secs(5),

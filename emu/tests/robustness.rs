@@ -162,6 +162,7 @@ fn mutated_ptx_never_panics() {
                     grid: [2, 1, 1],
                     block: [40, 1, 1],
                     dynamic_shared: 256,
+                    cooperative: false,
                 };
                 let _ = kernel::launch(&module, &k, &cfg, &params, &symbols, &mut mem, &limits);
                 launched += 1;
@@ -204,6 +205,7 @@ fn hostile_text() {
                     grid: [1, 1, 1],
                     block: [32, 1, 1],
                     dynamic_shared: 0,
+                    cooperative: false,
                 };
                 let params = vec![0u8; 64];
                 let r = kernel::launch(

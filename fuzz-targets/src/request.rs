@@ -106,6 +106,7 @@ fn replies(body: &[u8]) {
         FuncSetAttribute,
         EventRecord,
         LaunchKernel,
+        LaunchCooperative,
         PeerListen,
         PeerReceive,
         PeerSend,

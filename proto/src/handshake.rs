@@ -29,8 +29,9 @@ pub const MAGIC: [u8; 4] = *b"RCUD";
 /// Protocol version spoken by this build. The major part must match.
 /// 4: tenants, challenge–response authentication and TLS; 5: QoS service
 /// requests in the hello; 6: graphs kept on the server (`GraphUpload`,
-/// `GraphLaunch`, `GraphDestroy`) and `MemsetElements`.
-pub const PROTOCOL_VERSION: u16 = 6;
+/// `GraphLaunch`, `GraphDestroy`) and `MemsetElements`; 7: cooperative
+/// launches (`LaunchCooperative`).
+pub const PROTOCOL_VERSION: u16 = 7;
 /// Largest hello accepted, so garbage cannot make the server wait for megabytes.
 pub const MAX_HELLO: u32 = 4096;
 /// First byte of a TLS record carrying a handshake: what a TLS client sends

@@ -49,6 +49,48 @@ crate::wire_struct! {
     }
 }
 
+impl FuncAttributes {
+    /// Blocks of `block_size` threads with `dynamic_smem` bytes of dynamic
+    /// shared memory that one multiprocessor of `props` holds at once: what
+    /// `cudaOccupancyMaxActiveBlocksPerMultiprocessor` reports and what a
+    /// cooperative launch may have per multiprocessor.
+    pub fn blocks_per_multiprocessor(
+        &self,
+        props: &DeviceProps,
+        block_size: u32,
+        dynamic_smem: u64,
+    ) -> u32 {
+        let warp = props.warp_size.max(1) as u64;
+        let warps_per_block = u64::from(block_size.max(1)).div_ceil(warp);
+        let by_threads =
+            (props.max_threads_per_multi_processor.max(0) as u64 / warp) / warps_per_block;
+        let shared = self.shared_size_bytes.saturating_add(dynamic_smem);
+        let by_shared = match shared {
+            0 => u64::MAX,
+            s => props.shared_mem_per_multiprocessor / s,
+        };
+        let regs = (self.num_regs.max(1) as u64).saturating_mul(u64::from(block_size.max(1)));
+        let by_regs = props.regs_per_multiprocessor.max(0) as u64 / regs;
+        let blocks = by_threads
+            .min(by_shared)
+            .min(by_regs)
+            .min(props.max_blocks_per_multi_processor.max(0) as u64);
+        u32::try_from(blocks).unwrap_or(u32::MAX)
+    }
+
+    /// The most blocks a cooperative launch of this kernel may have on a
+    /// device of `props`: all of them resident at once.
+    pub fn max_cooperative_blocks(
+        &self,
+        props: &DeviceProps,
+        block_size: u32,
+        dynamic_smem: u64,
+    ) -> u64 {
+        u64::from(self.blocks_per_multiprocessor(props, block_size, dynamic_smem))
+            * props.multi_processor_count.max(0) as u64
+    }
+}
+
 /// Operation id carried in every frame header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct OpId(pub u16);
@@ -204,6 +246,11 @@ ops! {
     /// Launch a kernel; `params` are packed at the kernel's parameter offsets.
     /// The reply carries the kernel's device `printf` output.
     0x0025 LaunchKernel { function: u32, grid: [u32; 3], block: [u32; 3], shared_mem: u32, stream: u64, params: Blob } -> { printf: Blob } bulk None;
+    /// `cudaLaunchCooperativeKernel`: like [`req::LaunchKernel`], with every
+    /// block resident at once and cooperative groups' `grid.sync()`
+    /// available; a grid larger than the device can hold fails with
+    /// `cudaErrorCooperativeLaunchTooLarge`.
+    0x0054 LaunchCooperative { function: u32, grid: [u32; 3], block: [u32; 3], shared_mem: u32, stream: u64, params: Blob } -> { printf: Blob } bulk None;
     /// First step of a copy between two GPUs of one server: the agent of the
     /// destination GPU opens (once) its local rendezvous point and issues a
     /// single-use ticket for the next [`req::PeerReceive`].
@@ -262,6 +309,7 @@ impl GraphStep {
         let req = Request::decode(self.op, &self.body.0)?;
         match req {
             Request::LaunchKernel(_)
+            | Request::LaunchCooperative(_)
             | Request::MemcpyDtoD(_)
             | Request::Memcpy2DDtoD(_)
             | Request::Memset(_)
@@ -414,7 +462,7 @@ mod tests {
             state
         };
         for _ in 0..20_000 {
-            let op = (next() % 0x48) as u16;
+            let op = (next() % 0x60) as u16;
             let len = (next() % 96) as usize;
             let body: Vec<u8> = (0..len).map(|_| next() as u8).collect();
             if let Ok(req) = Request::decode(op, &body) {
@@ -440,7 +488,19 @@ mod tests {
             params: Blob(vec![9; 8]),
         };
         let step = GraphStep::of(&launch);
-        assert_eq!(step.request(), Ok(Request::LaunchKernel(launch)));
+        assert_eq!(step.request(), Ok(Request::LaunchKernel(launch.clone())));
+        let cooperative = req::LaunchCooperative {
+            function: launch.function,
+            grid: launch.grid,
+            block: launch.block,
+            shared_mem: launch.shared_mem,
+            stream: launch.stream,
+            params: launch.params,
+        };
+        assert_eq!(
+            GraphStep::of(&cooperative).request(),
+            Ok(Request::LaunchCooperative(cooperative))
+        );
         let upload = req::GraphUpload {
             steps: vec![step, GraphStep::of(&req::EventRecord {})],
         };

@@ -484,6 +484,16 @@ impl Agent {
                     }),
                 )
             }
+            Request::LaunchCooperative(_) => {
+                let mut out = StepOutput::default();
+                let res = self.device_step(&req, &mut out);
+                self.reply(
+                    &header,
+                    res.map(|()| rep::LaunchCooperative {
+                        printf: Blob(out.printf),
+                    }),
+                )
+            }
             Request::GraphUpload(r) => {
                 let res = self.graph_upload(r.steps, header.body_len as u64);
                 self.reply(&header, res.map(|graph| rep::GraphUpload { graph }))
@@ -577,28 +587,28 @@ impl Agent {
                 self.ctx_mut()?.synchronize()?;
                 out.timestamps.push(self.epoch.elapsed().as_nanos() as u64);
             }
-            Request::LaunchKernel(r) => {
-                let launch = KernelLaunch {
+            Request::LaunchKernel(r) => self.launch(
+                &KernelLaunch {
                     function: r.function,
                     grid: r.grid,
                     block: r.block,
                     shared_mem: r.shared_mem,
                     params: &r.params.0,
-                };
-                let turn = self.qos.as_ref().map(|l| l.acquire(Resource::Launch, 0));
-                let res = match self.ctx.as_deref_mut() {
-                    Some(c) => c.launch(&launch),
-                    None => Err(Failure::from(CudaError::INVALID_DEVICE)),
-                };
-                drop(turn);
-                match res {
-                    Ok(printf) => out.printf.extend_from_slice(&printf),
-                    Err(f) => {
-                        tracing::info!(function = r.function, "kernel failed: {f}");
-                        return Err(f);
-                    }
-                }
-            }
+                    cooperative: false,
+                },
+                out,
+            )?,
+            Request::LaunchCooperative(r) => self.launch(
+                &KernelLaunch {
+                    function: r.function,
+                    grid: r.grid,
+                    block: r.block,
+                    shared_mem: r.shared_mem,
+                    params: &r.params.0,
+                    cooperative: true,
+                },
+                out,
+            )?,
             other => {
                 return Err(Failure::new(
                     CudaError::INVALID_VALUE,
@@ -607,6 +617,26 @@ impl Agent {
             }
         }
         Ok(())
+    }
+
+    /// Runs a kernel in its QoS turn; its printf output goes to `out`.
+    fn launch(&mut self, launch: &KernelLaunch<'_>, out: &mut StepOutput) -> Result<(), Failure> {
+        let turn = self.qos.as_ref().map(|l| l.acquire(Resource::Launch, 0));
+        let res = match self.ctx.as_deref_mut() {
+            Some(c) => c.launch(launch),
+            None => Err(Failure::from(CudaError::INVALID_DEVICE)),
+        };
+        drop(turn);
+        match res {
+            Ok(printf) => {
+                out.printf.extend_from_slice(&printf);
+                Ok(())
+            }
+            Err(f) => {
+                tracing::info!(function = launch.function, "kernel failed: {f}");
+                Err(f)
+            }
+        }
     }
 
     /// Fills `rows` with `pattern` repeated (one byte: a memset per row).

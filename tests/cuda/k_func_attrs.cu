@@ -197,8 +197,9 @@ int main() {
                    i * -3);
         printf("cudaLaunchKernelEx: ok\n");
 
-        // A priority is a scheduling hint and is honoured as one; a
-        // cooperative launch promises co-resident blocks, which rcud refuses.
+        // A priority is a scheduling hint and is honoured as one; clusters
+        // of several blocks need compute capability 9.0, which the
+        // emulated device does not claim.
         cudaLaunchAttribute attr[1];
         attr[0].id = cudaLaunchAttributePriority;
         attr[0].val.priority = 0;
@@ -207,11 +208,16 @@ int main() {
         CHECK(cudaLaunchKernelExC(&config, (const void *)no_shared, args));
         CHECK(cudaDeviceSynchronize());
         printf("cudaLaunchKernelExC with a priority: ok\n");
-        attr[0].id = cudaLaunchAttributeCooperative;
-        attr[0].val.cooperative = 1;
+        int clusters = 0;
+        CHECK(cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, 0));
+        EXPECT(clusters == 0, "cudaDevAttrClusterLaunch = %d", clusters);
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = 2;
+        attr[0].val.clusterDim.y = 1;
+        attr[0].val.clusterDim.z = 1;
         cudaError_t e = cudaLaunchKernelExC(&config, (const void *)no_shared, args);
-        printf("cudaLaunchKernelExC cooperative -> %s\n", cudaGetErrorName(e));
-        EXPECT(e == cudaErrorNotSupported, "a cooperative launch must be refused");
+        printf("cudaLaunchKernelExC with clusters of 2 -> %s\n", cudaGetErrorName(e));
+        EXPECT(e != cudaSuccess, "a cluster launch must be refused");
         (void)cudaGetLastError();
         CHECK(cudaFree(dout));
     }

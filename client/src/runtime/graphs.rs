@@ -3,7 +3,6 @@
 //! of them is one message, however many nodes they are. The graphs
 //! themselves (nodes, edges, capture, host nodes) are the C layer's.
 
-use rcud_proto::codec::Blob;
 use rcud_proto::ops::{req, GraphStep};
 use rcud_proto::CudaError;
 
@@ -26,14 +25,7 @@ impl Runtime {
         let params = params
             .get(..kernel.layout.total_size)
             .ok_or(CudaError::INVALID_VALUE)?;
-        Ok(GraphStep::of(&req::LaunchKernel {
-            function: kernel.function,
-            grid: config.grid,
-            block: config.block,
-            shared_mem: config.shared_mem as u32,
-            stream: config.stream,
-            params: Blob(params.to_vec()),
-        }))
+        Ok(Self::launch_step(&kernel, config, params.to_vec()))
     }
 
     /// Bytes of a kernel's packed parameters, on device `d`.

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use rcud_proto::codec::Blob;
-use rcud_proto::ops::{req, FuncAttributes, ATTR_CARVEOUT, ATTR_MAX_DYNAMIC_SHARED};
+use rcud_proto::ops::{req, FuncAttributes, GraphStep, ATTR_CARVEOUT, ATTR_MAX_DYNAMIC_SHARED};
 use rcud_proto::CudaError;
 
 use super::{report, LaunchConfig, RemoteKernel, Runtime};
@@ -147,15 +147,10 @@ impl Runtime {
         config: &LaunchConfig,
         params: Vec<u8>,
     ) -> Result<(), CudaError> {
-        let req = req::LaunchKernel {
-            function: kernel.function,
-            grid: config.grid,
-            block: config.block,
-            shared_mem: config.shared_mem as u32,
-            stream: config.stream,
-            params: Blob(params),
-        };
-        self.enqueue(d, &req, &[], Completion::Launch, 0)
+        match launch_request(kernel, config, params) {
+            LaunchRequest::Plain(req) => self.enqueue(d, &req, &[], Completion::Launch, 0),
+            LaunchRequest::Cooperative(req) => self.enqueue(d, &req, &[], Completion::Launch, 0),
+        }
     }
 
     /// Launches kernel `function` with its parameters already packed at
@@ -174,6 +169,18 @@ impl Runtime {
             .get(..kernel.layout.total_size)
             .ok_or(CudaError::INVALID_VALUE)?;
         self.enqueue_launch(d, &kernel, config, params.to_vec())
+    }
+
+    /// The device step of a checked launch, as a graph holds it.
+    pub(super) fn launch_step(
+        kernel: &RemoteKernel,
+        config: &LaunchConfig,
+        params: Vec<u8>,
+    ) -> GraphStep {
+        match launch_request(kernel, config, params) {
+            LaunchRequest::Plain(req) => GraphStep::of(&req),
+            LaunchRequest::Cooperative(req) => GraphStep::of(&req),
+        }
     }
 
     /// The launch configuration checks CUDA makes before a kernel is queued.
@@ -211,6 +218,17 @@ impl Runtime {
         }
         if c.shared_mem > kernel.attributes.max_dynamic_shared_size_bytes.max(0) as u64 {
             return Err(CudaError::INVALID_VALUE);
+        }
+        if c.cooperative {
+            if p.cooperative_launch == 0 {
+                return Err(CudaError::NOT_SUPPORTED);
+            }
+            let most = kernel
+                .attributes
+                .max_cooperative_blocks(p, threads as u32, c.shared_mem);
+            if gx * gy * gz > most {
+                return Err(CudaError::COOPERATIVE_LAUNCH_TOO_LARGE);
+            }
         }
         Ok(())
     }
@@ -286,5 +304,35 @@ impl Runtime {
             .insert(host_var, (reply.ptr, reply.size));
         self.allocs.write().insert(reply.ptr, (reply.size, d));
         Ok((d, reply.ptr, reply.size))
+    }
+}
+
+/// The request that runs one launch: cooperative launches have their own.
+enum LaunchRequest {
+    Plain(req::LaunchKernel),
+    Cooperative(req::LaunchCooperative),
+}
+
+fn launch_request(kernel: &RemoteKernel, config: &LaunchConfig, params: Vec<u8>) -> LaunchRequest {
+    let (function, grid, block) = (kernel.function, config.grid, config.block);
+    let (shared_mem, stream, params) = (config.shared_mem as u32, config.stream, Blob(params));
+    if config.cooperative {
+        LaunchRequest::Cooperative(req::LaunchCooperative {
+            function,
+            grid,
+            block,
+            shared_mem,
+            stream,
+            params,
+        })
+    } else {
+        LaunchRequest::Plain(req::LaunchKernel {
+            function,
+            grid,
+            block,
+            shared_mem,
+            stream,
+            params,
+        })
     }
 }

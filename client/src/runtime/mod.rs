@@ -192,6 +192,9 @@ pub struct LaunchConfig {
     pub shared_mem: u64,
     /// Stream handle (0: the default stream).
     pub stream: u64,
+    /// Every block resident at once, with grid-wide synchronization
+    /// (`cudaLaunchCooperativeKernel`, `cudaLaunchAttributeCooperative`).
+    pub cooperative: bool,
 }
 
 pub use contexts::ContextInfo;

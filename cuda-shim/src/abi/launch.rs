@@ -85,16 +85,38 @@ impl CudaFuncAttributes {
     }
 }
 
-/// `cudaLaunchAttribute`: only its id is read.
+/// `cudaLaunchAttribute` and `CUlaunchAttribute` (one id space): an id
+/// and a 64-byte value union.
 #[repr(C)]
 #[derive(Debug)]
-pub(crate) struct CudaLaunchAttribute {
-    pub(crate) id: c_int,
+pub(crate) struct LaunchAttribute {
+    pub(crate) id: c_uint,
     _pad: [u8; 4],
-    _value: [u8; 64],
+    pub(crate) value: [u8; 64],
 }
 
-const _: () = assert!(std::mem::size_of::<CudaLaunchAttribute>() == 72);
+const _: () = assert!(std::mem::size_of::<LaunchAttribute>() == 72);
+
+impl LaunchAttribute {
+    /// The `n`-th 32-bit word of the value.
+    pub(crate) fn word(&self, n: usize) -> u32 {
+        let mut w = [0u8; 4];
+        w.copy_from_slice(&self.value[n * 4..n * 4 + 4]);
+        u32::from_ne_bytes(w)
+    }
+
+    /// The `n` attributes at `attrs` (none when NULL).
+    ///
+    /// # Safety
+    /// A non-NULL `attrs` points to `n` attributes that outlive the result.
+    pub(crate) unsafe fn list<'a>(attrs: *const LaunchAttribute, n: c_uint) -> &'a [Self] {
+        if n == 0 || attrs.is_null() {
+            return &[];
+        }
+        // SAFETY: the caller's contract.
+        unsafe { std::slice::from_raw_parts(attrs, n as usize) }
+    }
+}
 
 /// `cudaLaunchConfig_t`.
 #[repr(C)]
@@ -104,7 +126,7 @@ pub(crate) struct CudaLaunchConfig {
     pub(crate) block_dim: Dim3,
     pub(crate) dynamic_smem_bytes: usize,
     pub(crate) stream: *mut c_void,
-    pub(crate) attrs: *const CudaLaunchAttribute,
+    pub(crate) attrs: *const LaunchAttribute,
     pub(crate) num_attrs: c_uint,
 }
 

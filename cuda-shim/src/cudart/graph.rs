@@ -1776,7 +1776,7 @@ pub(crate) fn launch_node(
     args: KernelArgs,
 ) -> Result<NodeKind, CudaError> {
     let device = rt().stream_device(config.stream)?;
-    let node = graph::kernel_node(
+    let mut node = graph::kernel_node(
         func,
         device,
         config.grid,
@@ -1784,6 +1784,7 @@ pub(crate) fn launch_node(
         config.shared_mem,
         args,
     )?;
+    node.cooperative = config.cooperative;
     Ok(NodeKind::Kernel(node))
 }
 

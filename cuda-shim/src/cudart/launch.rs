@@ -9,18 +9,13 @@ use rcud_client::Runtime;
 use rcud_proto::ops::{ATTR_CARVEOUT, ATTR_MAX_DYNAMIC_SHARED};
 use rcud_proto::CudaError;
 
-use crate::abi::launch::{CudaFuncAttributes, CudaLaunchConfig, Dim3};
+use crate::abi::launch::{CudaFuncAttributes, CudaLaunchConfig, Dim3, LaunchAttribute};
 use crate::ffi::{guard, write_out, CudaErrorT};
 use crate::graph::{capture, KernelArgs};
 
 fn rt() -> &'static Runtime {
     Runtime::global()
 }
-
-/// `cudaLaunchAttributeID` values accepted as hints.
-const LAUNCH_ATTR_IGNORE: c_int = 0;
-const LAUNCH_ATTR_ACCESS_POLICY_WINDOW: c_int = 1;
-const LAUNCH_ATTR_PRIORITY: c_int = 8;
 
 thread_local! {
     /// Configurations pushed by `<<<...>>>` and not yet popped by the stub.
@@ -42,6 +37,7 @@ pub extern "C" fn __cudaPushCallConfiguration(
             block: block.into(),
             shared_mem: shared_mem as u64,
             stream: stream as u64,
+            cooperative: false,
         })
     });
     0
@@ -122,12 +118,23 @@ pub(crate) fn config(
         block: block.into(),
         shared_mem: shared_mem as u64,
         stream: stream as u64,
+        cooperative: false,
     }
 }
 
 with_ptsz! {
     fn __cudaLaunchKernel / __cudaLaunchKernel_ptsz (kernel: *const c_void, grid: Dim3, block: Dim3, args: *mut *mut c_void, shared_mem: usize, stream: *mut c_void) {
         launch(kernel, config(grid, block, shared_mem, stream), args)
+    }
+}
+
+with_ptsz! {
+    fn cudaLaunchCooperativeKernel / cudaLaunchCooperativeKernel_ptsz (func: *const c_void, grid: Dim3, block: Dim3, args: *mut *mut c_void, shared_mem: usize, stream: *mut c_void) {
+        let config = LaunchConfig {
+            cooperative: true,
+            ..config(grid, block, shared_mem, stream)
+        };
+        launch(func, config, args)
     }
 }
 
@@ -147,37 +154,70 @@ pub(crate) fn launch_ex(
     }
     // SAFETY: non-NULL, and the API requires a valid cudaLaunchConfig_t.
     let cfg = unsafe { &*cfg };
-    let attrs = if cfg.num_attrs == 0 || cfg.attrs.is_null() {
-        &[][..]
-    } else {
-        // SAFETY: the API contract makes `attrs` point to `num_attrs` entries.
-        unsafe { std::slice::from_raw_parts(cfg.attrs, cfg.num_attrs as usize) }
-    };
-    for attr in attrs {
-        match attr.id {
-            // Ignored entries, cache-persistence windows and priorities are
-            // hints a kernel's results never depend on.
-            LAUNCH_ATTR_IGNORE | LAUNCH_ATTR_ACCESS_POLICY_WINDOW | LAUNCH_ATTR_PRIORITY => {}
-            // Co-residency of all blocks (grid-wide sync), clusters and the
-            // rest change what the kernel may rely on: refuse them clearly.
+    let mut launch_config = config(
+        cfg.grid_dim,
+        cfg.block_dim,
+        cfg.dynamic_smem_bytes,
+        cfg.stream,
+    );
+    // SAFETY: the API contract makes `attrs` point to `num_attrs` entries.
+    let attrs = unsafe { LaunchAttribute::list(cfg.attrs, cfg.num_attrs) };
+    apply_launch_attributes("cudaLaunchKernelExC", attrs, &mut launch_config)?;
+    launch(func, launch_config, args)
+}
+
+/// `cudaLaunchAttributeID` / `CUlaunchAttributeID` values.
+mod attr {
+    use std::os::raw::c_uint;
+    pub(super) const IGNORE: c_uint = 0;
+    pub(super) const ACCESS_POLICY_WINDOW: c_uint = 1;
+    pub(super) const COOPERATIVE: c_uint = 2;
+    pub(super) const SYNCHRONIZATION_POLICY: c_uint = 3;
+    pub(super) const CLUSTER_DIMENSION: c_uint = 4;
+    pub(super) const CLUSTER_SCHEDULING_POLICY: c_uint = 5;
+    pub(super) const PROGRAMMATIC_STREAM_SERIALIZATION: c_uint = 6;
+    pub(super) const PRIORITY: c_uint = 8;
+    pub(super) const MEM_SYNC_DOMAIN_MAP: c_uint = 9;
+    pub(super) const MEM_SYNC_DOMAIN: c_uint = 10;
+    pub(super) const PREFERRED_SHARED_MEMORY_CARVEOUT: c_uint = 14;
+    pub(super) const NVLINK_UTIL_CENTRIC_SCHEDULING: c_uint = 16;
+}
+
+/// Applies the attributes of an extended launch (`cudaLaunchKernelEx`,
+/// `cuLaunchKernelEx`) to `config`. Hints a kernel's results never depend
+/// on are accepted; programmatic serialization only lets a kernel overlap
+/// the previous one (CUB and Thrust ask for it), and the device runs each
+/// kernel to completion in order, which is what `griddepcontrol.wait` then
+/// finds. A cluster of one block is an ordinary launch; larger clusters
+/// need a device of compute capability 9.0 (the emulated one is 8.0, as
+/// `cudaDevAttrClusterLaunch` says) and are refused, as is the rest that
+/// changes what the kernel may rely on.
+pub(crate) fn apply_launch_attributes(
+    api: &str,
+    attrs: &[LaunchAttribute],
+    config: &mut LaunchConfig,
+) -> Result<(), CudaError> {
+    for a in attrs {
+        match a.id {
+            attr::COOPERATIVE => config.cooperative = a.word(0) != 0,
+            attr::CLUSTER_DIMENSION if (0..3).all(|i| a.word(i) <= 1) => {}
+            attr::IGNORE
+            | attr::ACCESS_POLICY_WINDOW
+            | attr::SYNCHRONIZATION_POLICY
+            | attr::CLUSTER_SCHEDULING_POLICY
+            | attr::PROGRAMMATIC_STREAM_SERIALIZATION
+            | attr::PRIORITY
+            | attr::MEM_SYNC_DOMAIN_MAP
+            | attr::MEM_SYNC_DOMAIN
+            | attr::PREFERRED_SHARED_MEMORY_CARVEOUT
+            | attr::NVLINK_UTIL_CENTRIC_SCHEDULING => {}
             id => {
-                eprintln!(
-                    "rcud: cudaLaunchKernelExC: launch attribute {id} (cudaLaunchAttributeID) is not supported by rcud"
-                );
+                eprintln!("rcud: {api}: launch attribute {id} is not supported by rcud");
                 return Err(CudaError::NOT_SUPPORTED);
             }
         }
     }
-    launch(
-        func,
-        config(
-            cfg.grid_dim,
-            cfg.block_dim,
-            cfg.dynamic_smem_bytes,
-            cfg.stream,
-        ),
-        args,
-    )
+    Ok(())
 }
 
 with_ptsz! {
@@ -293,21 +333,8 @@ pub(crate) fn occupancy(
     let rt = rt();
     let attrs = rt.kernel_attributes(func as u64)?;
     let props = rt.props(rt.current_device()? as c_int)?;
-    let warps_per_block = (block_size as u64).div_ceil(props.warp_size.max(1) as u64);
-    let max_warps = (props.max_threads_per_multi_processor / props.warp_size.max(1)) as u64;
-    let by_threads = max_warps / warps_per_block.max(1);
-    let shared = attrs.shared_size_bytes + dynamic_smem as u64;
-    let by_shared = match shared {
-        0 => u64::MAX,
-        s => props.shared_mem_per_multiprocessor / s,
-    };
-    let regs = attrs.num_regs.max(1) as u64 * block_size as u64;
-    let by_regs = props.regs_per_multiprocessor as u64 / regs.max(1);
-    let blocks = by_threads
-        .min(by_shared)
-        .min(by_regs)
-        .min(props.max_blocks_per_multi_processor as u64);
-    Ok(blocks as c_int)
+    let blocks = attrs.blocks_per_multiprocessor(props, block_size as u32, dynamic_smem as u64);
+    Ok(c_int::try_from(blocks).unwrap_or(c_int::MAX))
 }
 
 #[no_mangle]

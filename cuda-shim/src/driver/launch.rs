@@ -8,18 +8,9 @@ use std::os::raw::{c_int, c_uint};
 use rcud_client::runtime::LaunchConfig;
 
 use super::{context_device, out, rt, DriverError, DriverResult};
-use crate::cudart::launch::printf_to_stdout;
+use crate::abi::launch::LaunchAttribute;
+use crate::cudart::launch::{apply_launch_attributes, printf_to_stdout};
 use crate::graph::{capture, kernel_args, KernelArgs as Args};
-
-/// `CUlaunchAttributeID` values accepted as hints.
-const LAUNCH_ATTR_IGNORE: c_uint = 0;
-const LAUNCH_ATTR_ACCESS_POLICY_WINDOW: c_uint = 1;
-const LAUNCH_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION: c_uint = 6;
-const LAUNCH_ATTR_PRIORITY: c_uint = 8;
-const LAUNCH_ATTR_MEM_SYNC_DOMAIN_MAP: c_uint = 9;
-const LAUNCH_ATTR_MEM_SYNC_DOMAIN: c_uint = 10;
-const LAUNCH_ATTR_PREFERRED_SHARED_MEMORY_CARVEOUT: c_uint = 14;
-const LAUNCH_ATTR_NVLINK_UTIL_CENTRIC_SCHEDULING: c_uint = 16;
 
 fn launch(
     function: u64,
@@ -73,17 +64,21 @@ driver_fn! { [cuLaunchKernel, cuLaunchKernel_ptsz] (function: u64, gx: c_uint, g
         block: [bx, by, bz],
         shared_mem: u64::from(shared_mem),
         stream: stream as u64,
+        cooperative: false,
     };
     launch(function, config, params, extra)
 } }
 
-/// `CUlaunchAttribute`: an id and a 64-byte value union, 72 bytes in all.
-#[repr(C)]
-pub struct LaunchAttribute {
-    id: c_uint,
-    pad: [u8; 4],
-    value: [u8; 64],
-}
+driver_fn! { [cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz] (function: u64, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint, shared_mem: c_uint, stream: *mut c_void, params: *mut *mut c_void) {
+    let config = LaunchConfig {
+        grid: [gx, gy, gz],
+        block: [bx, by, bz],
+        shared_mem: u64::from(shared_mem),
+        stream: stream as u64,
+        cooperative: true,
+    };
+    launch(function, config, params, std::ptr::null_mut())
+} }
 
 /// `CUlaunchConfig`.
 #[repr(C)]
@@ -102,38 +97,16 @@ driver_fn! { [cuLaunchKernelEx, cuLaunchKernelEx_ptsz] (config: *const LaunchCon
     }
     // SAFETY: non-NULL, and the API passes a valid CUlaunchConfig.
     let c = unsafe { &*config };
-    let attrs = if c.num_attrs == 0 || c.attrs.is_null() {
-        &[][..]
-    } else {
-        // SAFETY: the API makes `attrs` point to `num_attrs` entries.
-        unsafe { std::slice::from_raw_parts(c.attrs, c.num_attrs as usize) }
-    };
-    for attr in attrs {
-        match attr.id {
-            // Hints. Programmatic serialization only allows a kernel to
-            // overlap the previous one (CUB and Thrust ask for it); the
-            // device runs each kernel to completion, in order, which is
-            // what the kernel's `griddepcontrol.wait` then finds.
-            LAUNCH_ATTR_IGNORE
-            | LAUNCH_ATTR_ACCESS_POLICY_WINDOW
-            | LAUNCH_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION
-            | LAUNCH_ATTR_PRIORITY
-            | LAUNCH_ATTR_MEM_SYNC_DOMAIN_MAP
-            | LAUNCH_ATTR_MEM_SYNC_DOMAIN
-            | LAUNCH_ATTR_PREFERRED_SHARED_MEMORY_CARVEOUT
-            | LAUNCH_ATTR_NVLINK_UTIL_CENTRIC_SCHEDULING => {}
-            id => {
-                eprintln!("rcud: cuLaunchKernelEx: launch attribute {id} (CUlaunchAttributeID) is not supported by rcud");
-                return Err(DriverError::NOT_SUPPORTED);
-            }
-        }
-    }
-    let launch_config = LaunchConfig {
+    let mut launch_config = LaunchConfig {
         grid: c.grid,
         block: c.block,
         shared_mem: u64::from(c.shared_mem),
         stream: c.stream as u64,
+        cooperative: false,
     };
+    // SAFETY: the API makes `attrs` point to `num_attrs` entries.
+    let attrs = unsafe { LaunchAttribute::list(c.attrs, c.num_attrs) };
+    apply_launch_attributes("cuLaunchKernelEx", attrs, &mut launch_config)?;
     launch(function, launch_config, params, extra)
 } }
 

@@ -390,6 +390,7 @@ impl Exec {
                         block: k.block,
                         shared_mem: u64::from(k.shared_mem),
                         stream: 0,
+                        cooperative: k.cooperative,
                     };
                     let step = rt().kernel_step(k.device, k.func, &config, &k.params)?;
                     runs.push(k.device, step, None)?;

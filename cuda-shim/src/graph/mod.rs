@@ -119,6 +119,7 @@ pub(crate) fn kernel_node(
         shared_mem: u32::try_from(shared_mem).map_err(|_| CudaError::INVALID_VALUE)?,
         params,
         layout,
+        cooperative: false,
     })
 }
 

@@ -38,6 +38,9 @@ pub(crate) struct KernelNode {
     pub params: Vec<u8>,
     /// (offset, size) of each parameter, for `kernelParams` going back out.
     pub layout: Vec<(usize, usize)>,
+    /// A cooperative launch (captured from one, or the node's
+    /// `cudaLaunchAttributeCooperative`).
+    pub cooperative: bool,
 }
 
 /// A copy of `depth` slices of `height` rows of `width` bytes; a 1-D copy

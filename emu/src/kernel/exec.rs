@@ -59,6 +59,9 @@ pub(crate) struct Ctx<'a, 'm> {
     pub(crate) dyn_shared: u32,
     pub(crate) nwarps: u32,
     pub(crate) nworkers: u32,
+    /// Device address of the cooperative-groups grid workspace; 0 unless
+    /// the launch is cooperative (then `grid.sync()` traps, as in CUDA).
+    pub(crate) grid_workspace: u64,
     pub(crate) start: Instant,
     /// Bytes of `printf` output the launch may still produce.
     pub(crate) printf_left: AtomicI64,
@@ -1545,6 +1548,9 @@ fn special(
         Sreg::LanemaskGt => !(((2u64 << lane) - 1) as u32),
         Sreg::DynamicSmem => cx.dyn_shared,
         Sreg::TotalSmem => cx.shared_bytes,
+        Sreg::Envreg(1) => (cx.grid_workspace >> 32) as u32,
+        Sreg::Envreg(2) => cx.grid_workspace as u32,
+        Sreg::Envreg(_) => 0,
     })
 }
 

@@ -30,6 +30,9 @@ pub struct LaunchConfig {
     pub block: [u32; 3],
     /// Bytes of dynamic (`extern __shared__`) shared memory per block.
     pub dynamic_shared: u32,
+    /// A cooperative launch (`cudaLaunchCooperativeKernel`): every block is
+    /// resident at once and cooperative groups' `grid.sync()` works.
+    pub cooperative: bool,
 }
 
 /// Size of the device heap of `malloc` (CUDA's default
@@ -132,6 +135,9 @@ pub enum KernelError {
     /// The kernel uses PTX the interpreter does not support, or a global
     /// variable was not loaded (`cudaErrorNotSupported` / `cudaErrorInvalidPtx`).
     Unsupported(String),
+    /// A cooperative grid whose blocks cannot all be resident at once
+    /// (`cudaErrorCooperativeLaunchTooLarge`).
+    CooperativeTooLarge(String),
     /// A bug in the interpreter (a caught panic).
     Internal(String),
 }
@@ -178,6 +184,7 @@ impl fmt::Display for KernelError {
             KernelError::Assert(x) => write!(f, "assertion failed: {}: {x}", x.message),
             KernelError::StackOverflow(x) => write!(f, "stack overflow ({}): {x}", x.message),
             KernelError::Unsupported(s) => write!(f, "{s}"),
+            KernelError::CooperativeTooLarge(s) => write!(f, "cooperative launch too large: {s}"),
             KernelError::Internal(s) => write!(f, "internal interpreter error: {s}"),
         }
     }
@@ -434,17 +441,42 @@ fn run_grid(
         // whose heap is used up.
         let _ = memory.ensure_heap(limits.heap_bytes);
     }
-    let view = memory.launch_view();
     let total_blocks =
         u64::from(config.grid[0]) * u64::from(config.grid[1]) * u64::from(config.grid[2]);
+    let nthreads = config.block.iter().product::<u32>();
+    let per_block = block_memory(module, kernel, nthreads.div_ceil(32), prep.shared_bytes);
+    let mut grid_workspace = 0;
+    if config.cooperative {
+        let fail = |e| LaunchResult {
+            output: LaunchOutput::default(),
+            error: Some(e),
+        };
+        if total_blocks.saturating_mul(per_block) > LAUNCH_MEMORY {
+            return fail(KernelError::CooperativeTooLarge(format!(
+                "{total_blocks} resident blocks of {per_block} bytes of interpreter state exceed {} MiB",
+                LAUNCH_MEMORY >> 20
+            )));
+        }
+        match memory.grid_workspace() {
+            Ok(a) => grid_workspace = a,
+            Err(_) => {
+                return fail(KernelError::CooperativeTooLarge(
+                    "no device memory for the grid workspace".into(),
+                ))
+            }
+        }
+    }
+    let view = memory.launch_view();
     let cores = if limits.threads == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     } else {
         limits.threads
     };
-    let nthreads = config.block.iter().product::<u32>();
-    let per_block = block_memory(module, kernel, nthreads.div_ceil(32), prep.shared_bytes);
-    let nworkers = worker_count(cores, total_blocks, per_block);
+    // A cooperative grid's blocks are all resident whatever the workers.
+    let nworkers = match config.cooperative {
+        true => worker_count(cores, total_blocks, 1),
+        false => worker_count(cores, total_blocks, per_block),
+    };
     let cx = Ctx {
         module,
         kernel: prep.func,
@@ -457,6 +489,7 @@ fn run_grid(
         dyn_shared: config.dynamic_shared,
         nwarps: nthreads.div_ceil(32),
         nworkers: nworkers as u32,
+        grid_workspace,
         start: Instant::now(),
         printf_left: AtomicI64::new(PRINTF_LIMIT as i64),
     };
@@ -469,6 +502,7 @@ fn run_grid(
         error: Mutex::new(None),
         insts: AtomicU64::new(0),
         kernel,
+        cooperative: config.cooperative,
     };
     if nworkers == 1 {
         worker(&cx, &shared, 0);
@@ -508,6 +542,8 @@ struct Shared<'k> {
     error: Mutex<Option<KernelError>>,
     insts: AtomicU64,
     kernel: &'k str,
+    /// All blocks resident at once (a cooperative launch).
+    cooperative: bool,
 }
 
 impl Shared<'_> {
@@ -527,9 +563,8 @@ enum BlockStop {
     Stopped,
 }
 
-fn worker<'m>(cx: &Ctx<'_, 'm>, sh: &Shared<'_>, wi: u32) {
-    let mut warps: Vec<Warp> = Vec::new();
-    let mut env: BlockEnv<'m> = BlockEnv {
+fn new_env<'m>(worker: u32) -> BlockEnv<'m> {
+    BlockEnv {
         shared: Vec::new(),
         printf: Vec::new(),
         ctaid: [0; 3],
@@ -538,31 +573,17 @@ fn worker<'m>(cx: &Ctx<'_, 'm>, sh: &Shared<'_>, wi: u32) {
         bar_popc: 0,
         bar_and: true,
         bar_or: false,
-        worker: wi,
-    };
-    let result = catch_unwind(AssertUnwindSafe(|| loop {
-        if sh.stop.load(Ordering::Relaxed) {
-            break;
-        }
-        let b = sh.next.fetch_add(1, Ordering::Relaxed);
-        if b >= sh.total {
-            break;
-        }
-        let out = run_block(cx, sh, &mut warps, &mut env, b);
-        if !env.printf.is_empty() {
-            let text = std::mem::take(&mut env.printf);
-            sh.outputs
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push((b, text));
-        }
-        match out {
-            Ok(()) => {}
-            Err(BlockStop::Error(e)) => {
-                sh.fail(e);
-                break;
-            }
-            Err(BlockStop::Stopped) => break,
+        worker,
+    }
+}
+
+fn worker<'m>(cx: &Ctx<'_, 'm>, sh: &Shared<'_>, wi: u32) {
+    let mut insts = 0;
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        if sh.cooperative {
+            run_resident_blocks(cx, sh, wi, &mut insts);
+        } else {
+            run_queued_blocks(cx, sh, wi, &mut insts);
         }
     }));
     if let Err(panic) = result {
@@ -576,7 +597,86 @@ fn worker<'m>(cx: &Ctx<'_, 'm>, sh: &Shared<'_>, wi: u32) {
             sh.kernel
         )));
     }
-    sh.insts.fetch_add(env.insts, Ordering::Relaxed);
+    sh.insts.fetch_add(insts, Ordering::Relaxed);
+}
+
+/// Keeps a block's printf output, tagged with its index for ordering.
+fn keep_printf(sh: &Shared<'_>, env: &mut BlockEnv<'_>, b: u64) {
+    if !env.printf.is_empty() {
+        let text = std::mem::take(&mut env.printf);
+        sh.outputs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((b, text));
+    }
+}
+
+/// An ordinary launch: each worker takes the next block not yet run and
+/// runs it to completion, as an SM takes blocks when it has room.
+fn run_queued_blocks<'m>(cx: &Ctx<'_, 'm>, sh: &Shared<'_>, wi: u32, insts: &mut u64) {
+    let mut warps: Vec<Warp> = Vec::new();
+    let mut env = new_env(wi);
+    loop {
+        if sh.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let b = sh.next.fetch_add(1, Ordering::Relaxed);
+        if b >= sh.total {
+            break;
+        }
+        let out = run_block(cx, sh, &mut warps, &mut env, b);
+        keep_printf(sh, &mut env, b);
+        match out {
+            Ok(()) => {}
+            Err(BlockStop::Error(e)) => {
+                sh.fail(e);
+                break;
+            }
+            Err(BlockStop::Stopped) => break,
+        }
+    }
+    *insts += env.insts;
+}
+
+/// A cooperative launch: every block is resident at once, so a block
+/// spinning in `grid.sync()` never keeps another from reaching it. Worker
+/// `wi` owns blocks `wi`, `wi + workers`, ... and gives each a time slice
+/// in turn until all have finished.
+fn run_resident_blocks<'m>(cx: &Ctx<'_, 'm>, sh: &Shared<'_>, wi: u32, insts: &mut u64) {
+    let step = u64::from(cx.nworkers.max(1));
+    let mut blocks: Vec<(u64, Vec<Warp>, BlockEnv<'m>)> = (u64::from(wi)..sh.total)
+        .step_by(step as usize)
+        .map(|b| {
+            let (mut warps, mut env) = (Vec::new(), new_env(wi));
+            start_block(cx, &mut warps, &mut env, b);
+            (b, warps, env)
+        })
+        .collect();
+    while !blocks.is_empty() {
+        let mut i = 0;
+        while i < blocks.len() {
+            let (b, warps, env) = &mut blocks[i];
+            let out = step_block(cx, sh, warps, env);
+            match out {
+                Ok(true) => i += 1,
+                Ok(false) => {
+                    keep_printf(sh, env, *b);
+                    *insts += env.insts;
+                    blocks.swap_remove(i);
+                }
+                Err(stop) => {
+                    for (b, _, env) in &mut blocks {
+                        keep_printf(sh, env, *b);
+                        *insts += env.insts;
+                    }
+                    if let BlockStop::Error(e) = stop {
+                        sh.fail(e);
+                    }
+                    return;
+                }
+            }
+        }
+    }
 }
 
 fn run_block<'m>(
@@ -586,6 +686,13 @@ fn run_block<'m>(
     env: &mut BlockEnv<'m>,
     b: u64,
 ) -> Result<(), BlockStop> {
+    start_block(cx, warps, env, b);
+    while step_block(cx, sh, warps, env)? {}
+    Ok(())
+}
+
+/// Readies `warps` and `env` to run block `b` from its first instruction.
+fn start_block<'m>(cx: &Ctx<'_, 'm>, warps: &mut Vec<Warp>, env: &mut BlockEnv<'m>, b: u64) {
     let [gx, gy, _] = cx.grid;
     let (gx, gy) = (u64::from(gx), u64::from(gy));
     env.ctaid = [
@@ -605,50 +712,61 @@ fn run_block<'m>(
     for (i, w) in warps.iter_mut().take(n).enumerate() {
         w.start(cx, i as u32);
     }
-    loop {
-        let mut running = 0;
-        let mut waiting = 0;
+}
+
+/// Gives every running warp of a block one time slice and releases a
+/// barrier every unfinished warp waits at. Returns whether the block has
+/// more to do.
+fn step_block<'m>(
+    cx: &Ctx<'_, 'm>,
+    sh: &Shared<'_>,
+    warps: &mut [Warp],
+    env: &mut BlockEnv<'m>,
+) -> Result<bool, BlockStop> {
+    let n = cx.nwarps as usize;
+    let mut running = 0;
+    let mut waiting = 0;
+    for w in warps.iter_mut().take(n) {
+        match w.state {
+            WState::Done => continue,
+            WState::Barrier => {
+                waiting += 1;
+                continue;
+            }
+            WState::Running => {}
+        }
+        match exec::run(w, cx, env, SLICE) {
+            Ok(Status::Yield) => running += 1,
+            Ok(Status::Barrier) => {
+                w.state = WState::Barrier;
+                waiting += 1;
+            }
+            Ok(Status::Done) => w.state = WState::Done,
+            Err(e) => return Err(BlockStop::Error(kernel_error(cx, sh, env, w, &e))),
+        }
+    }
+    if sh.stop.load(Ordering::Relaxed) {
+        return Err(BlockStop::Stopped);
+    }
+    if Instant::now() >= sh.deadline {
+        return Err(BlockStop::Error(KernelError::Timeout(sh.kernel.into())));
+    }
+    if running == 0 {
+        if waiting == 0 {
+            return Ok(false);
+        }
+        // Every warp that has not finished waits at a barrier.
+        let (popc, all, any) = (env.bar_popc, env.bar_and, env.bar_or);
+        env.bar_popc = 0;
+        env.bar_and = true;
+        env.bar_or = false;
         for w in warps.iter_mut().take(n) {
-            match w.state {
-                WState::Done => continue,
-                WState::Barrier => {
-                    waiting += 1;
-                    continue;
-                }
-                WState::Running => {}
-            }
-            match exec::run(w, cx, env, SLICE) {
-                Ok(Status::Yield) => running += 1,
-                Ok(Status::Barrier) => {
-                    w.state = WState::Barrier;
-                    waiting += 1;
-                }
-                Ok(Status::Done) => w.state = WState::Done,
-                Err(e) => return Err(BlockStop::Error(kernel_error(cx, sh, env, w, &e))),
-            }
-        }
-        if sh.stop.load(Ordering::Relaxed) {
-            return Err(BlockStop::Stopped);
-        }
-        if Instant::now() >= sh.deadline {
-            return Err(BlockStop::Error(KernelError::Timeout(sh.kernel.into())));
-        }
-        if running == 0 {
-            if waiting == 0 {
-                return Ok(());
-            }
-            // Every warp that has not finished waits at a barrier.
-            let (popc, all, any) = (env.bar_popc, env.bar_and, env.bar_or);
-            env.bar_popc = 0;
-            env.bar_and = true;
-            env.bar_or = false;
-            for w in warps.iter_mut().take(n) {
-                if w.state == WState::Barrier {
-                    w.release(popc, all, any);
-                }
+            if w.state == WState::Barrier {
+                w.release(popc, all, any);
             }
         }
     }
+    Ok(true)
 }
 
 fn space_name(s: Msp) -> &'static str {

@@ -345,6 +345,9 @@ pub(crate) enum Sreg {
     LanemaskGt,
     DynamicSmem,
     TotalSmem,
+    /// `%envreg0`..`%envreg31`: values the driver passes to every kernel;
+    /// cooperative groups find the grid workspace in 1 (high) and 2 (low).
+    Envreg(u8),
 }
 
 impl Sreg {
@@ -384,7 +387,10 @@ impl Sreg {
             "%lanemask_gt" => Sreg::LanemaskGt,
             "%dynamic_smem_size" => Sreg::DynamicSmem,
             "%total_smem_size" => Sreg::TotalSmem,
-            _ => return None,
+            _ => {
+                let n: u8 = s.strip_prefix("%envreg")?.parse().ok()?;
+                return (n < 32).then_some(Sreg::Envreg(n));
+            }
         })
     }
 }

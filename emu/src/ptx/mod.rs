@@ -16,6 +16,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
+mod devrt;
 pub(crate) mod ir;
 mod lexer;
 mod limits;
@@ -362,6 +363,16 @@ impl Module {
 
     fn build(ptx: &str, budget: &Budget) -> Result<Module, PtxError> {
         let mut ast = parser::parse_outline(ptx, budget)?;
+        let defined = |name: &str| ast.funcs.iter().any(|f| f.name == name && f.body.is_some());
+        let external = ast
+            .funcs
+            .iter()
+            .filter(|f| f.body.is_none())
+            .map(|f| f.name.as_str());
+        if let Some(library) = devrt::completion(external, defined) {
+            // Functions of the device runtime the emulator provides itself.
+            return Module::build(&format!("{ptx}\n{library}"), budget);
+        }
         let mut syms = Vec::new();
         let mut sym_ids: HashMap<String, u32> = HashMap::new();
         let mut globals = Vec::new();

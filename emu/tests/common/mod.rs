@@ -162,11 +162,36 @@ impl Dev {
         dynamic_shared: u32,
         args: &[Arg],
     ) -> Result<LaunchOutput, KernelError> {
+        self.launch_with(kernel, grid, block, dynamic_shared, false, args)
+    }
+
+    /// A launch whose blocks are all resident (`cudaLaunchCooperativeKernel`).
+    #[allow(dead_code)]
+    pub fn launch_cooperative(
+        &mut self,
+        kernel: &str,
+        grid: [u32; 3],
+        block: [u32; 3],
+        args: &[Arg],
+    ) -> Result<LaunchOutput, KernelError> {
+        self.launch_with(kernel, grid, block, 0, true, args)
+    }
+
+    fn launch_with(
+        &mut self,
+        kernel: &str,
+        grid: [u32; 3],
+        block: [u32; 3],
+        dynamic_shared: u32,
+        cooperative: bool,
+        args: &[Arg],
+    ) -> Result<LaunchOutput, KernelError> {
         let params = self.pack(kernel, args);
         let cfg = LaunchConfig {
             grid,
             block,
             dynamic_shared,
+            cooperative,
         };
         kernel::launch(
             &self.module,

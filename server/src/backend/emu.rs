@@ -226,6 +226,7 @@ fn kernel_failure(e: KernelError) -> Failure {
         KernelError::Assert(_) => CudaError::ASSERT,
         KernelError::StackOverflow(_) => CudaError::HARDWARE_STACK_ERROR,
         KernelError::Unsupported(_) => CudaError::NOT_SUPPORTED,
+        KernelError::CooperativeTooLarge(_) => CudaError::COOPERATIVE_LAUNCH_TOO_LARGE,
         KernelError::Internal(_) => CudaError::UNKNOWN,
     };
     Failure::new(code, e.to_string())
@@ -493,10 +494,30 @@ impl DeviceContext for EmuContext {
                 ),
             ));
         }
+        if launch.cooperative {
+            let props = memory.gpu().props();
+            let threads = launch.block.iter().map(|&b| u64::from(b)).product::<u64>();
+            let blocks = launch.grid.iter().map(|&g| u64::from(g)).product::<u64>();
+            let most = f.attributes.max_cooperative_blocks(
+                props,
+                u32::try_from(threads).unwrap_or(u32::MAX),
+                u64::from(launch.shared_mem),
+            );
+            if blocks > most {
+                return Err(Failure::new(
+                    CudaError::COOPERATIVE_LAUNCH_TOO_LARGE,
+                    format!(
+                        "a cooperative launch of {} with {blocks} blocks of {threads} threads: at most {most} can be resident at once",
+                        f.name
+                    ),
+                ));
+            }
+        }
         let config = LaunchConfig {
             grid: launch.grid,
             block: launch.block,
             dynamic_shared: launch.shared_mem,
+            cooperative: launch.cooperative,
         };
         let limits = Limits {
             max_dynamic_shared,

@@ -136,6 +136,8 @@ pub struct KernelLaunch<'a> {
     pub shared_mem: u32,
     /// Parameters packed at the kernel's parameter offsets.
     pub params: &'a [u8],
+    /// Every block resident at once, with grid-wide synchronization.
+    pub cooperative: bool,
 }
 
 /// Which backend the server runs.

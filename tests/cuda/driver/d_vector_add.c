@@ -198,6 +198,39 @@ int main(int argc, char **argv) {
         CU_CHECK(cuStreamDestroy(stream));
     }
 
+    // --- cuLaunchCooperativeKernel: grid.sync() across every block ------------------
+    {
+        CUfunction f;
+        CU_CHECK(cuModuleGetFunction(&f, ptx_mod, "rotate_after_sync"));
+        int coop = 0;
+        CU_CHECK(cuDeviceGetAttribute(&coop, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, dev));
+        EXPECT(coop == 1, "CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH = %d", coop);
+        int per_sm = 0, sms = 0;
+        CU_CHECK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, 64, 0));
+        CU_CHECK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
+        int n = N;
+        CUdeviceptr d_in, d_tmp, d_out;
+        CU_CHECK(cuMemAlloc(&d_in, N * sizeof(int)));
+        CU_CHECK(cuMemAlloc(&d_tmp, N * sizeof(int)));
+        CU_CHECK(cuMemAlloc(&d_out, N * sizeof(int)));
+        int h_in[N], h_out[N];
+        for (int i = 0; i < N; i++) h_in[i] = 3 * i - 7;
+        CU_CHECK(cuMemcpyHtoD(d_in, h_in, sizeof h_in));
+        void *params[] = {&d_in, &d_tmp, &d_out, &n};
+        CU_CHECK(cuLaunchCooperativeKernel(f, 7, 1, 1, 64, 1, 1, 0, NULL, params));
+        CU_CHECK(cuMemcpyDtoH(h_out, d_out, sizeof h_out));
+        for (int i = 0; i < N; i++)
+            EXPECT(h_out[i] == h_in[(i + 1) % N] + 1, "rotate: out[%d] = %d", i, h_out[i]);
+        CUresult too_large =
+            cuLaunchCooperativeKernel(f, per_sm * sms + 1, 1, 1, 64, 1, 1, 0, NULL, params);
+        EXPECT(too_large == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
+               "a grid of %d blocks gave %d", per_sm * sms + 1, (int)too_large);
+        CU_CHECK(cuMemFree(d_in));
+        CU_CHECK(cuMemFree(d_tmp));
+        CU_CHECK(cuMemFree(d_out));
+        printf("rotate_after_sync cuLaunchCooperativeKernel: ok\n");
+    }
+
     // --- __device__ and __constant__ variables -------------------------------------
     {
         CUdeviceptr g_scale, g_counter, c_bias;

@@ -7,6 +7,8 @@
 // cuModuleLoadFatBinary. Everything is `extern "C"`, so the programs find the
 // kernels and variables by their plain names.
 
+#include <cooperative_groups.h>
+
 extern "C" {
 
 // Read and written by the host through cuModuleGetGlobal.
@@ -38,6 +40,16 @@ __global__ void scale_bias(const float *in, float *out, int n) {
 __global__ void mul_add_index(int *out, int n, int factor) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) out[i] = out[i] * factor + i;
+}
+
+// out[i] = in[(i + 1) % n] + 1 after a grid-wide barrier: right only in a
+// cooperative launch (cuLaunchCooperativeKernel), where every block is
+// resident and grid.sync() waits for all of them.
+__global__ void rotate_after_sync(const int *in, int *tmp, int *out, int n) {
+    cooperative_groups::grid_group grid = cooperative_groups::this_grid();
+    for (int i = grid.thread_rank(); i < n; i += grid.size()) tmp[i] = in[i] + 1;
+    grid.sync();
+    for (int i = grid.thread_rank(); i < n; i += grid.size()) out[i] = tmp[(i + 1) % n];
 }
 
 }  // extern "C"

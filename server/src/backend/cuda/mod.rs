@@ -813,6 +813,7 @@ impl DeviceContext for CudaDeviceContext {
             launch.block,
             launch.shared_mem,
             launch.params,
+            launch.cooperative,
         )
         .map_err(|e| self.note(&e))?;
         // The launch has completed: the driver has written the kernel's

@@ -15,7 +15,7 @@ use rcud_proto::{DeviceAttr, DeviceProps};
 /// - host and device share no memory across the network: managed memory,
 ///   pageable memory access, registered host pointers used on the device,
 ///   host-native atomics;
-/// - launches rcud refuses (cooperative, clusters);
+/// - launches rcud refuses (clusters);
 /// - APIs rcud does not forward (memory pools, IPC, external semaphores,
 ///   sparse and deferred-mapping arrays, graphics interop), and GPUDirect
 ///   RDMA, which concerns the application's own network adapter, not the
@@ -26,7 +26,6 @@ pub(crate) const REMOTE_ABSENT: &[DeviceAttr] = &[
     DeviceAttr::PAGEABLE_MEMORY_ACCESS,
     DeviceAttr::CONCURRENT_MANAGED_ACCESS,
     DeviceAttr::CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM,
-    DeviceAttr::COOPERATIVE_LAUNCH,
     DeviceAttr::PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES,
     DeviceAttr::DIRECT_MANAGED_MEM_ACCESS_FROM_HOST,
     DeviceAttr::SPARSE_CUDA_ARRAY_SUPPORTED,
@@ -280,8 +279,9 @@ mod tests {
         }
         let p = device_props(&Identity::default(), &t);
         assert_eq!(p.managed_memory, 0);
-        assert_eq!(p.cooperative_launch, 0);
         assert_eq!(p.can_use_host_pointer_for_registered_mem, 0);
+        // Cooperative launches run on the server's GPU: its answer passes.
+        assert_eq!(p.cooperative_launch, 1000 + DeviceAttr::COOPERATIVE_LAUNCH.0);
         assert_eq!(p.pageable_memory_access, 0);
     }
 

@@ -267,6 +267,7 @@ fn launch_of(function: u32, params: &[u8]) -> KernelLaunch<'_> {
         block: [32, 1, 1],
         shared_mem: 0,
         params,
+        cooperative: false,
     }
 }
 
@@ -755,6 +756,7 @@ fn gpu_modules_come_from_checked_images() {
             block: [1, 1, 1],
             shared_mem: 0,
             params: &[],
+            cooperative: false,
         })
         .unwrap_err();
     assert_eq!(f.code, CudaError::INVALID_DEVICE_FUNCTION);
