@@ -1049,9 +1049,14 @@ fn unsupported_tensor_variants_fail_cleanly() {
         // A shape that does not exist.
         "mma.sync.aligned.m16n8k12.row.col.f32.f16.f16.f32 {%f0,%f1,%f2,%f3}, {%r0,%r1,%r2,%r3}, {%r4,%r5}, {%f0,%f1,%f2,%f3};",
         "ldmatrix.sync.aligned.m16n16.x1.trans.shared.b8 {%r0, %r1}, [%r2];",
+        // Hostile shapes never reach the index arithmetic.
+        "wmma.load.c.sync.aligned.row.m0n0k0.global.f32 {%f0}, [%rd0];",
+        "wmma.load.c.sync.aligned.row.m4294967295n65536k1.f32 {%f0}, [%rd0], %r1;",
+        "wmma.mma.sync.aligned.row.row.m99999999999n8k8.f32.f32 {%f0}, {%r0}, {%r1}, {%f1};",
+        "mma.sync.aligned.m16n8k16.row.col.f32.f32.f32.f32 {%f0,%f1,%f2,%f3}, {%f0,%f1,%f2,%f3}, {%f0,%f1}, {%f0,%f1,%f2,%f3};",
     ] {
         let text = format!(
-            ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{{\n.reg .b32 %r<10>;\n.reg .f32 %f<10>;\n{inst}\nret;\n}}\n"
+            ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{{\n.reg .b32 %r<10>;\n.reg .b64 %rd<2>;\n.reg .f32 %f<10>;\n{inst}\nret;\n}}\n"
         );
         let mut d = Dev::from_text(&text);
         match d.launch("k", ONE, WARP, 0, &[]) {

@@ -2244,7 +2244,18 @@ impl Tr<'_, '_> {
             Some(a) => [El::F16, El::F32, El::F64, El::S32]
                 .iter()
                 .any(|&c| mma_valid(FragLayout::Wmma, shape, [a, a, c, c])),
-            None => matches!(el, El::F16 | El::F32 | El::F64 | El::S32),
+            None => {
+                // Accumulators: any wmma shape (the list also keeps
+                // hostile shapes, zero or huge, out of the index arithmetic).
+                let shapes = [El::F16, El::Tf32, El::F64, El::S4, El::B1]
+                    .iter()
+                    .any(|&a| {
+                        [El::F16, El::F32, El::F64, El::S32]
+                            .iter()
+                            .any(|&c| mma_valid(FragLayout::Wmma, shape, [a, a, c, c]))
+                    });
+                shapes && matches!(el, El::F16 | El::F32 | El::F64 | El::S32)
+            }
         };
         if !valid {
             return self.unsupported();
