@@ -981,6 +981,106 @@ fn mma_sync_f64_m16n8k16_and_e4m3_from_ptx() {
 }
 
 #[test]
+fn mma_sync_m8n8k4_f16_quad_pairs_from_ptx() {
+    let mut rng = Rng(1970);
+    for (alay, blay, cty) in [
+        ("row", "col", "f32"),
+        ("col", "row", "f16"),
+        ("row", "row", "f16"),
+        ("col", "col", "f32"),
+    ] {
+        // Four independent products, one per quad-pair q.
+        let a = rand_f16(&mut rng, 4 * 32);
+        let b = rand_f16(&mut rng, 4 * 32);
+        let c = rand_f16(&mut rng, 4 * 64);
+        let f32c = cty == "f32";
+        let nc = if f32c { 8 } else { 4 };
+        let inst = format!("mma.sync.aligned.m8n8k4.{alay}.{blay}.{cty}.f16.f16.{cty}");
+        let mut d = Dev::from_text(&frag_kernel(&inst, [2, 2, nc, nc], false));
+        let quad = |l: usize| ((l % 16) / 4, l % 4, if l >= 16 { 4 } else { 0 });
+        let pos_a = |l: usize, i: usize| {
+            let (q, t, h) = quad(l);
+            let (r, c) = if alay == "row" {
+                (t + h, i)
+            } else {
+                (i + h, t)
+            };
+            q * 32 + r * 4 + c
+        };
+        let pos_b = |l: usize, i: usize| {
+            let (q, t, h) = quad(l);
+            let (r, c) = if blay == "row" {
+                (t, i + h)
+            } else {
+                (i, t + h)
+            };
+            q * 32 + r * 8 + c
+        };
+        let pos_c = |l: usize, i: usize| {
+            let (q, t, h) = quad(l);
+            let (r, c) = if f32c {
+                ((l & 1) + (i & 2) + h, (i & 4) + (l & 2) + (i & 1))
+            } else {
+                (t + h, i)
+            };
+            q * 64 + r * 8 + c
+        };
+        let pairs = |m: &[f16], pos: &dyn Fn(usize, usize) -> usize, n: usize| -> Vec<u32> {
+            (0..32 * n)
+                .map(|x| {
+                    let (l, r) = (x / n, x % n);
+                    let lo = m[pos(l, 2 * r)].to_bits();
+                    let hi = m[pos(l, 2 * r + 1)].to_bits();
+                    u32::from(lo) | u32::from(hi) << 16
+                })
+                .collect()
+        };
+        let fa = pairs(&a, &pos_a, 2);
+        let fb = pairs(&b, &pos_b, 2);
+        let fc: Vec<u32> = if f32c {
+            (0..256)
+                .map(|x| c[pos_c(x / 8, x % 8)].to_f32().to_bits())
+                .collect()
+        } else {
+            pairs(&c, &pos_c, 4)
+        };
+        let (pa, pb, pc) = (d.alloc(&fa), d.alloc(&fb), d.alloc(&fc));
+        let pd = d.zeros::<u32>(32 * nc);
+        d.launch("k", ONE, WARP, 0, &[arg(pa), arg(pb), arg(pc), arg(pd)])
+            .unwrap();
+        let got: Vec<u32> = d.read(pd, 32 * nc);
+        let (af, bf, cf) = (f16s(&a), f16s(&b), f16s(&c));
+        let mut want = Vec::new();
+        let mut scale = Vec::new();
+        for q in 0..4 {
+            let (aq, bq, cq) = (
+                &af[q * 32..q * 32 + 32],
+                &bf[q * 32..q * 32 + 32],
+                &cf[q * 64..q * 64 + 64],
+            );
+            want.extend(matmul(aq, bq, cq, 8, 8, 4));
+            scale.extend(magnitude(aq, bq, cq, 8, 8, 4));
+        }
+        for l in 0..32 {
+            for i in 0..8 {
+                let g = if f32c {
+                    f64::from(f32::from_bits(got[l * 8 + i]))
+                } else {
+                    f16::from_bits((got[l * 4 + i / 2] >> (16 * (i % 2))) as u16).to_f64()
+                };
+                let at = pos_c(l, i);
+                let tol = if f32c { 1e-6 } else { 2e-3 } * scale[at];
+                assert!(
+                    (g - want[at]).abs() <= tol,
+                    "{inst}: lane {l} element {i}: {g} vs {}",
+                    want[at]
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn stmatrix_round_trip_from_ptx() {
     // stmatrix (sm_90) of fragments, then plain loads of the rows.
     let text = r#"
@@ -1042,8 +1142,8 @@ fn stmatrix_round_trip_from_ptx() {
 #[test]
 fn unsupported_tensor_variants_fail_cleanly() {
     for inst in [
-        // sm_70's quad-pair layout.
-        "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32 {%f0,%f1,%f2,%f3,%f4,%f5,%f6,%f7}, {%r0,%r1}, {%r2,%r3}, {%f0,%f1,%f2,%f3,%f4,%f5,%f6,%f7};",
+        // m8n8k4 exists for f16 and f64 only.
+        "mma.sync.aligned.m8n8k4.row.col.f32.bf16.bf16.f32 {%f0,%f1,%f2,%f3,%f4,%f5,%f6,%f7}, {%r0,%r1}, {%r2,%r3}, {%f0,%f1,%f2,%f3,%f4,%f5,%f6,%f7};",
         // Sparse MMA.
         "mma.sp.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32 {%f0,%f1,%f2,%f3}, {%r0,%r1,%r2,%r3}, {%r4,%r5,%r6,%r7}, {%f0,%f1,%f2,%f3}, %r8, 0;",
         // A shape that does not exist.

@@ -91,7 +91,7 @@ fn gather<T: Copy + Default>(
     conv: impl Fn(u64) -> T,
 ) -> Vec<T> {
     let (rows, cols) = frag_dims(f, shape);
-    let mut out = vec![T::default(); (rows * cols) as usize];
+    let mut out = vec![T::default(); (rows * cols * layout.batches()) as usize];
     let spec = FragSpec {
         layout,
         f,
@@ -143,6 +143,12 @@ pub(super) fn mma(r: &mut [u64], m: u32, op: &MmaOp) {
     }
     let [mm, nn, kk] = op.shape.map(|x| x as usize);
     let [ta, tb, tc, td] = op.ty;
+    // Batch q of a quad-pair MMA: its matrices follow the previous ones'.
+    let total = mm * nn * op.layout.batches() as usize;
+    let split = |x: usize| {
+        let (q, ij) = (x / (mm * nn), x % (mm * nn));
+        (q * mm * kk, q * kk * nn, ij / nn, ij % nn)
+    };
     let d: Vec<u64> = if ta.is_int() {
         let a = gather(r, op.layout, Frag::A, op.shape, ta, &op.a, |x| {
             int_of(x, ta)
@@ -153,12 +159,12 @@ pub(super) fn mma(r: &mut [u64], m: u32, op: &MmaOp) {
         let c = gather(r, op.layout, Frag::C, op.shape, tc, &op.c, |x| {
             int_of(x, tc)
         });
-        (0..mm * nn)
+        (0..total)
             .map(|ij| {
-                let (i, j) = (ij / nn, ij % nn);
+                let (qa, qb, i, j) = split(ij);
                 let dot: i64 = (0..kk)
                     .map(|k| {
-                        let (x, y) = (a[i * kk + k], b[k * nn + j]);
+                        let (x, y) = (a[qa + i * kk + k], b[qb + k * nn + j]);
                         match (ta, op.bop) {
                             (El::B1, BitOp::Xor) => x ^ y,
                             (El::B1, BitOp::And) => x & y,
@@ -186,9 +192,10 @@ pub(super) fn mma(r: &mut [u64], m: u32, op: &MmaOp) {
         let c = gather(r, op.layout, Frag::C, op.shape, tc, &op.c, |x| {
             float_of(x, tc)
         });
-        (0..mm * nn)
+        (0..total)
             .map(|ij| {
-                let (i, j) = (ij / nn, ij % nn);
+                let (qa, qb, i, j) = split(ij);
+                let (a, b) = (&a[qa..], &b[qb..]);
                 if td == El::F64 {
                     let v = (0..kk).fold(c[ij], |acc, k| a[i * kk + k].mul_add(b[k * nn + j], acc));
                     return v.to_bits();

@@ -848,7 +848,24 @@ pub(crate) enum Frag {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FragLayout {
     Mma,
+    /// `mma.sync.m8n8k4` with f16 inputs (sm_70's): four independent 8x8x4
+    /// MMAs, one per quad-pair (lanes 4q..4q+3 and 16+4q..16+4q+3), with
+    /// A column-major or B row-major when asked.
+    QuadPair {
+        a_col: bool,
+        b_row: bool,
+    },
     Wmma,
+}
+
+impl FragLayout {
+    /// Independent MMAs one instruction computes.
+    pub(crate) fn batches(self) -> u32 {
+        match self {
+            FragLayout::QuadPair { .. } => 4,
+            _ => 1,
+        }
+    }
 }
 
 /// Single-bit MMA operation (`.xor.popc` / `.and.popc`).
@@ -911,8 +928,8 @@ pub(crate) struct FragSpec {
 }
 
 impl FragSpec {
-    /// Row-major index in the matrix of element `j` of register `reg` of
-    /// `lane`.
+    /// Row-major index in the matrix (in batch `q` of a quad-pair layout:
+    /// plus q·rows·cols) of element `j` of register `reg` of `lane`.
     ///
     /// `Mma`: the PTX ISA's layouts. With groupID g = lane / 4 and
     /// t = lane % 4, p elements a register: A rows g (+8 for odd registers
@@ -922,10 +939,26 @@ impl FragSpec {
     /// `Wmma`: lane by lane, register by register, the elements of the
     /// matrix in row-major order, wrapping around when the fragments hold
     /// more than the matrix (f16 A and B fragments hold every element twice).
+    /// `QuadPair`: with t = lane % 4, h = 4 for lanes 16..32, element
+    /// i = reg·p + j: A (t + h, i) (column-major: (i + h, t)), B (i, t + h)
+    /// (row-major: (t, i + h)), f16 accumulators (t + h, i), f32 ones
+    /// ((lane & 1) + (i & 2) + h, (i & 4) + (lane & 2) + (i & 1)).
     pub(crate) fn index(&self, lane: u32, reg: u32, j: u32) -> usize {
         let (rows, cols) = frag_dims(self.f, self.shape);
         let p = self.el.per_reg();
         let (row, col) = match self.layout {
+            FragLayout::QuadPair { a_col, b_row } => {
+                let (q, t, h, i) = ((lane % 16) / 4, lane % 4, (lane / 16) * 4, reg * p + j);
+                let (row, col) = match self.f {
+                    Frag::A if a_col => (i + h, t),
+                    Frag::A => (t + h, i),
+                    Frag::B if b_row => (t, i + h),
+                    Frag::B => (i, t + h),
+                    Frag::C if p == 2 => (t + h, i),
+                    Frag::C => ((lane & 1) + (i & 2) + h, (i & 4) + (lane & 2) + (i & 1)),
+                };
+                return (q * rows * cols + row * cols + col) as usize;
+            }
             FragLayout::Wmma => {
                 let e = lane * self.nregs * p + reg * p + j;
                 let i = e % (rows * cols);

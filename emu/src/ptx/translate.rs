@@ -2094,7 +2094,8 @@ fn mma_valid(layout: FragLayout, shape: [u32; 3], [a, b, c, d]: [El; 4]) -> bool
         (FragLayout::Wmma, S4 | U4) => &[[8, 8, 32]],
         (FragLayout::Wmma, B1) => &[[8, 8, 128]],
         (FragLayout::Wmma, _) => &[],
-        // m8n8k4 with f16 (sm_70's quad-pair layout) is not supported.
+        (FragLayout::QuadPair { .. }, F16) => &[[8, 8, 4]],
+        (FragLayout::QuadPair { .. }, _) => &[],
         (FragLayout::Mma, F16 | BF16) => &[[16, 8, 8], [16, 8, 16]],
         (FragLayout::Mma, Tf32) => &[[16, 8, 4], [16, 8, 8]],
         (FragLayout::Mma, F64) => &[[8, 8, 4], [16, 8, 4], [16, 8, 8], [16, 8, 16]],
@@ -2139,7 +2140,7 @@ impl Tr<'_, '_> {
         let need = rows * cols;
         let have = regs.len() as u32 * el.per_reg() * 32;
         let ok = match layout {
-            FragLayout::Mma => have == need,
+            FragLayout::Mma | FragLayout::QuadPair { .. } => have == need * layout.batches(),
             FragLayout::Wmma => have >= need && have.is_multiple_of(need),
         };
         if ok {
@@ -2172,16 +2173,29 @@ impl Tr<'_, '_> {
             [d, a, b, c] => [a, b, c, d],
             _ => return self.unsupported(),
         };
+        let majors: Vec<&str> = mods
+            .iter()
+            .copied()
+            .filter(|m| matches!(*m, "row" | "col"))
+            .collect();
+        let mut layout = layout;
+        if layout == FragLayout::Mma {
+            if shape == [8, 8, 4] && ty[0] == El::F16 {
+                // sm_70's shape takes any A and B layouts.
+                let [a, b] = majors[..] else {
+                    return self.unsupported();
+                };
+                layout = FragLayout::QuadPair {
+                    a_col: a == "col",
+                    b_row: b == "row",
+                };
+            } else if majors != ["row", "col"] {
+                // The other mma.sync shapes are defined for .row.col only.
+                return self.unsupported();
+            }
+        }
         if !mma_valid(layout, shape, ty) {
             return self.unsupported();
-        }
-        // mma.sync's layouts are defined for .row.col only (but m8n8k4).
-        if layout == FragLayout::Mma {
-            let pos = |m: &str| mods.iter().position(|x| *x == m);
-            match (pos("row"), pos("col")) {
-                (Some(r), Some(c)) if r < c => {}
-                _ => return self.unsupported(),
-            }
         }
         let bop = if has("xor") { BitOp::Xor } else { BitOp::And };
         if ty[0] == El::B1 && !(has("popc") && (has("xor") || has("and"))) {
