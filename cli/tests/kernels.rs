@@ -980,3 +980,14 @@ fn runtime_misc() {
     ]);
     run_and_expect("runtime_misc", &lines);
 }
+
+#[test]
+fn k_tensor_cores() {
+    let lines = owned(&[
+        "wmma half GEMM 96x144 * 144x80 (alpha 1.5, beta -0.5): ok",
+        "wmma half GEMM 64x64 * 64x64 (alpha 1, beta 0): ok",
+        "wmma int8 GEMM 64x96 * 96x48: ok",
+        "PASS",
+    ]);
+    run_and_expect("k_tensor_cores", &lines);
+}

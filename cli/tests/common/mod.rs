@@ -68,6 +68,7 @@ pub(crate) const PROGRAMS: &[(&str, &[&str], &[&str])] = &[
     ("k_zero_copy", &[], &[]),
     ("memcpy3d", &[], &[]),
     ("runtime_misc", &[], &[]),
+    ("k_tensor_cores", &[], &[]),
 ];
 
 /// Limit for one CUDA program run.

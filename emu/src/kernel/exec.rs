@@ -27,6 +27,9 @@ use crate::memory::{MemoryView, Region};
 use crate::ptx::ir::*;
 use crate::ptx::{Module, Ty};
 
+#[path = "tensor.rs"]
+mod tensor;
+
 pub(crate) const FULL: u32 = u32::MAX;
 
 /// Generic-address windows of the per-block and per-thread spaces.
@@ -2846,6 +2849,23 @@ fn step<'m>(
                     o[l] = u64::from(acc.unwrap_or(0));
                 }
                 put(r, d, m, &o);
+            }
+            Op::Mma(ref op) => tensor::mma(r, m, op),
+            Op::WmmaMem(ref op) => tri!(tensor::wmma_mem(r, m, op, &mut mem, lbase)),
+            Op::Ldmatrix {
+                store,
+                trans,
+                n,
+                sp,
+                r: ref regs,
+                base,
+                off,
+            } => tri!(tensor::ldmatrix(
+                r, m, store, trans, n, sp, regs, base, off, &mut mem, lbase
+            )),
+            Op::Movmatrix { d, a } => tensor::movmatrix(r, m, d, a),
+            Op::CvtTf32 { rnd, sat, d, a } => {
+                un!(r, m, d, a, |x| u64::from(tensor::tf32(x as u32, rnd, sat)))
             }
         }
         pc += 1;

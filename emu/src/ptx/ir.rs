@@ -745,6 +745,246 @@ pub(crate) enum Op {
         a: R,
         mask: R,
     },
+    /// `mma.sync` / `wmma.mma`: the whole warp's fragments at once (boxed:
+    /// up to 32 registers).
+    Mma(Box<MmaOp>),
+    /// `wmma.load` / `wmma.store`.
+    WmmaMem(Box<WmmaMem>),
+    /// `ldmatrix` (or `stmatrix` when `store`): `n` 8x8 matrices of b16,
+    /// row addresses from lanes 0..8n.
+    Ldmatrix {
+        store: bool,
+        trans: bool,
+        n: u8,
+        sp: Msp,
+        r: [R; 4],
+        base: R,
+        off: i64,
+    },
+    /// `movmatrix.sync.aligned.m8n8.trans.b16`.
+    Movmatrix {
+        d: R,
+        a: R,
+    },
+    /// `cvt.{rna,rn,rz}{.satfinite}.tf32.f32`: an f32 rounded to tf32's
+    /// 10-bit mantissa (low 13 bits zero).
+    CvtTf32 {
+        rnd: Rnd,
+        sat: bool,
+        d: R,
+        a: R,
+    },
+}
+
+/// Element type of a tensor-core fragment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum El {
+    F16,
+    BF16,
+    Tf32,
+    F32,
+    F64,
+    S8,
+    U8,
+    S4,
+    U4,
+    B1,
+    S32,
+    E4m3,
+    E5m2,
+}
+
+impl El {
+    pub(crate) fn from_name(s: &str) -> Option<El> {
+        Some(match s {
+            "f16" => El::F16,
+            "bf16" => El::BF16,
+            "tf32" => El::Tf32,
+            "f32" => El::F32,
+            "f64" => El::F64,
+            "s8" => El::S8,
+            "u8" => El::U8,
+            "s4" => El::S4,
+            "u4" => El::U4,
+            "b1" => El::B1,
+            "s32" => El::S32,
+            "e4m3" => El::E4m3,
+            "e5m2" => El::E5m2,
+            _ => return None,
+        })
+    }
+
+    /// Bits of one element in memory and in a register.
+    pub(crate) fn bits(self) -> u32 {
+        match self {
+            El::F16 | El::BF16 => 16,
+            El::Tf32 | El::F32 | El::S32 => 32,
+            El::F64 => 64,
+            El::S8 | El::U8 | El::E4m3 | El::E5m2 => 8,
+            El::S4 | El::U4 => 4,
+            El::B1 => 1,
+        }
+    }
+
+    /// Elements one fragment register holds (an f64 register holds one).
+    pub(crate) fn per_reg(self) -> u32 {
+        if self == El::F64 {
+            1
+        } else {
+            32 / self.bits()
+        }
+    }
+
+    pub(crate) fn is_int(self) -> bool {
+        matches!(self, El::S8 | El::U8 | El::S4 | El::U4 | El::B1 | El::S32)
+    }
+}
+
+/// Which matrix of an MMA a fragment holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Frag {
+    A,
+    B,
+    /// The accumulator (C or D).
+    C,
+}
+
+/// How fragments map to matrix elements: the PTX ISA's layouts for
+/// `mma.sync`, rcud's own for `wmma` (which PTX leaves unspecified).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FragLayout {
+    Mma,
+    /// `mma.sync.m8n8k4` with f16 inputs (sm_70's): four independent 8x8x4
+    /// MMAs, one per quad-pair (lanes 4q..4q+3 and 16+4q..16+4q+3), with
+    /// A column-major or B row-major when asked.
+    QuadPair {
+        a_col: bool,
+        b_row: bool,
+    },
+    Wmma,
+}
+
+impl FragLayout {
+    /// Independent MMAs one instruction computes.
+    pub(crate) fn batches(self) -> u32 {
+        match self {
+            FragLayout::QuadPair { .. } => 4,
+            _ => 1,
+        }
+    }
+}
+
+/// Single-bit MMA operation (`.xor.popc` / `.and.popc`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BitOp {
+    Xor,
+    And,
+}
+
+/// A warp-wide matrix multiply-accumulate: D = A * B + C, A m x k, B k x n.
+#[derive(Debug, Clone)]
+pub(crate) struct MmaOp {
+    pub(crate) shape: [u32; 3],
+    pub(crate) layout: FragLayout,
+    /// Element types of A, B, C, D.
+    pub(crate) ty: [El; 4],
+    pub(crate) sat: bool,
+    pub(crate) bop: BitOp,
+    pub(crate) a: Vec<R>,
+    pub(crate) b: Vec<R>,
+    pub(crate) c: Vec<R>,
+    pub(crate) d: Vec<R>,
+}
+
+/// `wmma.load.{a,b,c}` / `wmma.store.d`: one fragment between registers
+/// and a matrix in memory at `base + off`, `stride` elements between rows
+/// (columns when `col`), [`NONE`] for the default.
+#[derive(Debug, Clone)]
+pub(crate) struct WmmaMem {
+    pub(crate) store: bool,
+    pub(crate) frag: Frag,
+    pub(crate) shape: [u32; 3],
+    pub(crate) el: El,
+    pub(crate) col: bool,
+    pub(crate) sp: Msp,
+    pub(crate) base: R,
+    pub(crate) off: i64,
+    pub(crate) stride: R,
+    pub(crate) regs: Vec<R>,
+}
+
+/// Rows and columns of fragment `f`'s matrix for an m x n x k MMA.
+pub(crate) fn frag_dims(f: Frag, [m, n, k]: [u32; 3]) -> (u32, u32) {
+    match f {
+        Frag::A => (m, k),
+        Frag::B => (k, n),
+        Frag::C => (m, n),
+    }
+}
+
+/// One operand's fragments: how `nregs` registers of `el` per lane hold
+/// matrix `f` of an MMA of `shape`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FragSpec {
+    pub(crate) layout: FragLayout,
+    pub(crate) f: Frag,
+    pub(crate) shape: [u32; 3],
+    pub(crate) el: El,
+    pub(crate) nregs: u32,
+}
+
+impl FragSpec {
+    /// Row-major index in the matrix (in batch `q` of a quad-pair layout:
+    /// plus q·rows·cols) of element `j` of register `reg` of `lane`.
+    ///
+    /// `Mma`: the PTX ISA's layouts. With groupID g = lane / 4 and
+    /// t = lane % 4, p elements a register: A rows g (+8 for odd registers
+    /// when m = 16), columns t*p + j in blocks of 4p; B columns g, rows
+    /// t*p + j in blocks of 4p; accumulators rows g (+8 for elements 2, 3),
+    /// columns 2t + (e & 1).
+    /// `Wmma`: lane by lane, register by register, the elements of the
+    /// matrix in row-major order, wrapping around when the fragments hold
+    /// more than the matrix (f16 A and B fragments hold every element twice).
+    /// `QuadPair`: with t = lane % 4, h = 4 for lanes 16..32, element
+    /// i = reg·p + j: A (t + h, i) (column-major: (i + h, t)), B (i, t + h)
+    /// (row-major: (t, i + h)), f16 accumulators (t + h, i), f32 ones
+    /// ((lane & 1) + (i & 2) + h, (i & 4) + (lane & 2) + (i & 1)).
+    pub(crate) fn index(&self, lane: u32, reg: u32, j: u32) -> usize {
+        let (rows, cols) = frag_dims(self.f, self.shape);
+        let p = self.el.per_reg();
+        let (row, col) = match self.layout {
+            FragLayout::QuadPair { a_col, b_row } => {
+                let (q, t, h, i) = ((lane % 16) / 4, lane % 4, (lane / 16) * 4, reg * p + j);
+                let (row, col) = match self.f {
+                    Frag::A if a_col => (i + h, t),
+                    Frag::A => (t + h, i),
+                    Frag::B if b_row => (t, i + h),
+                    Frag::B => (i, t + h),
+                    Frag::C if p == 2 => (t + h, i),
+                    Frag::C => ((lane & 1) + (i & 2) + h, (i & 4) + (lane & 2) + (i & 1)),
+                };
+                return (q * rows * cols + row * cols + col) as usize;
+            }
+            FragLayout::Wmma => {
+                let e = lane * self.nregs * p + reg * p + j;
+                let i = e % (rows * cols);
+                (i / cols, i % cols)
+            }
+            FragLayout::Mma => {
+                let (g, t) = (lane >> 2, lane & 3);
+                match self.f {
+                    Frag::A if rows == 16 => (g + 8 * (reg & 1), t * p + j + 4 * p * (reg >> 1)),
+                    Frag::A => (g, t * p + j + 4 * p * reg),
+                    Frag::B => (t * p + j + 4 * p * reg, g),
+                    Frag::C => {
+                        let e = reg * p + j;
+                        (g + 8 * (e >> 1), 2 * t + (e & 1))
+                    }
+                }
+            }
+        };
+        (row * cols + col) as usize
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1069,6 +1069,23 @@ impl Tr<'_, '_> {
                 Ok(())
             }
             "atom" | "red" => self.atom(i, base == "red", &mods, t0),
+            "mma" => self.mma(i, &mods, FragLayout::Mma),
+            "wmma" => match mods.first().copied() {
+                Some("mma") => self.mma(i, &mods[1..], FragLayout::Wmma),
+                Some("load") | Some("store") => self.wmma_mem(i, &mods),
+                _ => self.unsupported(),
+            },
+            "ldmatrix" | "stmatrix" => self.ldmatrix(i, base == "stmatrix", &mods),
+            "movmatrix" => {
+                let o = self.ops(i, 2)?;
+                if !(has("sync") && has("aligned") && has("m8n8") && has("trans") && has("b16")) {
+                    return self.unsupported();
+                }
+                let d = self.dst(&o[0])?;
+                let a = self.src(&o[1], Ty::B32)?;
+                self.emit(Op::Movmatrix { d, a });
+                Ok(())
+            }
             "cp" if mods.first() == Some(&"async") => {
                 if mods.contains(&"commit_group")
                     || mods.contains(&"wait_group")
@@ -1808,6 +1825,9 @@ impl Tr<'_, '_> {
         let sat = mods.contains(&"sat");
         let ftz = mods.contains(&"ftz");
         let relu = mods.contains(&"relu");
+        if mods.contains(&"tf32") {
+            return self.cvt_tf32(i, mods);
+        }
         if tys.len() < 2 {
             return self.unsupported();
         }
@@ -2035,6 +2055,319 @@ impl Tr<'_, '_> {
             rets,
         });
         self.emit(Op::Call { site });
+        Ok(())
+    }
+}
+
+/// `mXnYkZ` → [X, Y, Z].
+fn mma_shape(mods: &[&str]) -> Option<[u32; 3]> {
+    let s = mods
+        .iter()
+        .find(|m| m.starts_with('m') && m.contains('n'))?;
+    let s = s.strip_prefix('m')?;
+    let (m, rest) = s.split_once('n')?;
+    let (n, k) = rest.split_once('k')?;
+    Some([m.parse().ok()?, n.parse().ok()?, k.parse().ok()?])
+}
+
+/// Whether A/B element type `a` may be multiplied with `b` on `shape`
+/// (`wmma` or `mma.sync`), accumulating in `c` and giving `d`.
+fn mma_valid(layout: FragLayout, shape: [u32; 3], [a, b, c, d]: [El; 4]) -> bool {
+    use El::*;
+    let fp8 = |t: El| matches!(t, E4m3 | E5m2);
+    let inputs = match (a, b) {
+        (F16, F16) | (BF16, BF16) | (Tf32, Tf32) | (F64, F64) | (B1, B1) => true,
+        (S8 | U8, S8 | U8) | (S4 | U4, S4 | U4) => true,
+        _ => fp8(a) && fp8(b),
+    };
+    let acc = match a {
+        F16 => matches!(c, F16 | F32) && matches!(d, F16 | F32),
+        BF16 | Tf32 => c == F32 && d == F32,
+        F64 => c == F64 && d == F64,
+        E4m3 | E5m2 => matches!(c, F16 | F32) && c == d,
+        _ => c == S32 && d == S32,
+    };
+    let shapes: &[[u32; 3]] = match (layout, a) {
+        (FragLayout::Wmma, F16 | BF16 | S8 | U8) => &[[16, 16, 16], [32, 8, 16], [8, 32, 16]],
+        (FragLayout::Wmma, Tf32) => &[[16, 16, 8]],
+        (FragLayout::Wmma, F64) => &[[8, 8, 4]],
+        (FragLayout::Wmma, S4 | U4) => &[[8, 8, 32]],
+        (FragLayout::Wmma, B1) => &[[8, 8, 128]],
+        (FragLayout::Wmma, _) => &[],
+        (FragLayout::QuadPair { .. }, F16) => &[[8, 8, 4]],
+        (FragLayout::QuadPair { .. }, _) => &[],
+        (FragLayout::Mma, F16 | BF16) => &[[16, 8, 8], [16, 8, 16]],
+        (FragLayout::Mma, Tf32) => &[[16, 8, 4], [16, 8, 8]],
+        (FragLayout::Mma, F64) => &[[8, 8, 4], [16, 8, 4], [16, 8, 8], [16, 8, 16]],
+        (FragLayout::Mma, S8 | U8) => &[[8, 8, 16], [16, 8, 16], [16, 8, 32]],
+        (FragLayout::Mma, S4 | U4) => &[[8, 8, 32], [16, 8, 32], [16, 8, 64]],
+        (FragLayout::Mma, B1) => &[[8, 8, 128], [16, 8, 128], [16, 8, 256]],
+        (FragLayout::Mma, E4m3 | E5m2) => &[[16, 8, 32]],
+        (FragLayout::Mma, _) => &[],
+    };
+    inputs && acc && shapes.contains(&shape)
+}
+
+impl Tr<'_, '_> {
+    /// A brace-enclosed register list (or one register).
+    fn reg_list(&mut self, o: &Operand, dst: bool, t: Ty) -> Result<Vec<R>, PtxError> {
+        let one = std::slice::from_ref(o);
+        let items = match o {
+            Operand::Vec(v) => &v[..],
+            _ => one,
+        };
+        if items.is_empty() || items.len() > 16 {
+            return self.err(format!("bad register list {o:?}"));
+        }
+        self.heap_bytes += vec_bytes::<R>(items.len());
+        items
+            .iter()
+            .map(|x| if dst { self.dst(x) } else { self.src(x, t) })
+            .collect()
+    }
+
+    /// Checks that a fragment list has the registers its layout needs:
+    /// exactly so for `mma.sync`; for `wmma`, whole copies of the matrix.
+    fn frag_regs(
+        &self,
+        layout: FragLayout,
+        f: Frag,
+        shape: [u32; 3],
+        el: El,
+        regs: &[R],
+    ) -> Result<(), PtxError> {
+        let (rows, cols) = frag_dims(f, shape);
+        let need = rows * cols;
+        let have = regs.len() as u32 * el.per_reg() * 32;
+        let ok = match layout {
+            FragLayout::Mma | FragLayout::QuadPair { .. } => have == need * layout.batches(),
+            FragLayout::Wmma => have >= need && have.is_multiple_of(need),
+        };
+        if ok {
+            Ok(())
+        } else {
+            self.err(format!(
+                "{} registers for a {rows}x{cols} {el:?} fragment",
+                regs.len()
+            ))
+        }
+    }
+
+    /// `mma.sync.aligned.shape.row.col{.satfinite}.dtype.atype.btype.ctype`
+    /// and `wmma.mma` (`mods` after `mma`).
+    fn mma(&mut self, i: &PInst, mods: &[&str], layout: FragLayout) -> Result<(), PtxError> {
+        let has = |m: &str| mods.contains(&m);
+        let exotic = mods
+            .iter()
+            .any(|m| *m == "sp" || m.starts_with("sp::") || m.contains("::"));
+        if exotic || !has("sync") || !has("aligned") {
+            return self.unsupported();
+        }
+        let Some(shape) = mma_shape(mods) else {
+            return self.unsupported();
+        };
+        let els: Vec<El> = mods.iter().filter_map(|m| El::from_name(m)).collect();
+        let ty = match els[..] {
+            // wmma with f16 inputs names only D and C.
+            [d, c] if layout == FragLayout::Wmma => [El::F16, El::F16, c, d],
+            [d, a, b, c] => [a, b, c, d],
+            _ => return self.unsupported(),
+        };
+        let majors: Vec<&str> = mods
+            .iter()
+            .copied()
+            .filter(|m| matches!(*m, "row" | "col"))
+            .collect();
+        let mut layout = layout;
+        if layout == FragLayout::Mma {
+            if shape == [8, 8, 4] && ty[0] == El::F16 {
+                // sm_70's shape takes any A and B layouts.
+                let [a, b] = majors[..] else {
+                    return self.unsupported();
+                };
+                layout = FragLayout::QuadPair {
+                    a_col: a == "col",
+                    b_row: b == "row",
+                };
+            } else if majors != ["row", "col"] {
+                // The other mma.sync shapes are defined for .row.col only.
+                return self.unsupported();
+            }
+        }
+        if !mma_valid(layout, shape, ty) {
+            return self.unsupported();
+        }
+        let bop = if has("xor") { BitOp::Xor } else { BitOp::And };
+        if ty[0] == El::B1 && !(has("popc") && (has("xor") || has("and"))) {
+            return self.unsupported();
+        }
+        // f64 is computed with fused multiply-adds rounded to nearest.
+        if ty[0] == El::F64 && mods.iter().any(|m| matches!(*m, "rz" | "rm" | "rp")) {
+            return self.unsupported();
+        }
+        let o = self.ops(i, 4)?;
+        let (da, aa, ba, ca) = (&o[0], &o[1], &o[2], &o[3]);
+        let a = self.reg_list(aa, false, Ty::B32)?;
+        let b = self.reg_list(ba, false, Ty::B32)?;
+        let c = self.reg_list(ca, false, Ty::B32)?;
+        let d = self.reg_list(da, true, Ty::B32)?;
+        self.frag_regs(layout, Frag::A, shape, ty[0], &a)?;
+        self.frag_regs(layout, Frag::B, shape, ty[1], &b)?;
+        self.frag_regs(layout, Frag::C, shape, ty[2], &c)?;
+        self.frag_regs(layout, Frag::C, shape, ty[3], &d)?;
+        self.heap_bytes += std::mem::size_of::<MmaOp>() as u64;
+        self.emit(Op::Mma(Box::new(MmaOp {
+            shape,
+            layout,
+            ty,
+            sat: has("satfinite"),
+            bop,
+            a,
+            b,
+            c,
+            d,
+        })));
+        Ok(())
+    }
+
+    /// `wmma.load.{a,b,c}.sync.aligned.layout.shape{.ss}.type r, [p]{, stride}`
+    /// and `wmma.store.d.sync.aligned.layout.shape{.ss}.type [p], r{, stride}`.
+    fn wmma_mem(&mut self, i: &PInst, mods: &[&str]) -> Result<(), PtxError> {
+        let has = |m: &str| mods.contains(&m);
+        let store = mods.first() == Some(&"store");
+        let frag = match (store, mods.get(1).copied()) {
+            (false, Some("a")) => Frag::A,
+            (false, Some("b")) => Frag::B,
+            (false, Some("c")) | (true, Some("d")) => Frag::C,
+            _ => return self.unsupported(),
+        };
+        let shape = mma_shape(mods);
+        let el = mods.iter().rev().find_map(|m| El::from_name(m));
+        let (Some(shape), Some(el)) = (shape, el) else {
+            return self.unsupported();
+        };
+        if !has("sync") || !has("aligned") || !(has("row") || has("col")) {
+            return self.unsupported();
+        }
+        // The shape must exist for the element type (accumulators: any).
+        let probe = match frag {
+            Frag::C => None,
+            _ => Some(el),
+        };
+        let valid = match probe {
+            Some(a) => [El::F16, El::F32, El::F64, El::S32]
+                .iter()
+                .any(|&c| mma_valid(FragLayout::Wmma, shape, [a, a, c, c])),
+            None => {
+                // Accumulators: any wmma shape (the list also keeps
+                // hostile shapes, zero or huge, out of the index arithmetic).
+                let shapes = [El::F16, El::Tf32, El::F64, El::S4, El::B1]
+                    .iter()
+                    .any(|&a| {
+                        [El::F16, El::F32, El::F64, El::S32]
+                            .iter()
+                            .any(|&c| mma_valid(FragLayout::Wmma, shape, [a, a, c, c]))
+                    });
+                shapes && matches!(el, El::F16 | El::F32 | El::F64 | El::S32)
+            }
+        };
+        if !valid {
+            return self.unsupported();
+        }
+        let o = self.ops(i, 2)?;
+        let (ro, ao) = if store {
+            (&o[1], &o[0])
+        } else {
+            (&o[0], &o[1])
+        };
+        let (sp, base, off) = self.addr(ao, space_of(mods))?;
+        let stride = match o.get(2) {
+            Some(x) => self.src(x, Ty::U32)?,
+            None => NONE,
+        };
+        let regs = self.reg_list(ro, !store, Ty::B32)?;
+        self.frag_regs(FragLayout::Wmma, frag, shape, el, &regs)?;
+        self.heap_bytes += std::mem::size_of::<WmmaMem>() as u64;
+        self.emit(Op::WmmaMem(Box::new(WmmaMem {
+            store,
+            frag,
+            shape,
+            el,
+            col: has("col"),
+            sp,
+            base,
+            off,
+            stride,
+            regs,
+        })));
+        Ok(())
+    }
+
+    /// `ldmatrix.sync.aligned.m8n8.{x1,x2,x4}{.trans}{.shared{::cta}}.b16`
+    /// (and `stmatrix`, operands swapped).
+    fn ldmatrix(&mut self, i: &PInst, store: bool, mods: &[&str]) -> Result<(), PtxError> {
+        let has = |m: &str| mods.contains(&m);
+        let n = if has("x1") {
+            1
+        } else if has("x2") {
+            2
+        } else if has("x4") {
+            4
+        } else {
+            return self.unsupported();
+        };
+        if !(has("sync") && has("aligned") && has("m8n8") && has("b16")) {
+            return self.unsupported();
+        }
+        let sp = space_of(mods);
+        if !matches!(sp, Space::Shared | Space::Generic) {
+            return self.unsupported();
+        }
+        let o = self.ops(i, 2)?;
+        let (ro, ao) = if store {
+            (&o[1], &o[0])
+        } else {
+            (&o[0], &o[1])
+        };
+        let (sp, base, off) = self.addr(ao, sp)?;
+        let list = self.reg_list(ro, !store, Ty::B32)?;
+        if list.len() != n {
+            return self.err(format!("{} registers for ldmatrix .x{n}", list.len()));
+        }
+        let mut r = [NONE; 4];
+        r[..n].copy_from_slice(&list);
+        self.emit(Op::Ldmatrix {
+            store,
+            trans: has("trans"),
+            n: n as u8,
+            sp,
+            r,
+            base,
+            off,
+        });
+        Ok(())
+    }
+
+    /// `cvt.{rna,rn,rz}{.relu}{.satfinite}.tf32.f32`.
+    fn cvt_tf32(&mut self, i: &PInst, mods: &[&str]) -> Result<(), PtxError> {
+        let o = self.ops(i, 2)?;
+        let rnd = if mods.contains(&"rna") {
+            Rnd::Default
+        } else {
+            rnd_of(mods)
+        };
+        let f32_src = mods.last() == Some(&"f32");
+        if !f32_src || !matches!(rnd, Rnd::Default | Rnd::Rn | Rnd::Rz) || mods.contains(&"relu") {
+            return self.unsupported();
+        }
+        let d = self.dst(&o[0])?;
+        let a = self.src(&o[1], Ty::F32)?;
+        self.emit(Op::CvtTf32 {
+            rnd,
+            sat: mods.contains(&"satfinite"),
+            d,
+            a,
+        });
         Ok(())
     }
 }
