@@ -16,6 +16,7 @@ pub mod device;
 pub mod frame;
 pub mod handshake;
 pub mod ops;
+pub mod texture;
 
 pub use codec::{DecodeError, Reader, Wire, Writer};
 pub use cuda_error::CudaError;

@@ -281,7 +281,10 @@ mod tests {
         assert_eq!(p.managed_memory, 0);
         assert_eq!(p.can_use_host_pointer_for_registered_mem, 0);
         // Cooperative launches run on the server's GPU: its answer passes.
-        assert_eq!(p.cooperative_launch, 1000 + DeviceAttr::COOPERATIVE_LAUNCH.0);
+        assert_eq!(
+            p.cooperative_launch,
+            1000 + DeviceAttr::COOPERATIVE_LAUNCH.0
+        );
         assert_eq!(p.pageable_memory_access, 0);
     }
 
