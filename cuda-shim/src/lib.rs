@@ -12,6 +12,7 @@ mod cudart;
 mod driver;
 mod ffi;
 mod graph;
+mod image;
 
 /// Functions of the CUDA runtime that rcud does not implement yet.
 #[allow(

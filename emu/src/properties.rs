@@ -10,7 +10,7 @@
 use rcud_proto::{DeviceAttr, DeviceProps};
 
 /// Name every emulated device reports.
-pub const EMU_DEVICE_NAME: &str = "rcud emulated GPU (sm_80)";
+pub const EMU_DEVICE_NAME: &str = rcud_proto::device::EMULATED_DEVICE_NAME;
 
 /// Core clock in kHz reported through `cudaDevAttrClockRate`.
 pub const CLOCK_RATE_KHZ: i32 = 1_410_000;

@@ -4,6 +4,11 @@
 //! C layout lives in the shim; here each field is encoded on its own), and
 //! [`DeviceAttr`] names the values of `enum cudaDeviceAttr`.
 
+/// Name every emulated device reports: clients use it to tell the
+/// emulated device (which runs PTX and rcud's own texture objects) from a
+/// real GPU behind the server.
+pub const EMULATED_DEVICE_NAME: &str = "rcud emulated GPU (sm_80)";
+
 /// A `cudaDeviceAttr` value. Values this build does not name stay representable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct DeviceAttr(pub i32);

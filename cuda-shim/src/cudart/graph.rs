@@ -294,40 +294,72 @@ pub(crate) fn host_kind(p: *const HostNodeParams) -> Result<NodeKind, CudaError>
     }))
 }
 
-/// A 3-D copy between linear memory (CUDA arrays do not exist here).
+/// A 3-D copy between linear memory and CUDA arrays. With an array at
+/// either end the extent and the array's x position count its elements;
+/// the x position of a pointer end counts bytes.
 pub(crate) fn memcpy_kind(p: *const Memcpy3DParms) -> Result<NodeKind, CudaError> {
     let p = param(p)?;
-    if !p.src_array.is_null() || !p.dst_array.is_null() {
-        return Err(CudaError::NOT_SUPPORTED);
-    }
-    let (s, d, e) = (&p.src_ptr, &p.dst_ptr, &p.extent);
-    if s.ptr.is_null() || d.ptr.is_null() || e.width == 0 || e.height == 0 || e.depth == 0 {
+    let e = &p.extent;
+    if e.width == 0 || e.height == 0 || e.depth == 0 {
         return Err(CudaError::INVALID_VALUE);
     }
-    let at = |ptr: &PitchedPtr, pos: &Pos| -> Result<u64, CudaError> {
-        let rows = ptr.ysize.max(1) as u64;
-        (pos.z as u64)
-            .checked_mul(rows)
-            .and_then(|r| r.checked_add(pos.y as u64))
-            .and_then(|r| r.checked_mul(ptr.pitch as u64))
-            .and_then(|o| o.checked_add(pos.x as u64))
-            .map(|o| ptr.ptr as u64 + o)
-            .ok_or(CudaError::INVALID_VALUE)
+    let element = match [p.src_array, p.dst_array]
+        .into_iter()
+        .find(|a| !a.is_null())
+    {
+        Some(a) => crate::image::array(a as u64)?.format.bytes(),
+        None => 1,
     };
-    if (e.height > 1 || e.depth > 1) && (e.width > s.pitch || e.width > d.pitch) {
-        return Err(CudaError::INVALID_PITCH_VALUE);
-    }
+    let width = (e.width as u64)
+        .checked_mul(element)
+        .ok_or(CudaError::INVALID_VALUE)?;
+    let (height, depth) = (e.height as u64, e.depth as u64);
+    // Address, row pitch and rows per slice of one end.
+    let end =
+        |array: *mut c_void, pos: &Pos, ptr: &PitchedPtr| -> Result<(u64, u64, u64), CudaError> {
+            if !array.is_null() {
+                let h = array as u64;
+                let x = (pos.x as u64)
+                    .checked_mul(element)
+                    .ok_or(CudaError::INVALID_VALUE)?;
+                let (y, z) = (pos.y as u64, pos.z as u64);
+                // The far corner must lie in the array too.
+                crate::image::array_at(h, x + width - 1, y + height - 1, z + depth - 1)?;
+                return crate::image::array_at(h, x, y, z);
+            }
+            if ptr.ptr.is_null() {
+                return Err(CudaError::INVALID_VALUE);
+            }
+            if (height > 1 || depth > 1) && width > ptr.pitch as u64 {
+                return Err(CudaError::INVALID_PITCH_VALUE);
+            }
+            let rows = ptr.ysize.max(1) as u64;
+            let at = (pos.z as u64)
+                .checked_mul(rows)
+                .and_then(|r| r.checked_add(pos.y as u64))
+                .and_then(|r| r.checked_mul(ptr.pitch as u64))
+                .and_then(|o| o.checked_add(pos.x as u64))
+                .and_then(|o| (ptr.ptr as u64).checked_add(o))
+                .ok_or(CudaError::INVALID_VALUE)?;
+            Ok((
+                at,
+                (ptr.pitch as u64).max(width),
+                (ptr.ysize as u64).max(height),
+            ))
+        };
+    let (src, src_pitch, src_rows) = end(p.src_array, &p.src_pos, &p.src_ptr)?;
+    let (dst, dst_pitch, dst_rows) = end(p.dst_array, &p.dst_pos, &p.dst_ptr)?;
     rcud_client::MemcpyKind::from_raw(p.kind)?;
     Ok(NodeKind::Memcpy(MemcpyNode {
-        dst: at(d, &p.dst_pos)?,
-        dst_pitch: d.pitch.max(e.width) as u64,
-        dst_rows: d.ysize.max(e.height) as u64,
-        src: at(s, &p.src_pos)?,
-        src_pitch: s.pitch.max(e.width) as u64,
-        src_rows: s.ysize.max(e.height) as u64,
-        width: e.width as u64,
-        height: e.height as u64,
-        depth: e.depth as u64,
+        dst,
+        dst_pitch,
+        dst_rows,
+        src,
+        src_pitch,
+        src_rows,
+        width,
+        height,
+        depth,
         kind: p.kind,
     }))
 }

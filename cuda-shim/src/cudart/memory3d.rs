@@ -2,8 +2,7 @@
 //! their asynchronous and peer forms, over pitched allocations. A 3-D copy
 //! is the graph layer's copy node ([`crate::graph::MemcpyNode`]): captured
 //! as one on a capturing stream, else run slice by slice as 2-D copies.
-//! CUDA arrays do not exist here: copies to or from one are refused with
-//! `cudaErrorNotSupported`.
+//! Either end may be a CUDA array (`crate::image`).
 
 use std::ffi::c_void;
 use std::os::raw::c_int;

@@ -36,3 +36,4 @@ pub(crate) mod pitched;
 pub(crate) mod registration;
 pub(crate) mod stream;
 mod symbols;
+pub(crate) mod texture;

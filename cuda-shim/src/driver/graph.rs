@@ -92,36 +92,60 @@ fn kernel_kind(p: *const KernelNodeParams, v2: bool) -> Result<NodeKind, DriverE
 
 pub(crate) fn memcpy_kind(p: *const Memcpy3D) -> Result<NodeKind, DriverError> {
     let p = rg::param(p)?;
-    let address = |kind: c_uint, host: u64, device: u64| match kind {
-        MEMORY_HOST => Ok(host),
-        MEMORY_DEVICE | MEMORY_UNIFIED => Ok(device),
-        MEMORY_ARRAY => Err(DriverError::NOT_SUPPORTED),
-        _ => Err(DriverError::INVALID_VALUE),
-    };
-    let src = address(p.src_memory_type, p.src_host as u64, p.src_device)?;
-    let dst = address(p.dst_memory_type, p.dst_host as u64, p.dst_device)?;
     let (w, hgt, d) = (p.width_in_bytes, p.height.max(1), p.depth.max(1));
-    if src == 0 || dst == 0 || w == 0 {
+    if w == 0 {
         return Err(DriverError::INVALID_VALUE);
     }
-    let (spitch, dpitch) = (p.src_pitch.max(w), p.dst_pitch.max(w));
-    let (srows, drows) = (p.src_height.max(hgt), p.dst_height.max(hgt));
-    let at = |base: u64, x: usize, y: usize, z: usize, pitch: usize, rows: usize| {
-        (z as u64)
+    // Address, row pitch and rows per slice of one end at (x, y, z); an
+    // array end has its own pitch and rows, and the copy must fit in it.
+    let end = |kind: c_uint,
+               (host, device, array): (u64, u64, *mut c_void),
+               (x, y, z): (usize, usize, usize),
+               (pitch, rows): (usize, usize)|
+     -> Result<(u64, u64, u64), DriverError> {
+        let base = match kind {
+            MEMORY_HOST => host,
+            MEMORY_DEVICE | MEMORY_UNIFIED => device,
+            MEMORY_ARRAY => {
+                let a = array as u64;
+                let far = |v: usize, n: usize| (v + n - 1) as u64;
+                crate::image::array_at(a, far(x, w), far(y, hgt), far(z, d))?;
+                return Ok(crate::image::array_at(a, x as u64, y as u64, z as u64)?);
+            }
+            _ => return Err(DriverError::INVALID_VALUE),
+        };
+        if base == 0 {
+            return Err(DriverError::INVALID_VALUE);
+        }
+        let (pitch, rows) = (pitch.max(w), rows.max(hgt));
+        let at = (z as u64)
             .checked_mul(rows as u64)
             .and_then(|r| r.checked_add(y as u64))
             .and_then(|r| r.checked_mul(pitch as u64))
             .and_then(|o| o.checked_add(x as u64))
             .and_then(|o| o.checked_add(base))
-            .ok_or(DriverError::INVALID_VALUE)
+            .ok_or(DriverError::INVALID_VALUE)?;
+        Ok((at, pitch as u64, rows as u64))
     };
+    let (src, src_pitch, src_rows) = end(
+        p.src_memory_type,
+        (p.src_host as u64, p.src_device, p.src_array),
+        (p.src_x_in_bytes, p.src_y, p.src_z),
+        (p.src_pitch, p.src_height),
+    )?;
+    let (dst, dst_pitch, dst_rows) = end(
+        p.dst_memory_type,
+        (p.dst_host as u64, p.dst_device, p.dst_array),
+        (p.dst_x_in_bytes, p.dst_y, p.dst_z),
+        (p.dst_pitch, p.dst_height),
+    )?;
     Ok(NodeKind::Memcpy(MemcpyNode {
-        dst: at(dst, p.dst_x_in_bytes, p.dst_y, p.dst_z, dpitch, drows)?,
-        dst_pitch: dpitch as u64,
-        dst_rows: drows as u64,
-        src: at(src, p.src_x_in_bytes, p.src_y, p.src_z, spitch, srows)?,
-        src_pitch: spitch as u64,
-        src_rows: srows as u64,
+        dst,
+        dst_pitch,
+        dst_rows,
+        src,
+        src_pitch,
+        src_rows,
         width: w as u64,
         height: hgt as u64,
         depth: d as u64,

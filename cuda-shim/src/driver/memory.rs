@@ -307,28 +307,34 @@ pub struct Memcpy2D {
     height: usize,
 }
 
-/// The address of one end of a 2-D copy: (x, y) into its memory.
+/// The address and row pitch of one end of a 2-D copy: (x, y) into its
+/// memory; an array end has its own pitch, and the copy must fit in it.
 fn copy_end(
     kind: c_uint,
-    host: u64,
-    device: u64,
-    x: usize,
-    y: usize,
-    pitch: usize,
-) -> Result<u64, DriverError> {
+    (host, device, array): (u64, u64, *mut c_void),
+    (x, y): (usize, usize),
+    (pitch, width, height): (usize, usize, usize),
+) -> Result<(u64, usize), DriverError> {
     let base = match kind {
         MEMORYTYPE_HOST => host,
         MEMORYTYPE_DEVICE | MEMORYTYPE_UNIFIED => device,
         MEMORYTYPE_ARRAY => {
-            tracing::warn!("cuMemcpy2D: CUDA arrays are not supported by rcud yet");
-            return Err(DriverError::NOT_SUPPORTED);
+            let a = array as u64;
+            if width > 0 && height > 0 {
+                let far = |v: usize, n: usize| (v + n - 1) as u64;
+                crate::image::array_at(a, far(x, width), far(y, height), 0)?;
+            }
+            let (at, pitch, _) = crate::image::array_at(a, x as u64, y as u64, 0)?;
+            return Ok((at, pitch as usize));
         }
         _ => return Err(DriverError::INVALID_VALUE),
     };
+    let pitch = pitch.max(width);
     let offset = y.checked_mul(pitch).and_then(|o| o.checked_add(x));
-    offset
+    let at = offset
         .and_then(|o| base.checked_add(o as u64))
-        .ok_or(DriverError::INVALID_VALUE)
+        .ok_or(DriverError::INVALID_VALUE)?;
+    Ok((at, pitch))
 }
 
 fn memcpy_2d(p: *const Memcpy2D, stream: Option<Stream>) -> DriverResult {
@@ -338,33 +344,26 @@ fn memcpy_2d(p: *const Memcpy2D, stream: Option<Stream>) -> DriverResult {
     }
     // SAFETY: non-NULL, and the API passes a valid CUDA_MEMCPY2D.
     let p = unsafe { &*p };
-    let src = copy_end(
+    let (w, h) = (p.width_in_bytes, p.height);
+    let (src, spitch) = copy_end(
         p.src_memory_type,
-        p.src_host as u64,
-        p.src_device,
-        p.src_x_in_bytes,
-        p.src_y,
-        p.src_pitch,
+        (p.src_host as u64, p.src_device, p.src_array),
+        (p.src_x_in_bytes, p.src_y),
+        (p.src_pitch, w, h),
     )?;
-    let dst = copy_end(
+    let (dst, dpitch) = copy_end(
         p.dst_memory_type,
-        p.dst_host as u64,
-        p.dst_device,
-        p.dst_x_in_bytes,
-        p.dst_y,
-        p.dst_pitch,
+        (p.dst_host as u64, p.dst_device, p.dst_array),
+        (p.dst_x_in_bytes, p.dst_y),
+        (p.dst_pitch, w, h),
     )?;
-    let (spitch, dpitch) = (
-        p.src_pitch.max(p.width_in_bytes),
-        p.dst_pitch.max(p.width_in_bytes),
-    );
     Ok(pitched::memcpy2d(
         ptr(dst),
         dpitch,
         ptr(src),
         spitch,
-        p.width_in_bytes,
-        p.height,
+        w,
+        h,
         DEFAULT,
         stream,
     )?)
@@ -695,21 +694,27 @@ mod tests {
 
     #[test]
     fn a_2d_copy_end_is_its_base_plus_rows_and_columns() {
+        let null = std::ptr::null_mut();
         assert_eq!(
-            copy_end(MEMORYTYPE_HOST, 0x1000, 0, 4, 2, 256).ok(),
-            Some(0x1000 + 516)
+            copy_end(MEMORYTYPE_HOST, (0x1000, 0, null), (4, 2), (256, 8, 1)).ok(),
+            Some((0x1000 + 516, 256))
+        );
+        // A pitch smaller than the row is the row.
+        assert_eq!(
+            copy_end(MEMORYTYPE_DEVICE, (0, 0x8000, null), (0, 1), (16, 64, 1)).ok(),
+            Some((0x8040, 64))
+        );
+        // No such array.
+        assert_eq!(
+            copy_end(MEMORYTYPE_ARRAY, (0, 0, null), (0, 0), (0, 1, 1)),
+            Err(DriverError::INVALID_HANDLE)
         );
         assert_eq!(
-            copy_end(MEMORYTYPE_DEVICE, 0, 0x8000, 0, 1, 64).ok(),
-            Some(0x8040)
+            copy_end(9, (0, 0, null), (0, 0), (0, 0, 0)),
+            Err(DriverError::INVALID_VALUE)
         );
         assert_eq!(
-            copy_end(MEMORYTYPE_ARRAY, 0, 0, 0, 0, 0),
-            Err(DriverError::NOT_SUPPORTED)
-        );
-        assert_eq!(copy_end(9, 0, 0, 0, 0, 0), Err(DriverError::INVALID_VALUE));
-        assert_eq!(
-            copy_end(MEMORYTYPE_HOST, u64::MAX, 0, 1, 0, 0),
+            copy_end(MEMORYTYPE_HOST, (u64::MAX, 0, null), (1, 0), (0, 1, 1)),
             Err(DriverError::INVALID_VALUE)
         );
     }

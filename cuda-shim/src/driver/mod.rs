@@ -49,6 +49,7 @@ mod memory;
 mod mempool;
 pub(crate) mod module;
 mod stream;
+mod texture;
 
 /// `CUresult` as the C ABI returns it.
 pub type CuResult = c_int;

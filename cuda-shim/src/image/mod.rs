@@ -1,0 +1,511 @@
+//! CUDA arrays, texture objects and surface objects, one implementation
+//! behind the runtime API (`cudart/texture.rs`) and the driver API
+//! (`driver/texture.rs`).
+//!
+//! An array is device memory of the device current when it was made,
+//! holding its texels row after row and slice (or layer) after slice with
+//! no padding, known to this library by a handle; a copy to or from an
+//! array is a copy of pitched linear memory. A texture or surface object is
+//! a descriptor (`rcud_proto::texture`) this library writes into device
+//! memory; the handle is its address, and the emulated device's `tex`,
+//! `tld4`, `txq`, `suld`, `sust` and `suq` instructions read it there. A real
+//! GPU behind the server cannot read such descriptors, so there texture and
+//! surface objects are refused with `cudaErrorNotSupported`.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+use rcud_client::Runtime;
+use rcud_proto::texture::{
+    AddressMode, ChannelKind, Filter, ImageDescriptor, Shape, DESCRIPTOR_BYTES,
+};
+use rcud_proto::CudaError;
+
+fn rt() -> &'static Runtime {
+    Runtime::global()
+}
+
+/// `cudaArrayLayered` / `CUDA_ARRAY3D_LAYERED`.
+pub(crate) const ARRAY_LAYERED: u32 = 0x01;
+/// `cudaArraySurfaceLoadStore` / `CUDA_ARRAY3D_SURFACE_LDST`.
+pub(crate) const ARRAY_SURFACE_LDST: u32 = 0x02;
+/// `cudaArrayCubemap` / `CUDA_ARRAY3D_CUBEMAP`.
+pub(crate) const ARRAY_CUBEMAP: u32 = 0x04;
+/// `cudaArrayTextureGather` / `CUDA_ARRAY3D_TEXTURE_GATHER`.
+pub(crate) const ARRAY_TEXTURE_GATHER: u32 = 0x08;
+const ARRAY_FLAGS: u32 = ARRAY_LAYERED | ARRAY_SURFACE_LDST | ARRAY_CUBEMAP | ARRAY_TEXTURE_GATHER;
+
+/// The format of a texel: channels of one size and kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Format {
+    pub(crate) channels: u8,
+    pub(crate) bits: u8,
+    pub(crate) kind: ChannelKind,
+}
+
+impl Format {
+    /// A format CUDA arrays and textures can have: 1, 2 or 4 channels of
+    /// 8, 16 or 32 bits (floats of 16 or 32).
+    pub(crate) fn new(channels: u32, bits: u32, kind: ChannelKind) -> Result<Self, CudaError> {
+        let ok = matches!(channels, 1 | 2 | 4)
+            && matches!(bits, 8 | 16 | 32)
+            && !(kind == ChannelKind::Float && bits == 8);
+        if !ok {
+            return Err(CudaError::INVALID_CHANNEL_DESCRIPTOR);
+        }
+        Ok(Self {
+            channels: channels as u8,
+            bits: bits as u8,
+            kind,
+        })
+    }
+
+    pub(crate) fn bytes(self) -> u64 {
+        u64::from(self.channels) * u64::from(self.bits / 8)
+    }
+}
+
+/// A CUDA array: `width` × `height` × `depth` texels, where `height` is 0
+/// for a 1-D array and `depth` is 0 unless the array is 3-D, layered (the
+/// layer count) or a cubemap (6 faces per cube).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Array {
+    pub(crate) device: usize,
+    pub(crate) base: u64,
+    pub(crate) format: Format,
+    pub(crate) width: u64,
+    pub(crate) height: u64,
+    pub(crate) depth: u64,
+    pub(crate) flags: u32,
+}
+
+impl Array {
+    /// Bytes of one row.
+    pub(crate) fn pitch(&self) -> u64 {
+        self.width * self.format.bytes()
+    }
+
+    /// Rows of one slice.
+    pub(crate) fn rows(&self) -> u64 {
+        self.height.max(1)
+    }
+
+    /// Slices (or layers, or cube faces).
+    pub(crate) fn slices(&self) -> u64 {
+        self.depth.max(1)
+    }
+
+    fn shape(&self) -> Shape {
+        if self.flags & ARRAY_CUBEMAP != 0 {
+            if self.flags & ARRAY_LAYERED != 0 {
+                Shape::CubemapLayered
+            } else {
+                Shape::Cubemap
+            }
+        } else if self.flags & ARRAY_LAYERED != 0 {
+            if self.height == 0 {
+                Shape::Layered1D
+            } else {
+                Shape::Layered2D
+            }
+        } else if self.depth > 0 {
+            Shape::Array3D
+        } else if self.height > 0 {
+            Shape::Array2D
+        } else {
+            Shape::Array1D
+        }
+    }
+}
+
+/// What a texture or surface object reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Resource {
+    Array(u64),
+    Linear {
+        ptr: u64,
+        format: Format,
+        bytes: u64,
+    },
+    Pitch2D {
+        ptr: u64,
+        format: Format,
+        width: u64,
+        height: u64,
+        pitch: u64,
+    },
+}
+
+/// How a texture object samples: the fields of `cudaTextureDesc` the
+/// emulated device honours, plus the rest kept for the queries.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Sampling {
+    pub(crate) address: [AddressMode; 3],
+    pub(crate) filter: Filter,
+    pub(crate) read_normalized: bool,
+    pub(crate) normalized_coords: bool,
+    pub(crate) srgb: bool,
+    pub(crate) border: [f32; 4],
+    pub(crate) max_anisotropy: u32,
+    pub(crate) mipmap_filter: Filter,
+    pub(crate) mipmap_level_bias: f32,
+    pub(crate) min_mipmap_level_clamp: f32,
+    pub(crate) max_mipmap_level_clamp: f32,
+    pub(crate) disable_trilinear_optimization: bool,
+    pub(crate) seamless_cubemap: bool,
+}
+
+/// A texture (with its sampling) or surface object.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Object {
+    pub(crate) resource: Resource,
+    pub(crate) sampling: Option<Sampling>,
+}
+
+#[derive(Default)]
+struct Registry {
+    arrays: HashMap<u64, Array>,
+    objects: HashMap<u64, Object>,
+}
+
+static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
+
+fn with_registry<T>(f: impl FnOnce(&mut Registry) -> T) -> T {
+    f(REGISTRY.lock().get_or_insert_with(Registry::default))
+}
+
+/// Array handles: never 0, never a device address, never reused.
+static NEXT_ARRAY: AtomicU64 = AtomicU64::new(1);
+const ARRAY_TAG: u64 = 0xa77a_0000_0000_0000;
+
+/// Makes an array on `device`. `flags` are the
+/// `cudaMalloc3DArray` / `CUDA_ARRAY3D_DESCRIPTOR` flags; the extent is
+/// checked against what the device reports for textures of that shape.
+pub(crate) fn create_array(
+    device: usize,
+    format: Format,
+    width: u64,
+    height: u64,
+    depth: u64,
+    flags: u32,
+) -> Result<u64, CudaError> {
+    if flags & !ARRAY_FLAGS != 0
+        || width == 0
+        || (height == 0 && depth > 0 && flags & ARRAY_LAYERED == 0)
+    {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    let props = rt().props(device as i32)?;
+    let cube = flags & ARRAY_CUBEMAP != 0;
+    let layered = flags & ARRAY_LAYERED != 0;
+    if cube
+        && (width != height || depth == 0 || !depth.is_multiple_of(6) || (!layered && depth != 6))
+    {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    if layered && depth == 0 {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    let limit = |v: i32| v.max(0) as u64;
+    let fits = if cube {
+        width <= limit(props.max_texture_cubemap)
+    } else if layered && height == 0 {
+        width <= limit(props.max_texture_1d_layered[0])
+            && depth <= limit(props.max_texture_1d_layered[1])
+    } else if layered {
+        width <= limit(props.max_texture_2d_layered[0])
+            && height <= limit(props.max_texture_2d_layered[1])
+            && depth <= limit(props.max_texture_2d_layered[2])
+    } else if depth > 0 {
+        width <= limit(props.max_texture_3d[0])
+            && height <= limit(props.max_texture_3d[1])
+            && depth <= limit(props.max_texture_3d[2])
+    } else if height > 0 {
+        width <= limit(props.max_texture_2d[0]) && height <= limit(props.max_texture_2d[1])
+    } else {
+        width <= limit(props.max_texture_1d)
+    };
+    if !fits {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    let bytes = width
+        .checked_mul(format.bytes())
+        .and_then(|b| b.checked_mul(height.max(1)))
+        .and_then(|b| b.checked_mul(depth.max(1)))
+        .ok_or(CudaError::MEMORY_ALLOCATION)?;
+    let base = rt().malloc(bytes)?;
+    let handle = ARRAY_TAG | NEXT_ARRAY.fetch_add(1, Ordering::Relaxed) << 4;
+    let array = Array {
+        device,
+        base,
+        format,
+        width,
+        height,
+        depth,
+        flags,
+    };
+    with_registry(|r| r.arrays.insert(handle, array));
+    Ok(handle)
+}
+
+/// The array of `handle`.
+pub(crate) fn array(handle: u64) -> Result<Array, CudaError> {
+    with_registry(|r| r.arrays.get(&handle).copied()).ok_or(CudaError::INVALID_RESOURCE_HANDLE)
+}
+
+/// Frees an array (`NULL` is accepted, as CUDA accepts it).
+pub(crate) fn destroy_array(handle: u64) -> Result<(), CudaError> {
+    if handle == 0 {
+        return Ok(());
+    }
+    let a =
+        with_registry(|r| r.arrays.remove(&handle)).ok_or(CudaError::INVALID_RESOURCE_HANDLE)?;
+    rt().free(a.base)
+}
+
+/// The address of texel byte `x_bytes` of row `y` of slice `z` of an
+/// array, with the array's row pitch and rows per slice; the position must
+/// lie in the array.
+pub(crate) fn array_at(
+    handle: u64,
+    x_bytes: u64,
+    y: u64,
+    z: u64,
+) -> Result<(u64, u64, u64), CudaError> {
+    let a = array(handle)?;
+    if x_bytes >= a.pitch() || y >= a.rows() || z >= a.slices() {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    let at = a.base + (z * a.rows() + y) * a.pitch() + x_bytes;
+    Ok((at, a.pitch(), a.rows()))
+}
+
+/// Bytes from `x_bytes`, `y` of slice 0 to the end of the array: what a
+/// linear copy (`cudaMemcpyToArray`, `cuMemcpyHtoA`) may cover.
+pub(crate) fn array_linear(handle: u64, offset: u64, len: u64) -> Result<u64, CudaError> {
+    let a = array(handle)?;
+    let total = a.pitch() * a.rows() * a.slices();
+    match offset.checked_add(len) {
+        Some(end) if end <= total => Ok(a.base + offset),
+        _ => Err(CudaError::INVALID_VALUE),
+    }
+}
+
+fn require_emulated(device: usize, what: &str) -> Result<(), CudaError> {
+    let props = rt().props(device as i32)?;
+    if props.name != rcud_proto::device::EMULATED_DEVICE_NAME {
+        tracing::warn!(
+            "{what}: texture and surface objects work on rcud's emulated device only, not on the server's GPU"
+        );
+        return Err(CudaError::NOT_SUPPORTED);
+    }
+    Ok(())
+}
+
+/// The descriptor of a texture (with `sampling`) or surface object.
+fn descriptor(
+    device: usize,
+    resource: &Resource,
+    sampling: Option<&Sampling>,
+) -> Result<ImageDescriptor, CudaError> {
+    let props = rt().props(device as i32)?;
+    let (shape, format, base, width, height, depth, layers, pitch, slice_pitch) = match *resource {
+        Resource::Array(h) => {
+            let a = array(h)?;
+            let shape = a.shape();
+            let (depth, layers) = match shape {
+                Shape::Array3D => (a.depth, 0),
+                Shape::Layered1D | Shape::Layered2D | Shape::Cubemap | Shape::CubemapLayered => {
+                    (1, a.depth)
+                }
+                _ => (1, 0),
+            };
+            (
+                shape,
+                a.format,
+                a.base,
+                a.width,
+                a.rows(),
+                depth,
+                layers,
+                a.pitch(),
+                a.pitch() * a.rows(),
+            )
+        }
+        Resource::Linear { ptr, format, bytes } => {
+            if ptr % props.texture_alignment.max(1) != 0
+                || bytes == 0
+                || bytes % format.bytes() != 0
+            {
+                return Err(CudaError::INVALID_VALUE);
+            }
+            let width = bytes / format.bytes();
+            // cudaDeviceProp::maxTexture1DLinear of current GPUs (2^27).
+            if width > 1 << 27 {
+                return Err(CudaError::INVALID_VALUE);
+            }
+            (Shape::Linear, format, ptr, width, 1, 1, 0, bytes, bytes)
+        }
+        Resource::Pitch2D {
+            ptr,
+            format,
+            width,
+            height,
+            pitch,
+        } => {
+            let [max_w, max_h, max_pitch] = props.max_texture_2d_linear.map(|v| v.max(0) as u64);
+            let bad = !ptr.is_multiple_of(props.texture_alignment.max(1))
+                || !pitch.is_multiple_of(props.texture_pitch_alignment.max(1))
+                || width == 0
+                || height == 0
+                || width > max_w
+                || height > max_h
+                || pitch > max_pitch
+                || pitch < width * format.bytes();
+            if bad {
+                return Err(CudaError::INVALID_VALUE);
+            }
+            (
+                Shape::Array2D,
+                format,
+                ptr,
+                width,
+                height,
+                1,
+                0,
+                pitch,
+                pitch * height,
+            )
+        }
+    };
+    let narrow = |v: u64| u32::try_from(v).map_err(|_| CudaError::INVALID_VALUE);
+    let d = ImageDescriptor {
+        surface: sampling.is_none(),
+        shape,
+        channels: format.channels,
+        bits: format.bits,
+        kind: format.kind,
+        base,
+        width: narrow(width)?,
+        height: narrow(height)?,
+        depth: narrow(depth)?,
+        layers: narrow(layers)?,
+        pitch,
+        slice_pitch,
+        address: sampling.map_or([AddressMode::Clamp; 3], |s| s.address),
+        filter: sampling.map_or(Filter::Point, |s| s.filter),
+        read_normalized: sampling.is_some_and(|s| s.read_normalized),
+        normalized_coords: sampling.is_some_and(|s| s.normalized_coords),
+        srgb: sampling.is_some_and(|s| s.srgb),
+        border: sampling.map_or([0.0; 4], |s| s.border),
+    };
+    d.check().map_err(|_| CudaError::INVALID_VALUE)?;
+    Ok(d)
+}
+
+/// Writes the descriptor of a new object into device memory; its address
+/// is the handle.
+fn create_object(device: usize, object: Object, what: &str) -> Result<u64, CudaError> {
+    require_emulated(device, what)?;
+    if let Resource::Array(h) = object.resource {
+        let a = array(h)?;
+        if a.device != device {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        if object.sampling.is_none() && a.flags & ARRAY_SURFACE_LDST == 0 {
+            return Err(CudaError::INVALID_VALUE);
+        }
+    } else if object.sampling.is_none() {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    if let Some(s) = object.sampling {
+        // Linear filtering returns floats: integer texels read as integers
+        // cannot be filtered.
+        let format = match object.resource {
+            Resource::Array(h) => array(h)?.format,
+            Resource::Linear { format, .. } | Resource::Pitch2D { format, .. } => format,
+        };
+        let integer = format.kind != ChannelKind::Float && !s.read_normalized;
+        if s.filter == Filter::Linear && integer {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        if matches!(object.resource, Resource::Linear { .. }) && s.filter == Filter::Linear {
+            return Err(CudaError::INVALID_VALUE);
+        }
+    }
+    let bytes = descriptor(device, &object.resource, object.sampling.as_ref())?.encode();
+    let handle = rt().malloc(DESCRIPTOR_BYTES as u64)?;
+    if let Err(e) = rt().memcpy_htod(device, handle, &bytes) {
+        let _ = rt().free(handle);
+        return Err(e);
+    }
+    with_registry(|r| r.objects.insert(handle, object));
+    Ok(handle)
+}
+
+/// `cudaCreateTextureObject` / `cuTexObjectCreate` on `device`.
+pub(crate) fn create_texture(
+    device: usize,
+    resource: Resource,
+    sampling: Sampling,
+) -> Result<u64, CudaError> {
+    create_object(
+        device,
+        Object {
+            resource,
+            sampling: Some(sampling),
+        },
+        "cudaCreateTextureObject",
+    )
+}
+
+/// `cudaCreateSurfaceObject` / `cuSurfObjectCreate`: arrays made with the
+/// surface load/store flag only.
+pub(crate) fn create_surface(device: usize, resource: Resource) -> Result<u64, CudaError> {
+    create_object(
+        device,
+        Object {
+            resource,
+            sampling: None,
+        },
+        "cudaCreateSurfaceObject",
+    )
+}
+
+/// The object of `handle`, a texture object when `texture`, else a surface.
+pub(crate) fn object(handle: u64, texture: bool) -> Result<Object, CudaError> {
+    with_registry(|r| r.objects.get(&handle).copied())
+        .filter(|o| o.sampling.is_some() == texture)
+        .ok_or(CudaError::INVALID_VALUE)
+}
+
+/// Destroys a texture (`texture`) or surface object; 0 is accepted.
+pub(crate) fn destroy_object(handle: u64, texture: bool) -> Result<(), CudaError> {
+    if handle == 0 {
+        return Ok(());
+    }
+    object(handle, texture)?;
+    with_registry(|r| r.objects.remove(&handle));
+    rt().free(handle)
+}
+
+/// `cudaTextureAddressMode` / `CUaddress_mode` (the same values).
+pub(crate) fn address_mode(v: i32) -> Result<AddressMode, CudaError> {
+    Ok(match v {
+        0 => AddressMode::Wrap,
+        1 => AddressMode::Clamp,
+        2 => AddressMode::Mirror,
+        3 => AddressMode::Border,
+        _ => return Err(CudaError::INVALID_VALUE),
+    })
+}
+
+/// `cudaTextureFilterMode` / `CUfilter_mode`.
+pub(crate) fn filter_mode(v: i32) -> Result<Filter, CudaError> {
+    Ok(match v {
+        0 => Filter::Point,
+        1 => Filter::Linear,
+        _ => return Err(CudaError::INVALID_VALUE),
+    })
+}
