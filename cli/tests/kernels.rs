@@ -294,6 +294,42 @@ fn separable_compilation() {
     }
 }
 
+/// Dynamic parallelism (`tests/cuda/k_dynamic.cu`, `-rdc=true` with
+/// libcudadevrt): kernels launching kernels on device streams, a tail
+/// launch, nested printf; shared and static runtime (failed before: calls
+/// to the device runtime were unsupported PTX).
+#[test]
+fn dynamic_parallelism() {
+    let Some(env) = setup("dynamic_parallelism") else {
+        return;
+    };
+    for runtime in ["shared", "static"] {
+        let args = [
+            "-arch=sm_80",
+            "-rdc=true",
+            "-cudart",
+            runtime,
+            "-lcudadevrt",
+        ];
+        let bin = build_as(env, "k_dynamic", &format!("k_dynamic-{runtime}"), &args);
+        let run = rcud_run_within(env, None, &bin, &[], KERNEL_RUN_TIMEOUT);
+        run.assert_pass(None);
+        for line in [
+            "device-launched quicksort of 4000 elements: ok",
+            "tail launch after its siblings: ok",
+            "depth 2, block 1",
+            "PASS",
+        ] {
+            run.assert_line(line);
+        }
+        assert!(
+            !run.stderr.contains("not in the module"),
+            "libcudadevrt's kernels are looked up quietly: {}",
+            run.stderr
+        );
+    }
+}
+
 /// Disjoint groups of one warp at one vote, match or reduction each see
 /// only their members (failed before: every lane saw the whole warp).
 #[test]

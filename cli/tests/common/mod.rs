@@ -69,6 +69,7 @@ pub(crate) const PROGRAMS: &[(&str, &[&str], &[&str])] = &[
     ("memcpy3d", &[], &[]),
     ("runtime_misc", &[], &[]),
     ("k_tensor_cores", &[], &[]),
+    ("k_cooperative", &[], &[]),
 ];
 
 /// Limit for one CUDA program run.

@@ -62,6 +62,8 @@ pub(crate) struct Ctx<'a, 'm> {
     pub(crate) dyn_shared: u32,
     pub(crate) nwarps: u32,
     pub(crate) nworkers: u32,
+    /// Kernels this grid launches (dynamic parallelism).
+    pub(crate) device_launches: super::device_launch::DeviceLaunches,
     /// Device address of the cooperative-groups grid workspace; 0 unless
     /// the launch is cooperative (then `grid.sync()` traps, as in CUDA).
     pub(crate) grid_workspace: u64,
@@ -2615,6 +2617,63 @@ fn step<'m>(
                             let mut e = Exc::new(ExcKind::Assert, l);
                             e.msg = text.trim_end().to_string();
                             fail!(e);
+                        }
+                    }
+                    Callee::DevRt(k) => {
+                        let arg =
+                            |mem: &mut Mem<'_, '_, '_>, i: usize, at: u32, size: u8, l| match cs
+                                .args
+                                .get(i)
+                            {
+                                Some(&(o, _)) => {
+                                    mem.load(Msp::Frame, u64::from(lbase + o + at), size, l)
+                                }
+                                None => Ok(0),
+                            };
+                        let dl = &cx.device_launches;
+                        for l in lanes_of(m) {
+                            let thread = (env.ctaid, [w.tid[0][l], w.tid[1][l], w.tid[2][l]]);
+                            let ret = match k {
+                                DevRt::GetParameterBuffer => {
+                                    let func = tri!(arg(&mut mem, 0, 0, 8, l));
+                                    let mut dims = [[0u32; 3]; 2];
+                                    for (d, dim) in dims.iter_mut().enumerate() {
+                                        for (c, v) in dim.iter_mut().enumerate() {
+                                            *v = tri!(arg(&mut mem, d + 1, 4 * c as u32, 4, l))
+                                                as u32;
+                                        }
+                                    }
+                                    let config = super::LaunchConfig {
+                                        grid: dims[0],
+                                        block: dims[1],
+                                        dynamic_shared: tri!(arg(&mut mem, 3, 0, 4, l)) as u32,
+                                        cooperative: false,
+                                    };
+                                    dl.parameter_buffer(cx.module, cx.view, thread, func, config)
+                                }
+                                DevRt::LaunchDevice => {
+                                    let buffer = tri!(arg(&mut mem, 0, 0, 8, l));
+                                    let stream = tri!(arg(&mut mem, 1, 0, 8, l));
+                                    u64::from(dl.launch(thread, buffer, stream))
+                                }
+                                DevRt::StreamCreate => {
+                                    let out = tri!(arg(&mut mem, 0, 0, 8, l));
+                                    tri!(mem.store(Msp::Generic, out, 8, dl.stream(), l));
+                                    0
+                                }
+                                DevRt::StreamDestroy => 0,
+                                DevRt::GetLastError => u64::from(dl.last_error(thread, true)),
+                                DevRt::PeekAtLastError => u64::from(dl.last_error(thread, false)),
+                            };
+                            if let Some(&(o, size)) = cs.rets.first() {
+                                tri!(mem.store(
+                                    Msp::Frame,
+                                    u64::from(lbase + o),
+                                    size.min(8) as u8,
+                                    ret,
+                                    l
+                                ));
+                            }
                         }
                     }
                     Callee::Malloc | Callee::Free => {

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+mod device_launch;
 mod exec;
 mod num;
 mod printf;
@@ -268,12 +269,74 @@ pub fn launch_detailed(
     memory: &mut DeviceMemory,
     limits: &Limits,
 ) -> LaunchResult {
-    match prepare(module, kernel, config, params, symbols, limits) {
-        Ok(p) => run_grid(module, kernel, config, p, memory, limits),
-        Err(e) => LaunchResult {
-            output: LaunchOutput::default(),
-            error: Some(e),
-        },
+    let grid = Grid {
+        module,
+        symbols,
+        limits,
+    };
+    grid.launch(kernel, config, params, memory, 0)
+}
+
+/// What every grid of one launch from the host shares: the launch from
+/// the host and the grids it launches from the device.
+struct Grid<'a> {
+    module: &'a Module,
+    symbols: &'a HashMap<String, u64>,
+    limits: &'a Limits,
+}
+
+impl Grid<'_> {
+    /// Runs one grid, then the grids it launched (see `device_launch`);
+    /// the first error ends the launch, with the output made before it.
+    fn launch(
+        &self,
+        kernel: &str,
+        config: &LaunchConfig,
+        params: &[u8],
+        memory: &mut DeviceMemory,
+        depth: u32,
+    ) -> LaunchResult {
+        let prep = match prepare(
+            self.module,
+            kernel,
+            config,
+            params,
+            self.symbols,
+            self.limits,
+        ) {
+            Ok(p) => p,
+            Err(e) => {
+                return LaunchResult {
+                    output: LaunchOutput::default(),
+                    error: Some(e),
+                }
+            }
+        };
+        let (mut result, children) = run_grid(
+            self.module,
+            kernel,
+            config,
+            prep,
+            memory,
+            self.limits,
+            depth,
+        );
+        for child in children {
+            if result.error.is_some() {
+                break;
+            }
+            let r = self.launch(
+                &child.kernel,
+                &child.config,
+                &child.params,
+                memory,
+                depth + 1,
+            );
+            result.output.printf.push_str(&r.output.printf);
+            result.output.instructions += r.output.instructions;
+            result.error = r.error;
+        }
+        result
     }
 }
 
@@ -435,10 +498,12 @@ fn run_grid(
     prep: Prepared,
     memory: &mut DeviceMemory,
     limits: &Limits,
-) -> LaunchResult {
+    depth: u32,
+) -> (LaunchResult, Vec<device_launch::ChildLaunch>) {
     if module.kernel_uses_heap(kernel) {
         // Without room for it, every `malloc` returns NULL, as on a GPU
-        // whose heap is used up.
+        // whose heap is used up (and device launches get no parameter
+        // buffer).
         let _ = memory.ensure_heap(limits.heap_bytes);
     }
     let total_blocks =
@@ -452,17 +517,20 @@ fn run_grid(
             error: Some(e),
         };
         if total_blocks.saturating_mul(per_block) > LAUNCH_MEMORY {
-            return fail(KernelError::CooperativeTooLarge(format!(
+            return (fail(KernelError::CooperativeTooLarge(format!(
                 "{total_blocks} resident blocks of {per_block} bytes of interpreter state exceed {} MiB",
                 LAUNCH_MEMORY >> 20
-            )));
+            ))), Vec::new());
         }
         match memory.grid_workspace() {
             Ok(a) => grid_workspace = a,
             Err(_) => {
-                return fail(KernelError::CooperativeTooLarge(
-                    "no device memory for the grid workspace".into(),
-                ))
+                return (
+                    fail(KernelError::CooperativeTooLarge(
+                        "no device memory for the grid workspace".into(),
+                    )),
+                    Vec::new(),
+                )
             }
         }
     }
@@ -489,6 +557,7 @@ fn run_grid(
         dyn_shared: config.dynamic_shared,
         nwarps: nthreads.div_ceil(32),
         nworkers: nworkers as u32,
+        device_launches: device_launch::DeviceLaunches::new(depth),
         grid_workspace,
         start: Instant::now(),
         printf_left: AtomicI64::new(PRINTF_LIMIT as i64),
@@ -514,6 +583,7 @@ fn run_grid(
             }
         });
     }
+    let children = cx.device_launches.take_children(&view);
     let mut outputs = shared
         .outputs
         .into_inner()
@@ -523,13 +593,14 @@ fn run_grid(
     for (_, o) in outputs {
         text.extend_from_slice(&o);
     }
-    LaunchResult {
+    let result = LaunchResult {
         output: LaunchOutput {
             printf: String::from_utf8_lossy(&text).into_owned(),
             instructions: shared.insts.load(Ordering::Relaxed),
         },
         error: shared.error.into_inner().unwrap_or_else(|e| e.into_inner()),
-    }
+    };
+    (result, children)
 }
 
 /// State the workers of one launch share.

@@ -1014,6 +1014,43 @@ pub(crate) enum Callee {
     AssertFail,
     Malloc,
     Free,
+    /// A function of the device runtime that launches kernels from kernels
+    /// (dynamic parallelism), run by the interpreter itself.
+    DevRt(DevRt),
+}
+
+/// The device runtime's launch functions (`__cudaCDP2*` in CUDA 12 and
+/// later, `cuda*` before).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DevRt {
+    /// `cudaGetParameterBufferV2(func, grid, block, shared)`.
+    GetParameterBuffer,
+    /// `cudaLaunchDeviceV2(buffer, stream)`.
+    LaunchDevice,
+    /// `cudaStreamCreateWithFlags(&stream, flags)`.
+    StreamCreate,
+    /// `cudaStreamDestroy(stream)`.
+    StreamDestroy,
+    /// `cudaGetLastError()`: the calling thread's last launch error, reset.
+    GetLastError,
+    /// `cudaPeekAtLastError()`: the same, kept.
+    PeekAtLastError,
+}
+
+impl DevRt {
+    pub(crate) fn from_name(name: &str) -> Option<Self> {
+        let name = name.strip_prefix("__cudaCDP2").map_or(name, |n| n);
+        let name = name.strip_prefix("cuda").unwrap_or(name);
+        Some(match name {
+            "GetParameterBufferV2" => DevRt::GetParameterBuffer,
+            "LaunchDeviceV2" => DevRt::LaunchDevice,
+            "StreamCreateWithFlags" => DevRt::StreamCreate,
+            "StreamDestroy" => DevRt::StreamDestroy,
+            "GetLastError" => DevRt::GetLastError,
+            "PeekAtLastError" => DevRt::PeekAtLastError,
+            _ => return None,
+        })
+    }
 }
 
 /// The high bits of a function's address: no memory access can use it.

@@ -30,7 +30,7 @@ pub use limits::{
 };
 pub use types::{Space, Ty};
 
-use ir::{Callee, Function};
+use ir::{Callee, DevRt, Function};
 use limits::{map_entry_bytes, str_bytes, vec_bytes, Budget};
 use parser::FuncKind;
 
@@ -775,10 +775,12 @@ impl Module {
     pub(crate) fn kernel_uses_heap(&self, name: &str) -> bool {
         self.kernels.get(name).is_some_and(|k| {
             k.reach.iter().any(|&f| {
-                self.funcs[f as usize]
-                    .calls
-                    .iter()
-                    .any(|c| matches!(c.callee, Callee::Malloc | Callee::Free))
+                self.funcs[f as usize].calls.iter().any(|c| {
+                    matches!(
+                        c.callee,
+                        Callee::Malloc | Callee::Free | Callee::DevRt(DevRt::GetParameterBuffer)
+                    )
+                })
             })
         })
     }

@@ -2018,14 +2018,17 @@ impl Tr<'_, '_> {
                 "__assertfail" | "__assert_fail" => Callee::AssertFail,
                 "malloc" => Callee::Malloc,
                 "free" => Callee::Free,
-                _ => {
-                    let what = if self.m.externs.contains_key(callee) {
-                        "external function"
-                    } else {
-                        "unknown function"
-                    };
-                    return self.err(format!("call to {what} '{callee}'"));
-                }
+                other => match DevRt::from_name(other) {
+                    Some(k) => Callee::DevRt(k),
+                    None => {
+                        let what = if self.m.externs.contains_key(callee) {
+                            "external function"
+                        } else {
+                            "unknown function"
+                        };
+                        return self.err(format!("call to {what} '{callee}'"));
+                    }
+                },
             }
         };
         let mut frame_args = |list: &[Operand]| -> Result<Vec<(u32, u32)>, PtxError> {

@@ -7,6 +7,8 @@ set -euo pipefail
 here="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)"
 nvcc="${NVCC:-$("$here/../../../scripts/ensure-nvcc.sh")}"
 for cu in "$here"/*.cu; do
-    "$nvcc" -ptx -arch=sm_80 -O3 "$cu" -o "${cu%.cu}.ptx"
+    # Kernels that launch kernels need separable compilation.
+    rdc=(); [[ $cu == *_rdc.cu ]] && rdc=(-rdc=true)
+    "$nvcc" -ptx -arch=sm_80 -O3 "${rdc[@]}" "$cu" -o "${cu%.cu}.ptx"
     echo "regen: ${cu##*/} -> $(basename "${cu%.cu}.ptx")"
 done

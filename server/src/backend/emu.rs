@@ -382,6 +382,12 @@ impl DeviceContext for EmuContext {
             return Err(Failure::new(CudaError::NOT_SUPPORTED, e.to_string()));
         }
         let info = m.image.code.kernel_info(name).ok_or_else(|| {
+            // libcudadevrt's own kernels (SASS only) are looked up by NVIDIA's
+            // static runtime with every program that links it, and never
+            // launched by the program: not worth a message.
+            if name.contains("_cuda_device_runtime_") {
+                return Failure::from(CudaError::INVALID_DEVICE_FUNCTION);
+            }
             Failure::new(
                 CudaError::INVALID_DEVICE_FUNCTION,
                 format!("kernel {name} is not in the module's PTX"),
