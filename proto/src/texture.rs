@@ -289,7 +289,7 @@ impl ImageDescriptor {
             return bad("layers that disagree with the shape");
         }
         let cube = matches!(self.shape, Shape::Cubemap | Shape::CubemapLayered);
-        if cube && (self.width != self.height || self.layers % 6 != 0) {
+        if cube && (self.width != self.height || !self.layers.is_multiple_of(6)) {
             return bad("a cubemap whose faces are not six squares");
         }
         if self.shape == Shape::Cubemap && self.layers != 6 {
