@@ -291,7 +291,8 @@ fn cube_face(x: f32, y: f32, z: f32) -> (u32, f32, f32) {
 
 /// Array index clamped to the layers (cubemaps, for `.acube`) present.
 fn layer_index(v: u64, count: u32) -> u32 {
-    (v as u32 as i32).clamp(0, count.max(1) as i32 - 1) as u32
+    // In i64: a forged descriptor may claim more than 2^31 layers.
+    i64::from(v as u32 as i32).clamp(0, i64::from(count.max(1)) - 1) as u32
 }
 
 fn dims_of(geom: Geom) -> usize {
