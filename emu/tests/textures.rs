@@ -1030,6 +1030,28 @@ const HAND: &str = r#"
     ret;
 }
 
+.visible .entry mixed(.param .u64 t0, .param .u64 t1, .param .u64 out)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<4>;
+    .reg .f32 %f<8>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [t0];
+    ld.param.u64 %rd2, [t1];
+    ld.param.u64 %rd3, [out];
+    cvta.to.global.u64 %rd3, %rd3;
+    mov.u32 %r1, %tid.x;
+    and.b32 %r2, %r1, 1;
+    setp.eq.u32 %p1, %r2, 0;
+    selp.b64 %rd4, %rd1, %rd2, %p1;
+    mov.f32 %f1, 0f3F000000;
+    tex.1d.v4.f32.f32 {%f2, %f3, %f4, %f5}, [%rd4, {%f1}];
+    mul.wide.u32 %rd5, %r1, 4;
+    add.s64 %rd6, %rd3, %rd5;
+    st.global.f32 [%rd6], %f2;
+    ret;
+}
+
 .visible .entry formatted(.param .u64 s)
 {
     .reg .b32 %r<3>;
@@ -1112,6 +1134,28 @@ fn queries_and_hand_written_forms() {
         &[alpha(2, 2), alpha(3, 2), alpha(3, 1), alpha(2, 1)]
     );
 
+    // Lanes of one warp on two textures.
+    let one = |v: f32, dev: &mut Dev| {
+        let d = desc(Shape::Array1D, 1, 32, ChannelKind::Float, [1, 1, 1], 0);
+        Img {
+            d,
+            data: v.to_le_bytes().to_vec(),
+        }
+        .upload(dev)
+    };
+    let (t0, t1) = (one(1.0, &mut dev), one(2.0, &mut dev));
+    let out = dev.zeros::<f32>(32);
+    dev.launch(
+        "mixed",
+        [1, 1, 1],
+        [32, 1, 1],
+        0,
+        &[arg(t0), arg(t1), arg(out)],
+    )
+    .unwrap();
+    let want: Vec<f32> = (0..32).map(|k| [1.0, 2.0][k % 2]).collect();
+    assert_eq!(dev.read::<f32>(out, 32), want);
+
     for k in ["formatted", "independent"] {
         let e = dev
             .launch(
@@ -1142,6 +1186,27 @@ fn forged_handles_fault_cleanly() {
     stray.base = 0x7000_0000_0000;
     let stray = dev.alloc(&stray.encode());
     let (surf, _) = surface(img.d, vec![0; 16], &mut dev);
+    // Billions of layers claimed over a small allocation.
+    let mut huge = desc(
+        Shape::Layered2D,
+        1,
+        32,
+        ChannelKind::Float,
+        [2, 2, 1],
+        3_000_000_000,
+    );
+    huge.base = img.d.base;
+    let huge = dev.alloc(&huge.encode());
+    let c = dev.alloc(&[0.5f32, 0.5]);
+    let l = dev.alloc(&[2_000_000_000i32]);
+    let r = dev.launch(
+        "tex2d_layered_f4",
+        [1, 1, 1],
+        [1, 1, 1],
+        0,
+        &[arg(huge), arg(c), arg(l), arg(out), arg(1i32)],
+    );
+    assert!(matches!(r, Err(KernelError::IllegalAddress(_))), "{r:?}");
     for (what, h) in [
         ("unallocated", 0x1234_5678_9000u64),
         ("null", 0),
