@@ -105,7 +105,7 @@ impl Img {
         };
         let n = usize::from(d.channels);
         if self.floats() {
-            let mut v = [0.0, 0.0, 0.0, 1.0];
+            let mut v = [0.0; 4];
             for c in 0..n {
                 let r = raw(c);
                 v[c] = match (d.kind, d.bits) {
@@ -128,7 +128,7 @@ impl Img {
             }
             Texel::F(v)
         } else {
-            let mut v = [0, 0, 0, 1];
+            let mut v = [0; 4];
             for c in 0..n {
                 let r = raw(c);
                 v[c] = match (d.kind, d.bits) {
@@ -373,8 +373,8 @@ fn linear_weights_have_eight_fractional_bits() {
     assert_ne!(got[0], 0.8017f32 - 0.5);
     assert_eq!(got[4], 200.0 / 256.0);
     assert_eq!(got[8], 253.0 / 256.0);
-    // Missing channels: 0, and alpha 1.
-    assert_eq!(&got[1..4], &[0.0, 0.0, 1.0]);
+    // Missing channels read 0, alpha included (CUDA zero-fills them).
+    assert_eq!(&got[1..4], &[0.0, 0.0, 0.0]);
 }
 
 #[test]

@@ -89,12 +89,13 @@ fn srgb_to_linear(c: f32) -> f32 {
     }
 }
 
-/// Channel values as read: missing channels are 0, except alpha, which
-/// reads 1 (1.0 for float reads), as the texture unit fills them.
+/// Channel values as read. CUDA's texture unit zero-fills the channels
+/// the format lacks, alpha included (a 1-channel texture read as float4
+/// gives (r, 0, 0, 0), unlike graphics APIs' alpha of 1).
 fn convert(d: &ImageDescriptor, raw: [u64; 4]) -> Val {
     let n = usize::from(d.channels).min(4);
     if float_result(d) {
-        let mut v = [0.0, 0.0, 0.0, 1.0];
+        let mut v = [0.0; 4];
         for c in 0..n {
             let x = raw[c];
             v[c] = match (d.kind, d.bits) {
@@ -115,7 +116,7 @@ fn convert(d: &ImageDescriptor, raw: [u64; 4]) -> Val {
         }
         Val::F(v)
     } else {
-        let mut v = [0, 0, 0, 1];
+        let mut v = [0; 4];
         for c in 0..n {
             let x = raw[c];
             v[c] = match (d.kind, d.bits) {
