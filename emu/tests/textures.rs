@@ -1238,3 +1238,154 @@ fn forged_handles_fault_cleanly() {
     )
     .unwrap();
 }
+
+/// Random valid descriptors (any shape, format, modes and extent over one
+/// allocation) under random coordinates, NaNs and infinities included:
+/// every launch samples or faults, never panics the interpreter.
+#[test]
+fn random_descriptors_never_panic() {
+    let mut dev = Dev::load("textures.ptx");
+    let mut rng = Rng(0xbad);
+    let pool = dev.alloc(&vec![0x3c00_3c00u32; 4096]);
+    let special = [
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        -0.0,
+        1e30,
+        -1e30,
+        0.5,
+    ];
+    let shapes = [
+        Shape::Linear,
+        Shape::Array1D,
+        Shape::Array2D,
+        Shape::Array3D,
+        Shape::Layered1D,
+        Shape::Layered2D,
+        Shape::Cubemap,
+        Shape::CubemapLayered,
+    ];
+    let kinds = [
+        ChannelKind::Signed,
+        ChannelKind::Unsigned,
+        ChannelKind::Float,
+    ];
+    let mut decoded = 0;
+    for round in 0..300 {
+        let shape = shapes[(rng.next() % 8) as usize];
+        let channels = [1u8, 2, 4][(rng.next() % 3) as usize];
+        let bits = [8u8, 16, 32][(rng.next() % 3) as usize];
+        let kind = kinds[(rng.next() % 3) as usize];
+        let w = (rng.next() % 9 + 1) as u32;
+        let (h, depth, layers) = match shape {
+            Shape::Linear | Shape::Array1D => (1, 1, 0),
+            Shape::Layered1D => (1, 1, (rng.next() % 4 + 1) as u32),
+            Shape::Array2D => ((rng.next() % 9 + 1) as u32, 1, 0),
+            Shape::Array3D => ((rng.next() % 5 + 1) as u32, (rng.next() % 5 + 1) as u32, 0),
+            Shape::Layered2D => ((rng.next() % 5 + 1) as u32, 1, (rng.next() % 4 + 1) as u32),
+            Shape::Cubemap => (w, 1, 6),
+            Shape::CubemapLayered => (w, 1, 6 * (rng.next() % 3 + 1) as u32),
+        };
+        let mut d = desc(shape, channels, bits, kind, [w, h, depth], layers);
+        d.surface = round % 5 == 0;
+        d.address = [0, 1, 2].map(|_| MODES[(rng.next() % 4) as usize]);
+        d.filter = [Filter::Point, Filter::Linear][(rng.next() % 2) as usize];
+        d.read_normalized = rng.next() % 2 == 0;
+        d.normalized_coords = rng.next() % 2 == 0;
+        d.srgb = rng.next() % 4 == 0;
+        // Sometimes past the pool's end: texel reads must fault cleanly.
+        d.base = pool + (rng.next() % 4) * 4096 * (rng.next() % 2);
+        let Ok(d) = ImageDescriptor::decode(&d.encode()) else {
+            continue;
+        };
+        decoded += 1;
+        let handle = dev.alloc(&d.encode());
+        let n = 64;
+        let floats: Vec<f32> = (0..4 * n)
+            .map(|_| match rng.next() % 4 {
+                0 => special[(rng.next() % 7) as usize],
+                _ => (rng.next() % 40_000) as f32 / 1000.0 - 20.0,
+            })
+            .collect();
+        let ints: Vec<i32> = (0..4 * n)
+            .map(|_| match rng.next() % 3 {
+                0 => rng.i32(),
+                _ => (rng.next() % 64) as i32 - 16,
+            })
+            .collect();
+        let (fb, ib) = (dev.alloc(&floats), dev.alloc(&ints));
+        let out = dev.zeros::<u32>(8 * n);
+        let runs: [(&str, Vec<Arg>); 9] = [
+            (
+                "tex1d_f4",
+                vec![arg(handle), arg(fb), arg(out), arg(n as i32)],
+            ),
+            (
+                "tex2d_f4",
+                vec![arg(handle), arg(fb), arg(out), arg(n as i32)],
+            ),
+            (
+                "tex3d_f4",
+                vec![arg(handle), arg(fb), arg(out), arg(n as i32)],
+            ),
+            (
+                "tex_cube_f4",
+                vec![arg(handle), arg(fb), arg(out), arg(n as i32)],
+            ),
+            (
+                "tex2d_i4",
+                vec![arg(handle), arg(fb), arg(out), arg(n as i32)],
+            ),
+            (
+                "tex1d_fetch_f4",
+                vec![arg(handle), arg(ib), arg(out), arg(n as i32)],
+            ),
+            (
+                "tex2d_layered_f4",
+                vec![arg(handle), arg(fb), arg(ib), arg(out), arg(n as i32)],
+            ),
+            (
+                "tex_cube_layered_f4",
+                vec![arg(handle), arg(fb), arg(ib), arg(out), arg(n as i32)],
+            ),
+            (
+                "surf1d_read_modes",
+                vec![
+                    arg(handle),
+                    arg(ib),
+                    arg((round % 3) as i32),
+                    arg(out),
+                    arg(n as i32),
+                ],
+            ),
+        ];
+        for (k, args) in runs {
+            let r = dev.launch(k, grid(n), BLOCK, 0, &args);
+            assert!(
+                matches!(
+                    r,
+                    Ok(_)
+                        | Err(KernelError::IllegalAddress(_))
+                        | Err(KernelError::MisalignedAddress(_))
+                ),
+                "{k} on {d:?}: {r:?}"
+            );
+        }
+        let r = dev.launch(
+            "tex2d_gather",
+            grid(n),
+            BLOCK,
+            0,
+            &[
+                arg(handle),
+                arg(fb),
+                arg((round % 4) as i32),
+                arg(out),
+                arg(n as i32),
+            ],
+        );
+        assert!(!matches!(r, Err(KernelError::Internal(_))), "{r:?}");
+    }
+    assert!(decoded > 100, "only {decoded} descriptors decoded");
+}
