@@ -1291,9 +1291,9 @@ fn random_descriptors_never_panic() {
         d.surface = round % 5 == 0;
         d.address = [0, 1, 2].map(|_| MODES[(rng.next() % 4) as usize]);
         d.filter = [Filter::Point, Filter::Linear][(rng.next() % 2) as usize];
-        d.read_normalized = rng.next() % 2 == 0;
-        d.normalized_coords = rng.next() % 2 == 0;
-        d.srgb = rng.next() % 4 == 0;
+        d.read_normalized = rng.next().is_multiple_of(2);
+        d.normalized_coords = rng.next().is_multiple_of(2);
+        d.srgb = rng.next().is_multiple_of(4);
         // Sometimes past the pool's end: texel reads must fault cleanly.
         d.base = pool + (rng.next() % 4) * 4096 * (rng.next() % 2);
         let Ok(d) = ImageDescriptor::decode(&d.encode()) else {
@@ -1354,7 +1354,7 @@ fn random_descriptors_never_panic() {
                 vec![
                     arg(handle),
                     arg(ib),
-                    arg((round % 3) as i32),
+                    arg(round % 3),
                     arg(out),
                     arg(n as i32),
                 ],
@@ -1380,7 +1380,7 @@ fn random_descriptors_never_panic() {
             &[
                 arg(handle),
                 arg(fb),
-                arg((round % 4) as i32),
+                arg(round % 4),
                 arg(out),
                 arg(n as i32),
             ],
