@@ -29,6 +29,8 @@ use crate::ptx::{Module, Ty};
 
 #[path = "tensor.rs"]
 mod tensor;
+#[path = "texture.rs"]
+mod texture;
 
 pub(crate) const FULL: u32 = u32::MAX;
 
@@ -2923,6 +2925,7 @@ fn step<'m>(
                 r, m, store, trans, n, sp, regs, base, off, &mut mem, lbase
             )),
             Op::Movmatrix { d, a } => tensor::movmatrix(r, m, d, a),
+            Op::Image(ref op) => tri!(texture::image(r, p, m, op, &mut mem)),
             Op::CvtTf32 { rnd, sat, d, a } => {
                 un!(r, m, d, a, |x| u64::from(tensor::tf32(x as u32, rnd, sat)))
             }

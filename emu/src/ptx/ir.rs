@@ -774,6 +774,117 @@ pub(crate) enum Op {
         d: R,
         a: R,
     },
+    /// `tex`, `tld4`, `txq`, `suld`, `sust`, `suq` (boxed: many registers).
+    Image(Box<ImageOp>),
+}
+
+/// Geometry of a texture or surface instruction (`.1d`, `.a2d`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Geom {
+    D1,
+    D2,
+    D3,
+    A1d,
+    A2d,
+    Cube,
+    ACube,
+}
+
+impl Geom {
+    pub(crate) fn from_mods(mods: &[&str]) -> Option<Geom> {
+        mods.iter().find_map(|m| {
+            Some(match *m {
+                "1d" => Geom::D1,
+                "2d" => Geom::D2,
+                "3d" => Geom::D3,
+                "a1d" => Geom::A1d,
+                "a2d" => Geom::A2d,
+                "cube" => Geom::Cube,
+                "acube" => Geom::ACube,
+                _ => return None,
+            })
+        })
+    }
+
+    /// Registers of the coordinate vector: the layer first in arrays,
+    /// 3-D and 2-D arrays padded to four.
+    pub(crate) fn coord_regs(self) -> usize {
+        match self {
+            Geom::D1 => 1,
+            Geom::D2 | Geom::A1d => 2,
+            Geom::D3 | Geom::A2d | Geom::Cube | Geom::ACube => 4,
+        }
+    }
+
+    pub(crate) fn layered(self) -> bool {
+        matches!(self, Geom::A1d | Geom::A2d | Geom::ACube)
+    }
+}
+
+/// What a texture fetch returns in each destination register.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TexOut {
+    F32,
+    S32,
+    U32,
+    /// Two f16 channels per register.
+    F16x2,
+}
+
+/// Out-of-range surface accesses: `.trap`, `.clamp`, `.zero`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Oob {
+    Trap,
+    Clamp,
+    Zero,
+}
+
+/// Attribute read by `txq` / `suq`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Query {
+    Width,
+    Height,
+    Depth,
+    ChannelDataType,
+    ChannelOrder,
+    NormalizedCoords,
+    ForceUnnormalizedCoords,
+    FilterMode,
+    AddrMode(u8),
+    ArraySize,
+    NumMipmapLevels,
+    NumSamples,
+    MemoryLayout,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ImageKind {
+    /// `tex`: `int_coords` for `.s32` coordinates.
+    Tex { out: TexOut, int_coords: bool },
+    /// `tld4.{r,g,b,a}`: channel `comp` of the four footprint texels.
+    Tld4 { out: TexOut, comp: u8 },
+    /// `txq` (`surface` false) or `suq`.
+    Query { q: Query, surface: bool },
+    /// `suld.b`: `n` elements of `bits` each.
+    Suld { bits: u8, n: u8, oob: Oob },
+    /// `sust.b`.
+    Sust { bits: u8, n: u8, oob: Oob },
+}
+
+/// A texture or surface instruction. `coords` are x, y, z in that order
+/// (NONE where the geometry has fewer), `layer` the array index.
+#[derive(Debug, Clone)]
+pub(crate) struct ImageOp {
+    pub(crate) kind: ImageKind,
+    pub(crate) geom: Geom,
+    /// The 64-bit handle: the descriptor's device address.
+    pub(crate) handle: R,
+    pub(crate) coords: [R; 3],
+    pub(crate) layer: R,
+    /// Destinations (`tex`, `tld4`, `suld`, query) or sources (`sust`).
+    pub(crate) regs: [R; 4],
+    /// The optional predicate destination of `tex`/`tld4`.
+    pub(crate) p: P,
 }
 
 /// Element type of a tensor-core fragment.

@@ -173,6 +173,10 @@ pub(crate) enum Operand {
     List(Vec<Operand>),
     /// `d|p`.
     Pair(String, String),
+    /// `{a, b, ...}|p`: a vector destination and a predicate (`tex`).
+    VecPred(Vec<Operand>, String),
+    /// `[a, b, ...]`: a texture or surface handle and its coordinates.
+    Image(String, Vec<Operand>),
     /// `!p`.
     Not(String),
     /// `_`.
@@ -279,6 +283,9 @@ fn operand_bytes(o: &Operand) -> u64 {
             vec_bytes::<Operand>(v.len()) + v.iter().map(operand_bytes).sum::<u64>()
         }
         Operand::Pair(a, b) => str_bytes(a) + str_bytes(b),
+        Operand::VecPred(v, p) | Operand::Image(p, v) => {
+            str_bytes(p) + vec_bytes::<Operand>(v.len()) + v.iter().map(operand_bytes).sum::<u64>()
+        }
         Operand::Int(_) | Operand::F32(_) | Operand::F64(_) | Operand::Sink => 0,
     }
 }
@@ -1052,6 +1059,12 @@ impl<'a, 'b> Parser<'a, 'b> {
         match self.next()? {
             Tok::Punct('[') => {
                 let (base, mut off) = match self.next()? {
+                    // `[handle, {coordinates}]` of texture and surface instructions.
+                    Tok::Ident(n) if self.is_punct(',') => {
+                        self.bump();
+                        let n = n.to_string();
+                        return Ok(Operand::Image(n, self.operand_list(']')?));
+                    }
                     Tok::Ident(n) => (Some(n.to_string()), 0i64),
                     Tok::Int(v) => (None, v as i64),
                     t => return self.err(format!("bad address {}", describe(Some(t)))),
@@ -1073,7 +1086,13 @@ impl<'a, 'b> Parser<'a, 'b> {
             }
             // The nested operands are charged as they come: the caller
             // charges only the list's own strings (none).
-            Tok::Punct('{') => Ok(Operand::Vec(self.operand_list('}')?)),
+            Tok::Punct('{') => {
+                let v = self.operand_list('}')?;
+                if self.eat_punct('|') {
+                    return Ok(Operand::VecPred(v, self.ident()?.to_string()));
+                }
+                Ok(Operand::Vec(v))
+            }
             Tok::Punct('(') => Ok(Operand::List(self.operand_list(')')?)),
             Tok::Punct('!') => Ok(Operand::Not(self.ident()?.to_string())),
             Tok::Punct('-') => match self.next()? {

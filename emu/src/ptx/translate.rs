@@ -1076,6 +1076,7 @@ impl Tr<'_, '_> {
                 _ => self.unsupported(),
             },
             "ldmatrix" | "stmatrix" => self.ldmatrix(i, base == "stmatrix", &mods),
+            "tex" | "tld4" | "txq" | "suq" | "suld" | "sust" => self.image(i, base, &mods),
             "movmatrix" => {
                 let o = self.ops(i, 2)?;
                 if !(has("sync") && has("aligned") && has("m8n8") && has("trans") && has("b16")) {
@@ -2371,6 +2372,264 @@ impl Tr<'_, '_> {
             d,
             a,
         });
+        Ok(())
+    }
+}
+
+impl Tr<'_, '_> {
+    /// The handle of a texture or surface instruction: a 64-bit register,
+    /// or a `.param .u64` (read here). `.texref`/`.surfref` variables
+    /// (non-unified mode) are not supported.
+    fn image_handle(&mut self, name: &str) -> Result<R, PtxError> {
+        if let Some(Binding::Reg(Some(r))) = self.lookup(name) {
+            return Ok(r);
+        }
+        let is_param = self.kparams.contains_key(name)
+            || matches!(self.lookup(name), Some(Binding::Frame { .. }));
+        if !is_param {
+            return self.unsupported();
+        }
+        let (sp, base, off) = self.addr(&Operand::Addr(Some(name.to_string()), 0), Space::Param)?;
+        let d = self.new_slot();
+        self.emit(Op::Ld {
+            sp,
+            size: 8,
+            signed: false,
+            n: 1,
+            d: [d, NONE, NONE, NONE],
+            base,
+            off,
+        });
+        Ok(d)
+    }
+
+    /// `tex`, `tld4`, `txq`, `suq`, `suld.b`, `sust.b` in unified mode.
+    fn image(&mut self, i: &PInst, base: &str, mods: &[&str]) -> Result<(), PtxError> {
+        let has = |m: &str| mods.contains(&m);
+        let o = self.ops(i, 2)?;
+        // txq/suq: `d, [a]` (txq.level: `d, [a], lod`, level 0 only exists).
+        if base == "txq" || base == "suq" {
+            let q = mods.iter().find_map(|m| {
+                Some(match *m {
+                    "width" => Query::Width,
+                    "height" => Query::Height,
+                    "depth" => Query::Depth,
+                    "channel_data_type" => Query::ChannelDataType,
+                    "channel_order" => Query::ChannelOrder,
+                    "normalized_coords" => Query::NormalizedCoords,
+                    "force_unnormalized_coords" => Query::ForceUnnormalizedCoords,
+                    "filter_mode" => Query::FilterMode,
+                    "addr_mode_0" => Query::AddrMode(0),
+                    "addr_mode_1" => Query::AddrMode(1),
+                    "addr_mode_2" => Query::AddrMode(2),
+                    "array_size" => Query::ArraySize,
+                    "num_mipmap_levels" => Query::NumMipmapLevels,
+                    "num_samples" => Query::NumSamples,
+                    "memory_layout" => Query::MemoryLayout,
+                    _ => return None,
+                })
+            });
+            let surface = base == "suq";
+            let Some(q) = q else {
+                return self.unsupported();
+            };
+            let valid = if surface {
+                matches!(
+                    q,
+                    Query::Width
+                        | Query::Height
+                        | Query::Depth
+                        | Query::ChannelDataType
+                        | Query::ChannelOrder
+                        | Query::ArraySize
+                        | Query::MemoryLayout
+                )
+            } else {
+                q != Query::MemoryLayout
+            };
+            let Operand::Addr(Some(name), 0) = &o[1] else {
+                return self.unsupported();
+            };
+            if !valid || !has("b32") || o.len() > 2 + usize::from(has("level")) {
+                return self.unsupported();
+            }
+            let handle = self.image_handle(name)?;
+            let d = self.dst(&o[0])?;
+            self.heap_bytes += std::mem::size_of::<ImageOp>() as u64;
+            self.emit(Op::Image(Box::new(ImageOp {
+                kind: ImageKind::Query { q, surface },
+                geom: Geom::D1,
+                handle,
+                coords: [NONE; 3],
+                layer: NONE,
+                regs: [d, NONE, NONE, NONE],
+                p: NONE,
+            })));
+            return Ok(());
+        }
+        let Some(geom) = Geom::from_mods(mods) else {
+            return self.unsupported();
+        };
+        let (img, data) = if base == "sust" {
+            (&o[0], &o[1])
+        } else {
+            (&o[1], &o[0])
+        };
+        // Independent mode (a sampler operand), offsets and depth compares
+        // are not supported.
+        let Operand::Image(name, rest) = img else {
+            return self.unsupported();
+        };
+        let [coords_op] = &rest[..] else {
+            return self.unsupported();
+        };
+        let extra = match base {
+            "tex" if has("level") => 1,
+            "tex" if has("grad") => 2,
+            _ => 0,
+        };
+        if o.len() != 2 + extra {
+            return self.unsupported();
+        }
+        let ty_last = |k: usize| mods.len().checked_sub(k).map(|i| mods[i]);
+        let kind = match base {
+            "tex" | "tld4" => {
+                let float_coords = match ty_last(1) {
+                    Some("f32") => true,
+                    Some("s32") => false,
+                    _ => return self.unsupported(),
+                };
+                let out = match ty_last(2) {
+                    Some("f32") => TexOut::F32,
+                    Some("s32") => TexOut::S32,
+                    Some("u32") => TexOut::U32,
+                    Some("f16x2") => TexOut::F16x2,
+                    _ => return self.unsupported(),
+                };
+                if base == "tex" {
+                    ImageKind::Tex {
+                        out,
+                        int_coords: !float_coords,
+                    }
+                } else {
+                    let comp = match mods.first().copied() {
+                        Some("r") => 0,
+                        Some("g") => 1,
+                        Some("b") => 2,
+                        Some("a") => 3,
+                        _ => return self.unsupported(),
+                    };
+                    if geom != Geom::D2 || !float_coords || out == TexOut::F16x2 {
+                        return self.unsupported();
+                    }
+                    ImageKind::Tld4 { out, comp }
+                }
+            }
+            _ => {
+                // Formatted surface accesses (`.p`) and layered cubemap
+                // surfaces are not supported.
+                if mods.first() != Some(&"b") || matches!(geom, Geom::Cube | Geom::ACube) {
+                    return self.unsupported();
+                }
+                let bits = if has("b8") {
+                    8
+                } else if has("b16") {
+                    16
+                } else if has("b32") {
+                    32
+                } else if has("b64") {
+                    64
+                } else {
+                    return self.unsupported();
+                };
+                let n = if has("v4") {
+                    4
+                } else if has("v2") {
+                    2
+                } else {
+                    1
+                };
+                let oob = if has("clamp") {
+                    Oob::Clamp
+                } else if has("zero") {
+                    Oob::Zero
+                } else {
+                    Oob::Trap
+                };
+                if base == "suld" {
+                    ImageKind::Suld { bits, n, oob }
+                } else {
+                    ImageKind::Sust { bits, n, oob }
+                }
+            }
+        };
+        let handle = self.image_handle(name)?;
+        let float_coords = matches!(
+            kind,
+            ImageKind::Tex {
+                int_coords: false,
+                ..
+            } | ImageKind::Tld4 { .. }
+        );
+        // Immediates among the coordinates are read with the coordinate
+        // type; the layer is always an integer.
+        let items: Vec<&Operand> = match coords_op {
+            Operand::Vec(v) => v.iter().collect(),
+            x => vec![x],
+        };
+        let need = geom.coord_regs();
+        if items.len() < need.min(3) || items.len() > need {
+            return self.err(format!("{} coordinates for a {geom:?} access", items.len()));
+        }
+        let coord_ty = if float_coords { Ty::F32 } else { Ty::S32 };
+        let mut regs = Vec::with_capacity(items.len());
+        for (k, x) in items.iter().enumerate() {
+            let t = if geom.layered() && k == 0 {
+                Ty::S32
+            } else {
+                coord_ty
+            };
+            regs.push(self.src(x, t)?);
+        }
+        let (layer, xyz) = if geom.layered() {
+            (regs[0], &regs[1..])
+        } else {
+            (NONE, &regs[..])
+        };
+        let mut coords = [NONE; 3];
+        for (k, r) in xyz.iter().take(3).enumerate() {
+            coords[k] = *r;
+        }
+        let (list, p) = match data {
+            Operand::VecPred(v, p) if base != "sust" => {
+                let p = self.pred_dst(&Operand::Name(p.clone()))?;
+                (self.reg_list(&Operand::Vec(v.clone()), true, Ty::B32)?, p)
+            }
+            x => (self.reg_list(x, base != "sust", Ty::B32)?, NONE),
+        };
+        let want = match kind {
+            ImageKind::Tex {
+                out: TexOut::F16x2, ..
+            } => 2,
+            ImageKind::Tex { .. } | ImageKind::Tld4 { .. } => 4,
+            ImageKind::Suld { n, .. } | ImageKind::Sust { n, .. } => usize::from(n),
+            ImageKind::Query { .. } => 1,
+        };
+        if list.len() != want {
+            return self.err(format!("{} registers where {want} are needed", list.len()));
+        }
+        let mut r4 = [NONE; 4];
+        r4[..want].copy_from_slice(&list);
+        self.heap_bytes += std::mem::size_of::<ImageOp>() as u64;
+        self.emit(Op::Image(Box::new(ImageOp {
+            kind,
+            geom,
+            handle,
+            coords,
+            layer,
+            regs: r4,
+            p,
+        })));
         Ok(())
     }
 }
