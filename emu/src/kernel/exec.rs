@@ -27,6 +27,8 @@ use crate::memory::{MemoryView, Region};
 use crate::ptx::ir::*;
 use crate::ptx::{Module, Ty};
 
+#[path = "mbarrier.rs"]
+mod mbarrier;
 #[path = "tensor.rs"]
 mod tensor;
 
@@ -2487,6 +2489,29 @@ fn step<'m>(
                         };
                         tri!(mem.store(Msp::Shared, dst + k, 4, v, l));
                     }
+                }
+            }
+            Op::Mbar {
+                op,
+                sp,
+                d,
+                base,
+                off,
+                b,
+            } => {
+                if tri!(mbarrier::exec(op, sp, d, base, off, b, r, p, m, &mut mem)) {
+                    // A failed wait ends the slice (retry loops spin around
+                    // it): the warps that will arrive get to run.
+                    pc += 1;
+                    if ctl.split && pc == ctl.next_pc {
+                        ctl.pc = pc;
+                        ctl.mask = mask;
+                        ctl.sync();
+                        ctl.reschedule();
+                        pc = ctl.pc;
+                        mask = ctl.mask;
+                    }
+                    leave!(Ev::Yield);
                 }
             }
             Op::Cvta { to, sp, d, a } => {

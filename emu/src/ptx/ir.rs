@@ -320,6 +320,30 @@ pub(crate) enum Bar {
     Or,
 }
 
+/// An `mbarrier` operation (executed in `kernel/mbarrier.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MbarOp {
+    Init,
+    Inval,
+    /// arrive / arrive_drop (`drop`), with `b` the count, or with
+    /// `expect_tx` the transaction bytes (count 1).
+    Arrive {
+        drop: bool,
+        expect_tx: bool,
+    },
+    ExpectTx,
+    CompleteTx,
+    /// test_wait / try_wait on a state token, or on a phase parity.
+    Wait {
+        parity: bool,
+    },
+    PendingCount,
+    /// cp.async.mbarrier.arrive (`.noinc`: counts as one of the expected arrivals).
+    CpAsyncArrive {
+        noinc: bool,
+    },
+}
+
 /// Special registers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Sreg {
@@ -682,6 +706,17 @@ pub(crate) enum Op {
         soff: i64,
         size: u8,
         src_size: R,
+    },
+    /// `mbarrier.*` on the object at `base + off` (shared or generic):
+    /// `d` is the state/count register or the wait predicate, `b` the
+    /// count, state, parity or tx operand ([`NONE`] when absent).
+    Mbar {
+        op: MbarOp,
+        sp: Msp,
+        d: u32,
+        base: R,
+        off: i64,
+        b: R,
     },
     Cvta {
         to: bool,

@@ -10,6 +10,9 @@ use super::parser::{FuncDecl, FuncKind, Inst as PInst, Operand, Stmt, VarDecl};
 use super::types::{Space, Ty};
 use super::PtxError;
 
+#[path = "translate_mbarrier.rs"]
+mod mbarrier;
+
 /// Module-wide names the translator resolves against.
 pub(crate) struct ModCtx<'a> {
     /// Module-scope symbols (variables and functions) → symbol id.
@@ -945,6 +948,7 @@ impl Tr<'_, '_> {
                 Ok(())
             }
             "bar" | "barrier" => self.bar(i, &mods),
+            "mbarrier" => self.mbarrier(i, &mods),
             "shfl" => {
                 let o = self.ops(i, 5)?;
                 if !has("sync") {
@@ -1095,7 +1099,10 @@ impl Tr<'_, '_> {
                     self.emit(Op::Nop);
                     return Ok(());
                 }
-                if mods.contains(&"mbarrier") || mods.contains(&"bulk") {
+                if mods.contains(&"mbarrier") {
+                    return self.cp_async_mbarrier(i, &mods);
+                }
+                if mods.contains(&"bulk") {
                     return self.unsupported();
                 }
                 let o = self.ops(i, 3)?;
