@@ -220,3 +220,30 @@ fn faults_and_deadlocks() {
         .unwrap_err();
     assert!(matches!(e, KernelError::Timeout(_)), "{e}");
 }
+
+#[test]
+fn numbered_barriers_with_thread_counts() {
+    let mut d = Dev::load("mbarrier_forms.ptx");
+    let chunks = 7usize;
+    let input: Vec<u32> = (0..32 * chunks as u32).map(|i| i * 5 + 1).collect();
+    let pin = d.alloc(&input);
+    let out = d.zeros::<u32>(32 * chunks);
+    d.launch(
+        "named",
+        [2, 1, 1],
+        [96, 1, 1],
+        0,
+        &[arg(pin), arg(out), arg(chunks as u32)],
+    )
+    .unwrap();
+    let got: Vec<u32> = d.read(out, 32 * chunks);
+    for c in 0..chunks {
+        for l in 0..32 {
+            assert_eq!(
+                got[c * 32 + l],
+                input[c * 32 + 31 - l] + c as u32,
+                "chunk {c} lane {l}"
+            );
+        }
+    }
+}

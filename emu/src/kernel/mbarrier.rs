@@ -203,6 +203,42 @@ pub(super) fn exec(
     Ok(failed != 0)
 }
 
+/// The 16 numbered barriers of a block as `bar.sync a, b` and
+/// `bar.arrive a, b` use them: threads arrived in the current generation.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct NamedBars {
+    arrived: [u32; 16],
+    gen: [u32; 16],
+}
+
+impl NamedBars {
+    pub(crate) fn gen(&self, id: u8) -> u32 {
+        self.gen[usize::from(id & 15)]
+    }
+}
+
+/// `arrivals` threads arrive at barrier `id` expecting `count` threads.
+/// Returns the generation to wait for, or `None` when this arrival
+/// completed the barrier (and released its waiters). Ids past 15 wrap and
+/// a count of 0 completes at once: undefined in PTX, harmless here.
+pub(crate) fn named_arrive(
+    bars: &mut NamedBars,
+    id: u64,
+    count: u64,
+    arrivals: u32,
+) -> Option<u32> {
+    let i = (id & 15) as usize;
+    let a = bars.arrived[i].saturating_add(arrivals);
+    if u64::from(a) >= count {
+        bars.arrived[i] = 0;
+        bars.gen[i] = bars.gen[i].wrapping_add(1);
+        None
+    } else {
+        bars.arrived[i] = a;
+        Some(bars.gen[i])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

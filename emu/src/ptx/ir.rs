@@ -741,10 +741,14 @@ pub(crate) enum Op {
     Trap,
     /// membar/fence: a sequentially consistent fence on the host.
     Fence,
+    /// `id`/`n`: barrier number and thread count of `bar.sync a, b` and
+    /// `bar.arrive a, b` ([`NONE`]: no count, the whole block).
     Bar {
         kind: Bar,
         d: R,
         p: P,
+        id: R,
+        n: R,
     },
     Shfl {
         mode: Shfl,

@@ -1898,7 +1898,8 @@ impl Tr<'_, '_> {
             } else {
                 self.pred_dst(&o[0])?
             };
-            self.emit(Op::Bar { kind, d, p });
+            let (id, n) = (NONE, NONE);
+            self.emit(Op::Bar { kind, d, p, id, n });
             return Ok(());
         }
         let kind = if has("arrive") {
@@ -1908,10 +1909,19 @@ impl Tr<'_, '_> {
         } else {
             return self.unsupported();
         };
+        // With a thread count, the numbered barrier is a real one (16 per
+        // block); without, it waits for the whole block.
+        let o = &i.operands;
+        let (id, n) = match (o.first(), o.get(1)) {
+            (Some(a), Some(b)) => (self.src(a, Ty::U32)?, self.src(b, Ty::U32)?),
+            _ => (NONE, NONE),
+        };
         self.emit(Op::Bar {
             kind,
             d: NONE,
             p: NONE,
+            id,
+            n,
         });
         Ok(())
     }
