@@ -139,6 +139,22 @@ pub(super) fn exec(
     } else {
         get(r, base)
     };
+    if let MbarOp::BulkCopy { src } = op {
+        let dv = get(r, d);
+        for l in lanes_of(m) {
+            let (dst, from, n) = (dv[l], av[l].wrapping_add(off as u64), bv[l] as u32);
+            if n % 16 != 0 || dst % 16 != 0 || from % 16 != 0 {
+                return Err(mem.fault(sp, dst, 16, l));
+            }
+            // Word by word: the first word out of bounds faults, so a huge
+            // size costs no more than the memory that is there.
+            for k in (0..u64::from(n)).step_by(4) {
+                let v = mem.load(src, from.wrapping_add(k), 4, l)?;
+                mem.store(sp, dst.wrapping_add(k), 4, v, l)?;
+            }
+        }
+        return Ok(false);
+    }
     let mut failed = 0u32;
     for l in lanes_of(m) {
         let mut addr = av[l].wrapping_add(off as u64);
@@ -170,7 +186,10 @@ pub(super) fn exec(
                 o.encode()
             }
             MbarOp::ExpectTx => {
+                // A copy may have completed its bytes before they were
+                // expected (libcu++ issues the copy first).
                 o.add_tx(bv[l] as u32 as i64);
+                o.complete_if_done();
                 o.encode()
             }
             MbarOp::CompleteTx => {
@@ -193,7 +212,7 @@ pub(super) fn exec(
                 }
                 continue;
             }
-            MbarOp::PendingCount => continue,
+            MbarOp::PendingCount | MbarOp::BulkCopy { .. } => continue,
         };
         mem.store(Msp::Shared, addr, 8, new, l)?;
     }

@@ -342,6 +342,11 @@ pub(crate) enum MbarOp {
     CpAsyncArrive {
         noinc: bool,
     },
+    /// cp.async.bulk: `b` bytes from address `base + off` (space `src`) to
+    /// the address in `d` (space `sp`), copied when issued.
+    BulkCopy {
+        src: Msp,
+    },
 }
 
 /// Special registers.

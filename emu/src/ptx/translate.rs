@@ -1102,6 +1102,9 @@ impl Tr<'_, '_> {
                 if mods.contains(&"mbarrier") {
                     return self.cp_async_mbarrier(i, &mods);
                 }
+                if mods.contains(&"bulk") && !mods.contains(&"tensor") {
+                    return self.cp_async_bulk(i, &mods);
+                }
                 if mods.contains(&"bulk") {
                     return self.unsupported();
                 }

@@ -119,4 +119,72 @@ impl Tr<'_, '_> {
         });
         Ok(())
     }
+
+    /// `cp.async.bulk.dst.src.completion [dst], [src], size{, [mbar]}`
+    /// (global to shared with `mbarrier::complete_tx::bytes`, shared to
+    /// shared, or shared to global with `bulk_group`): copied when issued,
+    /// then the bytes are completed on the mbarrier at once.
+    pub(super) fn cp_async_bulk(&mut self, i: &PInst, mods: &[&str]) -> Result<(), PtxError> {
+        let has = |m: &str| mods.contains(&m);
+        if has("multicast::cluster") || has("prefetch") {
+            return self.unsupported();
+        }
+        let spaces: Vec<Space> = mods
+            .iter()
+            .filter_map(|m| match *m {
+                "global" => Some(Space::Global),
+                "shared" | "shared::cta" | "shared::cluster" => Some(Space::Shared),
+                _ => None,
+            })
+            .collect();
+        let &[dsp, ssp] = spaces.as_slice() else {
+            return self.unsupported();
+        };
+        let mbar = has("mbarrier::complete_tx::bytes");
+        if mbar == has("bulk_group") || (mbar && dsp != Space::Shared) {
+            return self.unsupported();
+        }
+        let o = self.ops(i, if mbar { 4 } else { 3 })?;
+        let (dmsp, dbase, doff) = self.addr(&o[0], dsp)?;
+        let (smsp, sbase, soff) = self.addr(&o[1], ssp)?;
+        let size = self.src(&o[2], Ty::U32)?;
+        let dst = self.fold_addr(dbase, doff);
+        self.emit(Op::Mbar {
+            op: MbarOp::BulkCopy { src: smsp },
+            sp: dmsp,
+            d: dst,
+            base: sbase,
+            off: soff,
+            b: size,
+        });
+        if mbar {
+            let (sp, base, off) = self.addr(&o[3], Space::Shared)?;
+            self.emit(Op::Mbar {
+                op: MbarOp::CompleteTx,
+                sp,
+                d: NONE,
+                base,
+                off,
+                b: size,
+            });
+        }
+        Ok(())
+    }
+
+    /// `base + off` in one slot.
+    fn fold_addr(&mut self, base: R, off: i64) -> R {
+        let k = self.imm(off as u64);
+        if base == NONE {
+            return k;
+        }
+        let d = self.new_slot();
+        self.emit(Op::Int2 {
+            op: Int2::Add,
+            w: Iw::U64,
+            d,
+            a: base,
+            b: k,
+        });
+        d
+    }
 }
