@@ -27,6 +27,8 @@ use crate::memory::{MemoryView, Region};
 use crate::ptx::ir::*;
 use crate::ptx::{Module, Ty};
 
+#[path = "mbarrier.rs"]
+pub(crate) mod mbarrier;
 #[path = "tensor.rs"]
 mod tensor;
 #[path = "texture.rs"]
@@ -84,6 +86,8 @@ pub(crate) struct BlockEnv<'m> {
     pub(crate) bar_popc: u32,
     pub(crate) bar_and: bool,
     pub(crate) bar_or: bool,
+    /// The 16 numbered barriers used with thread counts.
+    pub(crate) named: mbarrier::NamedBars,
     pub(crate) worker: u32,
 }
 
@@ -334,6 +338,8 @@ pub(crate) struct Warp {
     pub(crate) state: WState,
     /// Destination of a pending `bar.red` (slot, kind).
     bar_red: Option<(u32, Bar)>,
+    /// The counted barrier the warp waits at: (number, generation).
+    pub(crate) bar_wait: Option<(u8, u32)>,
 }
 
 impl Warp {
@@ -354,6 +360,7 @@ impl Warp {
             local: Local::default(),
             state: WState::Done,
             bar_red: None,
+            bar_wait: None,
         }
     }
 
@@ -388,6 +395,7 @@ impl Warp {
         self.exited = 0;
         self.state = WState::Running;
         self.bar_red = None;
+        self.bar_wait = None;
     }
 
     fn fill_consts(&mut self, cx: &Ctx<'_, '_>) {
@@ -429,6 +437,13 @@ impl Warp {
         }
         self.ctl.reschedule();
         self.state = WState::Running;
+        self.bar_wait = None;
+    }
+
+    /// Whether the counted barrier the warp waits at has completed.
+    pub(crate) fn counted_wait_over(&self, env: &BlockEnv<'_>) -> bool {
+        self.bar_wait
+            .is_some_and(|(id, gen)| env.named.gen(id) != gen)
     }
 
     fn push_frame(&mut self, cx: &Ctx<'_, '_>, site_idx: u32, m: u32) -> Res<()> {
@@ -2493,6 +2508,29 @@ fn step<'m>(
                     }
                 }
             }
+            Op::Mbar {
+                op,
+                sp,
+                d,
+                base,
+                off,
+                b,
+            } => {
+                if tri!(mbarrier::exec(op, sp, d, base, off, b, r, p, m, &mut mem)) {
+                    // A failed wait ends the slice (retry loops spin around
+                    // it): the warps that will arrive get to run.
+                    pc += 1;
+                    if ctl.split && pc == ctl.next_pc {
+                        ctl.pc = pc;
+                        ctl.mask = mask;
+                        ctl.sync();
+                        ctl.reschedule();
+                        pc = ctl.pc;
+                        mask = ctl.mask;
+                    }
+                    leave!(Ev::Yield);
+                }
+            }
             Op::Cvta { to, sp, d, a } => {
                 let window = match sp {
                     Msp::Shared => SHARED_WINDOW,
@@ -2744,8 +2782,25 @@ fn step<'m>(
                     fail!(Exc::new(ExcKind::Trap, m.trailing_zeros() as usize));
                 }
             }
-            Op::Bar { kind, d, p: q } => {
-                if kind != Bar::Arrive && m != 0 {
+            Op::Bar {
+                kind,
+                d,
+                p: q,
+                id,
+                n,
+            } => {
+                let mut wait = kind != Bar::Arrive;
+                if n != NONE && m != 0 && matches!(kind, Bar::Sync | Bar::Arrive) {
+                    let l0 = m.trailing_zeros() as usize;
+                    let (b, c) = (get(r, id)[l0], get(r, n)[l0]);
+                    // A converged warp counts whole, as `bar` counts warps.
+                    let arrivals = if m == w.exists { 32 } else { m.count_ones() };
+                    match mbarrier::named_arrive(&mut env.named, b, c, arrivals) {
+                        Some(gen) if wait => w.bar_wait = Some((b as u8 & 15, gen)),
+                        _ => wait = false,
+                    }
+                }
+                if wait && m != 0 {
                     match kind {
                         Bar::Popc => {
                             env.bar_popc += (pmask(p, q) & m).count_ones();

@@ -644,6 +644,7 @@ fn new_env<'m>(worker: u32) -> BlockEnv<'m> {
         bar_popc: 0,
         bar_and: true,
         bar_or: false,
+        named: Default::default(),
         worker,
     }
 }
@@ -776,6 +777,7 @@ fn start_block<'m>(cx: &Ctx<'_, 'm>, warps: &mut Vec<Warp>, env: &mut BlockEnv<'
     env.bar_popc = 0;
     env.bar_and = true;
     env.bar_or = false;
+    env.named = Default::default();
     let n = cx.nwarps as usize;
     while warps.len() < n {
         warps.push(Warp::new());
@@ -800,6 +802,7 @@ fn step_block<'m>(
     for w in warps.iter_mut().take(n) {
         match w.state {
             WState::Done => continue,
+            WState::Barrier if w.counted_wait_over(env) => w.release(0, true, false),
             WState::Barrier => {
                 waiting += 1;
                 continue;
@@ -822,7 +825,12 @@ fn step_block<'m>(
     if Instant::now() >= sh.deadline {
         return Err(BlockStop::Error(KernelError::Timeout(sh.kernel.into())));
     }
-    if running == 0 {
+    // A warp whose counted barrier completed runs in the next pass.
+    let ready = warps
+        .iter()
+        .take(n)
+        .any(|w| w.state == WState::Barrier && w.counted_wait_over(env));
+    if running == 0 && !ready {
         if waiting == 0 {
             return Ok(false);
         }
@@ -831,8 +839,14 @@ fn step_block<'m>(
         env.bar_popc = 0;
         env.bar_and = true;
         env.bar_or = false;
+        // Whole-block barriers; if only counted ones wait, none of them
+        // can complete: release those rather than hang.
+        let whole = warps
+            .iter()
+            .take(n)
+            .any(|w| w.state == WState::Barrier && w.bar_wait.is_none());
         for w in warps.iter_mut().take(n) {
-            if w.state == WState::Barrier {
+            if w.state == WState::Barrier && (w.bar_wait.is_none() || !whole) {
                 w.release(popc, all, any);
             }
         }

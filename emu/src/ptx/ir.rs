@@ -320,6 +320,35 @@ pub(crate) enum Bar {
     Or,
 }
 
+/// An `mbarrier` operation (executed in `kernel/mbarrier.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MbarOp {
+    Init,
+    Inval,
+    /// arrive / arrive_drop (`drop`), with `b` the count, or with
+    /// `expect_tx` the transaction bytes (count 1).
+    Arrive {
+        drop: bool,
+        expect_tx: bool,
+    },
+    ExpectTx,
+    CompleteTx,
+    /// test_wait / try_wait on a state token, or on a phase parity.
+    Wait {
+        parity: bool,
+    },
+    PendingCount,
+    /// cp.async.mbarrier.arrive (`.noinc`: counts as one of the expected arrivals).
+    CpAsyncArrive {
+        noinc: bool,
+    },
+    /// cp.async.bulk: `b` bytes from address `base + off` (space `src`) to
+    /// the address in `d` (space `sp`), copied when issued.
+    BulkCopy {
+        src: Msp,
+    },
+}
+
 /// Special registers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Sreg {
@@ -683,6 +712,17 @@ pub(crate) enum Op {
         size: u8,
         src_size: R,
     },
+    /// `mbarrier.*` on the object at `base + off` (shared or generic):
+    /// `d` is the state/count register or the wait predicate, `b` the
+    /// count, state, parity or tx operand ([`NONE`] when absent).
+    Mbar {
+        op: MbarOp,
+        sp: Msp,
+        d: u32,
+        base: R,
+        off: i64,
+        b: R,
+    },
     Cvta {
         to: bool,
         sp: Msp,
@@ -706,10 +746,14 @@ pub(crate) enum Op {
     Trap,
     /// membar/fence: a sequentially consistent fence on the host.
     Fence,
+    /// `id`/`n`: barrier number and thread count of `bar.sync a, b` and
+    /// `bar.arrive a, b` ([`NONE`]: no count, the whole block).
     Bar {
         kind: Bar,
         d: R,
         p: P,
+        id: R,
+        n: R,
     },
     Shfl {
         mode: Shfl,

@@ -10,6 +10,9 @@ use super::parser::{FuncDecl, FuncKind, Inst as PInst, Operand, Stmt, VarDecl};
 use super::types::{Space, Ty};
 use super::PtxError;
 
+#[path = "translate_mbarrier.rs"]
+mod mbarrier;
+
 /// Module-wide names the translator resolves against.
 pub(crate) struct ModCtx<'a> {
     /// Module-scope symbols (variables and functions) → symbol id.
@@ -945,6 +948,7 @@ impl Tr<'_, '_> {
                 Ok(())
             }
             "bar" | "barrier" => self.bar(i, &mods),
+            "mbarrier" => self.mbarrier(i, &mods),
             "shfl" => {
                 let o = self.ops(i, 5)?;
                 if !has("sync") {
@@ -1096,7 +1100,13 @@ impl Tr<'_, '_> {
                     self.emit(Op::Nop);
                     return Ok(());
                 }
-                if mods.contains(&"mbarrier") || mods.contains(&"bulk") {
+                if mods.contains(&"mbarrier") {
+                    return self.cp_async_mbarrier(i, &mods);
+                }
+                if mods.contains(&"bulk") && !mods.contains(&"tensor") {
+                    return self.cp_async_bulk(i, &mods);
+                }
+                if mods.contains(&"bulk") {
                     return self.unsupported();
                 }
                 let o = self.ops(i, 3)?;
@@ -1892,7 +1902,8 @@ impl Tr<'_, '_> {
             } else {
                 self.pred_dst(&o[0])?
             };
-            self.emit(Op::Bar { kind, d, p });
+            let (id, n) = (NONE, NONE);
+            self.emit(Op::Bar { kind, d, p, id, n });
             return Ok(());
         }
         let kind = if has("arrive") {
@@ -1902,10 +1913,19 @@ impl Tr<'_, '_> {
         } else {
             return self.unsupported();
         };
+        // With a thread count, the numbered barrier is a real one (16 per
+        // block); without, it waits for the whole block.
+        let o = &i.operands;
+        let (id, n) = match (o.first(), o.get(1)) {
+            (Some(a), Some(b)) => (self.src(a, Ty::U32)?, self.src(b, Ty::U32)?),
+            _ => (NONE, NONE),
+        };
         self.emit(Op::Bar {
             kind,
             d: NONE,
             p: NONE,
+            id,
+            n,
         });
         Ok(())
     }

@@ -12,3 +12,6 @@ for cu in "$here"/*.cu; do
     "$nvcc" -ptx -arch=sm_80 -O3 "${rdc[@]}" "$cu" -o "${cu%.cu}.ptx"
     echo "regen: ${cu##*/} -> $(basename "${cu%.cu}.ptx")"
 done
+# libcu++ takes other paths on sm_90 (try_wait, expect_tx, bulk copies).
+"$nvcc" -ptx -arch=sm_90 -O3 "$here/mbarrier.cu" -o "$here/mbarrier_sm90.ptx"
+echo "regen: mbarrier.cu -> mbarrier_sm90.ptx"
