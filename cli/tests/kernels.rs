@@ -971,6 +971,29 @@ fn k_cooperative() {
 }
 
 #[test]
+fn k_textures() {
+    let lines = owned(&[
+        "arrays and copies: ok",
+        "tex2D point: ok",
+        "tex2D linear: ok",
+        "normalized coordinates, wrap: ok",
+        "uchar4 normalized float: ok",
+        "linear filtering of uchar4 read as integers -> cudaErrorInvalidFilterSetting",
+        "tex1Dfetch on linear memory: ok",
+        "texture on pitched memory: ok",
+        "surf2Dread/surf2Dwrite: ok",
+        "surface on an array without the load/store flag -> cudaErrorInvalidValue",
+        "tex2DLayered: ok",
+        "3-D array and tex3D: ok",
+        "texCubemap: ok",
+        "object queries: ok",
+        "free an array twice -> cudaErrorInvalidResourceHandle",
+        "PASS",
+    ]);
+    run_and_expect("k_textures", &lines);
+}
+
+#[test]
 fn k_async() {
     let lines = owned(&[
         "host worked while 64 MiB went to the device and back: ok",

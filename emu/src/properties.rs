@@ -40,7 +40,9 @@ pub fn emulated_props(gpu: u32, total_mem: u64) -> DeviceProps {
         total_const_mem: 64 * KIB,
         major: 8,
         minor: 0,
-        texture_alignment: 512,
+        // Every allocation of the emulated device starts on a 256-byte
+        // boundary, and textures on linear memory need no more.
+        texture_alignment: 256,
         texture_pitch_alignment: 32,
         multi_processor_count: 108,
         integrated: 0,

@@ -183,8 +183,8 @@ int main() {
     bad.readMode = cudaReadModeElementType;
     bad.filterMode = cudaFilterModeLinear;
     cudaTextureObject_t nope;
-    EXPECT_ERR_AS("linear filtering of uchar4 read as integers", cudaCreateTextureObject(&nope, &res, &bad, nullptr),
-                  cudaErrorInvalidValue);
+    EXPECT_ERR_AS("linear filtering of uchar4 read as integers",
+                  cudaCreateTextureObject(&nope, &res, &bad, nullptr), cudaErrorInvalidFilterSetting);
 
     // --- linear memory: tex1Dfetch ------------------------------------------------
     const int n = 1000;

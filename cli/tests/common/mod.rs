@@ -70,6 +70,7 @@ pub(crate) const PROGRAMS: &[(&str, &[&str], &[&str])] = &[
     ("runtime_misc", &[], &[]),
     ("k_tensor_cores", &[], &[]),
     ("k_cooperative", &[], &[]),
+    ("k_textures", &[], &[]),
 ];
 
 /// Limit for one CUDA program run.

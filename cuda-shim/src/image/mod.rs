@@ -334,9 +334,9 @@ fn descriptor(
             )
         }
         Resource::Linear { ptr, format, bytes } => {
-            if ptr % props.texture_alignment.max(1) != 0
+            if !ptr.is_multiple_of(props.texture_alignment.max(1))
                 || bytes == 0
-                || bytes % format.bytes() != 0
+                || !bytes.is_multiple_of(format.bytes())
             {
                 return Err(CudaError::INVALID_VALUE);
             }
@@ -426,12 +426,12 @@ fn create_object(device: usize, object: Object, what: &str) -> Result<u64, CudaE
             Resource::Array(h) => array(h)?.format,
             Resource::Linear { format, .. } | Resource::Pitch2D { format, .. } => format,
         };
+        // Linear memory (`tex1Dfetch`) is never filtered either; CUDA's
+        // runtime answers both with cudaErrorInvalidFilterSetting.
         let integer = format.kind != ChannelKind::Float && !s.read_normalized;
-        if s.filter == Filter::Linear && integer {
-            return Err(CudaError::INVALID_VALUE);
-        }
-        if matches!(object.resource, Resource::Linear { .. }) && s.filter == Filter::Linear {
-            return Err(CudaError::INVALID_VALUE);
+        let linear_memory = matches!(object.resource, Resource::Linear { .. });
+        if s.filter == Filter::Linear && (integer || linear_memory) {
+            return Err(CudaError::INVALID_FILTER_SETTING);
         }
     }
     let bytes = descriptor(device, &object.resource, object.sampling.as_ref())?.encode();
