@@ -559,7 +559,7 @@ fn k_limits() {
             "cudaDeviceSynchronize -> cudaSuccess",
         ]),
     );
-    for needle in ["unsupported PTX instruction 'mma.sync", "_Z11tensor_corePj"] {
+    for needle in ["unsupported PTX instruction 'mma.sp", "_Z11tensor_corePj"] {
         if !unsupported.stderr.contains(needle) {
             unsupported.fail(&format!("stderr does not name `{needle}`"), None);
         }
@@ -993,6 +993,22 @@ fn k_textures() {
     run_and_expect("k_textures", &lines);
 }
 
+/// Batched and attributed copies (`cudaMemcpyBatchAsync`,
+/// `cudaMemcpyWithAttributesAsync`, and `cuMemcpyBatchAsync_v2` under the
+/// static runtime).
+#[test]
+fn batch_copy() {
+    let lines = owned(&[
+        "cudaMemcpyBatchAsync: ok",
+        "cudaMemcpyWithAttributesAsync: ok",
+        "batch on the legacy stream -> cudaErrorInvalidValue",
+        "first attribute index not 0 -> cudaErrorInvalidValue",
+        "invalid source access order -> cudaErrorInvalidValue",
+        "PASS",
+    ]);
+    run_and_expect("batch_copy", &lines);
+}
+
 #[test]
 fn k_async() {
     let lines = owned(&[
@@ -1019,7 +1035,7 @@ fn memcpy3d() {
     let lines = owned(&[
         "cudaMemcpy3D host, device and positions: ok",
         "cudaMemcpy3DAsync, peer and captured: ok",
-        "cudaMemcpy3D to a CUDA array -> cudaErrorNotSupported",
+        "cudaMemcpy3D to a made-up CUDA array -> cudaErrorInvalidResourceHandle",
         "PASS",
     ]);
     run_and_expect("memcpy3d", &lines);

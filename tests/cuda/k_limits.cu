@@ -2,9 +2,9 @@
 //   k_limits timeout      a kernel that never ends: the launch returns, the
 //                         next synchronizing call reports cudaErrorLaunchTimeout
 //                         (run with a short kernel time limit)
-//   k_limits unsupported  a kernel using tensor-core PTX the interpreter does
-//                         not implement: the launch fails with
-//                         cudaErrorNotSupported, naming the instruction
+//   k_limits unsupported  a kernel using PTX the interpreter does not
+//                         implement (sparse tensor-core mma): the launch fails
+//                         with cudaErrorNotSupported, naming the instruction
 #include <cuda_runtime.h>
 
 #include <cstring>
@@ -17,14 +17,16 @@ __global__ void spin_forever(volatile int *flag) {
 }
 
 __global__ void tensor_core(unsigned *out) {
-    unsigned d0, d1, d2, d3;
-    unsigned a0 = 0, a1 = 0, b0 = 0, b1 = 0, c0 = 0, c1 = 0, c2 = 0, c3 = 0;
+    float d0, d1, d2, d3;
+    unsigned a0 = 0, a1 = 0, a2 = 0, a3 = 0, b0 = 0, b1 = 0, b2 = 0, b3 = 0, e = 0;
+    float c0 = 0, c1 = 0, c2 = 0, c3 = 0;
     asm volatile(
-        "mma.sync.aligned.m8n8k4.row.col.f16.f16.f16.f16 {%0,%1,%2,%3}, {%4,%5}, {%6,%7}, "
-        "{%8,%9,%10,%11};"
-        : "=r"(d0), "=r"(d1), "=r"(d2), "=r"(d3)
-        : "r"(a0), "r"(a1), "r"(b0), "r"(b1), "r"(c0), "r"(c1), "r"(c2), "r"(c3));
-    out[threadIdx.x] = d0 + d1 + d2 + d3;
+        "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9,%10,%11}, {%12,%13,%14,%15}, %16, 0x0;"
+        : "=f"(d0), "=f"(d1), "=f"(d2), "=f"(d3)
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(b2), "r"(b3), "f"(c0),
+          "f"(c1), "f"(c2), "f"(c3), "r"(e));
+    out[threadIdx.x] = (unsigned)(d0 + d1 + d2 + d3);
 }
 
 static void report(const char *what, cudaError_t e) {

@@ -83,10 +83,12 @@ int main() {
     for (unsigned char v : back) EXPECT(v == 0x5A, "captured 3-D copy");
     printf("cudaMemcpy3DAsync, peer and captured: ok\n");
 
+    // An array handle no cudaMallocArray returned.
     cudaArray_t array = (cudaArray_t)0x1000;
     up.dstPtr = make_cudaPitchedPtr(nullptr, 0, 0, 0);
     up.dstArray = array;
-    EXPECT_ERR_AS("cudaMemcpy3D to a CUDA array", cudaMemcpy3D(&up), cudaErrorNotSupported);
+    EXPECT_ERR_AS("cudaMemcpy3D to a made-up CUDA array", cudaMemcpy3D(&up),
+                  cudaErrorInvalidResourceHandle);
 
     CHECK(cudaGraphExecDestroy(exec));
     CHECK(cudaGraphDestroy(g));

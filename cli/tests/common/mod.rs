@@ -71,6 +71,7 @@ pub(crate) const PROGRAMS: &[(&str, &[&str], &[&str])] = &[
     ("k_tensor_cores", &[], &[]),
     ("k_cooperative", &[], &[]),
     ("k_textures", &[], &[]),
+    ("batch_copy", &[], &[]),
 ];
 
 /// Limit for one CUDA program run.

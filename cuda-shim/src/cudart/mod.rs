@@ -23,6 +23,7 @@ macro_rules! with_ptsz {
     };
 }
 
+pub(crate) mod batch_copy;
 pub(crate) mod device;
 mod error;
 pub(crate) mod graph;

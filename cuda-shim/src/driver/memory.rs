@@ -8,6 +8,7 @@ use std::ffi::c_void;
 use std::os::raw::{c_int, c_uint};
 
 use super::{context_device, initialized, out, rt, DriverError, DriverResult};
+use crate::cudart::batch_copy::{self, MemcpyAttributes};
 use crate::cudart::{memory, pitched};
 
 /// `cudaMemcpyKind` values the runtime helpers take.
@@ -414,6 +415,45 @@ driver_fn! { [cuMemcpy3DPeer, cuMemcpy3DPeer_ptds] (p: *const super::graph::Memc
 
 driver_fn! { [cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync_ptsz] (p: *const super::graph::Memcpy3D, stream: Stream) {
     memcpy_3d(p, Some(stream))
+} }
+
+// ---- batched and attributed copies (the runtime's implementation) ----------
+
+fn batch_async(
+    (dsts, srcs, sizes, count): (*const u64, *const u64, *const usize, usize),
+    (attrs, idxs, num_attrs): (*const MemcpyAttributes, *const usize, usize),
+    stream: Stream,
+) -> DriverResult {
+    context_device()?;
+    // SAFETY: the API passes arrays of `count` and `num_attrs` entries.
+    let (copies, attrs, idxs) = unsafe {
+        (
+            batch_copy::copies(dsts, srcs, sizes, count)?,
+            batch_copy::slice(attrs, num_attrs)?,
+            batch_copy::slice(idxs, num_attrs)?,
+        )
+    };
+    Ok(batch_copy::batch(&copies, attrs, idxs, stream as u64)?)
+}
+
+// CUDA 12.8's form reports the failing copy; rcud's errors concern the batch
+// as a whole (`SIZE_MAX`), as the driver reports errors that are not about
+// one copy.
+driver_fn! { [cuMemcpyBatchAsync, cuMemcpyBatchAsync_ptsz] (dsts: *const u64, srcs: *const u64, sizes: *const usize, count: usize, attrs: *const MemcpyAttributes, idxs: *const usize, num_attrs: usize, fail_idx: *mut usize, stream: Stream) {
+    let r = batch_async((dsts, srcs, sizes, count), (attrs, idxs, num_attrs), stream);
+    if r.is_err() && !fail_idx.is_null() {
+        // SAFETY: non-NULL, and the API passes a writable size_t.
+        unsafe { *fail_idx = usize::MAX };
+    }
+    r
+} }
+
+driver_fn! { [cuMemcpyBatchAsync_v2, cuMemcpyBatchAsync_v2_ptsz] (dsts: *const u64, srcs: *const u64, sizes: *const usize, count: usize, attrs: *const MemcpyAttributes, idxs: *const usize, num_attrs: usize, stream: Stream) {
+    batch_async((dsts, srcs, sizes, count), (attrs, idxs, num_attrs), stream)
+} }
+
+driver_fn! { [cuMemcpyWithAttributesAsync, cuMemcpyWithAttributesAsync_ptsz] (dst: u64, src: u64, size: usize, attr: *const MemcpyAttributes, stream: Stream) {
+    batch_async((&dst, &src, &size, 1), (attr, &0, 1), stream)
 } }
 
 // ---- memsets ---------------------------------------------------------------
