@@ -24,42 +24,52 @@ pub(crate) const RESOURCE_MIPMAPPED_ARRAY: c_int = 1;
 pub(crate) const RESOURCE_LINEAR: c_int = 2;
 pub(crate) const RESOURCE_PITCH2D: c_int = 3;
 
-/// `cudaResourceDesc`: a resource type and a 128-byte union.
+/// `cudaResourceDesc` (`F` = [`ChannelFormatDesc`]) and `CUDA_RESOURCE_DESC`
+/// (`F` = [`DrvFormat`]): a resource type and a 128-byte union whose linear
+/// and pitched-2-D members name the texel format each API's way.
 #[repr(C)]
 #[derive(Clone, Copy)]
-pub(crate) struct ResourceDesc {
+pub(crate) struct ResourceDesc<F: Copy> {
     pub(crate) res_type: c_int,
-    pub(crate) res: ResourceUnion,
+    pub(crate) res: ResourceUnion<F>,
     pub(crate) flags: c_uint,
 }
 
-/// The union of `cudaResourceDesc`: the array handle, or the linear and
-/// pitched-2-D members (`devPtr`, channel format, then sizes).
+/// The union of a resource descriptor: the array handle, or the linear and
+/// pitched-2-D members (device pointer, format, then sizes).
 #[repr(C)]
 #[derive(Clone, Copy)]
-pub(crate) union ResourceUnion {
+pub(crate) union ResourceUnion<F: Copy> {
     pub(crate) array: *mut c_void,
-    pub(crate) linear: ResourceLinear,
-    pub(crate) pitch2d: ResourcePitch2D,
+    pub(crate) linear: ResourceLinear<F>,
+    pub(crate) pitch2d: ResourcePitch2D<F>,
     pub(crate) reserved: [c_int; 32],
 }
 
 #[repr(C)]
 #[derive(Clone, Copy)]
-pub(crate) struct ResourceLinear {
-    pub(crate) dev_ptr: *mut c_void,
-    pub(crate) desc: ChannelFormatDesc,
+pub(crate) struct ResourceLinear<F> {
+    pub(crate) dev_ptr: u64,
+    pub(crate) format: F,
     pub(crate) size_in_bytes: usize,
 }
 
 #[repr(C)]
 #[derive(Clone, Copy)]
-pub(crate) struct ResourcePitch2D {
-    pub(crate) dev_ptr: *mut c_void,
-    pub(crate) desc: ChannelFormatDesc,
+pub(crate) struct ResourcePitch2D<F> {
+    pub(crate) dev_ptr: u64,
+    pub(crate) format: F,
     pub(crate) width: usize,
     pub(crate) height: usize,
     pub(crate) pitch_in_bytes: usize,
+}
+
+/// The driver's texel format: a `CUarray_format` and a channel count.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DrvFormat {
+    pub(crate) format: c_uint,
+    pub(crate) num_channels: c_uint,
 }
 
 /// `cudaTextureDesc`.
@@ -118,45 +128,6 @@ pub(crate) struct Array3DDescriptor {
     pub(crate) flags: c_uint,
 }
 
-/// `CUDA_RESOURCE_DESC`: as the runtime's, with the driver's format
-/// (`CUarray_format` and a channel count) in the linear and 2-D members.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub(crate) struct DrvResourceDesc {
-    pub(crate) res_type: c_int,
-    pub(crate) res: DrvResourceUnion,
-    pub(crate) flags: c_uint,
-}
-
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub(crate) union DrvResourceUnion {
-    pub(crate) array: *mut c_void,
-    pub(crate) linear: DrvResourceLinear,
-    pub(crate) pitch2d: DrvResourcePitch2D,
-    pub(crate) reserved: [c_int; 32],
-}
-
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub(crate) struct DrvResourceLinear {
-    pub(crate) dev_ptr: u64,
-    pub(crate) format: c_uint,
-    pub(crate) num_channels: c_uint,
-    pub(crate) size_in_bytes: usize,
-}
-
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub(crate) struct DrvResourcePitch2D {
-    pub(crate) dev_ptr: u64,
-    pub(crate) format: c_uint,
-    pub(crate) num_channels: c_uint,
-    pub(crate) width: usize,
-    pub(crate) height: usize,
-    pub(crate) pitch_in_bytes: usize,
-}
-
 /// `CUDA_TEXTURE_DESC`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
@@ -176,12 +147,16 @@ pub(crate) struct DrvTextureDesc {
 const _: () = {
     use std::mem::{offset_of, size_of};
     assert!(size_of::<ChannelFormatDesc>() == 20);
-    assert!(size_of::<ResourceDesc>() == 144);
-    assert!(offset_of!(ResourceDesc, flags) == 136);
+    assert!(size_of::<ResourceDesc<ChannelFormatDesc>>() == 144);
+    assert!(offset_of!(ResourceDesc<ChannelFormatDesc>, flags) == 136);
+    assert!(offset_of!(ResourceLinear<ChannelFormatDesc>, size_in_bytes) == 32);
+    assert!(offset_of!(ResourcePitch2D<ChannelFormatDesc>, pitch_in_bytes) == 48);
+    assert!(offset_of!(ResourceLinear<DrvFormat>, size_in_bytes) == 16);
+    assert!(offset_of!(ResourcePitch2D<DrvFormat>, pitch_in_bytes) == 32);
     assert!(size_of::<TextureDesc>() == 72);
     assert!(size_of::<ResourceViewDesc>() == 112);
     assert!(size_of::<ArrayDescriptor>() == 24);
     assert!(size_of::<Array3DDescriptor>() == 40);
-    assert!(size_of::<DrvResourceDesc>() == 144);
+    assert!(size_of::<ResourceDesc<DrvFormat>>() == 144);
     assert!(size_of::<DrvTextureDesc>() == 104);
 };

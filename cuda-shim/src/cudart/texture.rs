@@ -10,13 +10,9 @@ use rcud_proto::CudaError;
 
 use super::graph::Extent;
 use super::pitched::memcpy2d;
-use crate::abi::texture::{
-    ChannelFormatDesc, ResourceDesc, ResourceLinear, ResourcePitch2D, ResourceUnion,
-    ResourceViewDesc, TextureDesc, RESOURCE_ARRAY, RESOURCE_LINEAR, RESOURCE_MIPMAPPED_ARRAY,
-    RESOURCE_PITCH2D,
-};
+use crate::abi::texture::{ChannelFormatDesc, ResourceDesc, ResourceViewDesc, TextureDesc};
 use crate::ffi::{guard, write_out, CudaErrorT};
-use crate::image::{self, Format, Resource, Sampling};
+use crate::image::{self, Format, Sampling};
 
 fn rt() -> &'static rcud_client::Runtime {
     rcud_client::Runtime::global()
@@ -335,82 +331,17 @@ with_ptsz! {
 
 // ---- texture and surface objects ------------------------------------------
 
-/// The resource a `cudaResourceDesc` names.
-fn resource_of(d: &ResourceDesc) -> Result<Resource, CudaError> {
-    if d.flags != 0 {
-        return Err(CudaError::INVALID_VALUE);
+impl image::FormatDesc for ChannelFormatDesc {
+    fn to_format(&self) -> Result<Format, CudaError> {
+        format_of(self)
     }
-    // SAFETY: each arm reads the union member `res_type` says is there; the
-    // members are plain data, so any bytes are a valid value.
-    unsafe {
-        match d.res_type {
-            RESOURCE_ARRAY => Ok(Resource::Array(d.res.array as u64)),
-            RESOURCE_LINEAR => {
-                let l = d.res.linear;
-                Ok(Resource::Linear {
-                    ptr: l.dev_ptr as u64,
-                    format: format_of(&l.desc)?,
-                    bytes: l.size_in_bytes as u64,
-                })
-            }
-            RESOURCE_PITCH2D => {
-                let p = d.res.pitch2d;
-                Ok(Resource::Pitch2D {
-                    ptr: p.dev_ptr as u64,
-                    format: format_of(&p.desc)?,
-                    width: p.width as u64,
-                    height: p.height as u64,
-                    pitch: p.pitch_in_bytes as u64,
-                })
-            }
-            RESOURCE_MIPMAPPED_ARRAY => {
-                tracing::warn!("mipmapped arrays are not supported by rcud");
-                Err(CudaError::NOT_SUPPORTED)
-            }
-            _ => Err(CudaError::INVALID_VALUE),
-        }
+
+    fn from_format(f: Format) -> Self {
+        desc_of(f)
     }
 }
 
-/// The `cudaResourceDesc` of a resource.
-fn desc_of_resource(r: Resource) -> Result<ResourceDesc, CudaError> {
-    let mut res = ResourceUnion { reserved: [0; 32] };
-    let res_type = match r {
-        Resource::Array(h) => {
-            res.array = h as *mut c_void;
-            RESOURCE_ARRAY
-        }
-        Resource::Linear { ptr, format, bytes } => {
-            res.linear = ResourceLinear {
-                dev_ptr: ptr as *mut c_void,
-                desc: desc_of(format),
-                size_in_bytes: bytes as usize,
-            };
-            RESOURCE_LINEAR
-        }
-        Resource::Pitch2D {
-            ptr,
-            format,
-            width,
-            height,
-            pitch,
-        } => {
-            res.pitch2d = ResourcePitch2D {
-                dev_ptr: ptr as *mut c_void,
-                desc: desc_of(format),
-                width: width as usize,
-                height: height as usize,
-                pitch_in_bytes: pitch as usize,
-            };
-            RESOURCE_PITCH2D
-        }
-    };
-    Ok(ResourceDesc {
-        res_type,
-        res,
-        flags: 0,
-    })
-}
+type RuntimeResourceDesc = ResourceDesc<ChannelFormatDesc>;
 
 fn sampling_of(t: &TextureDesc) -> Result<Sampling, CudaError> {
     let address = [
@@ -461,7 +392,7 @@ fn texture_desc_of(s: &Sampling) -> TextureDesc {
 #[no_mangle]
 pub extern "C" fn cudaCreateTextureObject(
     tex: *mut u64,
-    res: *const ResourceDesc,
+    res: *const RuntimeResourceDesc,
     desc: *const TextureDesc,
     view: *const ResourceViewDesc,
 ) -> CudaErrorT {
@@ -473,7 +404,7 @@ pub extern "C" fn cudaCreateTextureObject(
             tracing::warn!("cudaCreateTextureObject: resource views are not supported by rcud");
             return Err(CudaError::NOT_SUPPORTED);
         }
-        let resource = resource_of(read_desc(res)?)?;
+        let resource = image::resource_of(read_desc(res)?)?;
         let sampling = sampling_of(read_desc(desc)?)?;
         write_out(
             tex,
@@ -488,8 +419,16 @@ pub extern "C" fn cudaDestroyTextureObject(tex: u64) -> CudaErrorT {
 }
 
 #[no_mangle]
-pub extern "C" fn cudaGetTextureObjectResourceDesc(res: *mut ResourceDesc, tex: u64) -> CudaErrorT {
-    guard(|| write_out(res, desc_of_resource(image::object(tex, true)?.resource)?))
+pub extern "C" fn cudaGetTextureObjectResourceDesc(
+    res: *mut RuntimeResourceDesc,
+    tex: u64,
+) -> CudaErrorT {
+    guard(|| {
+        write_out(
+            res,
+            image::resource_desc::<ChannelFormatDesc>(image::object(tex, true)?.resource),
+        )
+    })
 }
 
 #[no_mangle]
@@ -502,12 +441,15 @@ pub extern "C" fn cudaGetTextureObjectTextureDesc(desc: *mut TextureDesc, tex: u
 }
 
 #[no_mangle]
-pub extern "C" fn cudaCreateSurfaceObject(surf: *mut u64, res: *const ResourceDesc) -> CudaErrorT {
+pub extern "C" fn cudaCreateSurfaceObject(
+    surf: *mut u64,
+    res: *const RuntimeResourceDesc,
+) -> CudaErrorT {
     guard(|| {
         if surf.is_null() {
             return Err(CudaError::INVALID_VALUE);
         }
-        let resource = resource_of(read_desc(res)?)?;
+        let resource = image::resource_of(read_desc(res)?)?;
         write_out(
             surf,
             image::create_surface(rt().current_device()?, resource)?,
@@ -522,8 +464,13 @@ pub extern "C" fn cudaDestroySurfaceObject(surf: u64) -> CudaErrorT {
 
 #[no_mangle]
 pub extern "C" fn cudaGetSurfaceObjectResourceDesc(
-    res: *mut ResourceDesc,
+    res: *mut RuntimeResourceDesc,
     surf: u64,
 ) -> CudaErrorT {
-    guard(|| write_out(res, desc_of_resource(image::object(surf, false)?.resource)?))
+    guard(|| {
+        write_out(
+            res,
+            image::resource_desc::<ChannelFormatDesc>(image::object(surf, false)?.resource),
+        )
+    })
 }

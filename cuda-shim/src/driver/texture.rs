@@ -10,12 +10,10 @@ use rcud_proto::texture::{ChannelKind, Filter};
 
 use super::{context_device, out, DriverError, DriverResult};
 use crate::abi::texture::{
-    Array3DDescriptor, ArrayDescriptor, DrvResourceDesc, DrvResourceLinear, DrvResourcePitch2D,
-    DrvResourceUnion, DrvTextureDesc, ResourceViewDesc, RESOURCE_ARRAY, RESOURCE_LINEAR,
-    RESOURCE_MIPMAPPED_ARRAY, RESOURCE_PITCH2D,
+    Array3DDescriptor, ArrayDescriptor, DrvFormat, DrvTextureDesc, ResourceDesc, ResourceViewDesc,
 };
 use crate::cudart::pitched::memcpy2d;
-use crate::image::{self, Format, Resource, Sampling};
+use crate::image::{self, Format, Sampling};
 
 /// `CUarray_format` values of plain channels.
 const FORMATS: &[(c_uint, u32, ChannelKind)] = &[
@@ -176,82 +174,20 @@ driver_fn! { [cuMemcpyAtoA_v2, cuMemcpyAtoA_v2_ptds] (dst: *mut c_void, dst_offs
 
 // ---- texture and surface objects ---------------------------------------------
 
-fn resource_of(d: &DrvResourceDesc) -> Result<Resource, DriverError> {
-    if d.flags != 0 {
-        return Err(DriverError::INVALID_VALUE);
+impl image::FormatDesc for DrvFormat {
+    fn to_format(&self) -> Result<Format, rcud_proto::CudaError> {
+        format_of(self.format, self.num_channels).map_err(|_| rcud_proto::CudaError::INVALID_VALUE)
     }
-    // SAFETY: each arm reads the union member `res_type` says is there; the
-    // members are plain data, so any bytes are a valid value.
-    unsafe {
-        match d.res_type {
-            RESOURCE_ARRAY => Ok(Resource::Array(d.res.array as u64)),
-            RESOURCE_LINEAR => {
-                let l = d.res.linear;
-                Ok(Resource::Linear {
-                    ptr: l.dev_ptr,
-                    format: format_of(l.format, l.num_channels)?,
-                    bytes: l.size_in_bytes as u64,
-                })
-            }
-            RESOURCE_PITCH2D => {
-                let p = d.res.pitch2d;
-                Ok(Resource::Pitch2D {
-                    ptr: p.dev_ptr,
-                    format: format_of(p.format, p.num_channels)?,
-                    width: p.width as u64,
-                    height: p.height as u64,
-                    pitch: p.pitch_in_bytes as u64,
-                })
-            }
-            RESOURCE_MIPMAPPED_ARRAY => {
-                tracing::warn!("mipmapped arrays are not supported by rcud");
-                Err(DriverError::NOT_SUPPORTED)
-            }
-            _ => Err(DriverError::INVALID_VALUE),
+
+    fn from_format(f: Format) -> Self {
+        DrvFormat {
+            format: format_code(f),
+            num_channels: c_uint::from(f.channels),
         }
     }
 }
 
-fn desc_of_resource(r: Resource) -> DrvResourceDesc {
-    let mut res = DrvResourceUnion { reserved: [0; 32] };
-    let res_type = match r {
-        Resource::Array(h) => {
-            res.array = h as *mut c_void;
-            RESOURCE_ARRAY
-        }
-        Resource::Linear { ptr, format, bytes } => {
-            res.linear = DrvResourceLinear {
-                dev_ptr: ptr,
-                format: format_code(format),
-                num_channels: c_uint::from(format.channels),
-                size_in_bytes: bytes as usize,
-            };
-            RESOURCE_LINEAR
-        }
-        Resource::Pitch2D {
-            ptr,
-            format,
-            width,
-            height,
-            pitch,
-        } => {
-            res.pitch2d = DrvResourcePitch2D {
-                dev_ptr: ptr,
-                format: format_code(format),
-                num_channels: c_uint::from(format.channels),
-                width: width as usize,
-                height: height as usize,
-                pitch_in_bytes: pitch as usize,
-            };
-            RESOURCE_PITCH2D
-        }
-    };
-    DrvResourceDesc {
-        res_type,
-        res,
-        flags: 0,
-    }
-}
+type DrvResourceDesc = ResourceDesc<DrvFormat>;
 
 fn sampling_of(t: &DrvTextureDesc) -> Result<Sampling, DriverError> {
     let address = [
@@ -312,7 +248,7 @@ driver_fn! { cuTexObjectCreate (tex: *mut u64, res: *const DrvResourceDesc, desc
         tracing::warn!("cuTexObjectCreate: resource views are not supported by rcud");
         return Err(DriverError::NOT_SUPPORTED);
     }
-    let resource = resource_of(read(res)?)?;
+    let resource = image::resource_of(read(res)?)?;
     let sampling = sampling_of(read(desc)?)?;
     out(tex, image::create_texture(device, resource, sampling)?)
 } }
@@ -324,7 +260,7 @@ driver_fn! { cuTexObjectDestroy (tex: u64) {
 
 driver_fn! { cuTexObjectGetResourceDesc (res: *mut DrvResourceDesc, tex: u64) {
     context_device()?;
-    out(res, desc_of_resource(image::object(tex, true)?.resource))
+    out(res, image::resource_desc::<DrvFormat>(image::object(tex, true)?.resource))
 } }
 
 driver_fn! { cuTexObjectGetTextureDesc (desc: *mut DrvTextureDesc, tex: u64) {
@@ -338,7 +274,7 @@ driver_fn! { cuSurfObjectCreate (surf: *mut u64, res: *const DrvResourceDesc) {
     if surf.is_null() {
         return Err(DriverError::INVALID_VALUE);
     }
-    let resource = resource_of(read(res)?)?;
+    let resource = image::resource_of(read(res)?)?;
     out(surf, image::create_surface(device, resource)?)
 } }
 
@@ -349,5 +285,5 @@ driver_fn! { cuSurfObjectDestroy (surf: u64) {
 
 driver_fn! { cuSurfObjectGetResourceDesc (res: *mut DrvResourceDesc, surf: u64) {
     context_device()?;
-    out(res, desc_of_resource(image::object(surf, false)?.resource))
+    out(res, image::resource_desc::<DrvFormat>(image::object(surf, false)?.resource))
 } }

@@ -22,6 +22,11 @@ use rcud_proto::texture::{
 };
 use rcud_proto::CudaError;
 
+use crate::abi::texture::{
+    ResourceDesc, ResourceLinear, ResourcePitch2D, ResourceUnion, RESOURCE_ARRAY, RESOURCE_LINEAR,
+    RESOURCE_MIPMAPPED_ARRAY, RESOURCE_PITCH2D,
+};
+
 fn rt() -> &'static Runtime {
     Runtime::global()
 }
@@ -135,6 +140,89 @@ pub(crate) enum Resource {
         height: u64,
         pitch: u64,
     },
+}
+
+/// A texel format as one API's resource descriptor names it.
+pub(crate) trait FormatDesc: Copy {
+    fn to_format(&self) -> Result<Format, CudaError>;
+    fn from_format(f: Format) -> Self;
+}
+
+/// The resource a `cudaResourceDesc` / `CUDA_RESOURCE_DESC` names.
+pub(crate) fn resource_of<F: FormatDesc>(d: &ResourceDesc<F>) -> Result<Resource, CudaError> {
+    if d.flags != 0 {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    // SAFETY: each arm reads the union member `res_type` says is there; the
+    // members are plain data, so any bytes are a valid value.
+    unsafe {
+        match d.res_type {
+            RESOURCE_ARRAY => Ok(Resource::Array(d.res.array as u64)),
+            RESOURCE_LINEAR => {
+                let l = d.res.linear;
+                Ok(Resource::Linear {
+                    ptr: l.dev_ptr,
+                    format: l.format.to_format()?,
+                    bytes: l.size_in_bytes as u64,
+                })
+            }
+            RESOURCE_PITCH2D => {
+                let p = d.res.pitch2d;
+                Ok(Resource::Pitch2D {
+                    ptr: p.dev_ptr,
+                    format: p.format.to_format()?,
+                    width: p.width as u64,
+                    height: p.height as u64,
+                    pitch: p.pitch_in_bytes as u64,
+                })
+            }
+            RESOURCE_MIPMAPPED_ARRAY => {
+                tracing::warn!("mipmapped arrays are not supported by rcud");
+                Err(CudaError::NOT_SUPPORTED)
+            }
+            _ => Err(CudaError::INVALID_VALUE),
+        }
+    }
+}
+
+/// The resource descriptor of a resource, in one API's layout.
+pub(crate) fn resource_desc<F: FormatDesc>(r: Resource) -> ResourceDesc<F> {
+    let mut res = ResourceUnion { reserved: [0; 32] };
+    let res_type = match r {
+        Resource::Array(h) => {
+            res.array = h as *mut std::ffi::c_void;
+            RESOURCE_ARRAY
+        }
+        Resource::Linear { ptr, format, bytes } => {
+            res.linear = ResourceLinear {
+                dev_ptr: ptr,
+                format: F::from_format(format),
+                size_in_bytes: bytes as usize,
+            };
+            RESOURCE_LINEAR
+        }
+        Resource::Pitch2D {
+            ptr,
+            format,
+            width,
+            height,
+            pitch,
+        } => {
+            res.pitch2d = ResourcePitch2D {
+                dev_ptr: ptr,
+                format: F::from_format(format),
+                width: width as usize,
+                height: height as usize,
+                pitch_in_bytes: pitch as usize,
+            };
+            RESOURCE_PITCH2D
+        }
+    };
+    ResourceDesc {
+        res_type,
+        res,
+        flags: 0,
+    }
 }
 
 /// How a texture object samples: the fields of `cudaTextureDesc` the
