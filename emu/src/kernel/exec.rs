@@ -1682,6 +1682,21 @@ fn step<'m>(
             return Ok($ev);
         }};
     }
+    // Moves the current group to the next instruction, rejoining the lanes
+    // that wait there.
+    macro_rules! step {
+        () => {{
+            pc += 1;
+            if ctl.split && pc == ctl.next_pc {
+                ctl.pc = pc;
+                ctl.mask = mask;
+                ctl.sync();
+                ctl.reschedule();
+                pc = ctl.pc;
+                mask = ctl.mask;
+            }
+        }};
+    }
     // Lanes `moved` jump to `target`; the others of `mask` go on at pc + 1.
     macro_rules! jump {
         ($moved:expr, $target:expr) => {{
@@ -1698,15 +1713,7 @@ fn step<'m>(
                     mask = ctl.mask;
                 }
             } else if moved == 0 {
-                pc += 1;
-                if ctl.split && pc == ctl.next_pc {
-                    ctl.pc = pc;
-                    ctl.mask = mask;
-                    ctl.sync();
-                    ctl.reschedule();
-                    pc = ctl.pc;
-                    mask = ctl.mask;
-                }
+                step!();
             } else {
                 for l in lanes_of(moved) {
                     ctl.pcs[l] = target;
@@ -1720,18 +1727,10 @@ fn step<'m>(
             }
         }};
     }
-    // Moves the current group to the next instruction.
+    // `step!` and on to the next instruction.
     macro_rules! advance {
         () => {{
-            pc += 1;
-            if ctl.split && pc == ctl.next_pc {
-                ctl.pc = pc;
-                ctl.mask = mask;
-                ctl.sync();
-                ctl.reschedule();
-                pc = ctl.pc;
-                mask = ctl.mask;
-            }
+            step!();
             continue;
         }};
     }
@@ -2519,15 +2518,7 @@ fn step<'m>(
                 if tri!(mbarrier::exec(op, sp, d, base, off, b, r, p, m, &mut mem)) {
                     // A failed wait ends the slice (retry loops spin around
                     // it): the warps that will arrive get to run.
-                    pc += 1;
-                    if ctl.split && pc == ctl.next_pc {
-                        ctl.pc = pc;
-                        ctl.mask = mask;
-                        ctl.sync();
-                        ctl.reschedule();
-                        pc = ctl.pc;
-                        mask = ctl.mask;
-                    }
+                    step!();
                     leave!(Ev::Yield);
                 }
             }
@@ -2985,15 +2976,7 @@ fn step<'m>(
                 un!(r, m, d, a, |x| u64::from(tensor::tf32(x as u32, rnd, sat)))
             }
         }
-        pc += 1;
-        if ctl.split && pc == ctl.next_pc {
-            ctl.pc = pc;
-            ctl.mask = mask;
-            ctl.sync();
-            ctl.reschedule();
-            pc = ctl.pc;
-            mask = ctl.mask;
-        }
+        step!();
     }
 }
 
