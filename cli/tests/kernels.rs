@@ -1031,6 +1031,29 @@ fn k_zero_copy() {
 }
 
 #[test]
+fn k_managed() {
+    let lines = owned(&[
+        "host and kernels share cudaMallocManaged memory: ok",
+        "sparse host reads and writes of a large managed array: ok",
+        "__managed__ variables: ok",
+        "four host threads reading and writing managed memory: ok",
+        "copies and memsets on managed memory: ok",
+        "attach singly to the NULL stream -> cudaErrorInvalidValue",
+        "attach part of an allocation -> cudaErrorInvalidValue",
+        "attach memory that is not managed -> cudaErrorInvalidValue",
+        "cudaStreamAttachMemAsync: ok",
+        "advice on memory that is not managed -> cudaErrorInvalidValue",
+        "a range past the allocation -> cudaErrorInvalidValue",
+        "a prefetch to a device that does not exist -> cudaErrorInvalidDevice",
+        "a range attribute of 2 bytes -> cudaErrorInvalidValue",
+        "a batched prefetch without concurrent managed access -> cudaErrorNotSupported",
+        "advice, prefetches and range attributes: ok",
+        "PASS",
+    ]);
+    run_and_expect("k_managed", &lines);
+}
+
+#[test]
 fn memcpy3d() {
     let lines = owned(&[
         "cudaMemcpy3D host, device and positions: ok",

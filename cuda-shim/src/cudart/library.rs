@@ -100,6 +100,37 @@ pub extern "C" fn cudaLibraryGetKernel(
     })
 }
 
+/// A library's global `name`: its device address and size.
+fn library_global(
+    library: *mut c_void,
+    name: *const c_char,
+) -> Result<(usize, u64, u64), CudaError> {
+    let name = name_of(name)?;
+    let d = rt().current_device()?;
+    let (p, size) = rt()
+        .module_global(d, library as u64, name)
+        .map_err(|e| match e {
+            CudaError::INVALID_SYMBOL => CudaError::SYMBOL_NOT_FOUND,
+            other => other,
+        })?;
+    Ok((d, p, size))
+}
+
+fn write_global(
+    dptr: *mut *mut c_void,
+    bytes: *mut usize,
+    p: u64,
+    size: u64,
+) -> Result<(), CudaError> {
+    if !dptr.is_null() {
+        write_out(dptr, p as *mut c_void)?;
+    }
+    if !bytes.is_null() {
+        write_out(bytes, size as usize)?;
+    }
+    Ok(())
+}
+
 #[no_mangle]
 pub extern "C" fn cudaLibraryGetGlobal(
     dptr: *mut *mut c_void,
@@ -108,21 +139,25 @@ pub extern "C" fn cudaLibraryGetGlobal(
     name: *const c_char,
 ) -> CudaErrorT {
     guard(|| {
-        let name = name_of(name)?;
-        let d = rt().current_device()?;
-        let (p, size) = rt()
-            .module_global(d, library as u64, name)
-            .map_err(|e| match e {
-                CudaError::INVALID_SYMBOL => CudaError::SYMBOL_NOT_FOUND,
-                other => other,
-            })?;
-        if !dptr.is_null() {
-            write_out(dptr, p as *mut c_void)?;
-        }
-        if !bytes.is_null() {
-            write_out(bytes, size as usize)?;
-        }
-        Ok(())
+        let (_, p, size) = library_global(library, name)?;
+        write_global(dptr, bytes, p, size)
+    })
+}
+
+/// A library's `__managed__` variable, mirrored on the host as managed
+/// memory (the emulator keeps no mark of `.managed` globals, so the name
+/// is trusted).
+#[no_mangle]
+pub extern "C" fn cudaLibraryGetManaged(
+    dptr: *mut *mut c_void,
+    bytes: *mut usize,
+    library: *mut c_void,
+    name: *const c_char,
+) -> CudaErrorT {
+    guard(|| {
+        let (d, p, size) = library_global(library, name)?;
+        super::managed::adopt_variables(d, &[(p, size)])?;
+        write_global(dptr, bytes, p, size)
     })
 }
 

@@ -61,12 +61,14 @@ pub extern "C" fn cudaMallocManaged(
     })
 }
 
-/// The device whose managed memory a copy or memset between `a` and `b`
-/// touches, handed to that device first.
-fn managed_to_device(a: u64, b: u64) -> Option<usize> {
-    let d = super::managed::device_of(a).or_else(|| super::managed::device_of(b))?;
-    super::managed::to_device(d);
-    Some(d)
+/// Whether a copy of `count` bytes from `src` to `dst` touches managed or
+/// mapped memory; if so its ends are handed to the device side first (the
+/// host's writes to the source are sent; the destination becomes
+/// device-held).
+fn managed_to_device(dst: u64, src: u64, count: u64) -> bool {
+    let source = super::managed::to_device_range(src, count, false);
+    let destination = super::managed::to_device_range(dst, count, true);
+    source.is_some() || destination.is_some()
 }
 
 #[no_mangle]
@@ -104,15 +106,12 @@ fn copy_now(
     count: usize,
     kind: MemcpyKind,
 ) -> Result<(), CudaError> {
-    // A copy touching managed memory runs on the device's side of it; being
-    // synchronous, it hands the memory back to the host when done.
-    if let Some(d) = managed_to_device(dst as u64, src as u64) {
-        // The device side is what counts now: the addresses say which end
-        // is device memory, whatever the kind claims (managed and mapped
-        // memory are device allocations mirrored on the host).
-        let result = memcpy_unmanaged(dst, src, count, MemcpyKind::Default);
-        super::managed::to_host(d);
-        return result;
+    // A copy touching managed memory runs on the device's side of it: the
+    // addresses say which end is device memory, whatever the kind claims
+    // (managed and mapped memory are device allocations mirrored on the
+    // host, which fetches what it touches afterwards).
+    if managed_to_device(dst as u64, src as u64, count as u64) {
+        return memcpy_unmanaged(dst, src, count, MemcpyKind::Default);
     }
     memcpy_unmanaged(dst, src, count, kind)
 }
@@ -232,9 +231,9 @@ pub(crate) fn memcpy_async(
         return Ok(());
     }
     // With managed or mapped memory on either end, its device side counts.
-    let mkind = match managed_to_device(dst as u64, src as u64) {
-        Some(_) => MemcpyKind::Default,
-        None => mkind,
+    let mkind = match managed_to_device(dst as u64, src as u64, count as u64) {
+        true => MemcpyKind::Default,
+        false => mkind,
     };
     match rt.memcpy_route(dst as u64, src as u64, mkind)? {
         Route::HostToDevice(d) if d == sd && rt.is_pinned(src as u64, count as u64) => rt
@@ -295,7 +294,7 @@ pub(crate) fn memset_async(
     if capture_memset(stream as u64, node)? {
         return Ok(());
     }
-    managed_to_device(dev_ptr as u64, dev_ptr as u64);
+    super::managed::to_device_range(dev_ptr as u64, count as u64, true);
     rt().memset_async(dev_ptr as u64, value as u8, count as u64, stream as u64)
 }
 
@@ -310,13 +309,9 @@ pub(crate) fn memset(dev_ptr: *mut c_void, value: c_int, count: usize) -> Result
         return Ok(());
     }
     capture::refuse_legacy_sync()?;
-    let managed = managed_to_device(dev_ptr as u64, dev_ptr as u64);
+    super::managed::to_device_range(dev_ptr as u64, count as u64, true);
     // Only the low byte of the value counts, as in CUDA.
-    let result = rt().memset(dev_ptr as u64, value as u8, count as u64);
-    if let Some(d) = managed {
-        super::managed::to_host(d);
-    }
-    result
+    rt().memset(dev_ptr as u64, value as u8, count as u64)
 }
 
 with_ptsz! {

@@ -38,3 +38,4 @@ pub(crate) mod registration;
 pub(crate) mod stream;
 mod symbols;
 pub(crate) mod texture;
+mod unified;

@@ -2,8 +2,10 @@
 //! every program before `main`. The fat binary is copied into the client's
 //! registry; nothing is sent to a server until a kernel or variable is used.
 
+use std::collections::BTreeMap;
 use std::ffi::{c_char, c_void, CStr};
 use std::os::raw::c_int;
+use std::sync::Mutex;
 
 use rcud_client::Runtime;
 
@@ -173,4 +175,85 @@ pub extern "C" fn __cudaRegisterVar(
             size as u64,
         );
     }
+}
+
+/// The `__managed__` variables of each registered module: the addresses of
+/// the host pointers nvcc's code reads them through.
+static MANAGED_VARIABLES: Mutex<BTreeMap<usize, Vec<u64>>> = Mutex::new(BTreeMap::new());
+
+#[allow(clippy::too_many_arguments)]
+#[no_mangle]
+pub extern "C" fn __cudaRegisterManagedVar(
+    handle: *mut *mut c_void,
+    host_var_pointer: *mut *mut c_void,
+    device_address: *mut c_char,
+    _device_name: *const c_char,
+    _ext: c_int,
+    size: usize,
+    _constant: c_int,
+    _global: c_int,
+) {
+    let Some(index) = handle_index(handle) else {
+        return;
+    };
+    if host_var_pointer.is_null() {
+        return;
+    }
+    Runtime::global().register_variable(
+        index,
+        host_var_pointer as u64,
+        c_string(device_address),
+        size as u64,
+    );
+    MANAGED_VARIABLES
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .entry(index)
+        .or_default()
+        .push(host_var_pointer as u64);
+}
+
+/// Called by nvcc's code before the host first touches a `__managed__`
+/// variable: loads the module on the current device, mirrors its managed
+/// variables on the host and points their host pointers at them. Returns 1
+/// when they are ready.
+#[no_mangle]
+pub extern "C" fn __cudaInitModule(handle: *mut *mut c_void) -> c_char {
+    let Some(index) = handle_index(handle) else {
+        return 0;
+    };
+    match std::panic::catch_unwind(|| init_managed_variables(index)) {
+        Ok(Ok(())) => 1,
+        Ok(Err(e)) => {
+            eprintln!("rcud: the program's __managed__ variables cannot be set up: {e}");
+            0
+        }
+        Err(_) => 0,
+    }
+}
+
+fn init_managed_variables(index: usize) -> Result<(), rcud_proto::CudaError> {
+    let pointers = MANAGED_VARIABLES
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .get(&index)
+        .cloned()
+        .unwrap_or_default();
+    let mut resolved = Vec::with_capacity(pointers.len());
+    for &pointer in &pointers {
+        let (d, address, size) = Runtime::global().symbol(pointer)?;
+        resolved.push((d, address, size));
+    }
+    let Some(&(d, _, _)) = resolved.first() else {
+        return Ok(());
+    };
+    let variables: Vec<(u64, u64)> = resolved.iter().map(|&(_, a, s)| (a, s)).collect();
+    super::managed::adopt_variables(d, &variables)?;
+    for (&pointer, &(_, address, _)) in pointers.iter().zip(&resolved) {
+        // SAFETY: nvcc registered `pointer` as the address of the host
+        // pointer variable of a `__managed__` variable, static data of the
+        // program.
+        unsafe { *(pointer as *mut *mut c_void) = address as *mut c_void };
+    }
+    Ok(())
 }

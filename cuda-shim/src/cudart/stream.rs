@@ -58,6 +58,7 @@ pub extern "C" fn cudaStreamDestroy(stream: Stream) -> CudaErrorT {
 pub(crate) fn stream_destroy(stream: Stream) -> Result<(), CudaError> {
     rt().stream_destroy(stream as u64)?;
     capture::forget_stream(stream as u64);
+    super::managed::forget_stream(stream as u64);
     Ok(())
 }
 
@@ -65,9 +66,7 @@ pub(crate) fn stream_destroy(stream: Stream) -> Result<(), CudaError> {
 /// captures (the capture is invalidated).
 pub(crate) fn stream_synchronize(stream: Stream) -> Result<(), CudaError> {
     capture::refuse_wait(stream as u64)?;
-    rt().stream_synchronize(stream as u64)?;
-    super::managed::to_host_of_stream(stream as u64);
-    Ok(())
+    rt().stream_synchronize(stream as u64)
 }
 
 /// `cudaStreamWaitEvent`: an event recorded in a capture joins the stream
@@ -180,11 +179,7 @@ with_ptsz! {
 
 #[no_mangle]
 pub extern "C" fn cudaEventSynchronize(event: Event) -> CudaErrorT {
-    guard(|| {
-        event_synchronize(event)?;
-        super::managed::to_host_all();
-        Ok(())
-    })
+    guard(|| event_synchronize(event))
 }
 
 #[no_mangle]
@@ -198,18 +193,14 @@ pub(crate) fn event_query(event: Event) -> Result<(), CudaError> {
     if capture::event_captured(event as u64) {
         return Err(CudaError::CAPTURED_EVENT);
     }
-    rt().event_query(event as u64)?;
-    super::managed::to_host_all();
-    Ok(())
+    rt().event_query(event as u64)
 }
 
 /// `cudaStreamQuery`: `cudaErrorNotReady` while the stream's work runs;
 /// refused while it captures.
 pub(crate) fn stream_query(stream: Stream) -> Result<(), CudaError> {
     capture::refuse_wait(stream as u64)?;
-    rt().stream_query(stream as u64)?;
-    super::managed::to_host_of_stream(stream as u64);
-    Ok(())
+    rt().stream_query(stream as u64)
 }
 
 #[no_mangle]

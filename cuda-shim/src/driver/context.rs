@@ -108,17 +108,13 @@ driver_fn! { cuCtxGetApiVersion (ctx: u64, version: *mut c_uint) {
 driver_fn! { cuCtxSynchronize () {
     let d = context_device()?;
     crate::graph::capture::refuse_unsafe()?;
-    rt().device_synchronize(d)?;
-    crate::cudart::managed::to_host(d);
-    Ok(())
+    Ok(rt().device_synchronize(d)?)
 } }
 
 driver_fn! { cuCtxSynchronize_v2 (ctx: u64) {
     crate::graph::capture::refuse_unsafe()?;
     let info = rt().context_info(context_or_current(ctx)?)?;
-    rt().device_synchronize(info.device)?;
-    crate::cudart::managed::to_host(info.device);
-    Ok(())
+    Ok(rt().device_synchronize(info.device)?)
 } }
 
 driver_fn! { cuCtxGetStreamPriorityRange (least: *mut c_int, greatest: *mut c_int) {

@@ -9,7 +9,8 @@ use std::os::raw::{c_int, c_uint};
 
 use super::{context_device, initialized, out, rt, DriverError, DriverResult};
 use crate::cudart::batch_copy::{self, MemcpyAttributes};
-use crate::cudart::{memory, pitched};
+use crate::cudart::mempool::MemLocation;
+use crate::cudart::{managed, memory, pitched};
 
 /// `cudaMemcpyKind` values the runtime helpers take.
 const HOST_TO_DEVICE: c_int = 1;
@@ -59,95 +60,48 @@ driver_fn! { cuMemAllocManaged (dptr: *mut u64, size: usize, flags: c_uint) {
 
 // ---- managed-memory hints ----------------------------------------------------
 
-/// `CUmemLocation`: a `CUmemLocationType` and an id, passed by value.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct MemLocation {
-    kind: c_int,
-    id: c_int,
-}
-
-/// `CU_DEVICE_CPU`: the host, for the legacy forms.
-const DEVICE_CPU: c_int = -1;
-/// `CUmemLocationType` values: a device, the host, a host NUMA node, the
-/// current thread's host NUMA node.
-const LOCATION_DEVICE: c_int = 1;
-const LOCATION_HOST: c_int = 2;
-const LOCATION_HOST_NUMA: c_int = 3;
-const LOCATION_HOST_NUMA_CURRENT: c_int = 4;
-
-/// The managed range `[p, p + count)`, whole within managed memory.
-fn managed_range(p: u64, count: usize) -> DriverResult {
-    use crate::cudart::managed::device_of;
-    let last = (count as u64).checked_sub(1).and_then(|n| p.checked_add(n));
-    match (device_of(p), last.and_then(device_of)) {
-        (Some(first), Some(end)) if first == end => Ok(()),
-        _ => Err(DriverError::INVALID_VALUE),
-    }
-}
-
-/// A prefetch or advice target: a device that exists, or the host.
-fn location(loc: MemLocation) -> DriverResult {
-    match loc.kind {
-        LOCATION_DEVICE => super::device(loc.id).map(|_| ()),
-        LOCATION_HOST | LOCATION_HOST_NUMA | LOCATION_HOST_NUMA_CURRENT => Ok(()),
-        _ => Err(DriverError::INVALID_VALUE),
-    }
-}
-
-fn legacy_location(dev: c_int) -> MemLocation {
-    match dev {
-        DEVICE_CPU => MemLocation {
-            kind: LOCATION_HOST,
-            id: 0,
-        },
-        id => MemLocation {
-            kind: LOCATION_DEVICE,
-            id,
-        },
-    }
-}
-
-// Hints about where managed memory should be: its mirrors already move with
-// the work (to the device before it, back at synchronizations), and a
-// device without concurrent managed access lets the host touch it only
-// after a synchronization, so there is nothing to move early. The
-// arguments are checked as CUDA checks them.
 driver_fn! { [cuMemPrefetchAsync_v2, cuMemPrefetchAsync_v2_ptsz] (p: u64, count: usize, loc: MemLocation, flags: c_uint, stream: Stream) {
     initialized()?;
     rt().stream_device(stream as u64)?;
+    let to = managed::location(loc.kind, loc.id)?.ok_or(DriverError::INVALID_VALUE)?;
     if flags != 0 {
         return Err(DriverError::INVALID_VALUE);
     }
-    location(loc)?;
-    managed_range(p, count)
+    Ok(managed::prefetch(p, count as u64, to)?)
 } }
 
 driver_fn! { [cuMemPrefetchAsync, cuMemPrefetchAsync_ptsz] (p: u64, count: usize, dev: c_int, stream: Stream) {
     initialized()?;
     rt().stream_device(stream as u64)?;
-    location(legacy_location(dev))?;
-    managed_range(p, count)
+    let (kind, id) = managed::legacy_location(dev);
+    let to = managed::location(kind, id)?.ok_or(DriverError::INVALID_VALUE)?;
+    Ok(managed::prefetch(p, count as u64, to)?)
 } }
 
-/// `CU_MEM_ADVISE_SET_READ_MOSTLY` ..= `CU_MEM_ADVISE_UNSET_ACCESSED_BY`;
-/// the first two take no location.
-fn advise(p: u64, count: usize, advice: c_int, loc: MemLocation) -> DriverResult {
-    initialized()?;
-    match advice {
-        1 | 2 => {}
-        3..=6 => location(loc)?,
-        _ => return Err(DriverError::INVALID_VALUE),
-    }
-    managed_range(p, count)
-}
-
 driver_fn! { cuMemAdvise_v2 (p: u64, count: usize, advice: c_int, loc: MemLocation) {
-    advise(p, count, advice, loc)
+    initialized()?;
+    Ok(managed::advise(p, count as u64, advice, loc.kind, loc.id)?)
 } }
 
 driver_fn! { cuMemAdvise (p: u64, count: usize, advice: c_int, dev: c_int) {
-    advise(p, count, advice, legacy_location(dev))
+    initialized()?;
+    let (kind, id) = managed::legacy_location(dev);
+    Ok(managed::advise(p, count as u64, advice, kind, id)?)
+} }
+
+driver_fn! { cuMemRangeGetAttribute (data: *mut c_void, size: usize, attribute: c_int, p: u64, count: usize) {
+    initialized()?;
+    Ok(managed::write_range_attribute(data, size, attribute, p, count as u64)?)
+} }
+
+driver_fn! { cuMemRangeGetAttributes (data: *mut *mut c_void, sizes: *const usize, attributes: *const c_int, n: usize, p: u64, count: usize) {
+    initialized()?;
+    Ok(managed::write_range_attributes(data, sizes, attributes, n, p, count as u64)?)
+} }
+
+driver_fn! { [cuStreamAttachMemAsync, cuStreamAttachMemAsync_ptsz] (stream: Stream, p: u64, length: usize, flags: c_uint) {
+    initialized()?;
+    Ok(managed::attach(stream as u64, p, length as u64, flags)?)
 } }
 
 driver_fn! { cuMemFree_v2 (dptr: u64) {

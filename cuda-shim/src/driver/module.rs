@@ -199,6 +199,23 @@ driver_fn! { cuLibraryGetGlobal (dptr: *mut u64, bytes: *mut usize, library: u64
     Ok(())
 } }
 
+// A `__managed__` variable of a library: its global, mirrored on the host
+// like managed memory. (NVIDIA's static runtime asks for each variable it
+// registered as managed; the emulator keeps no mark of `.managed` globals,
+// so the name is trusted.)
+driver_fn! { cuLibraryGetManaged (dptr: *mut u64, bytes: *mut usize, library: u64, name: *const c_char) {
+    let d = library_device()?;
+    let (p, size) = rt().module_global(d, library, c_str(name)?)?;
+    crate::cudart::managed::adopt_variables(d, &[(p, size)])?;
+    if !dptr.is_null() {
+        out(dptr, p)?;
+    }
+    if !bytes.is_null() {
+        out(bytes, size as usize)?;
+    }
+    Ok(())
+} }
+
 // A kernel is its function in every context.
 driver_fn! { cuKernelGetFunction (function: *mut u64, kernel: u64) {
     context_device()?;

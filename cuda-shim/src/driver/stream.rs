@@ -128,9 +128,7 @@ driver_fn! { [cuEventRecordWithFlags, cuEventRecordWithFlags_ptsz] (event: Event
 
 driver_fn! { cuEventSynchronize (event: Event) {
     initialized()?;
-    rt_stream::event_synchronize(event)?;
-    crate::cudart::managed::to_host_all();
-    Ok(())
+    Ok(rt_stream::event_synchronize(event)?)
 } }
 
 driver_fn! { cuEventQuery (event: Event) {
