@@ -1004,6 +1004,12 @@ fn batch_copy() {
         "batch on the legacy stream -> cudaErrorInvalidValue",
         "first attribute index not 0 -> cudaErrorInvalidValue",
         "invalid source access order -> cudaErrorInvalidValue",
+        "cudaMemcpy3DBatchAsync and cudaMemcpy3DWithAttributesAsync: ok",
+        "3-D batch with a zero extent -> cudaErrorInvalidValue",
+        "3-D batch on the legacy stream -> cudaErrorInvalidValue",
+        "3-D batch with rows shorter than the copy -> cudaErrorInvalidValue",
+        "3-D batch between arrays of different elements -> cudaErrorInvalidValue",
+        "3-D batch with an invalid access order -> cudaErrorInvalidValue",
         "PASS",
     ]);
     run_and_expect("batch_copy", &lines);

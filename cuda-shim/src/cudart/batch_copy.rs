@@ -15,6 +15,7 @@ use std::os::raw::{c_int, c_uint};
 use rcud_client::Runtime;
 use rcud_proto::CudaError;
 
+use super::graph::{Extent, Memcpy3DParms, PitchedPtr, Pos};
 use super::memory::memcpy_async;
 
 /// `cudaMemcpyAttributes` / `CUmemcpyAttributes`.
@@ -166,5 +167,182 @@ with_ptsz! {
         let attr = unsafe { attr.as_ref() }.ok_or(CudaError::INVALID_VALUE)?;
         let copy = Copy { dst: dst as u64, src: src as u64, len: size };
         batch(&[copy], std::slice::from_ref(attr), &[0], stream as u64)
+    }
+}
+
+// ---- 3-D batches -------------------------------------------------------------
+
+/// `cudaMemcpy3DOperandType`.
+const OPERAND_POINTER: c_int = 1;
+const OPERAND_ARRAY: c_int = 2;
+
+/// `cudaMemcpy3DOperand::op::ptr`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct PointerOperand {
+    ptr: *mut c_void,
+    /// Row length in elements; 0 is the copy's width.
+    row_length: usize,
+    /// Layer height in rows; 0 is the copy's height.
+    layer_height: usize,
+    _location_hint: [c_int; 2],
+}
+
+/// `cudaMemcpy3DOperand::op::array`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct ArrayOperand {
+    array: *mut c_void,
+    offset: [usize; 3],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+union OperandUnion {
+    ptr: PointerOperand,
+    array: ArrayOperand,
+}
+
+/// `cudaMemcpy3DOperand` / `CUmemcpy3DOperand`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct Operand3D {
+    kind: c_int,
+    op: OperandUnion,
+}
+
+/// `cudaMemcpy3DBatchOp` / `CUDA_MEMCPY3D_BATCH_OP`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct Memcpy3DBatchOp {
+    src: Operand3D,
+    dst: Operand3D,
+    extent: Extent,
+    src_access_order: c_int,
+    flags: c_uint,
+}
+
+const _: () = assert!(std::mem::size_of::<Memcpy3DBatchOp>() == 112);
+
+/// One end of a 3-D batch copy as a `cudaMemcpy3DParms` end: an array at
+/// an element offset, or a pitched pointer (`elem` bytes per element).
+fn operand_end(
+    operand: &Operand3D,
+    extent: &Extent,
+    elem: usize,
+) -> Result<(*mut c_void, Pos, PitchedPtr), CudaError> {
+    match operand.kind {
+        OPERAND_POINTER => {
+            // SAFETY: the type says the pointer member is the live one.
+            let p = unsafe { operand.op.ptr };
+            let too_short = |given: usize, need: usize| given != 0 && given < need;
+            if p.ptr.is_null()
+                || too_short(p.row_length, extent.width)
+                || too_short(p.layer_height, extent.height)
+            {
+                return Err(CudaError::INVALID_VALUE);
+            }
+            let row = if p.row_length == 0 {
+                extent.width
+            } else {
+                p.row_length
+            };
+            let rows = if p.layer_height == 0 {
+                extent.height
+            } else {
+                p.layer_height
+            };
+            let pitch = row.checked_mul(elem).ok_or(CudaError::INVALID_VALUE)?;
+            let pitched = PitchedPtr {
+                ptr: p.ptr,
+                pitch,
+                xsize: pitch,
+                ysize: rows,
+            };
+            Ok((std::ptr::null_mut(), Pos::default(), pitched))
+        }
+        OPERAND_ARRAY => {
+            // SAFETY: the type says the array member is the live one.
+            let a = unsafe { operand.op.array };
+            let [x, y, z] = a.offset;
+            let none = PitchedPtr {
+                ptr: std::ptr::null_mut(),
+                pitch: 0,
+                xsize: 0,
+                ysize: 0,
+            };
+            Ok((a.array, Pos::new(x, y, z), none))
+        }
+        _ => Err(CudaError::INVALID_VALUE),
+    }
+}
+
+/// The element size of a copy: an array's texel, or a byte between pointers.
+fn element_bytes(op: &Memcpy3DBatchOp) -> Result<usize, CudaError> {
+    let of = |o: &Operand3D| -> Result<Option<usize>, CudaError> {
+        if o.kind != OPERAND_ARRAY {
+            return Ok(None);
+        }
+        // SAFETY: the type says the array member is the live one.
+        let handle = unsafe { o.op.array.array } as u64;
+        Ok(Some(crate::image::array(handle)?.format.bytes() as usize))
+    };
+    match (of(&op.src)?, of(&op.dst)?) {
+        (Some(a), Some(b)) if a != b => Err(CudaError::INVALID_VALUE),
+        (Some(a), _) | (None, Some(a)) => Ok(a),
+        (None, None) => Ok(1),
+    }
+}
+
+/// Queues the 3-D copies of `ops` on `stream` (never the legacy NULL
+/// stream), each as `cudaMemcpy3DAsync` with `cudaMemcpyDefault`.
+pub(crate) fn batch_3d(ops: &[Memcpy3DBatchOp], flags: u64, stream: u64) -> Result<(), CudaError> {
+    if ops.is_empty() || flags != 0 || stream == 0 {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    let mut parms = Vec::with_capacity(ops.len());
+    for op in ops {
+        let e = &op.extent;
+        MemcpyAttributes {
+            src_access_order: op.src_access_order,
+            src_loc_hint: [0; 2],
+            dst_loc_hint: [0; 2],
+            flags: op.flags,
+        }
+        .check()?;
+        if e.width == 0 || e.height == 0 || e.depth == 0 {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        let elem = element_bytes(op)?;
+        let src = operand_end(&op.src, e, elem)?;
+        let dst = operand_end(&op.dst, e, elem)?;
+        // Between pointers the extent is in bytes, with an array in its
+        // elements, as in cudaMemcpy3DParms; the element size is 1 then.
+        parms.push(Memcpy3DParms::new(src, dst, *e, COPY_DEFAULT));
+    }
+    let mut wait = false;
+    for (op, p) in ops.iter().zip(&parms) {
+        super::memory3d::memcpy3d(p, Some(stream))?;
+        wait |= op.src_access_order == ORDER_DURING_API_CALL && op.src.kind == OPERAND_POINTER;
+    }
+    if wait {
+        rt().stream_synchronize(stream)?;
+    }
+    Ok(())
+}
+
+with_ptsz! {
+    fn cudaMemcpy3DBatchAsync / cudaMemcpy3DBatchAsync_ptsz (num_ops: usize, ops: *const Memcpy3DBatchOp, flags: u64, stream: *mut c_void) {
+        // SAFETY: the API passes `num_ops` operations.
+        let ops = unsafe { slice(ops, num_ops)? };
+        batch_3d(ops, flags, stream as u64)
+    }
+}
+
+with_ptsz! {
+    fn cudaMemcpy3DWithAttributesAsync / cudaMemcpy3DWithAttributesAsync_ptsz (op: *const Memcpy3DBatchOp, flags: u64, stream: *mut c_void) {
+        // SAFETY: the API passes one operation or NULL.
+        let op = unsafe { op.as_ref() }.ok_or(CudaError::INVALID_VALUE)?;
+        batch_3d(std::slice::from_ref(op), flags, stream as u64)
     }
 }

@@ -60,6 +60,12 @@ pub(crate) struct Pos {
     z: usize,
 }
 
+impl Pos {
+    pub(crate) fn new(x: usize, y: usize, z: usize) -> Self {
+        Self { x, y, z }
+    }
+}
+
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub(crate) struct PitchedPtr {

@@ -31,7 +31,7 @@ pub(crate) mod launch;
 mod library;
 pub(crate) mod managed;
 pub(crate) mod memory;
-mod memory3d;
+pub(crate) mod memory3d;
 pub(crate) mod mempool;
 pub(crate) mod pitched;
 pub(crate) mod registration;

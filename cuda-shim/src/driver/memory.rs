@@ -410,6 +410,38 @@ driver_fn! { [cuMemcpyWithAttributesAsync, cuMemcpyWithAttributesAsync_ptsz] (ds
     batch_async((&dst, &src, &size, 1), (attr, &0, 1), stream)
 } }
 
+fn batch_3d_async(
+    ops: *const batch_copy::Memcpy3DBatchOp,
+    count: usize,
+    flags: u64,
+    stream: Stream,
+) -> DriverResult {
+    context_device()?;
+    // SAFETY: the API passes `count` operations.
+    let ops = unsafe { batch_copy::slice(ops, count)? };
+    Ok(batch_copy::batch_3d(ops, flags, stream as u64)?)
+}
+
+driver_fn! { [cuMemcpy3DBatchAsync, cuMemcpy3DBatchAsync_ptsz] (count: usize, ops: *const batch_copy::Memcpy3DBatchOp, fail_idx: *mut usize, flags: u64, stream: Stream) {
+    let r = batch_3d_async(ops, count, flags, stream);
+    if r.is_err() && !fail_idx.is_null() {
+        // SAFETY: non-NULL, and the API passes a writable size_t.
+        unsafe { *fail_idx = usize::MAX };
+    }
+    r
+} }
+
+driver_fn! { [cuMemcpy3DBatchAsync_v2, cuMemcpy3DBatchAsync_v2_ptsz] (count: usize, ops: *const batch_copy::Memcpy3DBatchOp, flags: u64, stream: Stream) {
+    batch_3d_async(ops, count, flags, stream)
+} }
+
+driver_fn! { [cuMemcpy3DWithAttributesAsync, cuMemcpy3DWithAttributesAsync_ptsz] (op: *const batch_copy::Memcpy3DBatchOp, flags: u64, stream: Stream) {
+    if op.is_null() {
+        return Err(DriverError::INVALID_VALUE);
+    }
+    batch_3d_async(op, 1, flags, stream)
+} }
+
 // ---- memsets ---------------------------------------------------------------
 
 /// Fills `count` elements of `width` bytes with `value`: a byte memset when
