@@ -988,6 +988,9 @@ fn k_textures() {
         "texCubemap: ok",
         "object queries: ok",
         "free an array twice -> cudaErrorInvalidResourceHandle",
+        "a level past the last -> cudaErrorInvalidValue",
+        "mipmapped arrays, tex2DLod and tex2DGrad: ok",
+        "free a mipmap level as an array -> cudaErrorInvalidValue",
         "PASS",
     ]);
     run_and_expect("k_textures", &lines);

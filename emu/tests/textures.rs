@@ -45,6 +45,11 @@ fn desc(
         normalized_coords: false,
         srgb: false,
         border: [0.0; 4],
+        levels: 1,
+        mipmap_filter: Filter::Point,
+        lod_bias: 0.0,
+        min_lod: 0.0,
+        max_lod: 0.0,
     }
 }
 

@@ -21,7 +21,13 @@
 //! | 32 | row pitch `u64`, slice pitch `u64` |
 //! | 48 | address modes (3 × `u8`), filter, read mode, normalized coordinates, sRGB (`u8` each), 0 |
 //! | 56 | border colour (4 × `f32`) |
-//! | 72 | reserved, 0 (24 bytes) |
+//! | 72 | mipmap levels, mipmap filter (`u8` each), 0, 0 |
+//! | 76 | level bias, minimum and maximum level clamps (`f32` each) |
+//! | 88 | reserved, 0 (8 bytes) |
+//!
+//! The levels of a mipmapped texture follow level 0 in memory, each packed
+//! (rows of `width` texels, slices of `height` rows) and aligned to
+//! [`LEVEL_ALIGN`]; [`ImageDescriptor::level`] gives a level's descriptor.
 
 /// Bytes of an encoded descriptor.
 pub const DESCRIPTOR_BYTES: usize = 96;
@@ -79,6 +85,49 @@ pub enum AddressMode {
     Border = 3,
 }
 
+/// Alignment of each mipmap level's first byte.
+pub const LEVEL_ALIGN: u64 = 256;
+
+/// Most mipmap levels a texture may have: enough for a 2^31-texel extent.
+pub const MAX_LEVELS: u8 = 32;
+
+/// The extent of mipmap level `l` of an image whose level 0 is `width` ×
+/// `height` × `depth` texels: each halves, rounded down, to at least 1;
+/// the depth only for 3-D images (layers stay).
+pub fn level_extent(width: u32, height: u32, depth: u32, three_d: bool, l: u32) -> [u32; 3] {
+    let half = |v: u32| (v.checked_shr(l).unwrap_or(0)).max(1);
+    [
+        half(width),
+        half(height),
+        if three_d { half(depth) } else { depth },
+    ]
+}
+
+/// Byte offset of mipmap level `l` from level 0, for an image of `slices`
+/// slices or layers (at least 1) whose texels take `texel` bytes; `None`
+/// when it does not fit in a `u64`.
+pub fn level_offset(
+    width: u32,
+    height: u32,
+    slices: u32,
+    three_d: bool,
+    texel: u64,
+    l: u32,
+) -> Option<u64> {
+    let mut offset = 0u64;
+    for k in 0..l {
+        let [w, h, d] = level_extent(width, height, slices.max(1), three_d, k);
+        let bytes = u64::from(w)
+            .checked_mul(texel)?
+            .checked_mul(u64::from(h.max(1)))?
+            .checked_mul(u64::from(d.max(1)))?;
+        offset = offset
+            .checked_add(bytes)?
+            .checked_next_multiple_of(LEVEL_ALIGN)?;
+    }
+    Some(offset)
+}
+
 /// `cudaTextureFilterMode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -131,6 +180,16 @@ pub struct ImageDescriptor {
     pub srgb: bool,
     /// Colour read outside the texture in border mode.
     pub border: [f32; 4],
+    /// Mipmap levels: 1 for a texture without mipmaps.
+    pub levels: u8,
+    /// How a level between two levels is read.
+    pub mipmap_filter: Filter,
+    /// Added to every level of detail.
+    pub lod_bias: f32,
+    /// Lowest level of detail read (`minMipmapLevelClamp`).
+    pub min_lod: f32,
+    /// Highest level of detail read (`maxMipmapLevelClamp`).
+    pub max_lod: f32,
 }
 
 /// Why bytes are not a valid descriptor.
@@ -183,7 +242,45 @@ impl ImageDescriptor {
         for (i, c) in self.border.iter().enumerate() {
             b[56 + 4 * i..60 + 4 * i].copy_from_slice(&c.to_le_bytes());
         }
+        b[72] = self.levels;
+        b[73] = self.mipmap_filter as u8;
+        b[76..80].copy_from_slice(&self.lod_bias.to_le_bytes());
+        b[80..84].copy_from_slice(&self.min_lod.to_le_bytes());
+        b[84..88].copy_from_slice(&self.max_lod.to_le_bytes());
         b
+    }
+
+    /// Whether the image is 3-D (its depth halves from level to level).
+    fn three_d(&self) -> bool {
+        self.shape == Shape::Array3D
+    }
+
+    /// The descriptor of mipmap level `l` (< `levels`): its base, extent and
+    /// packed pitches, sampled as a texture of one level.
+    pub fn level(&self, l: u32) -> ImageDescriptor {
+        let slices = self.depth.max(self.layers);
+        let [width, height, depth] =
+            level_extent(self.width, self.height, self.depth, self.three_d(), l);
+        let offset = level_offset(
+            self.width,
+            self.height,
+            slices,
+            self.three_d(),
+            self.texel_bytes(),
+            l,
+        )
+        .unwrap_or(0);
+        let pitch = u64::from(width) * self.texel_bytes();
+        ImageDescriptor {
+            base: self.base.wrapping_add(offset),
+            width,
+            height,
+            depth,
+            pitch,
+            slice_pitch: pitch * u64::from(height),
+            levels: 1,
+            ..*self
+        }
     }
 
     /// Reads and checks a descriptor: a known magic, shape and format,
@@ -229,11 +326,13 @@ impl ImageDescriptor {
             3 => Ok(AddressMode::Border),
             _ => Err(BadDescriptor("unknown address mode")),
         };
-        let filter = match b[51] {
-            0 => Filter::Point,
-            1 => Filter::Linear,
-            _ => return bad("unknown filter mode"),
+        let filter_of = |v: u8| match v {
+            0 => Ok(Filter::Point),
+            1 => Ok(Filter::Linear),
+            _ => Err(BadDescriptor("unknown filter mode")),
         };
+        let filter = filter_of(b[51])?;
+        let f32_at = |o: usize| f32::from_bits(u32_at(o));
         let border = [0, 1, 2, 3].map(|i| {
             f32::from_le_bytes([b[56 + 4 * i], b[57 + 4 * i], b[58 + 4 * i], b[59 + 4 * i]])
         });
@@ -260,6 +359,12 @@ impl ImageDescriptor {
             normalized_coords: b[53] != 0,
             srgb: b[54] != 0,
             border,
+            // Level count 0 is a descriptor written before mipmaps: one level.
+            levels: b[72].max(1),
+            mipmap_filter: filter_of(b[73])?,
+            lod_bias: f32_at(76),
+            min_lod: f32_at(80),
+            max_lod: f32_at(84),
         };
         d.check()?;
         Ok(d)
@@ -312,6 +417,47 @@ impl ImageDescriptor {
         if last.is_none() {
             return bad("extent past the end of the address space");
         }
+        self.check_levels()
+    }
+
+    /// The mipmap checks: levels that halve to at least one texel, level 0
+    /// packed, the last level's end within the address space.
+    fn check_levels(&self) -> Result<(), BadDescriptor> {
+        let bad = |why| Err(BadDescriptor(why));
+        if self.levels == 0 || self.levels > MAX_LEVELS {
+            return bad("mipmap level count out of range");
+        }
+        if self.levels == 1 {
+            return Ok(());
+        }
+        if self.surface || self.shape == Shape::Linear {
+            return bad("mipmaps on a surface or linear memory");
+        }
+        let largest = self
+            .width
+            .max(self.height)
+            .max(if self.three_d() { self.depth } else { 1 });
+        if u32::from(self.levels) > 32 - largest.leading_zeros() {
+            return bad("more mipmap levels than halvings");
+        }
+        let row = u64::from(self.width) * self.texel_bytes();
+        if self.pitch != row || self.slice_pitch != row * u64::from(self.height) {
+            return bad("a mipmapped level 0 that is not packed");
+        }
+        let last = u32::from(self.levels) - 1;
+        let slices = self.depth.max(self.layers);
+        let end = level_offset(
+            self.width,
+            self.height,
+            slices,
+            self.three_d(),
+            self.texel_bytes(),
+            last + 1,
+        )
+        .and_then(|e| self.base.checked_add(e));
+        if end.is_none() {
+            return bad("mipmap levels past the end of the address space");
+        }
         Ok(())
     }
 }
@@ -340,7 +486,50 @@ mod tests {
             normalized_coords: true,
             srgb: false,
             border: [0.25, -1.0, 0.0, 1.0],
+            levels: 1,
+            mipmap_filter: Filter::Point,
+            lod_bias: 0.0,
+            min_lod: 0.0,
+            max_lod: 0.0,
         }
+    }
+
+    #[test]
+    fn mipmap_levels_follow_each_other() {
+        let mut d = array2d();
+        d.levels = 6;
+        d.mipmap_filter = Filter::Linear;
+        d.lod_bias = 0.5;
+        d.max_lod = 5.0;
+        assert_eq!(ImageDescriptor::decode(&d.encode()), Ok(d));
+        // 33×7, 16×3, 8×1, 4×1, 2×1, 1×1 texels of 4 bytes, each level at 256.
+        let l1 = d.level(1);
+        assert_eq!((l1.width, l1.height, l1.pitch), (16, 3, 64));
+        assert_eq!(l1.base, d.base + (33 * 7 * 4_u64).next_multiple_of(256));
+        let l2 = d.level(2);
+        assert_eq!((l2.width, l2.height), (8, 1));
+        assert_eq!(l2.base, l1.base + 256);
+        assert_eq!(d.level(5).width, 1);
+        assert_eq!(l1.levels, 1);
+        // A 33-texel extent halves five times: six levels, not seven.
+        d.levels = 7;
+        assert!(d.check().is_err());
+        d.levels = 0;
+        assert!(d.check().is_err());
+        let mut padded = array2d();
+        padded.levels = 2;
+        padded.pitch += 4;
+        padded.slice_pitch = padded.pitch * 7;
+        assert!(
+            padded.check().is_err(),
+            "a mipmapped level 0 must be packed"
+        );
+        let mut three = array2d();
+        three.shape = Shape::Array3D;
+        three.depth = 4;
+        three.levels = 3;
+        assert_eq!(three.level(2).depth, 1);
+        assert_eq!(level_extent(8, 8, 6, false, 2), [2, 2, 6]);
     }
 
     #[test]

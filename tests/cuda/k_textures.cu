@@ -57,6 +57,111 @@ __global__ void surface_invert(cudaSurfaceObject_t in, cudaSurfaceObject_t out, 
     }
 }
 
+__global__ void sample_lod(cudaTextureObject_t tex, float *out, const float *lods, int n) {
+    int i = threadIdx.x;
+    if (i < n) out[i] = tex2DLod<float>(tex, 0.3f, 0.6f, lods[i]);
+}
+
+__global__ void sample_grad(cudaTextureObject_t tex, float *out, const float *g, int n) {
+    int i = threadIdx.x;
+    if (i < n)
+        out[i] = tex2DGrad<float>(tex, 0.3f, 0.6f, make_float2(g[i], 0.0f), make_float2(0.0f, g[i]));
+}
+
+// A 16x16 mipmapped float texture whose level l holds 10 * (l + 1)
+// everywhere, read at explicit levels of detail and through gradients,
+// with point and linear mipmap filtering, a bias and CUDA's clamps.
+static void mipmaps() {
+    const int w = 16, levels = 5;
+    cudaChannelFormatDesc fdesc = cudaCreateChannelDesc<float>();
+    cudaMipmappedArray_t mip;
+    // More levels than 16 texels halve into: CUDA clamps the count to 5.
+    CHECK(cudaMallocMipmappedArray(&mip, &fdesc, make_cudaExtent(w, w, 0), 9, 0));
+    for (int l = 0; l < levels; ++l) {
+        cudaArray_t level;
+        CHECK(cudaGetMipmappedArrayLevel(&level, mip, l));
+        cudaChannelFormatDesc d;
+        cudaExtent e;
+        unsigned flags;
+        CHECK(cudaArrayGetInfo(&d, &e, &flags, level));
+        int lw = w >> l;
+        EXPECT(e.width == (size_t)lw && e.height == (size_t)lw, "level %d is %zux%zu", l,
+               e.width, e.height);
+        std::vector<float> texels(lw * lw, 10.0f * (l + 1));
+        CHECK(cudaMemcpy2DToArray(level, 0, 0, texels.data(), lw * sizeof(float),
+                                  lw * sizeof(float), lw, cudaMemcpyHostToDevice));
+    }
+    cudaArray_t past;
+    EXPECT_ERR_AS("a level past the last", cudaGetMipmappedArrayLevel(&past, mip, levels),
+                  cudaErrorInvalidValue);
+
+    cudaResourceDesc res = {};
+    res.resType = cudaResourceTypeMipmappedArray;
+    res.res.mipmap.mipmap = mip;
+    cudaTextureDesc td = {};
+    td.normalizedCoords = 1;
+    td.filterMode = cudaFilterModePoint;
+    td.mipmapFilterMode = cudaFilterModePoint;
+    td.maxMipmapLevelClamp = levels - 1;
+    cudaTextureObject_t point, linear, biased, unclamped;
+    CHECK(cudaCreateTextureObject(&point, &res, &td, nullptr));
+    td.mipmapFilterMode = cudaFilterModeLinear;
+    CHECK(cudaCreateTextureObject(&linear, &res, &td, nullptr));
+    td.mipmapFilterMode = cudaFilterModePoint;
+    td.mipmapLevelBias = 1.0f;
+    CHECK(cudaCreateTextureObject(&biased, &res, &td, nullptr));
+    td.mipmapLevelBias = 0.0f;
+    td.maxMipmapLevelClamp = 0.0f;
+    CHECK(cudaCreateTextureObject(&unclamped, &res, &td, nullptr));
+
+    const int n = 9;
+    float lods[n] = {0, 1, 2, 3, 4, 9, -1, 1.4f, 1.6f};
+    float *dl, *dout;
+    CHECK(cudaMalloc(&dl, sizeof lods));
+    CHECK(cudaMalloc(&dout, n * sizeof(float)));
+    CHECK(cudaMemcpy(dl, lods, sizeof lods, cudaMemcpyHostToDevice));
+    float out[n];
+    sample_lod<<<1, 32>>>(point, dout, dl, n);
+    CHECK(cudaMemcpy(out, dout, sizeof out, cudaMemcpyDeviceToHost));
+    const float want_point[n] = {10, 20, 30, 40, 50, 50, 10, 20, 30};
+    for (int i = 0; i < n; ++i)
+        EXPECT(out[i] == want_point[i], "tex2DLod level %f: %f, expected %f", lods[i], out[i],
+               want_point[i]);
+
+    float lin_lods[3] = {1.5f, 2.25f, 0.0f};
+    CHECK(cudaMemcpy(dl, lin_lods, sizeof lin_lods, cudaMemcpyHostToDevice));
+    sample_lod<<<1, 32>>>(linear, dout, dl, 3);
+    CHECK(cudaMemcpy(out, dout, 3 * sizeof(float), cudaMemcpyDeviceToHost));
+    EXPECT(out[0] == 25.0f && out[1] == 32.5f && out[2] == 10.0f,
+           "linear mipmap filtering: %f %f %f", out[0], out[1], out[2]);
+
+    sample_lod<<<1, 32>>>(biased, dout, dl, 3);
+    CHECK(cudaMemcpy(out, dout, 3 * sizeof(float), cudaMemcpyDeviceToHost));
+    EXPECT(out[2] == 20.0f && out[1] == 40.0f, "biased: %f %f", out[2], out[1]);
+    // A zeroed maxMipmapLevelClamp keeps every read on level 0, as on a GPU.
+    sample_lod<<<1, 32>>>(unclamped, dout, dl, 3);
+    CHECK(cudaMemcpy(out, dout, 3 * sizeof(float), cudaMemcpyDeviceToHost));
+    EXPECT(out[0] == 10.0f && out[1] == 10.0f, "clamped to level 0: %f %f", out[0], out[1]);
+
+    // Gradients of g texels-per-texel in normalized units: level log2(16 g).
+    float grads[3] = {1.0f / 16, 1.0f / 4, 1.0f};
+    CHECK(cudaMemcpy(dl, grads, sizeof grads, cudaMemcpyHostToDevice));
+    sample_grad<<<1, 32>>>(point, dout, dl, 3);
+    CHECK(cudaMemcpy(out, dout, 3 * sizeof(float), cudaMemcpyDeviceToHost));
+    EXPECT(out[0] == 10.0f && out[1] == 30.0f && out[2] == 50.0f, "tex2DGrad: %f %f %f", out[0],
+           out[1], out[2]);
+    printf("mipmapped arrays, tex2DLod and tex2DGrad: ok\n");
+
+    cudaArray_t level0;
+    CHECK(cudaGetMipmappedArrayLevel(&level0, mip, 0));
+    EXPECT_ERR_AS("free a mipmap level as an array", cudaFreeArray(level0), cudaErrorInvalidValue);
+    for (cudaTextureObject_t t : {point, linear, biased, unclamped})
+        CHECK(cudaDestroyTextureObject(t));
+    CHECK(cudaFreeMipmappedArray(mip));
+    CHECK(cudaFree(dl));
+    CHECK(cudaFree(dout));
+}
+
 static float frand(unsigned &s) {
     s = s * 1664525u + 1013904223u;
     return (s >> 8) / 16777216.0f;
@@ -345,6 +450,7 @@ int main() {
     CHECK(cudaFree(dints));
     CHECK(cudaFree(dres));
     CHECK(cudaFree(pitched));
+    mipmaps();
     printf("PASS\n");
     return 0;
 }

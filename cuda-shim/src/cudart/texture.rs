@@ -143,6 +143,45 @@ pub extern "C" fn cudaMalloc3DArray(
 }
 
 #[no_mangle]
+pub extern "C" fn cudaMallocMipmappedArray(
+    mipmapped: *mut *mut c_void,
+    desc: *const ChannelFormatDesc,
+    extent: Extent,
+    levels: c_uint,
+    flags: c_uint,
+) -> CudaErrorT {
+    guard(|| {
+        if mipmapped.is_null() {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        let format = format_of(read_desc(desc)?)?;
+        let extent = [extent.width, extent.height, extent.depth].map(|v| v as u64);
+        let h = image::create_mipmapped(rt().current_device()?, format, extent, levels, flags)?;
+        write_out(mipmapped, h as *mut c_void)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGetMipmappedArrayLevel(
+    level_array: *mut *mut c_void,
+    mipmapped: *const c_void,
+    level: c_uint,
+) -> CudaErrorT {
+    guard(|| {
+        if level_array.is_null() {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        let h = image::mipmap_level(mipmapped as u64, level)?;
+        write_out(level_array, h as *mut c_void)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaFreeMipmappedArray(mipmapped: *mut c_void) -> CudaErrorT {
+    guard(|| image::destroy_mipmapped(mipmapped as u64))
+}
+
+#[no_mangle]
 pub extern "C" fn cudaFreeArray(array: *mut c_void) -> CudaErrorT {
     guard(|| image::destroy_array(array as u64))
 }

@@ -86,6 +86,34 @@ driver_fn! { cuArray3DCreate_v2 (handle: *mut *mut c_void, desc: *const Array3DD
     out(handle, h as *mut c_void)
 } }
 
+driver_fn! { cuMipmappedArrayCreate (handle: *mut *mut c_void, desc: *const Array3DDescriptor, levels: c_uint) {
+    let device = context_device()?;
+    let d = read(desc)?;
+    if handle.is_null() {
+        return Err(DriverError::INVALID_VALUE);
+    }
+    let format = format_of(d.format, d.num_channels)?;
+    let extent = [d.width, d.height, d.depth].map(|v| v as u64);
+    let h = image::create_mipmapped(device, format, extent, levels, d.flags)?;
+    out(handle, h as *mut c_void)
+} }
+
+driver_fn! { cuMipmappedArrayGetLevel (level_array: *mut *mut c_void, handle: *mut c_void, level: c_uint) {
+    context_device()?;
+    if level_array.is_null() {
+        return Err(DriverError::INVALID_VALUE);
+    }
+    out(level_array, image::mipmap_level(handle as u64, level)? as *mut c_void)
+} }
+
+driver_fn! { cuMipmappedArrayDestroy (handle: *mut c_void) {
+    context_device()?;
+    if handle.is_null() {
+        return Err(DriverError::INVALID_HANDLE);
+    }
+    Ok(image::destroy_mipmapped(handle as u64)?)
+} }
+
 driver_fn! { cuArrayDestroy (handle: *mut c_void) {
     context_device()?;
     if handle.is_null() {

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 use rcud_client::Runtime;
 use rcud_proto::texture::{
-    AddressMode, ChannelKind, Filter, ImageDescriptor, Shape, DESCRIPTOR_BYTES,
+    self, AddressMode, ChannelKind, Filter, ImageDescriptor, Shape, DESCRIPTOR_BYTES,
 };
 use rcud_proto::CudaError;
 
@@ -83,6 +83,8 @@ pub(crate) struct Array {
     pub(crate) height: u64,
     pub(crate) depth: u64,
     pub(crate) flags: u32,
+    /// The mipmapped array this is a level of (freed with it).
+    pub(crate) level_of: Option<u64>,
 }
 
 impl Array {
@@ -124,10 +126,21 @@ impl Array {
     }
 }
 
+/// A mipmapped array: its levels one after another in one allocation, as
+/// `rcud_proto::texture::level_offset` places them, each also an array
+/// (`cudaGetMipmappedArrayLevel`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Mipmapped {
+    /// Level 0.
+    pub(crate) base: Array,
+    pub(crate) levels: Vec<u64>,
+}
+
 /// What a texture or surface object reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Resource {
     Array(u64),
+    Mipmapped(u64),
     Linear {
         ptr: u64,
         format: Format,
@@ -176,10 +189,7 @@ pub(crate) fn resource_of<F: FormatDesc>(d: &ResourceDesc<F>) -> Result<Resource
                     pitch: p.pitch_in_bytes as u64,
                 })
             }
-            RESOURCE_MIPMAPPED_ARRAY => {
-                tracing::warn!("mipmapped arrays are not supported by rcud");
-                Err(CudaError::NOT_SUPPORTED)
-            }
+            RESOURCE_MIPMAPPED_ARRAY => Ok(Resource::Mipmapped(d.res.array as u64)),
             _ => Err(CudaError::INVALID_VALUE),
         }
     }
@@ -192,6 +202,10 @@ pub(crate) fn resource_desc<F: FormatDesc>(r: Resource) -> ResourceDesc<F> {
         Resource::Array(h) => {
             res.array = h as *mut std::ffi::c_void;
             RESOURCE_ARRAY
+        }
+        Resource::Mipmapped(h) => {
+            res.array = h as *mut std::ffi::c_void;
+            RESOURCE_MIPMAPPED_ARRAY
         }
         Resource::Linear { ptr, format, bytes } => {
             res.linear = ResourceLinear {
@@ -254,6 +268,7 @@ pub(crate) struct Object {
 #[derive(Default)]
 struct Registry {
     arrays: HashMap<u64, Array>,
+    mipmaps: HashMap<u64, Mipmapped>,
     objects: HashMap<u64, Object>,
 }
 
@@ -267,17 +282,16 @@ fn with_registry<T>(f: impl FnOnce(&mut Registry) -> T) -> T {
 static NEXT_ARRAY: AtomicU64 = AtomicU64::new(1);
 const ARRAY_TAG: u64 = 0xa77a_0000_0000_0000;
 
-/// Makes an array on `device`. `flags` are the
-/// `cudaMalloc3DArray` / `CUDA_ARRAY3D_DESCRIPTOR` flags; the extent is
-/// checked against what the device reports for textures of that shape.
-pub(crate) fn create_array(
+/// Checks an array's extent and flags against what the device reports
+/// for textures of its shape (`cudaMalloc3DArray` / `CUDA_ARRAY3D_DESCRIPTOR`
+/// flags).
+fn check_extent(
     device: usize,
-    format: Format,
     width: u64,
     height: u64,
     depth: u64,
     flags: u32,
-) -> Result<u64, CudaError> {
+) -> Result<(), CudaError> {
     if flags & !ARRAY_FLAGS != 0
         || width == 0
         || (height == 0 && depth > 0 && flags & ARRAY_LAYERED == 0)
@@ -317,13 +331,32 @@ pub(crate) fn create_array(
     if !fits {
         return Err(CudaError::INVALID_VALUE);
     }
+    Ok(())
+}
+
+fn new_handle() -> u64 {
+    ARRAY_TAG | NEXT_ARRAY.fetch_add(1, Ordering::Relaxed) << 4
+}
+
+/// Makes an array on `device`. `flags` are the
+/// `cudaMalloc3DArray` / `CUDA_ARRAY3D_DESCRIPTOR` flags; the extent is
+/// checked against what the device reports for textures of that shape.
+pub(crate) fn create_array(
+    device: usize,
+    format: Format,
+    width: u64,
+    height: u64,
+    depth: u64,
+    flags: u32,
+) -> Result<u64, CudaError> {
+    check_extent(device, width, height, depth, flags)?;
     let bytes = width
         .checked_mul(format.bytes())
         .and_then(|b| b.checked_mul(height.max(1)))
         .and_then(|b| b.checked_mul(depth.max(1)))
         .ok_or(CudaError::MEMORY_ALLOCATION)?;
     let base = rt().malloc(bytes)?;
-    let handle = ARRAY_TAG | NEXT_ARRAY.fetch_add(1, Ordering::Relaxed) << 4;
+    let handle = new_handle();
     let array = Array {
         device,
         base,
@@ -332,9 +365,102 @@ pub(crate) fn create_array(
         height,
         depth,
         flags,
+        level_of: None,
     };
     with_registry(|r| r.arrays.insert(handle, array));
     Ok(handle)
+}
+
+/// Makes a mipmapped array of `levels` levels (clamped to
+/// `[1, 1 + floor(log2(largest extent))]`, as CUDA clamps it) on `device`.
+pub(crate) fn create_mipmapped(
+    device: usize,
+    format: Format,
+    [width, height, depth]: [u64; 3],
+    levels: u32,
+    flags: u32,
+) -> Result<u64, CudaError> {
+    check_extent(device, width, height, depth, flags)?;
+    let three_d = depth > 0 && flags & (ARRAY_LAYERED | ARRAY_CUBEMAP) == 0;
+    let narrow = |v: u64| u32::try_from(v).map_err(|_| CudaError::INVALID_VALUE);
+    let (w, h, d) = (narrow(width)?, narrow(height)?, narrow(depth)?);
+    let largest = w.max(h).max(if three_d { d } else { 1 });
+    let levels = levels.clamp(1, 32 - largest.leading_zeros());
+    let level = |l: u32| {
+        let [lw, lh, ld] = texture::level_extent(w, h.max(1), d.max(1), three_d, l);
+        // A 1-D array has no rows and a 2-D one no depth, at every level.
+        (
+            u64::from(lw),
+            if h == 0 { 0 } else { u64::from(lh) },
+            if d == 0 { 0 } else { u64::from(ld) },
+        )
+    };
+    let bytes = texture::level_offset(w, h.max(1), d.max(1), three_d, format.bytes(), levels)
+        .ok_or(CudaError::MEMORY_ALLOCATION)?;
+    let base = rt().malloc(bytes)?;
+    let handle = new_handle();
+    let mut arrays = Vec::with_capacity(levels as usize);
+    with_registry(|r| {
+        for l in 0..levels {
+            let (lw, lh, ld) = level(l);
+            let offset = texture::level_offset(w, h.max(1), d.max(1), three_d, format.bytes(), l)
+                .unwrap_or(0);
+            let view = new_handle();
+            r.arrays.insert(
+                view,
+                Array {
+                    device,
+                    base: base + offset,
+                    format,
+                    width: lw,
+                    height: lh,
+                    depth: ld,
+                    flags,
+                    level_of: Some(handle),
+                },
+            );
+            arrays.push(view);
+        }
+        let level0 = r.arrays[&arrays[0]];
+        r.mipmaps.insert(
+            handle,
+            Mipmapped {
+                base: level0,
+                levels: arrays,
+            },
+        );
+    });
+    Ok(handle)
+}
+
+/// The mipmapped array of `handle`.
+pub(crate) fn mipmapped(handle: u64) -> Result<Mipmapped, CudaError> {
+    with_registry(|r| r.mipmaps.get(&handle).cloned()).ok_or(CudaError::INVALID_RESOURCE_HANDLE)
+}
+
+/// Level `level` of a mipmapped array, as an array.
+pub(crate) fn mipmap_level(handle: u64, level: u32) -> Result<u64, CudaError> {
+    let m = mipmapped(handle)?;
+    m.levels
+        .get(level as usize)
+        .copied()
+        .ok_or(CudaError::INVALID_VALUE)
+}
+
+/// Frees a mipmapped array and its levels (`NULL` is accepted).
+pub(crate) fn destroy_mipmapped(handle: u64) -> Result<(), CudaError> {
+    if handle == 0 {
+        return Ok(());
+    }
+    let m = with_registry(|r| {
+        let m = r.mipmaps.remove(&handle)?;
+        for view in &m.levels {
+            r.arrays.remove(view);
+        }
+        Some(m)
+    })
+    .ok_or(CudaError::INVALID_RESOURCE_HANDLE)?;
+    rt().free(m.base.base)
 }
 
 /// The array of `handle`.
@@ -347,8 +473,15 @@ pub(crate) fn destroy_array(handle: u64) -> Result<(), CudaError> {
     if handle == 0 {
         return Ok(());
     }
-    let a =
-        with_registry(|r| r.arrays.remove(&handle)).ok_or(CudaError::INVALID_RESOURCE_HANDLE)?;
+    // A mipmap level goes with its mipmapped array.
+    let a = with_registry(|r| match r.arrays.get(&handle) {
+        Some(a) if a.level_of.is_some() => Err(CudaError::INVALID_VALUE),
+        Some(_) => r
+            .arrays
+            .remove(&handle)
+            .ok_or(CudaError::INVALID_RESOURCE_HANDLE),
+        None => Err(CudaError::INVALID_RESOURCE_HANDLE),
+    })?;
     rt().free(a.base)
 }
 
@@ -398,9 +531,17 @@ fn descriptor(
     sampling: Option<&Sampling>,
 ) -> Result<ImageDescriptor, CudaError> {
     let props = rt().props(device as i32)?;
+    let mut levels = 1u8;
     let (shape, format, base, width, height, depth, layers, pitch, slice_pitch) = match *resource {
-        Resource::Array(h) => {
-            let a = array(h)?;
+        Resource::Array(_) | Resource::Mipmapped(_) => {
+            let a = match *resource {
+                Resource::Mipmapped(h) => {
+                    let m = mipmapped(h)?;
+                    levels = u8::try_from(m.levels.len()).map_err(|_| CudaError::INVALID_VALUE)?;
+                    m.base
+                }
+                _ => array(resource_array(resource)?)?,
+            };
             let shape = a.shape();
             let (depth, layers) = match shape {
                 Shape::Array3D => (a.depth, 0),
@@ -487,6 +628,11 @@ fn descriptor(
         normalized_coords: sampling.is_some_and(|s| s.normalized_coords),
         srgb: sampling.is_some_and(|s| s.srgb),
         border: sampling.map_or([0.0; 4], |s| s.border),
+        levels,
+        mipmap_filter: sampling.map_or(Filter::Point, |s| s.mipmap_filter),
+        lod_bias: sampling.map_or(0.0, |s| s.mipmap_level_bias),
+        min_lod: sampling.map_or(0.0, |s| s.min_mipmap_level_clamp),
+        max_lod: sampling.map_or(0.0, |s| s.max_mipmap_level_clamp),
     };
     d.check().map_err(|_| CudaError::INVALID_VALUE)?;
     Ok(d)
@@ -494,10 +640,30 @@ fn descriptor(
 
 /// Writes the descriptor of a new object into device memory; its address
 /// is the handle.
+/// The array handle of an array resource.
+fn resource_array(resource: &Resource) -> Result<u64, CudaError> {
+    match *resource {
+        Resource::Array(h) => Ok(h),
+        _ => Err(CudaError::INVALID_VALUE),
+    }
+}
+
+/// The format and level 0 of an array or mipmapped-array resource.
+fn resource_image(resource: &Resource) -> Result<Option<Array>, CudaError> {
+    Ok(match *resource {
+        Resource::Array(h) => Some(array(h)?),
+        Resource::Mipmapped(h) => Some(mipmapped(h)?.base),
+        _ => None,
+    })
+}
+
 fn create_object(device: usize, object: Object, what: &str) -> Result<u64, CudaError> {
     require_emulated(device, what)?;
-    if let Resource::Array(h) = object.resource {
-        let a = array(h)?;
+    if matches!(object.resource, Resource::Mipmapped(_)) && object.sampling.is_none() {
+        // Surfaces read one level of one array.
+        return Err(CudaError::INVALID_VALUE);
+    }
+    if let Some(a) = resource_image(&object.resource)? {
         if a.device != device {
             return Err(CudaError::INVALID_VALUE);
         }
@@ -511,7 +677,12 @@ fn create_object(device: usize, object: Object, what: &str) -> Result<u64, CudaE
         // Linear filtering returns floats: integer texels read as integers
         // cannot be filtered.
         let format = match object.resource {
-            Resource::Array(h) => array(h)?.format,
+            Resource::Array(_) | Resource::Mipmapped(_) => {
+                match resource_image(&object.resource)? {
+                    Some(a) => a.format,
+                    None => return Err(CudaError::INVALID_VALUE),
+                }
+            }
             Resource::Linear { format, .. } | Resource::Pitch2D { format, .. } => format,
         };
         // Linear memory (`tex1Dfetch`) is never filtered either; CUDA's

@@ -361,6 +361,94 @@ fn tex(
     s.sample(x, dims)
 }
 
+/// The level of detail a `tex` of a mipmapped texture reads, before bias
+/// and clamps: the `.level` operand, or from `.grad` the log2 of the longer
+/// derivative in level-0 texels. `None` without mipmaps or a level.
+fn level_of_detail(d: &ImageDescriptor, op: &ImageOp, r: &[u64], lane: usize) -> Option<f32> {
+    if d.levels <= 1 {
+        return None;
+    }
+    let f = |s: R| f32::from_bits(reg(r, s, lane) as u32);
+    match op.lod {
+        Lod::Base => None,
+        Lod::Level(l) => Some(f(l)),
+        Lod::Grad { dx, dy } => {
+            let ext = [d.width, d.height, d.depth];
+            let dims = dims_of(op.geom).min(if d.shape == Shape::Array3D { 3 } else { 2 });
+            let scale = |k: usize| {
+                if d.normalized_coords {
+                    ext[k] as f32
+                } else {
+                    1.0
+                }
+            };
+            let length = |g: [R; 3]| {
+                (0..dims)
+                    .filter(|&k| g[k] != NONE)
+                    .map(|k| (f(g[k]) * scale(k)).powi(2))
+                    .sum::<f32>()
+                    .sqrt()
+            };
+            let rho = length(dx).max(length(dy));
+            Some(if rho > 0.0 {
+                rho.log2()
+            } else {
+                f32::NEG_INFINITY
+            })
+        }
+    }
+}
+
+/// `tex.level`/`tex.grad` of a mipmapped texture: the level of detail
+/// `lod` biased and clamped as the texture says, then the nearest level
+/// (point mipmap filtering) or the two levels around it blended (linear).
+/// Unnormalized coordinates address level 0's texels on every level.
+#[allow(clippy::too_many_arguments)]
+fn tex_mipmapped(
+    d: &ImageDescriptor,
+    mem: &mut Mem<'_, '_, '_>,
+    lane: usize,
+    geom: Geom,
+    c: [u64; 3],
+    layer: u64,
+    int_coords: bool,
+    lod: f32,
+) -> Res<Val> {
+    let last = f32::from(d.levels - 1);
+    // As on a GPU, a texture description left zeroed clamps to level 0.
+    let lod = (lod + d.lod_bias)
+        .max(d.min_lod)
+        .min(d.max_lod)
+        .clamp(0.0, last);
+    let mut at_level = |l: u32| -> Res<Val> {
+        let level = d.level(l);
+        let mut coords = c;
+        if !d.normalized_coords && !int_coords {
+            let ext = [d.width, d.height, d.depth];
+            let lext = [level.width, level.height, level.depth];
+            for k in 0..dims_of(geom).min(3) {
+                let x = f32::from_bits(c[k] as u32) * lext[k] as f32 / ext[k] as f32;
+                coords[k] = u64::from(x.to_bits());
+            }
+        }
+        tex(&level, mem, lane, geom, coords, layer, int_coords)
+    };
+    if d.mipmap_filter == Filter::Point || int_coords || !float_result(d) {
+        return at_level((lod + 0.5).floor() as u32);
+    }
+    let low = lod.floor();
+    let a = weight(lod - low);
+    let v0 = at_level(low as u32)?;
+    if a == 0.0 {
+        return Ok(v0);
+    }
+    let v1 = at_level(low as u32 + 1)?;
+    Ok(match (v0, v1) {
+        (Val::F(x), Val::F(y)) => Val::F([0, 1, 2, 3].map(|k| x[k] * (1.0 - a) + y[k] * a)),
+        (v, _) => v,
+    })
+}
+
 /// `tld4`: channel `comp` of the four texels of the bilinear footprint,
 /// counter-clockwise from the lower left: (i, j+1), (i+1, j+1), (i+1, j),
 /// (i, j).
@@ -530,7 +618,7 @@ fn query(d: &ImageDescriptor, q: Query, surface: bool) -> u32 {
             Shape::CubemapLayered => d.layers / 6,
             _ => 0,
         },
-        Query::NumMipmapLevels => 1,
+        Query::NumMipmapLevels => u32::from(d.levels),
         Query::NumSamples => 0,
         // Surfaces are CUDA arrays, block-linear on a GPU.
         Query::MemoryLayout => 0,
@@ -600,7 +688,10 @@ pub(super) fn image(
         let layer = reg(r, op.layer, lane);
         match op.kind {
             ImageKind::Tex { out, int_coords } => {
-                let v = tex(&d, mem, lane, op.geom, c, layer, int_coords)?;
+                let v = match level_of_detail(&d, op, r, lane) {
+                    None => tex(&d, mem, lane, op.geom, c, layer, int_coords)?,
+                    Some(lod) => tex_mipmapped(&d, mem, lane, op.geom, c, layer, int_coords, lod)?,
+                };
                 write(r, &op.regs, lane, out, v);
             }
             ImageKind::Tld4 { out, comp } => {
@@ -608,7 +699,21 @@ pub(super) fn image(
                 write(r, &op.regs, lane, out, v);
             }
             ImageKind::Query { q, surface } => {
-                set(r, op.regs[0], lane, u64::from(query(&d, q, surface)));
+                // `txq.level`: the extent of one level (0 beyond the last).
+                let level = match op.lod {
+                    Lod::Level(l) => reg(r, l, lane) as u32 as i32,
+                    _ => 0,
+                };
+                let v = match u8::try_from(level) {
+                    Ok(l) if l < d.levels => query(&d.level(u32::from(l)), q, surface),
+                    _ => 0,
+                };
+                let v = if q == Query::NumMipmapLevels {
+                    u32::from(d.levels)
+                } else {
+                    v
+                };
+                set(r, op.regs[0], lane, u64::from(v));
             }
             ImageKind::Suld { bits, n, oob } => {
                 let v = surface(&d, mem, lane, h, op.geom, c, layer, bits, n, oob, None)?;

@@ -929,6 +929,20 @@ pub(crate) struct ImageOp {
     pub(crate) regs: [R; 4],
     /// The optional predicate destination of `tex`/`tld4`.
     pub(crate) p: P,
+    /// Which mipmap level a `tex` reads, or a `txq` asks about.
+    pub(crate) lod: Lod,
+}
+
+/// The level of detail of a texture instruction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lod {
+    /// Level 0 (plain `tex`, `txq`).
+    Base,
+    /// `.level`: an explicit level of detail (f32; `txq`: an integer level).
+    Level(R),
+    /// `.grad`: the derivatives of the coordinates along x and y, whose
+    /// length gives the level of detail.
+    Grad { dx: [R; 3], dy: [R; 3] },
 }
 
 /// Element type of a tensor-core fragment.

@@ -2475,6 +2475,10 @@ impl Tr<'_, '_> {
             }
             let handle = self.image_handle(name)?;
             let d = self.dst(&o[0])?;
+            let lod = match o.get(2) {
+                Some(level) => Lod::Level(self.src(level, Ty::S32)?),
+                None => Lod::Base,
+            };
             self.heap_bytes += std::mem::size_of::<ImageOp>() as u64;
             self.emit(Op::Image(Box::new(ImageOp {
                 kind: ImageKind::Query { q, surface },
@@ -2484,6 +2488,7 @@ impl Tr<'_, '_> {
                 layer: NONE,
                 regs: [d, NONE, NONE, NONE],
                 p: NONE,
+                lod,
             })));
             return Ok(());
         }
@@ -2640,6 +2645,26 @@ impl Tr<'_, '_> {
         }
         let mut r4 = [NONE; 4];
         r4[..want].copy_from_slice(&list);
+        let lod = match extra {
+            1 => Lod::Level(self.src(&o[2], Ty::F32)?),
+            2 => {
+                let mut grad = [[NONE; 3]; 2];
+                for (g, op) in grad.iter_mut().zip(&o[2..4]) {
+                    let items: Vec<&Operand> = match op {
+                        Operand::Vec(v) => v.iter().collect(),
+                        x => vec![x],
+                    };
+                    for (k, x) in items.iter().take(3).enumerate() {
+                        g[k] = self.src(x, Ty::F32)?;
+                    }
+                }
+                Lod::Grad {
+                    dx: grad[0],
+                    dy: grad[1],
+                }
+            }
+            _ => Lod::Base,
+        };
         self.heap_bytes += std::mem::size_of::<ImageOp>() as u64;
         self.emit(Op::Image(Box::new(ImageOp {
             kind,
@@ -2649,6 +2674,7 @@ impl Tr<'_, '_> {
             layer,
             regs: r4,
             p,
+            lod,
         })));
         Ok(())
     }
