@@ -1062,6 +1062,24 @@ fn k_managed() {
     run_and_expect("k_managed", &lines);
 }
 
+/// CUDA IPC between a process and the child it forks (separate contexts
+/// and connections to the same server).
+#[test]
+fn ipc() {
+    let lines = owned(&[
+        "open a handle in the process that exported it -> cudaErrorDeviceUninitialized",
+        "child: opened the parent's allocation, read it and ran a kernel on it: ok",
+        "child: cudaFree of opened memory -> cudaErrorInvalidValue",
+        "child: close it twice -> cudaErrorInvalidValue",
+        "child: a forged handle -> cudaErrorInvalidResourceHandle",
+        "child: unknown flags -> cudaErrorInvalidValue",
+        "parent: sees the child's writes: ok",
+        "export memory that is not device memory -> cudaErrorInvalidValue",
+        "PASS",
+    ]);
+    run_and_expect("ipc", &lines);
+}
+
 #[test]
 fn memcpy3d() {
     let lines = owned(&[

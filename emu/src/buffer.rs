@@ -32,6 +32,9 @@ pub(crate) struct Buffer {
     len: usize,
     /// The mapping when the buffer is one (it owns the pages `ptr` points to).
     map: Option<MmapMut>,
+    /// The memory file behind a shared mapping (CUDA IPC): other clients'
+    /// buffers map the same pages.
+    shared: Option<std::fs::File>,
 }
 
 // SAFETY: Buffer owns its allocation exclusively, like a Box<[u8]>.
@@ -58,6 +61,7 @@ impl Buffer {
                 ptr,
                 len,
                 map: Some(map),
+                shared: None,
             });
         }
         let layout = Layout::from_size_align(len, ALIGN).ok()?;
@@ -67,7 +71,40 @@ impl Buffer {
             ptr,
             len,
             map: None,
+            shared: None,
         })
+    }
+
+    /// A buffer over `len` bytes of the memory file `file`, mapped shared:
+    /// what another client wrote there is read here, and the reverse.
+    pub(crate) fn from_shared(file: std::fs::File, len: usize) -> std::io::Result<Self> {
+        // SAFETY: the file is a memory file of this server that only other
+        // buffers map, as device memory shared by CUDA IPC; racing accesses
+        // through them read and write plain bytes, as racing accesses to
+        // device memory do on a GPU.
+        let mut map = unsafe { MmapOptions::new().len(len).map_mut(&file)? };
+        let ptr = NonNull::new(map.as_mut_ptr()).ok_or(std::io::ErrorKind::InvalidInput)?;
+        Ok(Self {
+            ptr,
+            len,
+            map: Some(map),
+            shared: Some(file),
+        })
+    }
+
+    /// The memory file behind this buffer, made at the first call: the
+    /// bytes move into a new memory file mapped in their place.
+    pub(crate) fn share(&mut self) -> std::io::Result<std::fs::File> {
+        if let Some(file) = &self.shared {
+            return file.try_clone();
+        }
+        let fd = rustix::fs::memfd_create("rcud-ipc", rustix::fs::MemfdFlags::CLOEXEC)?;
+        let file = std::fs::File::from(fd);
+        file.set_len(self.len as u64)?;
+        let mut shared = Self::from_shared(file.try_clone()?, self.len)?;
+        shared.as_mut_slice().copy_from_slice(self.as_slice());
+        *self = shared;
+        Ok(file)
     }
 
     /// Whether the buffer is a mapping (committed page by page).
@@ -95,7 +132,8 @@ impl Buffer {
     /// read as zeros again, and a `cudaMemset(p, 0, n)` of a fresh
     /// allocation commits no memory.
     pub(crate) fn fill(&mut self, range: std::ops::Range<usize>, value: u8) {
-        if value == 0 && range.len() >= DISCARD_MIN {
+        // Discarded pages of a shared file keep their bytes: written there.
+        if value == 0 && range.len() >= DISCARD_MIN && self.shared.is_none() {
             if let Some(map) = &self.map {
                 let page = rustix::param::page_size();
                 let start = range.start.next_multiple_of(page);

@@ -68,6 +68,9 @@ pub struct DeviceMemory {
     /// The grid workspace of cooperative launches (cooperative groups'
     /// `grid.sync()` barrier word), made at the first one.
     grid_workspace: Option<u64>,
+    /// Allocations of other clients opened here through CUDA IPC: not
+    /// charged (their owner pays), closed rather than freed.
+    imported: BTreeSet<u64>,
 }
 
 /// The device heap: one allocation, carved up by `malloc` and `free` of
@@ -164,6 +167,7 @@ impl DeviceMemory {
             heap: None,
             internal: BTreeSet::new(),
             grid_workspace: None,
+            imported: BTreeSet::new(),
         }
     }
 
@@ -232,7 +236,7 @@ impl DeviceMemory {
     /// Frees the allocation that starts at `ptr`, which
     /// [`DeviceMemory::malloc`] returned.
     pub fn free(&mut self, ptr: u64) -> Result<(), CudaError> {
-        if self.internal.contains(&ptr) {
+        if self.internal.contains(&ptr) || self.imported.contains(&ptr) {
             return Err(CudaError::INVALID_VALUE);
         }
         self.release_allocation(ptr)
@@ -244,6 +248,55 @@ impl DeviceMemory {
         let charge = allocation_charge(buffer.len() as u64).unwrap_or(0);
         self.held -= charge;
         self.gpu.release(charge);
+        Ok(())
+    }
+
+    /// CUDA IPC, exporting side: the memory file, start and length of the
+    /// allocation holding `ptr` (made shareable at the first export).
+    pub fn export(&mut self, ptr: u64) -> Result<(std::fs::File, u64, u64), CudaError> {
+        if self.internal.contains(&ptr) || self.imported.contains(&ptr) {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        let (base, _) = self.locate(ptr, 1)?;
+        let buffer = self.allocs.get_mut(&base).ok_or(CudaError::INVALID_VALUE)?;
+        let file = buffer.share().map_err(|e| {
+            tracing::warn!("CUDA IPC: cannot share an allocation: {e}");
+            CudaError::MEMORY_ALLOCATION
+        })?;
+        Ok((file, base, buffer.len() as u64))
+    }
+
+    /// CUDA IPC, opening side: maps `len` bytes of another client's memory
+    /// file at a new address of this table.
+    pub fn import(&mut self, file: std::fs::File, len: u64) -> Result<u64, CudaError> {
+        let size = usize::try_from(len).map_err(|_| CudaError::INVALID_VALUE)?;
+        if size == 0 || file.metadata().map(|m| m.len()).ok() != Some(len) {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        let next = len
+            .div_ceil(ALIGN as u64)
+            .checked_mul(ALIGN as u64)
+            .and_then(|s| s.checked_add(GUARD))
+            .and_then(|s| self.next.checked_add(s))
+            .filter(|&n| n <= self.end)
+            .ok_or(CudaError::MEMORY_ALLOCATION)?;
+        let buffer = Buffer::from_shared(file, size).map_err(|e| {
+            tracing::warn!("CUDA IPC: cannot map another client's allocation: {e}");
+            CudaError::MAP_BUFFER_OBJECT_FAILED
+        })?;
+        let addr = self.next;
+        self.next = next;
+        self.allocs.insert(addr, buffer);
+        self.imported.insert(addr);
+        Ok(addr)
+    }
+
+    /// Unmaps memory [`DeviceMemory::import`] mapped at `ptr`.
+    pub fn close_import(&mut self, ptr: u64) -> Result<(), CudaError> {
+        if !self.imported.remove(&ptr) {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        self.allocs.remove(&ptr);
         Ok(())
     }
 
@@ -274,6 +327,7 @@ impl DeviceMemory {
         self.heap = None;
         self.grid_workspace = None;
         self.internal.clear();
+        self.imported.clear();
         self.allocs.clear();
         self.gpu.release(self.held);
         self.held = 0;

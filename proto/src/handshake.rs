@@ -30,8 +30,9 @@ pub const MAGIC: [u8; 4] = *b"RCUD";
 /// 4: tenants, challenge–response authentication and TLS; 5: QoS service
 /// requests in the hello; 6: graphs kept on the server (`GraphUpload`,
 /// `GraphLaunch`, `GraphDestroy`) and `MemsetElements`; 7: cooperative
-/// launches (`LaunchCooperative`).
-pub const PROTOCOL_VERSION: u16 = 7;
+/// launches (`LaunchCooperative`); 8: CUDA IPC (`IpcGetMemHandle`,
+/// `IpcOpenMemHandle`, `IpcCloseMemHandle`).
+pub const PROTOCOL_VERSION: u16 = 8;
 /// Largest hello accepted, so garbage cannot make the server wait for megabytes.
 pub const MAX_HELLO: u32 = 4096;
 /// First byte of a TLS record carrying a handshake: what a TLS client sends

@@ -262,6 +262,14 @@ ops! {
     /// destination agent listening at `endpoint` (an endpoint of the same
     /// server instance, from [`req::PeerListen`]), presenting `ticket`.
     0x0042 PeerSend { src: u64, len: u64, endpoint: String, ticket: [u8; 16] } -> {} bulk None;
+    /// `cudaIpcGetMemHandle`: exports the allocation holding `ptr` to other
+    /// clients of this server and tenant; the 64-byte handle opens it.
+    0x0060 IpcGetMemHandle { ptr: u64 } -> { handle: Blob } bulk None;
+    /// `cudaIpcOpenMemHandle`: maps another client's exported allocation;
+    /// its address here and its length.
+    0x0061 IpcOpenMemHandle { handle: Blob } -> { ptr: u64, len: u64 } bulk None;
+    /// `cudaIpcCloseMemHandle`: unmaps what `IpcOpenMemHandle` mapped.
+    0x0062 IpcCloseMemHandle { ptr: u64 } -> {} bulk None;
     /// `cudaDeviceSetLimit` of a limit the device applies (stack size,
     /// printf FIFO, malloc heap); the reply carries the value in force.
     0x0140 SetLimit { limit: i32, value: u64 } -> { value: u64 } bulk None;

@@ -23,6 +23,7 @@ use rcud_transport::{Channel, TransportError};
 use thiserror::Error;
 
 use crate::backend::{Backend, CopyError, DeviceContext, HostSource, KernelLaunch};
+use crate::ipc::{self, IpcPort, MemHandle};
 use crate::peer::{self, InstanceId, PeerPort};
 use crate::qos::{Lane, Resource};
 use crate::tenant_memory::MemoryAccount;
@@ -89,6 +90,12 @@ pub struct Agent {
     peer_port: Option<PeerPort>,
     /// The ticket of the next `PeerReceive`, issued by `PeerListen`.
     peer_ticket: Option<[u8; 16]>,
+    /// Whose exported allocations this client may open (CUDA IPC): its
+    /// tenant's, or, on a server without tenants, every client's.
+    tenant: String,
+    /// Where other agents fetch the allocations this client exported,
+    /// once it exported one.
+    ipc_port: Option<IpcPort>,
     /// Its place in the server's QoS arbiter: bulk chunks and kernel
     /// launches wait for their turn.
     qos: Option<Lane>,
@@ -121,6 +128,8 @@ impl Agent {
             instance: InstanceId::NONE,
             peer_port: None,
             peer_ticket: None,
+            tenant: String::new(),
+            ipc_port: None,
             qos: None,
             memory_account: None,
             graphs: HashMap::new(),
@@ -141,6 +150,12 @@ impl Agent {
     /// and functions.
     pub fn with_resource_limits(mut self, limits: ResourceLimits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// The client's tenant, whose exported allocations it may open.
+    pub fn with_tenant(mut self, tenant: impl Into<String>) -> Self {
+        self.tenant = tenant.into();
         self
     }
 
@@ -386,6 +401,9 @@ impl Agent {
                 let res = self.ctx_mut().and_then(|c| c.free(r.ptr));
                 if res.is_ok() {
                     self.allocations = self.allocations.saturating_sub(1);
+                    if let Some(port) = &self.ipc_port {
+                        port.forget(r.ptr);
+                    }
                 }
                 self.reply(&header, res.map(|()| rep::Free {}))
             }
@@ -526,6 +544,18 @@ impl Agent {
                     .and_then(|c| c.set_limit(r.limit, r.value))
                     .map(|value| rep::SetLimit { value });
                 self.reply(&header, res)
+            }
+            Request::IpcGetMemHandle(r) => {
+                let res = self.ipc_export(r.ptr);
+                self.reply(&header, res)
+            }
+            Request::IpcOpenMemHandle(r) => {
+                let res = self.ipc_open(&r.handle.0);
+                self.reply(&header, res)
+            }
+            Request::IpcCloseMemHandle(r) => {
+                let res = self.ctx_mut().and_then(|c| c.ipc_close(r.ptr));
+                self.reply(&header, res.map(|()| rep::IpcCloseMemHandle {}))
             }
             Request::PeerListen(_) => {
                 let res = self.peer_listen();
@@ -715,6 +745,52 @@ impl Agent {
             self.device_step(step, out)?;
         }
         Ok(())
+    }
+
+    /// `cudaIpcGetMemHandle`: shares the allocation holding `ptr` and
+    /// hands out its handle, serving it from this agent's IPC port.
+    fn ipc_export(&mut self, ptr: u64) -> Result<rep::IpcGetMemHandle, Failure> {
+        if self.instance.is_none() {
+            return Err(Failure::new(
+                CudaError::NOT_SUPPORTED,
+                "CUDA IPC needs a server with an instance id",
+            ));
+        }
+        let (memory, base, len) = self.ctx_mut()?.ipc_export(ptr)?;
+        let local = |e: std::io::Error| {
+            Failure::new(
+                CudaError::OPERATING_SYSTEM,
+                format!("cudaIpcGetMemHandle: {e}"),
+            )
+        };
+        if self.ipc_port.is_none() {
+            self.ipc_port = Some(IpcPort::open(self.instance).map_err(local)?);
+        }
+        let port = self.ipc_port.as_ref().ok_or(CudaError::OPERATING_SYSTEM)?;
+        let handle = port
+            .export(base, memory, len, &self.tenant)
+            .map_err(local)?;
+        Ok(rep::IpcGetMemHandle {
+            handle: Blob(handle.encode().to_vec()),
+        })
+    }
+
+    /// `cudaIpcOpenMemHandle`: fetches the exporter's memory and maps it.
+    fn ipc_open(&mut self, handle: &[u8]) -> Result<rep::IpcOpenMemHandle, Failure> {
+        self.ctx()?;
+        let handle = MemHandle::decode(handle).ok_or_else(|| {
+            Failure::new(
+                CudaError::INVALID_RESOURCE_HANDLE,
+                "cudaIpcOpenMemHandle: not a handle of an rcud server",
+            )
+        })?;
+        if self.ipc_port.as_ref().is_some_and(|p| p.owns(&handle)) {
+            // CUDA refuses a handle in the process that exported it.
+            return Err(CudaError::INVALID_CONTEXT.into());
+        }
+        let (memory, len) = ipc::fetch(&handle, self.instance, &self.tenant)?;
+        let ptr = self.ctx_mut()?.ipc_import(memory, len)?;
+        Ok(rep::IpcOpenMemHandle { ptr, len })
     }
 
     /// Opens this agent's rendezvous point on first use and issues the

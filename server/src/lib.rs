@@ -12,6 +12,7 @@
 pub mod agent;
 pub mod backend;
 pub mod gate;
+pub mod ipc;
 pub mod isolation;
 pub mod listener;
 mod occupancy;

@@ -585,6 +585,13 @@ pub fn serve_admitted(stream: TcpStream, admission: &Admission, setup: &AgentSet
     };
     match Agent::new(setup.backend.clone(), chan)
         .with_resource_limits(limits)
+        .with_tenant(
+            admission
+                .tenant
+                .as_ref()
+                .map(|t| t.name.clone())
+                .unwrap_or_default(),
+        )
         .with_owner(match &admission.tenant {
             Some(t) => format!("tenant {}", t.name),
             None => format!("connection from {peer}"),

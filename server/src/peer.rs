@@ -114,7 +114,7 @@ impl FromStr for InstanceId {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -246,7 +246,7 @@ fn recv_status(stream: &mut UnixStream) -> io::Result<CudaError> {
 
 /// Bounds every read and write on a connected peer socket and refuses a
 /// peer that runs as another user.
-fn prepare(stream: &UnixStream) -> Result<(), PeerError> {
+pub(crate) fn prepare(stream: &UnixStream) -> Result<(), PeerError> {
     stream.set_nonblocking(false).map_err(PeerError::Local)?;
     stream
         .set_read_timeout(Some(IO_TIMEOUT))

@@ -3,6 +3,7 @@
 
 use std::ops::Bound;
 
+use rcud_proto::codec::Blob;
 use rcud_proto::ops::req;
 use rcud_proto::CudaError;
 
@@ -142,6 +143,38 @@ impl Runtime {
                 (Some(d), Some(s)) => Route::DeviceToDevice { dst: d, src: s },
             },
         })
+    }
+
+    /// `cudaIpcGetMemHandle`: exports the allocation holding `ptr` to other
+    /// processes using the same server; the 64-byte handle opens it there.
+    pub fn ipc_get_mem_handle(&self, ptr: u64) -> Result<[u8; 64], CudaError> {
+        let d = self.device_of(ptr).ok_or(CudaError::INVALID_VALUE)?;
+        let reply = self.call(d, &req::IpcGetMemHandle { ptr }, &[], &mut [])?;
+        <[u8; 64]>::try_from(reply.handle.0.as_slice()).map_err(|_| CudaError::UNKNOWN)
+    }
+
+    /// `cudaIpcOpenMemHandle` on the current device: the address of the
+    /// other process's allocation here.
+    pub fn ipc_open_mem_handle(&self, handle: &[u8; 64]) -> Result<u64, CudaError> {
+        let d = self.current_device()?;
+        let request = req::IpcOpenMemHandle {
+            handle: Blob(handle.to_vec()),
+        };
+        let reply = self.call(d, &request, &[], &mut [])?;
+        self.allocs.write().insert(reply.ptr, (reply.len, d));
+        Ok(reply.ptr)
+    }
+
+    /// `cudaIpcCloseMemHandle`: unmaps what [`Runtime::ipc_open_mem_handle`]
+    /// mapped at `ptr`.
+    pub fn ipc_close_mem_handle(&self, ptr: u64) -> Result<(), CudaError> {
+        let d = match self.allocs.read().get(&ptr) {
+            Some(&(_, d)) => d,
+            None => return Err(CudaError::INVALID_VALUE),
+        };
+        self.call(d, &req::IpcCloseMemHandle { ptr }, &[], &mut [])?;
+        self.allocs.write().remove(&ptr);
+        Ok(())
     }
 
     /// Host-to-device copy of `src` to `dst` on device `d`.

@@ -121,6 +121,10 @@ struct DeviceState {
     /// without this lock: the session is out, and new work is held.
     flushing: bool,
     session: Option<Session>,
+    /// The process that opened `session`: a process forked after it made
+    /// its connections must not use its parent's (CUDA programs fork
+    /// before their first CUDA call, as NVIDIA's simpleIPC does).
+    session_pid: u32,
     attached: bool,
     flags: u32,
     /// An error that every call on this device returns until `cudaDeviceReset`.
@@ -455,6 +459,7 @@ impl Runtime {
             // The probe connection becomes the session of the entry's first device.
             if let (Some(session), Some(state)) = (probe, states.get_mut(first)) {
                 state.get_mut().session = Some(session);
+                state.get_mut().session_pid = std::process::id();
             }
         }
         let init_error = devices.is_empty().then_some(CudaError::NO_DEVICE);

@@ -33,6 +33,14 @@ impl Runtime {
             return Err(e);
         }
         let dev = &self.devices[d];
+        let pid = std::process::id();
+        if st.session.is_some() && st.session_pid != pid {
+            // Forked: the connection and everything made over it are the
+            // parent's. Leaked, not closed, so that nothing (a TLS close,
+            // say) is written on the parent's stream.
+            let inherited = std::mem::take(st);
+            std::mem::forget(inherited);
+        }
         if st.session.is_none() {
             match Session::connect_secured(
                 &dev.server,
@@ -40,7 +48,10 @@ impl Runtime {
                 self.transport,
                 &self.security,
             ) {
-                Ok(s) => st.session = Some(s),
+                Ok(s) => {
+                    st.session = Some(s);
+                    st.session_pid = pid;
+                }
                 Err(e) => return Err(self.lost(st, d, &e)),
             }
         }

@@ -27,6 +27,7 @@ pub(crate) mod batch_copy;
 pub(crate) mod device;
 mod error;
 pub(crate) mod graph;
+pub(crate) mod ipc;
 pub(crate) mod launch;
 mod library;
 pub(crate) mod managed;

@@ -10,7 +10,7 @@ use std::os::raw::{c_int, c_uint};
 use super::{context_device, initialized, out, rt, DriverError, DriverResult};
 use crate::cudart::batch_copy::{self, MemcpyAttributes};
 use crate::cudart::mempool::MemLocation;
-use crate::cudart::{managed, memory, pitched};
+use crate::cudart::{ipc, managed, memory, pitched};
 
 /// `cudaMemcpyKind` values the runtime helpers take.
 const HOST_TO_DEVICE: c_int = 1;
@@ -124,6 +124,26 @@ driver_fn! { cuMemGetInfo_v2 (free: *mut usize, total: *mut usize) {
     let (f, t) = rt().mem_get_info()?;
     out(free, f as usize)?;
     out(total, t as usize)
+} }
+
+// ---- CUDA IPC ------------------------------------------------------------------
+
+driver_fn! { cuIpcGetMemHandle (handle: *mut ipc::IpcMemHandle, dptr: u64) {
+    context_device()?;
+    Ok(ipc::get_mem_handle(handle, dptr)?)
+} }
+
+driver_fn! { [cuIpcOpenMemHandle_v2, cuIpcOpenMemHandle] (dptr: *mut u64, handle: ipc::IpcMemHandle, flags: c_uint) {
+    context_device()?;
+    if dptr.is_null() {
+        return Err(DriverError::INVALID_VALUE);
+    }
+    out(dptr, ipc::open_mem_handle(&handle, flags)?)
+} }
+
+driver_fn! { cuIpcCloseMemHandle (dptr: u64) {
+    context_device()?;
+    Ok(ipc::close_mem_handle(dptr)?)
 } }
 
 driver_fn! { cuMemGetAddressRange_v2 (base: *mut u64, size: *mut usize, dptr: u64) {

@@ -256,6 +256,18 @@ impl DeviceContext for EmuContext {
         self.memory.free(ptr)
     }
 
+    fn ipc_export(&mut self, ptr: u64) -> Result<(std::fs::File, u64, u64), CudaError> {
+        self.memory.export(ptr)
+    }
+
+    fn ipc_import(&mut self, memory: std::fs::File, len: u64) -> Result<u64, CudaError> {
+        self.memory.import(memory, len)
+    }
+
+    fn ipc_close(&mut self, ptr: u64) -> Result<(), CudaError> {
+        self.memory.close_import(ptr)
+    }
+
     fn mem_info(&self) -> (u64, u64) {
         let gpu = self.memory.gpu();
         (gpu.free_memory(), gpu.total_memory())

@@ -56,6 +56,21 @@ pub trait DeviceContext: Send {
     fn malloc(&mut self, size: u64) -> Result<u64, CudaError>;
     /// `cudaFree`.
     fn free(&mut self, ptr: u64) -> Result<(), CudaError>;
+    /// `cudaIpcGetMemHandle`: the memory file behind the allocation holding
+    /// `ptr`, the allocation's start and its length, for another client of
+    /// this server to map.
+    fn ipc_export(&mut self, _ptr: u64) -> Result<(std::fs::File, u64, u64), CudaError> {
+        Err(CudaError::NOT_SUPPORTED)
+    }
+    /// `cudaIpcOpenMemHandle`: maps another client's memory file; its
+    /// device address here.
+    fn ipc_import(&mut self, _memory: std::fs::File, _len: u64) -> Result<u64, CudaError> {
+        Err(CudaError::NOT_SUPPORTED)
+    }
+    /// `cudaIpcCloseMemHandle`.
+    fn ipc_close(&mut self, _ptr: u64) -> Result<(), CudaError> {
+        Err(CudaError::INVALID_VALUE)
+    }
     /// `cudaMemGetInfo`: (free, total).
     fn mem_info(&self) -> (u64, u64);
     /// Bytes of device memory this client holds (allocations and module
