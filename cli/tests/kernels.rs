@@ -1062,13 +1062,15 @@ fn k_managed() {
     run_and_expect("k_managed", &lines);
 }
 
-/// CUDA IPC between a process and the child it forks (separate contexts
-/// and connections to the same server).
+/// CUDA IPC memory and events between a process and the child it forks
+/// (separate contexts and connections to the same server).
 #[test]
 fn ipc() {
     let lines = owned(&[
+        "an interprocess event with timing -> cudaErrorInvalidValue",
+        "the handle of an event that is not interprocess -> cudaErrorInvalidResourceHandle",
         "open a handle in the process that exported it -> cudaErrorDeviceUninitialized",
-        "child: opened the parent's allocation, read it and ran a kernel on it: ok",
+        "child: opened the parent's allocation and event, read it after the event and ran a kernel on it: ok",
         "child: cudaFree of opened memory -> cudaErrorInvalidValue",
         "child: close it twice -> cudaErrorInvalidValue",
         "child: a forged handle -> cudaErrorInvalidResourceHandle",

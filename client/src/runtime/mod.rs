@@ -29,6 +29,7 @@ use rcud_transport::bootstrap::TransportKind;
 
 mod contexts;
 mod graphs;
+pub mod ipc_events;
 mod kernels;
 mod limits;
 mod loaded;
@@ -305,7 +306,7 @@ struct StreamState {
 }
 
 /// An event created by `cudaEventCreate*`.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 struct EventState {
     flags: u32,
     /// The device of the stream it was last recorded on.
@@ -313,6 +314,8 @@ struct EventState {
     /// Server time when the work before the record completed; `None` until
     /// the record's reply arrived.
     timestamp: Option<u64>,
+    /// The shared words of an interprocess event.
+    ipc: Option<ipc_events::IpcEvent>,
 }
 
 impl Runtime {

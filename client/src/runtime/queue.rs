@@ -308,6 +308,9 @@ impl Runtime {
             for (event, ts) in outcome.events {
                 if let Some(e) = events.get_mut(&event) {
                     e.timestamp = Some(ts);
+                    if let Some(ipc) = &mut e.ipc {
+                        ipc.completed();
+                    }
                 }
             }
         }

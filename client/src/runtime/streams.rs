@@ -6,8 +6,8 @@ use rcud_proto::ops::req;
 use rcud_proto::CudaError;
 
 use super::{
-    EventState, PrintfSink, Runtime, StreamState, EVENT_DISABLE_TIMING, EVENT_FLAGS,
-    EVENT_INTERPROCESS, STREAM_FLAGS, STREAM_PRIORITY_GREATEST, STREAM_PRIORITY_LEAST,
+    ipc_events, report, EventState, PrintfSink, Runtime, StreamState, EVENT_DISABLE_TIMING,
+    EVENT_FLAGS, EVENT_INTERPROCESS, STREAM_FLAGS, STREAM_PRIORITY_GREATEST, STREAM_PRIORITY_LEAST,
 };
 use crate::session::Completion;
 
@@ -122,6 +122,14 @@ impl Runtime {
             let e = events
                 .get(&event)
                 .ok_or(CudaError::INVALID_RESOURCE_HANDLE)?;
+            if let Some(ipc) = &e.ipc {
+                // Every process's records count; this one's go out soon.
+                if !ipc.reached(ipc.issued()) {
+                    self.wake_progress();
+                    return Err(CudaError::NOT_READY);
+                }
+                return Ok(());
+            }
             (e.device, e.timestamp)
         };
         match (device, timestamp) {
@@ -136,6 +144,9 @@ impl Runtime {
     /// an event of another device needs waiting for, now.
     pub fn stream_wait_event(&self, stream: u64, event: u64) -> Result<(), CudaError> {
         let d = self.stream_device(stream)?;
+        if self.wait_interprocess(event)? {
+            return Ok(());
+        }
         let recorded_on = self
             .events
             .lock()
@@ -148,6 +159,69 @@ impl Runtime {
         }
     }
 
+    /// For an interprocess event: waits until the records issued before
+    /// now, in any process, completed (this process's own ones sent first),
+    /// and returns true; false for other events. The host waits: rcud
+    /// cannot make a remote stream wait for another process's server work.
+    fn wait_interprocess(&self, event: u64) -> Result<bool, CudaError> {
+        let (cell, target, own_device) = {
+            let events = self.events.lock();
+            let e = events
+                .get(&event)
+                .ok_or(CudaError::INVALID_RESOURCE_HANDLE)?;
+            let Some(ipc) = &e.ipc else {
+                return Ok(false);
+            };
+            let target = ipc.issued();
+            if ipc.reached(target) {
+                return Ok(true);
+            }
+            let cell = ipc.waiter().map_err(|_| CudaError::OPERATING_SYSTEM)?;
+            (cell, target, e.device)
+        };
+        if let Some(d) = own_device {
+            // This process's own records must reach the device first.
+            self.synchronize_device(d)?;
+        }
+        ipc_events::wait_for(&cell, target);
+        Ok(true)
+    }
+
+    /// `cudaIpcGetEventHandle`: the handle of an interprocess event.
+    pub fn ipc_get_event_handle(
+        &self,
+        event: u64,
+    ) -> Result<[u8; ipc_events::EVENT_HANDLE_BYTES], CudaError> {
+        let events = self.events.lock();
+        let e = events
+            .get(&event)
+            .ok_or(CudaError::INVALID_RESOURCE_HANDLE)?;
+        e.ipc
+            .as_ref()
+            .map(|ipc| ipc.handle())
+            .ok_or(CudaError::INVALID_RESOURCE_HANDLE)
+    }
+
+    /// `cudaIpcOpenEventHandle`: another process's interprocess event.
+    pub fn ipc_open_event_handle(
+        &self,
+        handle: &[u8; ipc_events::EVENT_HANDLE_BYTES],
+    ) -> Result<u64, CudaError> {
+        self.current_device()?;
+        let ipc = ipc_events::IpcEvent::open(handle)?;
+        let event = self.new_handle();
+        self.events.lock().insert(
+            event,
+            EventState {
+                flags: EVENT_INTERPROCESS | EVENT_DISABLE_TIMING,
+                device: None,
+                timestamp: None,
+                ipc: Some(ipc),
+            },
+        );
+        Ok(event)
+    }
+
     /// `cudaEventCreateWithFlags`.
     pub fn event_create(&self, flags: u32) -> Result<u64, CudaError> {
         if flags & !EVENT_FLAGS != 0
@@ -155,6 +229,15 @@ impl Runtime {
         {
             return Err(CudaError::INVALID_VALUE);
         }
+        let ipc = match flags & EVENT_INTERPROCESS {
+            0 => None,
+            _ => Some(ipc_events::IpcEvent::create().map_err(|e| {
+                report(&format!(
+                    "cudaEventCreate: an interprocess event needs shared memory: {e}"
+                ));
+                CudaError::MEMORY_ALLOCATION
+            })?),
+        };
         let handle = self.new_handle();
         self.events.lock().insert(
             handle,
@@ -162,6 +245,7 @@ impl Runtime {
                 flags,
                 device: None,
                 timestamp: None,
+                ipc,
             },
         );
         Ok(handle)
@@ -186,6 +270,9 @@ impl Runtime {
                 .ok_or(CudaError::INVALID_RESOURCE_HANDLE)?;
             e.device = Some(d);
             e.timestamp = None;
+            if let Some(ipc) = &mut e.ipc {
+                ipc.record();
+            }
         }
         self.enqueue(d, &req::EventRecord {}, &[], Completion::Event(event), 0)
     }
@@ -193,6 +280,9 @@ impl Runtime {
     /// `cudaEventSynchronize` and `cudaEventQuery`: an event never recorded
     /// is complete.
     pub fn event_synchronize(&self, event: u64) -> Result<(), CudaError> {
+        if self.wait_interprocess(event)? {
+            return Ok(());
+        }
         let device = self
             .events
             .lock()

@@ -1,5 +1,7 @@
 //! CUDA IPC between processes of one client host that use the same server:
-//! `cudaIpcGetMemHandle`, `cudaIpcOpenMemHandle`, `cudaIpcCloseMemHandle`.
+//! `cudaIpcGetMemHandle`, `cudaIpcOpenMemHandle`, `cudaIpcCloseMemHandle`,
+//! and interprocess events (`cudaIpcGetEventHandle`, `cudaIpcOpenEventHandle`;
+//! their shared state is on the client host, `rcud_client::runtime::ipc_events`).
 //! The server shares the allocation's pages between the two processes'
 //! agents (`rcud_server::ipc`); the handle is the server's.
 
@@ -70,4 +72,45 @@ pub extern "C" fn cudaIpcOpenMemHandle(
 #[no_mangle]
 pub extern "C" fn cudaIpcCloseMemHandle(dev_ptr: *mut c_void) -> CudaErrorT {
     guard(|| close_mem_handle(dev_ptr as u64))
+}
+
+/// `cudaIpcEventHandle_t` / `CUipcEventHandle`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct IpcEventHandle {
+    reserved: [u8; 64],
+}
+
+pub(crate) fn get_event_handle(handle: *mut IpcEventHandle, event: u64) -> Result<(), CudaError> {
+    if handle.is_null() {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    let reserved = rt().ipc_get_event_handle(event)?;
+    write_out(handle, IpcEventHandle { reserved })
+}
+
+pub(crate) fn open_event_handle(handle: &IpcEventHandle) -> Result<u64, CudaError> {
+    rt().ipc_open_event_handle(&handle.reserved)
+}
+
+#[no_mangle]
+pub extern "C" fn cudaIpcGetEventHandle(
+    handle: *mut IpcEventHandle,
+    event: *mut c_void,
+) -> CudaErrorT {
+    guard(|| get_event_handle(handle, event as u64))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaIpcOpenEventHandle(
+    event: *mut *mut c_void,
+    handle: IpcEventHandle,
+) -> CudaErrorT {
+    guard(|| {
+        if event.is_null() {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        let e = open_event_handle(&handle)?;
+        write_out(event, e as *mut c_void)
+    })
 }

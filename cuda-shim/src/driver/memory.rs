@@ -141,6 +141,19 @@ driver_fn! { [cuIpcOpenMemHandle_v2, cuIpcOpenMemHandle] (dptr: *mut u64, handle
     out(dptr, ipc::open_mem_handle(&handle, flags)?)
 } }
 
+driver_fn! { cuIpcGetEventHandle (handle: *mut ipc::IpcEventHandle, event: *mut c_void) {
+    context_device()?;
+    Ok(ipc::get_event_handle(handle, event as u64)?)
+} }
+
+driver_fn! { cuIpcOpenEventHandle (event: *mut *mut c_void, handle: ipc::IpcEventHandle) {
+    context_device()?;
+    if event.is_null() {
+        return Err(DriverError::INVALID_VALUE);
+    }
+    out(event, ipc::open_event_handle(&handle)? as *mut c_void)
+} }
+
 driver_fn! { cuIpcCloseMemHandle (dptr: u64) {
     context_device()?;
     Ok(ipc::close_mem_handle(dptr)?)
