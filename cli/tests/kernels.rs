@@ -1082,6 +1082,16 @@ fn ipc() {
     run_and_expect("ipc", &lines);
 }
 
+/// Virtual functions in device code (vtables are module variables holding
+/// function addresses; a warp's lanes call different classes' functions).
+#[test]
+fn k_virtual() {
+    run_and_expect(
+        "k_virtual",
+        &owned(&["virtual calls through device vtables: ok", "PASS"]),
+    );
+}
+
 #[test]
 fn memcpy3d() {
     let lines = owned(&[

@@ -446,15 +446,18 @@ impl Warp {
             .is_some_and(|(id, gen)| env.named.gen(id) != gen)
     }
 
-    fn push_frame(&mut self, cx: &Ctx<'_, '_>, site_idx: u32, m: u32) -> Res<()> {
+    fn push_frame(&mut self, cx: &Ctx<'_, '_>, site_idx: u32, mut m: u32) -> Res<()> {
         let caller = &cx.module.funcs[self.func as usize];
         let Some(site) = caller.calls.get(site_idx as usize) else {
             return Err(Exc::new(ExcKind::Unsupported, 0));
         };
+        // Lanes that call another function than the first lane: they stay at
+        // the call and make it after these return (a virtual call on objects
+        // of several classes runs one class after another, as on a GPU).
+        let mut later = 0u32;
         let g = match site.callee {
             Callee::Func(g) => g,
             Callee::Indirect(reg) => {
-                // Every calling lane must hold the same function pointer.
                 let first = m.trailing_zeros() as usize;
                 let at = |l: usize| {
                     self.regs
@@ -463,11 +466,10 @@ impl Warp {
                         .unwrap_or(0)
                 };
                 let addr = at(first);
-                if lanes_of(m).any(|l| at(l) != addr) {
-                    let mut e = Exc::new(ExcKind::Unsupported, first);
-                    e.msg = "an indirect call whose lanes call different functions".into();
-                    return Err(e);
-                }
+                later = lanes_of(m)
+                    .filter(|&l| at(l) != addr)
+                    .fold(0, |acc, l| acc | 1 << l);
+                m &= !later;
                 match crate::ptx::ir::func_of_addr(addr)
                     .filter(|&g| cx.module.funcs.get(g as usize).is_some_and(|f| !f.is_entry))
                 {
@@ -510,8 +512,12 @@ impl Warp {
             }
         }
         let mut saved = self.ctl.clone();
+        let call_pc = saved.pc;
         saved.pc += 1;
         saved.sync();
+        for l in lanes_of(later) {
+            saved.pcs[l] = call_pc;
+        }
         self.frames.push(Saved {
             func: self.func,
             rbase: self.rbase,

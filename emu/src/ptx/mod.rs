@@ -540,6 +540,7 @@ impl Module {
             approx_bytes: 0,
         };
         let func_syms = module.func_syms();
+        let held_funcs = module.functions_held_by_variables();
         let const_globals: HashMap<&str, u64> = module
             .globals
             .iter()
@@ -550,7 +551,13 @@ impl Module {
         let mut kernel_order = Vec::new();
         for (i, f) in defined.iter().enumerate() {
             if f.kind == FuncKind::Entry {
-                let meta = module.kernel_meta(i as u32, f, &func_syms, &const_globals, budget)?;
+                let meta = module.kernel_meta(
+                    i as u32,
+                    f,
+                    (&func_syms, &held_funcs),
+                    &const_globals,
+                    budget,
+                )?;
                 // ptxas refuses a second definition; keeping either would
                 // let other PTX readers pick the other one.
                 if kernels.insert(f.name.clone(), meta).is_some() {
@@ -616,18 +623,47 @@ impl Module {
         std::mem::size_of::<Module>() as u64 + funcs + errors + syms + globals + opcodes + kernels
     }
 
+    /// The functions whose addresses variables hold (vtables, tables of
+    /// function pointers).
+    fn functions_held_by_variables(&self) -> Vec<u32> {
+        let by_name: HashMap<&str, u32> = self
+            .syms
+            .iter()
+            .filter_map(|s| match s.kind {
+                SymKind::Func(g) => Some((s.name.as_str(), g)),
+                _ => None,
+            })
+            .collect();
+        let mut held: Vec<u32> = self
+            .globals
+            .iter()
+            .flat_map(|v| &v.relocs)
+            .filter_map(|r| by_name.get(r.symbol.as_str()).copied())
+            .collect();
+        held.sort_unstable();
+        held.dedup();
+        held
+    }
+
     fn kernel_meta(
         &self,
         func: u32,
         decl: &parser::FuncDecl,
-        func_syms: &[u32],
+        (func_syms, held_funcs): (&[u32], &[u32]),
         const_globals: &HashMap<&str, u64>,
         budget: &Budget,
     ) -> Result<KernelMeta, PtxError> {
         let line = decl.line;
-        // Functions reachable from the kernel.
+        // Functions reachable from the kernel, with those whose addresses
+        // variables hold (vtables): any of them may be called through a
+        // pointer loaded from memory.
         let mut reach = vec![func];
         let mut seen: HashSet<u32> = HashSet::from([func]);
+        for &g in held_funcs {
+            if seen.insert(g) {
+                reach.push(g);
+            }
+        }
         let mut i = 0;
         while i < reach.len() {
             budget.tick(line)?;
@@ -806,6 +842,16 @@ impl Module {
     /// parameter bytes of kernel `name`.
     pub fn kernel_info(&self, name: &str) -> Option<KernelInfo> {
         self.kernels.get(name).map(|k| k.info)
+    }
+
+    /// The address a device function `name` has in kernels (what `mov`
+    /// of its name gives and an indirect `call` accepts): for the
+    /// initialisers of variables that hold function pointers (vtables).
+    pub fn function_address(&self, name: &str) -> Option<u64> {
+        self.syms.iter().find_map(|s| match s.kind {
+            SymKind::Func(i) if s.name == name => Some(ir::FUNC_ADDR_TAG | u64::from(i) << 4),
+            _ => None,
+        })
     }
 
     /// Module-scope `.global` and `.const` variables the loader must allocate.

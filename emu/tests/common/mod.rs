@@ -85,7 +85,14 @@ impl Dev {
             symbols.insert(g.name.clone(), a);
         }
         for g in module.globals() {
-            let init = g.init_with(|s| symbols.get(s).copied()).unwrap();
+            let init = g
+                .init_with(|s| {
+                    symbols
+                        .get(s)
+                        .copied()
+                        .or_else(|| module.function_address(s))
+                })
+                .unwrap();
             if !init.is_empty() {
                 mem.slice_mut(symbols[&g.name], init.len() as u64)
                     .unwrap()

@@ -353,7 +353,13 @@ impl DeviceContext for EmuContext {
         }
         for var in image.code.globals() {
             let addr = symbols[&var.name];
-            let init = var.init_with(|name| symbols.get(name).copied());
+            // Variables hold device addresses; vtables also functions'.
+            let init = var.init_with(|name| {
+                symbols
+                    .get(name)
+                    .copied()
+                    .or_else(|| image.code.function_address(name))
+            });
             let written = match init {
                 Some(bytes) => self
                     .memory
@@ -362,7 +368,7 @@ impl DeviceContext for EmuContext {
                     .map_err(Failure::from),
                 None => Err(Failure::new(
                     CudaError::NOT_SUPPORTED,
-                    format!("the initialiser of device variable {} refers to something that is not a device variable (function pointers are not supported)", var.name),
+                    format!("the initialiser of device variable {} refers to something that is neither a device variable nor a function of the module", var.name),
                 )),
             };
             if let Err(f) = written {
