@@ -1057,6 +1057,41 @@ fn runtime_misc() {
 }
 
 #[test]
+fn stream_attrs() {
+    let lines = owned(&[
+        "access-policy window: ok",
+        "hitRatio 1.5 -> cudaErrorInvalidValue",
+        "a window over cudaDevAttrMaxAccessPolicyWindowSize -> cudaErrorInvalidValue",
+        "missProp persisting -> cudaErrorInvalidValue",
+        "cooperative on a stream -> cudaErrorInvalidValue",
+        "sync policy 9 -> cudaErrorInvalidValue",
+        "synchronization policy, priority, domain: ok",
+        "cudaStreamCopyAttributes: ok",
+        "PASS",
+    ]);
+    run_and_expect("stream_attrs", &lines);
+}
+
+#[test]
+fn graph_params() {
+    let lines = owned(&[
+        "cudaGraphAddNode of type 99 -> cudaErrorInvalidValue",
+        "cudaGraphAddNode and cudaGraphNodeGetParams: ok",
+        "cudaGraphNodeSetParams of another type -> cudaErrorInvalidValue",
+        "cudaGraphNodeSetParams and cudaGraphExecNodeSetParams: ok",
+        "a child graph of another shape -> cudaErrorInvalidValue",
+        "cudaGraphExecChildGraphNodeSetParams: ok",
+        "hitRatio -0.5 -> cudaErrorInvalidValue",
+        "a stream's synchronization policy on a kernel node -> cudaErrorInvalidValue",
+        "an attribute of a memset node -> cudaErrorInvalidValue",
+        "kernel node attributes: ok",
+        "graph memory nodes through cudaGraphAddNode: ok",
+        "PASS",
+    ]);
+    run_and_expect("graph_params", &lines);
+}
+
+#[test]
 fn k_tensor_cores() {
     let lines = owned(&[
         "wmma half GEMM 96x144 * 144x80 (alpha 1.5, beta -0.5): ok",

@@ -72,6 +72,8 @@ pub(crate) const PROGRAMS: &[(&str, &[&str], &[&str])] = &[
     ("k_cooperative", &[], &[]),
     ("k_textures", &[], &[]),
     ("batch_copy", &[], &[]),
+    ("stream_attrs", &[], &[]),
+    ("graph_params", &[], &[]),
 ];
 
 /// Limit for one CUDA program run.
