@@ -1092,6 +1092,16 @@ fn graph_params() {
 }
 
 #[test]
+fn graph_mem_capture() {
+    let lines = owned(&[
+        "captured across two streams: 3 alloc and 3 free nodes",
+        "4 launches: ok",
+        "PASS",
+    ]);
+    run_and_expect("graph_mem_capture", &lines);
+}
+
+#[test]
 fn k_tensor_cores() {
     let lines = owned(&[
         "wmma half GEMM 96x144 * 144x80 (alpha 1.5, beta -0.5): ok",

@@ -74,6 +74,7 @@ pub(crate) const PROGRAMS: &[(&str, &[&str], &[&str])] = &[
     ("batch_copy", &[], &[]),
     ("stream_attrs", &[], &[]),
     ("graph_params", &[], &[]),
+    ("graph_mem_capture", &[], &[]),
 ];
 
 /// Limit for one CUDA program run.
