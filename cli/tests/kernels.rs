@@ -1102,6 +1102,72 @@ fn graph_mem_capture() {
 }
 
 #[test]
+fn api_misc() {
+    let lines = owned(&[
+        "a version newer than the driver -> cudaErrorInvalidValue",
+        "unknown flags -> cudaErrorInvalidValue",
+        "driver entry points: ok",
+        "cudaGetFuncBySymbol of a host variable -> cudaErrorInvalidDeviceFunction",
+        "cudaGetFuncBySymbol: ok",
+        "cudaDeviceGetP2PAttribute of one device -> cudaErrorInvalidDevice",
+        "cudaDeviceGetP2PAttribute of no device -> cudaErrorInvalidDevice",
+        "a 1-D linear width of a mixed format -> cudaErrorInvalidChannelDescriptor",
+        "clusters of two blocks -> cudaErrorInvalidClusterSize",
+        "texture and cluster limits: ok",
+        "a pool at an invalid location -> cudaErrorInvalidValue",
+        "exporting a pool without handle types -> cudaErrorInvalidValue",
+        "memory pools by location: ok",
+        "unregistering twice -> cudaErrorInvalidValue",
+        "a notification on no device -> cudaErrorInvalidDevice",
+        "cudaLogsCurrent with flags -> cudaErrorInvalidValue",
+        "notifications and logs: ok",
+        "cudaDeviceFlushGPUDirectRDMAWrites of scope 7 -> cudaErrorInvalidValue",
+        "cudaDeviceFlushGPUDirectRDMAWrites -> cudaErrorNotSupported",
+        "an unknown atomic operation -> cudaErrorInvalidValue",
+        "peer atomics of one device -> cudaErrorInvalidDevice",
+        "cudaDeviceGetNvSciSyncAttributes -> cudaErrorNotSupported",
+        "cudaArrayGetPlane of a float array -> cudaErrorInvalidValue",
+        "cudaArrayGetSparseProperties of a dense array -> cudaErrorInvalidValue",
+        "cudaArrayGetMemoryRequirements of a mapped array -> cudaErrorInvalidValue",
+        "RDMA, atomics, NvSciSync, arrays: ok",
+        "PASS",
+    ]);
+    run_and_expect("api_misc", &lines);
+}
+
+#[test]
+fn interop() {
+    let lines = owned(&[
+        "cudaGLGetDevices -> cudaErrorInvalidGraphicsContext",
+        "cudaGraphicsGLRegisterBuffer -> cudaErrorInvalidGraphicsContext",
+        "cudaGraphicsGLRegisterImage with unknown flags -> cudaErrorInvalidValue",
+        "cudaGLSetGLDevice of no device -> cudaErrorInvalidDevice",
+        "cudaGLMapBufferObject -> cudaErrorMapBufferObjectFailed",
+        "cudaGLUnmapBufferObject -> cudaErrorUnmapBufferObjectFailed",
+        "cudaGraphicsEGLRegisterImage of no image -> cudaErrorInvalidValue",
+        "cudaEGLStreamConsumerConnect -> cudaErrorInvalidValue",
+        "cudaEventCreateFromEGLSync -> cudaErrorNotSupported",
+        "cudaVDPAUSetVDPAUDevice of no device -> cudaErrorInvalidDevice",
+        "cudaGraphicsVDPAURegisterVideoSurface -> cudaErrorInvalidDevice",
+        "cudaGraphicsMapResources -> cudaErrorInvalidResourceHandle",
+        "cudaGraphicsUnmapResources of none -> cudaErrorInvalidValue",
+        "cudaGraphicsResourceGetMappedPointer -> cudaErrorInvalidResourceHandle",
+        "cudaGraphicsResourceSetMapFlags with flags 9 -> cudaErrorInvalidResourceHandle",
+        "cudaGraphicsUnregisterResource -> cudaErrorInvalidResourceHandle",
+        "cudaImportExternalMemory of stdin -> cudaErrorInvalidValue",
+        "cudaImportExternalMemory of type 77 -> cudaErrorInvalidValue",
+        "cudaImportExternalSemaphore of stdin -> cudaErrorInvalidValue",
+        "cudaSignalExternalSemaphoresAsync -> cudaErrorInvalidResourceHandle",
+        "cudaDestroyExternalSemaphore -> cudaErrorInvalidResourceHandle",
+        "cudaDestroyExternalMemory -> cudaErrorInvalidResourceHandle",
+        "cudaGraphAddExternalSemaphoresSignalNode -> cudaErrorInvalidResourceHandle",
+        "cudaGraphExternalSemaphoresSignalNodeGetParams of an empty node -> cudaErrorInvalidValue",
+        "PASS",
+    ]);
+    run_and_expect("interop", &lines);
+}
+
+#[test]
 fn k_tensor_cores() {
     let lines = owned(&[
         "wmma half GEMM 96x144 * 144x80 (alpha 1.5, beta -0.5): ok",

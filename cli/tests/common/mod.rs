@@ -75,6 +75,8 @@ pub(crate) const PROGRAMS: &[(&str, &[&str], &[&str])] = &[
     ("stream_attrs", &[], &[]),
     ("graph_params", &[], &[]),
     ("graph_mem_capture", &[], &[]),
+    ("api_misc", &[], &[]),
+    ("interop", &[], &[]),
 ];
 
 /// Limit for one CUDA program run.

@@ -1918,6 +1918,116 @@ pub extern "C" fn cudaGraphExecChildGraphNodeSetParams(
     guard(|| exec::set_child(h(exec), h(node), h(child)))
 }
 
+// ---- external semaphore nodes ----------------------------------------------------
+
+/// `cudaExternalSemaphoreSignalNodeParams` / `WaitNodeParams` (and the
+/// driver's): the semaphores, their parameters, their count.
+#[repr(C)]
+pub(crate) struct ExtSemNodeParams {
+    semaphores: *const *mut c_void,
+    params: *const c_void,
+    count: c_uint,
+}
+
+/// An external semaphore node: no semaphore can be imported
+/// (`cudart/interop.rs`), so any named one is an invalid handle.
+pub(crate) fn add_ext_sem_node(
+    node: *mut Node,
+    graph: Graph,
+    deps: *const Node,
+    count: usize,
+    params: *const ExtSemNodeParams,
+) -> Result<(), CudaError> {
+    add(node, graph, deps, count, || {
+        let p = param(params)?;
+        if p.count == 0 || p.semaphores.is_null() || p.params.is_null() {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        Err(CudaError::INVALID_RESOURCE_HANDLE)
+    })
+}
+
+/// A query or update of an external semaphore node: no node is one.
+pub(crate) fn ext_sem_node(node: Node, params: *const c_void) -> Result<(), CudaError> {
+    if params.is_null() {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    graph::node_kind(h(node))?;
+    Err(CudaError::INVALID_VALUE)
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphAddExternalSemaphoresSignalNode(
+    node: *mut Node,
+    graph: Graph,
+    deps: *const Node,
+    count: usize,
+    params: *const ExtSemNodeParams,
+) -> CudaErrorT {
+    guard(|| add_ext_sem_node(node, graph, deps, count, params))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphAddExternalSemaphoresWaitNode(
+    node: *mut Node,
+    graph: Graph,
+    deps: *const Node,
+    count: usize,
+    params: *const ExtSemNodeParams,
+) -> CudaErrorT {
+    guard(|| add_ext_sem_node(node, graph, deps, count, params))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphExternalSemaphoresSignalNodeGetParams(
+    node: Node,
+    params: *mut ExtSemNodeParams,
+) -> CudaErrorT {
+    guard(|| ext_sem_node(node, params as *const c_void))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphExternalSemaphoresWaitNodeGetParams(
+    node: Node,
+    params: *mut ExtSemNodeParams,
+) -> CudaErrorT {
+    guard(|| ext_sem_node(node, params as *const c_void))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphExternalSemaphoresSignalNodeSetParams(
+    node: Node,
+    params: *const ExtSemNodeParams,
+) -> CudaErrorT {
+    guard(|| ext_sem_node(node, params as *const c_void))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphExternalSemaphoresWaitNodeSetParams(
+    node: Node,
+    params: *const ExtSemNodeParams,
+) -> CudaErrorT {
+    guard(|| ext_sem_node(node, params as *const c_void))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphExecExternalSemaphoresSignalNodeSetParams(
+    _exec: Exec,
+    node: Node,
+    params: *const ExtSemNodeParams,
+) -> CudaErrorT {
+    guard(|| ext_sem_node(node, params as *const c_void))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphExecExternalSemaphoresWaitNodeSetParams(
+    _exec: Exec,
+    node: Node,
+    params: *const ExtSemNodeParams,
+) -> CudaErrorT {
+    guard(|| ext_sem_node(node, params as *const c_void))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

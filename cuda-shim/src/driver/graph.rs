@@ -735,3 +735,18 @@ driver_fn! { cuGraphExecNodeSetParams (exec: Exec, node: Node, params: *mut Grap
 driver_fn! { cuGraphExecChildGraphNodeSetParams (exec: Exec, node: Node, child: Graph) {
     Ok(exec::set_child(h(exec), h(node), h(child))?)
 } }
+
+// ---- external semaphore nodes (none can exist: see the runtime's) ---------------
+
+driver_fn! { [cuGraphAddExternalSemaphoresSignalNode, cuGraphAddExternalSemaphoresWaitNode] (node: *mut Node, graph: Graph, deps: *const Node, count: usize, params: *const rg::ExtSemNodeParams) {
+    initialized()?;
+    Ok(rg::add_ext_sem_node(node, graph, deps, count, params)?)
+} }
+
+driver_fn! { [cuGraphExternalSemaphoresSignalNodeGetParams, cuGraphExternalSemaphoresWaitNodeGetParams, cuGraphExternalSemaphoresSignalNodeSetParams, cuGraphExternalSemaphoresWaitNodeSetParams] (node: Node, params: *mut c_void) {
+    Ok(rg::ext_sem_node(node, params)?)
+} }
+
+driver_fn! { [cuGraphExecExternalSemaphoresSignalNodeSetParams, cuGraphExecExternalSemaphoresWaitNodeSetParams] (_exec: Exec, node: Node, params: *const c_void) {
+    Ok(rg::ext_sem_node(node, params)?)
+} }
