@@ -232,7 +232,6 @@ impl LaunchAttrs {
             attr_id::SYNCHRONIZATION_POLICY => set_word(&mut v, 0, SYNC_POLICY_AUTO),
             // Kernels of the default domain use domain 0, remote ones 1.
             attr_id::MEM_SYNC_DOMAIN_MAP => v[1] = 1,
-            attr_id::CLUSTER_DIMENSION => (0..3).for_each(|i| set_word(&mut v, i, 1)),
             _ => {}
         }
         v
@@ -323,4 +322,58 @@ pub(crate) fn write_attr_value(out: *mut AttrValue, value: AttrValue) -> Result<
     // SAFETY: the API contract makes `out` point to a whole, writable union.
     unsafe { out.write(value) };
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn window(bytes: u64, hit_ratio: f32, hit: u32, miss: u32) -> AttrValue {
+        let mut v = [0u8; 64];
+        v[8..16].copy_from_slice(&bytes.to_ne_bytes());
+        set_word(&mut v, 4, hit_ratio.to_bits());
+        set_word(&mut v, 5, hit);
+        set_word(&mut v, 6, miss);
+        v
+    }
+
+    #[test]
+    fn attributes_are_checked_kept_and_defaulted() {
+        let mut a = LaunchAttrs::default();
+        let s = AttrHolder::Stream;
+        let ok = window(4096, 0.5, 2, 1);
+        a.set(s, attr_id::ACCESS_POLICY_WINDOW, &ok, 8192).unwrap();
+        assert_eq!(a.get(s, attr_id::ACCESS_POLICY_WINDOW).unwrap(), ok);
+        for bad in [
+            window(8193, 0.5, 2, 1),
+            window(4096, 1.5, 2, 1),
+            window(4096, f32::NAN, 2, 1),
+            window(4096, 0.5, 3, 1),
+            window(4096, 0.5, 2, 2),
+        ] {
+            assert!(a.set(s, attr_id::ACCESS_POLICY_WINDOW, &bad, 8192).is_err());
+        }
+        // A refused value leaves the last one.
+        assert_eq!(a.get(s, attr_id::ACCESS_POLICY_WINDOW).unwrap(), ok);
+        let policy = a.get(s, attr_id::SYNCHRONIZATION_POLICY).unwrap();
+        assert_eq!(word(&policy, 0), SYNC_POLICY_AUTO);
+        // Streams take no cooperative attribute; kernel nodes do.
+        let one = {
+            let mut v = [0u8; 64];
+            set_word(&mut v, 0, 1);
+            v
+        };
+        assert!(a.set(s, attr_id::COOPERATIVE, &one, 0).is_err());
+        a.set(AttrHolder::KernelNode, attr_id::COOPERATIVE, &one, 0)
+            .unwrap();
+        // Priorities are clamped to the device's range.
+        let mut p = [0u8; 64];
+        set_word(&mut p, 0, (-100i32) as u32);
+        a.set(s, attr_id::PRIORITY, &p, 0).unwrap();
+        let got = a.get(s, attr_id::PRIORITY).unwrap();
+        assert_eq!(
+            word(&got, 0) as i32,
+            rcud_client::runtime::STREAM_PRIORITY_GREATEST
+        );
+    }
 }
