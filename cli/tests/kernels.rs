@@ -1119,6 +1119,117 @@ fn runtime_misc() {
 }
 
 #[test]
+fn stream_attrs() {
+    let lines = owned(&[
+        "access-policy window: ok",
+        "hitRatio 1.5 -> cudaErrorInvalidValue",
+        "a window over cudaDevAttrMaxAccessPolicyWindowSize -> cudaErrorInvalidValue",
+        "missProp persisting -> cudaErrorInvalidValue",
+        "cooperative on a stream -> cudaErrorInvalidValue",
+        "sync policy 9 -> cudaErrorInvalidValue",
+        "synchronization policy, priority, domain: ok",
+        "cudaStreamCopyAttributes: ok",
+        "PASS",
+    ]);
+    run_and_expect("stream_attrs", &lines);
+}
+
+#[test]
+fn graph_params() {
+    let lines = owned(&[
+        "cudaGraphAddNode of type 99 -> cudaErrorInvalidValue",
+        "cudaGraphAddNode and cudaGraphNodeGetParams: ok",
+        "cudaGraphNodeSetParams of another type -> cudaErrorInvalidValue",
+        "cudaGraphNodeSetParams and cudaGraphExecNodeSetParams: ok",
+        "a child graph of another shape -> cudaErrorInvalidValue",
+        "cudaGraphExecChildGraphNodeSetParams: ok",
+        "hitRatio -0.5 -> cudaErrorInvalidValue",
+        "a stream's synchronization policy on a kernel node -> cudaErrorInvalidValue",
+        "an attribute of a memset node -> cudaErrorInvalidValue",
+        "kernel node attributes: ok",
+        "graph memory nodes through cudaGraphAddNode: ok",
+        "PASS",
+    ]);
+    run_and_expect("graph_params", &lines);
+}
+
+#[test]
+fn graph_mem_capture() {
+    let lines = owned(&[
+        "captured across two streams: 3 alloc and 3 free nodes",
+        "4 launches: ok",
+        "PASS",
+    ]);
+    run_and_expect("graph_mem_capture", &lines);
+}
+
+#[test]
+fn api_misc() {
+    let lines = owned(&[
+        "a version newer than the driver -> cudaErrorInvalidValue",
+        "unknown flags -> cudaErrorInvalidValue",
+        "driver entry points: ok",
+        "cudaGetFuncBySymbol of a host variable -> cudaErrorInvalidDeviceFunction",
+        "cudaGetFuncBySymbol: ok",
+        "cudaDeviceGetP2PAttribute of one device -> cudaErrorInvalidDevice",
+        "cudaDeviceGetP2PAttribute of no device -> cudaErrorInvalidDevice",
+        "a 1-D linear width of a mixed format -> cudaErrorInvalidChannelDescriptor",
+        "clusters of two blocks -> cudaErrorInvalidClusterSize",
+        "texture and cluster limits: ok",
+        "a pool at an invalid location -> cudaErrorInvalidValue",
+        "exporting a pool without handle types -> cudaErrorInvalidValue",
+        "memory pools by location: ok",
+        "unregistering twice -> cudaErrorInvalidValue",
+        "a notification on no device -> cudaErrorInvalidDevice",
+        "cudaLogsCurrent with flags -> cudaErrorInvalidValue",
+        "notifications and logs: ok",
+        "cudaDeviceFlushGPUDirectRDMAWrites of scope 7 -> cudaErrorInvalidValue",
+        "cudaDeviceFlushGPUDirectRDMAWrites -> cudaErrorNotSupported",
+        "an unknown atomic operation -> cudaErrorInvalidValue",
+        "peer atomics of one device -> cudaErrorInvalidDevice",
+        "cudaDeviceGetNvSciSyncAttributes -> cudaErrorNotSupported",
+        "cudaArrayGetPlane of a float array -> cudaErrorInvalidValue",
+        "cudaArrayGetSparseProperties of a dense array -> cudaErrorInvalidValue",
+        "cudaArrayGetMemoryRequirements of a mapped array -> cudaErrorInvalidValue",
+        "RDMA, atomics, NvSciSync, arrays: ok",
+        "PASS",
+    ]);
+    run_and_expect("api_misc", &lines);
+}
+
+#[test]
+fn interop() {
+    let lines = owned(&[
+        "cudaGLGetDevices -> cudaErrorInvalidGraphicsContext",
+        "cudaGraphicsGLRegisterBuffer -> cudaErrorInvalidGraphicsContext",
+        "cudaGraphicsGLRegisterImage with unknown flags -> cudaErrorInvalidValue",
+        "cudaGLSetGLDevice of no device -> cudaErrorInvalidDevice",
+        "cudaGLMapBufferObject -> cudaErrorMapBufferObjectFailed",
+        "cudaGLUnmapBufferObject -> cudaErrorUnmapBufferObjectFailed",
+        "cudaGraphicsEGLRegisterImage of no image -> cudaErrorInvalidValue",
+        "cudaEGLStreamConsumerConnect -> cudaErrorInvalidValue",
+        "cudaEventCreateFromEGLSync -> cudaErrorNotSupported",
+        "cudaVDPAUSetVDPAUDevice of no device -> cudaErrorInvalidDevice",
+        "cudaGraphicsVDPAURegisterVideoSurface -> cudaErrorInvalidDevice",
+        "cudaGraphicsMapResources -> cudaErrorInvalidResourceHandle",
+        "cudaGraphicsUnmapResources of none -> cudaErrorInvalidValue",
+        "cudaGraphicsResourceGetMappedPointer -> cudaErrorInvalidResourceHandle",
+        "cudaGraphicsResourceSetMapFlags with flags 9 -> cudaErrorInvalidResourceHandle",
+        "cudaGraphicsUnregisterResource -> cudaErrorInvalidResourceHandle",
+        "cudaImportExternalMemory of stdin -> cudaErrorInvalidValue",
+        "cudaImportExternalMemory of type 77 -> cudaErrorInvalidValue",
+        "cudaImportExternalSemaphore of stdin -> cudaErrorInvalidValue",
+        "cudaSignalExternalSemaphoresAsync -> cudaErrorInvalidResourceHandle",
+        "cudaDestroyExternalSemaphore -> cudaErrorInvalidResourceHandle",
+        "cudaDestroyExternalMemory -> cudaErrorInvalidResourceHandle",
+        "cudaGraphAddExternalSemaphoresSignalNode -> cudaErrorInvalidResourceHandle",
+        "cudaGraphExternalSemaphoresSignalNodeGetParams of an empty node -> cudaErrorInvalidValue",
+        "PASS",
+    ]);
+    run_and_expect("interop", &lines);
+}
+
+#[test]
 fn k_tensor_cores() {
     let lines = owned(&[
         "wmma half GEMM 96x144 * 144x80 (alpha 1.5, beta -0.5): ok",

@@ -72,6 +72,11 @@ pub(crate) const PROGRAMS: &[(&str, &[&str], &[&str])] = &[
     ("k_cooperative", &[], &[]),
     ("k_textures", &[], &[]),
     ("batch_copy", &[], &[]),
+    ("stream_attrs", &[], &[]),
+    ("graph_params", &[], &[]),
+    ("graph_mem_capture", &[], &[]),
+    ("api_misc", &[], &[]),
+    ("interop", &[], &[]),
 ];
 
 /// Limit for one CUDA program run.

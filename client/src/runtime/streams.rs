@@ -66,6 +66,22 @@ impl Runtime {
             .ok_or(CudaError::INVALID_RESOURCE_HANDLE)
     }
 
+    /// A stream's priority set anew (`cudaLaunchAttributePriority` on the
+    /// stream), clamped to the range as at creation; the special streams
+    /// keep theirs.
+    pub fn stream_set_priority(&self, stream: u64, priority: i32) -> Result<(), CudaError> {
+        if stream <= 2 {
+            self.current_device()?;
+            return Ok(());
+        }
+        let mut streams = self.streams.lock();
+        let st = streams
+            .get_mut(&stream)
+            .ok_or(CudaError::INVALID_RESOURCE_HANDLE)?;
+        st.priority = priority.clamp(STREAM_PRIORITY_GREATEST, STREAM_PRIORITY_LEAST);
+        Ok(())
+    }
+
     /// `(flags, priority)` of a stream.
     pub fn stream_info(&self, stream: u64) -> Result<(u32, i32), CudaError> {
         match stream {

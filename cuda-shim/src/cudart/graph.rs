@@ -8,8 +8,9 @@ use rcud_client::Runtime;
 use rcud_proto::CudaError;
 
 use super::stream::{HostFn, Stream};
-use crate::abi::launch::Dim3;
+use crate::abi::launch::{read_attr_value, write_attr_value, AttrValue, Dim3};
 use crate::ffi::{guard, write_out, CudaErrorT};
+use crate::graph::params::{ApiParams, GraphNodeParams};
 use crate::graph::{
     self, capture, exec, graphs, user_objects, Handle, HostNode, KernelArgs, MemcpyNode,
     MemsetNode, NodeKind,
@@ -774,31 +775,28 @@ pub extern "C" fn cudaGraphKernelNodeGetParams(
     node: Node,
     out: *mut KernelNodeParams,
 ) -> CudaErrorT {
-    guard(|| {
-        let NodeKind::Kernel(k) = graph::node_kind(h(node))? else {
-            return Err(CudaError::INVALID_VALUE);
-        };
-        if out.is_null() {
-            return Err(CudaError::INVALID_VALUE);
-        }
-        let kernel_params = keep_arg_copies(h(node), &k);
-        let dim = |v: [u32; 3]| Dim3 {
-            x: v[0],
-            y: v[1],
-            z: v[2],
-        };
-        write_out(
-            out,
-            KernelNodeParams {
-                func: k.func as *mut c_void,
-                grid: dim(k.grid),
-                block: dim(k.block),
-                shared_mem_bytes: k.shared_mem,
-                kernel_params,
-                extra: std::ptr::null_mut(),
-            },
-        )
-    })
+    guard(|| kernel_params_out(node, out))
+}
+
+pub(crate) fn kernel_params_out(node: Node, out: *mut KernelNodeParams) -> Result<(), CudaError> {
+    let NodeKind::Kernel(k) = graph::node_kind(h(node))? else {
+        return Err(CudaError::INVALID_VALUE);
+    };
+    if out.is_null() {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    let kernel_params = keep_arg_copies(h(node), &k);
+    write_out(
+        out,
+        KernelNodeParams {
+            func: k.func as *mut c_void,
+            grid: k.grid.into(),
+            block: k.block.into(),
+            shared_mem_bytes: k.shared_mem,
+            kernel_params,
+            extra: std::ptr::null_mut(),
+        },
+    )
 }
 
 /// Copies of a kernel node's arguments and one pointer per parameter into
@@ -973,34 +971,36 @@ pub extern "C" fn cudaGraphAddMemcpyNodeFromSymbol(
 
 #[no_mangle]
 pub extern "C" fn cudaGraphMemcpyNodeGetParams(node: Node, out: *mut Memcpy3DParms) -> CudaErrorT {
-    guard(|| {
-        let NodeKind::Memcpy(c) = graph::node_kind(h(node))? else {
-            return Err(CudaError::INVALID_VALUE);
-        };
-        let pitched = |ptr: u64, pitch: u64, rows: u64| PitchedPtr {
-            ptr: ptr as *mut c_void,
-            pitch: pitch as usize,
-            xsize: c.width as usize,
-            ysize: rows as usize,
-        };
-        write_out(
-            out,
-            Memcpy3DParms {
-                src_array: std::ptr::null_mut(),
-                src_pos: Pos::default(),
-                src_ptr: pitched(c.src, c.src_pitch, c.src_rows),
-                dst_array: std::ptr::null_mut(),
-                dst_pos: Pos::default(),
-                dst_ptr: pitched(c.dst, c.dst_pitch, c.dst_rows),
-                extent: Extent {
-                    width: c.width as usize,
-                    height: c.height as usize,
-                    depth: c.depth as usize,
-                },
-                kind: c.kind,
+    guard(|| memcpy_params_out(node, out))
+}
+
+pub(crate) fn memcpy_params_out(node: Node, out: *mut Memcpy3DParms) -> Result<(), CudaError> {
+    let NodeKind::Memcpy(c) = graph::node_kind(h(node))? else {
+        return Err(CudaError::INVALID_VALUE);
+    };
+    let pitched = |ptr: u64, pitch: u64, rows: u64| PitchedPtr {
+        ptr: ptr as *mut c_void,
+        pitch: pitch as usize,
+        xsize: c.width as usize,
+        ysize: rows as usize,
+    };
+    write_out(
+        out,
+        Memcpy3DParms {
+            src_array: std::ptr::null_mut(),
+            src_pos: Pos::default(),
+            src_ptr: pitched(c.src, c.src_pitch, c.src_rows),
+            dst_array: std::ptr::null_mut(),
+            dst_pos: Pos::default(),
+            dst_ptr: pitched(c.dst, c.dst_pitch, c.dst_rows),
+            extent: Extent {
+                width: c.width as usize,
+                height: c.height as usize,
+                depth: c.depth as usize,
             },
-        )
-    })
+            kind: c.kind,
+        },
+    )
 }
 
 #[no_mangle]
@@ -1824,6 +1824,214 @@ pub(crate) fn launch_node(
     )?;
     node.cooperative = config.cooperative;
     Ok(NodeKind::Kernel(node))
+}
+
+// ---- kernel node attributes and generic node parameters -------------------------
+
+#[no_mangle]
+pub extern "C" fn cudaGraphKernelNodeSetAttribute(
+    node: Node,
+    id: c_uint,
+    value: *const AttrValue,
+) -> CudaErrorT {
+    guard(|| graph::kernel_node_set_attribute(h(node), id, &read_attr_value(value)?))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphKernelNodeGetAttribute(
+    node: Node,
+    id: c_uint,
+    value: *mut AttrValue,
+) -> CudaErrorT {
+    guard(|| write_attr_value(value, graph::kernel_node_get_attribute(h(node), id)?))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphKernelNodeCopyAttributes(dst: Node, src: Node) -> CudaErrorT {
+    guard(|| graph::kernel_node_copy_attributes(h(dst), h(src)))
+}
+
+/// The runtime's kernel and copy members of `cudaGraphNodeParams`
+/// (`cudaKernelNodeParamsV2` and `cudaMemcpyNodeParams` begin with the
+/// structures of `cudaGraphAddKernelNode` and `cudaGraphAddMemcpyNode`).
+pub(crate) const RUNTIME_PARAMS: ApiParams = ApiParams {
+    kernel: |p| kernel_kind(p.cast()),
+    memcpy: |p| memcpy_kind(p.cast()),
+    kernel_out: |n, p| kernel_params_out(n as Node, p.cast()),
+    memcpy_out: |n, p| memcpy_params_out(n as Node, p.cast()),
+    contexts: false,
+};
+
+/// `cudaGraphAddNode`, also for the driver's structures.
+pub(crate) fn add_generic(
+    node: *mut Node,
+    graph: Graph,
+    deps: *const Node,
+    edges: *const EdgeData,
+    count: usize,
+    params: *mut GraphNodeParams,
+    api: &ApiParams,
+) -> Result<(), CudaError> {
+    default_edges(edges, count)?;
+    add(node, graph, deps, count, || {
+        graph::params::kind_of(params, api)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphAddNode(
+    node: *mut Node,
+    graph: Graph,
+    deps: *const Node,
+    edges: *const EdgeData,
+    count: usize,
+    params: *mut GraphNodeParams,
+) -> CudaErrorT {
+    guard(|| add_generic(node, graph, deps, edges, count, params, &RUNTIME_PARAMS))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphNodeSetParams(node: Node, params: *mut GraphNodeParams) -> CudaErrorT {
+    guard(|| {
+        let kind = graph::params::kind_of(params, &RUNTIME_PARAMS)?;
+        graph::set_node_kind(h(node), kind)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphNodeGetParams(node: Node, params: *mut GraphNodeParams) -> CudaErrorT {
+    guard(|| graph::params::write_params(h(node), params, &RUNTIME_PARAMS))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphExecNodeSetParams(
+    exec: Exec,
+    node: Node,
+    params: *mut GraphNodeParams,
+) -> CudaErrorT {
+    guard(|| {
+        let kind = graph::params::kind_of(params, &RUNTIME_PARAMS)?;
+        exec::set_node(h(exec), h(node), kind)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphExecChildGraphNodeSetParams(
+    exec: Exec,
+    node: Node,
+    child: Graph,
+) -> CudaErrorT {
+    guard(|| exec::set_child(h(exec), h(node), h(child)))
+}
+
+// ---- external semaphore nodes ----------------------------------------------------
+
+/// `cudaExternalSemaphoreSignalNodeParams` / `WaitNodeParams` (and the
+/// driver's): the semaphores, their parameters, their count.
+#[repr(C)]
+pub(crate) struct ExtSemNodeParams {
+    semaphores: *const *mut c_void,
+    params: *const c_void,
+    count: c_uint,
+}
+
+/// An external semaphore node: no semaphore can be imported
+/// (`cudart/interop.rs`), so any named one is an invalid handle.
+pub(crate) fn add_ext_sem_node(
+    node: *mut Node,
+    graph: Graph,
+    deps: *const Node,
+    count: usize,
+    params: *const ExtSemNodeParams,
+) -> Result<(), CudaError> {
+    add(node, graph, deps, count, || {
+        let p = param(params)?;
+        if p.count == 0 || p.semaphores.is_null() || p.params.is_null() {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        Err(CudaError::INVALID_RESOURCE_HANDLE)
+    })
+}
+
+/// A query or update of an external semaphore node: no node is one.
+pub(crate) fn ext_sem_node(node: Node, params: *const c_void) -> Result<(), CudaError> {
+    if params.is_null() {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    graph::node_kind(h(node))?;
+    Err(CudaError::INVALID_VALUE)
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphAddExternalSemaphoresSignalNode(
+    node: *mut Node,
+    graph: Graph,
+    deps: *const Node,
+    count: usize,
+    params: *const ExtSemNodeParams,
+) -> CudaErrorT {
+    guard(|| add_ext_sem_node(node, graph, deps, count, params))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphAddExternalSemaphoresWaitNode(
+    node: *mut Node,
+    graph: Graph,
+    deps: *const Node,
+    count: usize,
+    params: *const ExtSemNodeParams,
+) -> CudaErrorT {
+    guard(|| add_ext_sem_node(node, graph, deps, count, params))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphExternalSemaphoresSignalNodeGetParams(
+    node: Node,
+    params: *mut ExtSemNodeParams,
+) -> CudaErrorT {
+    guard(|| ext_sem_node(node, params as *const c_void))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphExternalSemaphoresWaitNodeGetParams(
+    node: Node,
+    params: *mut ExtSemNodeParams,
+) -> CudaErrorT {
+    guard(|| ext_sem_node(node, params as *const c_void))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphExternalSemaphoresSignalNodeSetParams(
+    node: Node,
+    params: *const ExtSemNodeParams,
+) -> CudaErrorT {
+    guard(|| ext_sem_node(node, params as *const c_void))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphExternalSemaphoresWaitNodeSetParams(
+    node: Node,
+    params: *const ExtSemNodeParams,
+) -> CudaErrorT {
+    guard(|| ext_sem_node(node, params as *const c_void))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphExecExternalSemaphoresSignalNodeSetParams(
+    _exec: Exec,
+    node: Node,
+    params: *const ExtSemNodeParams,
+) -> CudaErrorT {
+    guard(|| ext_sem_node(node, params as *const c_void))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaGraphExecExternalSemaphoresWaitNodeSetParams(
+    _exec: Exec,
+    node: Node,
+    params: *const ExtSemNodeParams,
+) -> CudaErrorT {
+    guard(|| ext_sem_node(node, params as *const c_void))
 }
 
 #[cfg(test)]

@@ -403,3 +403,98 @@ pub(crate) fn available_dynamic_smem(
         .min(attrs.max_dynamic_shared_size_bytes.max(0) as u64);
     Ok(dynamic as usize)
 }
+
+/// The cluster shape a launch's attributes ask for, if any.
+fn cluster_dims(attrs: &[LaunchAttribute]) -> Option<[u32; 3]> {
+    attrs
+        .iter()
+        .rfind(|a| a.id == attr::CLUSTER_DIMENSION)
+        .map(|a| [a.word(0), a.word(1), a.word(2)])
+}
+
+/// `cudaOccupancyMaxActiveClusters`: the emulated device (compute
+/// capability 8.0, `cudaDevAttrClusterLaunch` 0) runs clusters of one
+/// block only, so the clusters that fit are the blocks that fit; a larger
+/// cluster, or none named (no kernel here requires a cluster size), is an
+/// invalid cluster size.
+pub(crate) fn max_active_clusters(
+    func: *const c_void,
+    block: [u32; 3],
+    dynamic_smem: u64,
+    attrs: &[LaunchAttribute],
+) -> Result<c_int, CudaError> {
+    rt().kernel_attributes(func as u64)?;
+    match cluster_dims(attrs) {
+        Some(dims) if dims.iter().all(|&d| d == 1) => {}
+        _ => return Err(CudaError::INVALID_CLUSTER_SIZE),
+    }
+    let threads = block.iter().try_fold(1u32, |n, &d| n.checked_mul(d));
+    let threads = threads
+        .and_then(|t| c_int::try_from(t).ok())
+        .ok_or(CudaError::INVALID_VALUE)?;
+    let smem = usize::try_from(dynamic_smem).map_err(|_| CudaError::INVALID_VALUE)?;
+    let per_sm = occupancy(func, threads, smem)?;
+    let sms = rt()
+        .props(rt().current_device()? as c_int)?
+        .multi_processor_count;
+    Ok(per_sm.saturating_mul(sms))
+}
+
+/// `cudaOccupancyMaxPotentialClusterSize`: one block, the only cluster the
+/// emulated device runs.
+pub(crate) fn max_potential_cluster_size(func: *const c_void) -> Result<c_int, CudaError> {
+    rt().kernel_attributes(func as u64)?;
+    Ok(1)
+}
+
+#[no_mangle]
+pub extern "C" fn cudaOccupancyMaxActiveClusters(
+    clusters: *mut c_int,
+    func: *const c_void,
+    cfg: *const CudaLaunchConfig,
+) -> CudaErrorT {
+    guard(|| {
+        // SAFETY: the API passes a valid configuration or NULL.
+        let cfg = unsafe { cfg.as_ref() }.ok_or(CudaError::INVALID_VALUE)?;
+        // SAFETY: the API makes `attrs` point to `num_attrs` entries.
+        let attrs = unsafe { LaunchAttribute::list(cfg.attrs, cfg.num_attrs) };
+        let n = max_active_clusters(
+            func,
+            cfg.block_dim.into(),
+            cfg.dynamic_smem_bytes as u64,
+            attrs,
+        )?;
+        write_out(clusters, n)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaOccupancyMaxPotentialClusterSize(
+    size: *mut c_int,
+    func: *const c_void,
+    cfg: *const CudaLaunchConfig,
+) -> CudaErrorT {
+    guard(|| {
+        if cfg.is_null() {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        write_out(size, max_potential_cluster_size(func)?)
+    })
+}
+
+/// `cudaGetFuncBySymbol`: a kernel's host stub is its function handle here
+/// (as `cudaGetKernel` returns it), usable with the driver API too.
+#[no_mangle]
+pub extern "C" fn cudaGetFuncBySymbol(
+    function: *mut *mut c_void,
+    symbol: *const c_void,
+) -> CudaErrorT {
+    guard(|| {
+        if function.is_null() || symbol.is_null() {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        rt().function_name(symbol as u64)
+            .map_err(|_| CudaError::INVALID_DEVICE_FUNCTION)?;
+        write_out(function, symbol as *mut c_void)
+    })
+}

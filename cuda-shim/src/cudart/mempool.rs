@@ -2,7 +2,7 @@
 //! the pools themselves are the client runtime's (`runtime/mempool.rs`).
 
 use std::ffi::c_void;
-use std::os::raw::c_int;
+use std::os::raw::{c_int, c_uint};
 
 use rcud_client::runtime::mempool::PoolAttr;
 use rcud_client::Runtime;
@@ -273,4 +273,116 @@ pub extern "C" fn cudaMemPoolGetAccess(
         let device = location_device(read_in(location as *const MemLocation)?)?;
         write_out(flags, rt().mem_pool_get_access(pool as u64, device)?)
     })
+}
+
+/// `cudaMemLocationTypeHost` .. `HostNumaCurrent`; `cudaMemAllocationTypeManaged`.
+const LOCATION_HOST_TYPES: std::ops::RangeInclusive<c_int> = 2..=4;
+const ALLOCATION_MANAGED: c_int = 2;
+
+/// The device of a `(location, allocation type)` pool query (CUDA 13's
+/// `cudaMemGetDefaultMemPool` and friends). Pools here are device pools of
+/// pinned memory; host and managed pools are not supported.
+pub(crate) fn pool_device(
+    location: *const MemLocation,
+    alloc_type: c_int,
+) -> Result<i32, CudaError> {
+    let location = read_in(location)?;
+    let host = LOCATION_HOST_TYPES.contains(&location.kind);
+    if !(host || location.kind == LOCATION_DEVICE)
+        || !(alloc_type == ALLOCATION_PINNED || alloc_type == ALLOCATION_MANAGED)
+    {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    if host || alloc_type == ALLOCATION_MANAGED {
+        return Err(CudaError::NOT_SUPPORTED);
+    }
+    rt().props(location.id)
+        .map_err(|_| CudaError::INVALID_VALUE)?;
+    Ok(location.id)
+}
+
+#[no_mangle]
+pub extern "C" fn cudaMemGetDefaultMemPool(
+    pool: *mut *mut c_void,
+    location: *const MemLocation,
+    alloc_type: c_int,
+) -> CudaErrorT {
+    guard(|| {
+        let device = pool_device(location, alloc_type)?;
+        write_out(pool, rt().default_mem_pool(device)? as *mut c_void)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaMemGetMemPool(
+    pool: *mut *mut c_void,
+    location: *const MemLocation,
+    alloc_type: c_int,
+) -> CudaErrorT {
+    guard(|| {
+        let device = pool_device(location, alloc_type)?;
+        write_out(pool, rt().current_mem_pool(device)? as *mut c_void)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaMemSetMemPool(
+    location: *const MemLocation,
+    alloc_type: c_int,
+    pool: *mut c_void,
+) -> CudaErrorT {
+    guard(|| {
+        let device = pool_device(location, alloc_type)?;
+        rt().set_mem_pool(device, pool as u64)
+    })
+}
+
+// ---- sharing pools between processes ------------------------------------------------
+
+/// Pools here never have shareable handle types (`cudaMemPoolCreate`
+/// refuses them), so, as CUDA answers for such pools, nothing can be
+/// exported; and no handle or export data from another process can name
+/// a pool or allocation of these remote devices.
+pub(crate) fn export_pool(pool: *mut c_void) -> Result<(), CudaError> {
+    rt().mem_pool_get_attribute(pool as u64, PoolAttr::ReleaseThreshold)?;
+    Err(CudaError::INVALID_VALUE)
+}
+
+#[no_mangle]
+pub extern "C" fn cudaMemPoolExportToShareableHandle(
+    handle: *mut c_void,
+    pool: *mut c_void,
+    _kind: c_int,
+    _flags: c_uint,
+) -> CudaErrorT {
+    guard(|| {
+        if handle.is_null() {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        export_pool(pool)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cudaMemPoolImportFromShareableHandle(
+    _pool: *mut *mut c_void,
+    _handle: *mut c_void,
+    _kind: c_int,
+    _flags: c_uint,
+) -> CudaErrorT {
+    guard(|| Err(CudaError::INVALID_VALUE))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaMemPoolExportPointer(_data: *mut c_void, _ptr: *mut c_void) -> CudaErrorT {
+    guard(|| Err(CudaError::INVALID_VALUE))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaMemPoolImportPointer(
+    _ptr: *mut *mut c_void,
+    _pool: *mut c_void,
+    _data: *mut c_void,
+) -> CudaErrorT {
+    guard(|| Err(CudaError::INVALID_VALUE))
 }

@@ -265,6 +265,32 @@ pub extern "C" fn cudaDeviceCanAccessPeer(
     guard(|| write_out(can, c_int::from(rt().can_access_peer(device, peer)?)))
 }
 
+/// `cudaDevP2PAttrPerformanceRank` .. `CudaArrayAccessSupported`.
+const P2P_ATTRIBUTES: std::ops::RangeInclusive<c_int> = 1..=4;
+
+/// `cudaDeviceGetP2PAttribute`: between two distinct devices there is no
+/// peer link, so no access, no atomics and no performance rank.
+#[no_mangle]
+pub extern "C" fn cudaDeviceGetP2PAttribute(
+    value: *mut c_int,
+    attr: c_int,
+    src: c_int,
+    dst: c_int,
+) -> CudaErrorT {
+    guard(|| {
+        let linked = rt()
+            .can_access_peer(src, dst)
+            .map_err(|_| CudaError::INVALID_DEVICE)?;
+        if src == dst {
+            return Err(CudaError::INVALID_DEVICE);
+        }
+        if !P2P_ATTRIBUTES.contains(&attr) {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        write_out(value, c_int::from(linked))
+    })
+}
+
 /// Remote GPUs cannot map each other's memory: peer access is refused, as
 /// CUDA refuses it between GPUs without a peer link.
 #[no_mangle]

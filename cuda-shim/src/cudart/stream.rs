@@ -5,13 +5,19 @@
 //! handles that name a device. Asynchronous work is queued by the client and
 //! sent in batches; synchronizing calls send the queue and report its errors.
 
+use std::collections::HashMap;
 use std::ffi::c_void;
 use std::os::raw::{c_int, c_uint};
+
+use parking_lot::Mutex;
 
 use rcud_client::runtime::{STREAM_PRIORITY_GREATEST, STREAM_PRIORITY_LEAST};
 use rcud_client::Runtime;
 use rcud_proto::CudaError;
 
+use crate::abi::launch::{
+    attr_id, read_attr_value, write_attr_value, AttrHolder, AttrValue, LaunchAttrs,
+};
 use crate::ffi::{guard, write_out, CudaErrorT};
 use crate::graph::{capture, HostNode, NodeKind};
 
@@ -59,6 +65,7 @@ pub(crate) fn stream_destroy(stream: Stream) -> Result<(), CudaError> {
     rt().stream_destroy(stream as u64)?;
     capture::forget_stream(stream as u64);
     super::managed::forget_stream(stream as u64);
+    stream_attrs().lock().remove(&(stream as u64, 0));
     Ok(())
 }
 
@@ -313,5 +320,103 @@ with_ptsz! {
             return Err(CudaError::INVALID_VALUE);
         }
         launch_host_func(stream, f, data)
+    }
+}
+
+/// The attributes set on streams, by (stream, device): the special streams
+/// (legacy and per-thread, handles 0 to 2) are one per device.
+fn stream_attrs() -> &'static Mutex<HashMap<(u64, usize), LaunchAttrs>> {
+    static ATTRS: std::sync::OnceLock<Mutex<HashMap<(u64, usize), LaunchAttrs>>> =
+        std::sync::OnceLock::new();
+    ATTRS.get_or_init(Default::default)
+}
+
+/// The key of a stream's attributes; fails for a stream that does not exist.
+fn attrs_key(stream: Stream) -> Result<(u64, usize), CudaError> {
+    let device = rt().stream_device(stream as u64)?;
+    Ok(match stream as u64 {
+        s @ 0..=2 => (s, device),
+        s => (s, 0),
+    })
+}
+
+/// The largest access-policy window of the stream's device.
+fn max_window(stream: Stream) -> Result<u64, CudaError> {
+    let device = rt().stream_device(stream as u64)?;
+    let most = rt().attribute(
+        rcud_proto::device::DeviceAttr::MAX_ACCESS_POLICY_WINDOW_SIZE.0,
+        device as c_int,
+    )?;
+    Ok(u64::try_from(most).unwrap_or(0))
+}
+
+/// `cudaStreamSetAttribute`: applies to work queued after it. The priority
+/// is the stream's own (`cudaStreamGetPriority` reads it back).
+pub(crate) fn stream_set_attribute(
+    stream: Stream,
+    id: c_uint,
+    value: *const AttrValue,
+) -> Result<(), CudaError> {
+    let value = read_attr_value(value)?;
+    let key = attrs_key(stream)?;
+    let limit = max_window(stream)?;
+    let mut all = stream_attrs().lock();
+    let attrs = all.entry(key).or_default();
+    attrs.set(AttrHolder::Stream, id, &value, limit)?;
+    if id == attr_id::PRIORITY {
+        let set = attrs.get(AttrHolder::Stream, id)?;
+        let priority = i32::from_ne_bytes([set[0], set[1], set[2], set[3]]);
+        rt().stream_set_priority(stream as u64, priority)?;
+    }
+    Ok(())
+}
+
+/// `cudaStreamGetAttribute`.
+pub(crate) fn stream_get_attribute(
+    stream: Stream,
+    id: c_uint,
+    out: *mut AttrValue,
+) -> Result<(), CudaError> {
+    let key = attrs_key(stream)?;
+    let mut value = stream_attrs()
+        .lock()
+        .get(&key)
+        .cloned()
+        .unwrap_or_default()
+        .get(AttrHolder::Stream, id)?;
+    if id == attr_id::PRIORITY {
+        let priority = rt().stream_info(stream as u64)?.1;
+        value[..4].copy_from_slice(&priority.to_ne_bytes());
+    }
+    write_attr_value(out, value)
+}
+
+/// `cudaStreamCopyAttributes`: every attribute of `src`, its priority
+/// included, onto `dst`.
+pub(crate) fn stream_copy_attributes(dst: Stream, src: Stream) -> Result<(), CudaError> {
+    let (dst_key, src_key) = (attrs_key(dst)?, attrs_key(src)?);
+    let priority = rt().stream_info(src as u64)?.1;
+    let mut all = stream_attrs().lock();
+    let attrs = all.get(&src_key).cloned().unwrap_or_default();
+    all.insert(dst_key, attrs);
+    drop(all);
+    rt().stream_set_priority(dst as u64, priority)
+}
+
+with_ptsz! {
+    fn cudaStreamSetAttribute / cudaStreamSetAttribute_ptsz (stream: Stream, id: c_uint, value: *const AttrValue) {
+        stream_set_attribute(stream, id, value)
+    }
+}
+
+with_ptsz! {
+    fn cudaStreamGetAttribute / cudaStreamGetAttribute_ptsz (stream: Stream, id: c_uint, value: *mut AttrValue) {
+        stream_get_attribute(stream, id, value)
+    }
+}
+
+with_ptsz! {
+    fn cudaStreamCopyAttributes / cudaStreamCopyAttributes_ptsz (dst: Stream, src: Stream) {
+        stream_copy_attributes(dst, src)
     }
 }

@@ -513,3 +513,72 @@ pub extern "C" fn cudaGetSurfaceObjectResourceDesc(
         )
     })
 }
+
+/// `cudaDeviceGetTexture1DLinearMaxWidth`: the device's limit on a 1-D
+/// texture over linear memory, in elements of a valid format.
+pub(crate) fn texture_1d_linear_max_width(device: c_int) -> Result<usize, CudaError> {
+    let width = rcud_client::Runtime::global()
+        .attribute(
+            rcud_proto::DeviceAttr::MAX_TEXTURE_1D_LINEAR_WIDTH.0,
+            device,
+        )
+        .map_err(|_| CudaError::INVALID_DEVICE)?;
+    usize::try_from(width).map_err(|_| CudaError::UNSUPPORTED_LIMIT)
+}
+
+#[no_mangle]
+pub extern "C" fn cudaDeviceGetTexture1DLinearMaxWidth(
+    width: *mut usize,
+    desc: *const ChannelFormatDesc,
+    device: c_int,
+) -> CudaErrorT {
+    guard(|| {
+        // SAFETY: the API passes a valid descriptor or NULL.
+        let desc = unsafe { desc.as_ref() }.ok_or(CudaError::INVALID_VALUE)?;
+        format_of(desc)?;
+        write_out(width, texture_1d_linear_max_width(device)?)
+    })
+}
+
+/// `cudaArrayGetPlane`, `cudaArrayGetSparseProperties`,
+/// `cudaArrayGetMemoryRequirements`: the array exists, but none here has a
+/// multi-planar format (NV12), is sparse or defers its mapping, which is
+/// what each asks for: an invalid value, as in CUDA.
+pub(crate) fn array_special(out: *const c_void, array: u64) -> Result<(), CudaError> {
+    if out.is_null() {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    image::array(array)?;
+    Err(CudaError::INVALID_VALUE)
+}
+
+#[no_mangle]
+pub extern "C" fn cudaArrayGetPlane(
+    plane: *mut *mut c_void,
+    array: *mut c_void,
+    _index: c_uint,
+) -> CudaErrorT {
+    guard(|| array_special(plane as *const c_void, array as u64))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaArrayGetSparseProperties(
+    props: *mut c_void,
+    array: *mut c_void,
+) -> CudaErrorT {
+    guard(|| array_special(props, array as u64))
+}
+
+#[no_mangle]
+pub extern "C" fn cudaArrayGetMemoryRequirements(
+    requirements: *mut c_void,
+    array: *mut c_void,
+    device: c_int,
+) -> CudaErrorT {
+    guard(|| {
+        rcud_client::Runtime::global()
+            .props(device)
+            .map_err(|_| CudaError::INVALID_DEVICE)?;
+        array_special(requirements, array as u64)
+    })
+}

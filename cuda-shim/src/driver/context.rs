@@ -164,3 +164,9 @@ driver_fn! { cuCtxSetLimit (limit: c_int, value: usize) {
     context_device()?;
     Ok(rt().device_set_limit(limit, value as u64)?)
 } }
+
+// No L2 lines persist on the emulated device.
+driver_fn! { cuCtxResetPersistingL2Cache () {
+    context_device()?;
+    Ok(())
+} }

@@ -207,6 +207,43 @@ driver_fn! { cuCtxDisablePeerAccess (peer: u64) {
     Err(DriverError(705))
 } }
 
+// ---- notifications and GPUDirect RDMA ---------------------------------------------
+
+driver_fn! { cuDeviceRegisterAsyncNotification (dev: c_int, callback: *mut std::ffi::c_void, data: *mut std::ffi::c_void, handle: *mut u64) {
+    let dev = device(dev)?;
+    if handle.is_null() {
+        return Err(DriverError::INVALID_VALUE);
+    }
+    let h = crate::cudart::device::register_notification(dev, callback as usize, data as usize)?;
+    out(handle, h)
+} }
+
+driver_fn! { cuDeviceUnregisterAsyncNotification (dev: c_int, handle: u64) {
+    let dev = device(dev)?;
+    Ok(crate::cudart::device::unregister_notification(dev, handle)?)
+} }
+
+driver_fn! { cuFlushGPUDirectRDMAWrites (target: c_int, scope: c_int) {
+    super::context_device()?;
+    Ok(crate::cudart::device::flush_rdma_writes(target, scope)?)
+} }
+
+driver_fn! { cuDeviceGetHostAtomicCapabilities (caps: *mut c_uint, ops: *const c_int, count: c_uint, dev: c_int) {
+    let _ = device(dev)?;
+    Ok(crate::cudart::device::atomic_capabilities(caps, ops, count)?)
+} }
+
+driver_fn! { cuDeviceGetP2PAtomicCapabilities (caps: *mut c_uint, ops: *const c_int, count: c_uint, src: c_int, dst: c_int) {
+    let (src, dst) = (device(src)?, device(dst)?);
+    crate::cudart::device::peer_pair(src, dst)?;
+    Ok(crate::cudart::device::atomic_capabilities(caps, ops, count)?)
+} }
+
+driver_fn! { cuDeviceGetNvSciSyncAttributes (list: *mut std::ffi::c_void, dev: c_int, flags: c_int) {
+    let dev = device(dev)?;
+    Ok(crate::cudart::device::nvscisync_attributes(list, dev, flags)?)
+} }
+
 // ---- the profiler ----------------------------------------------------------------
 
 // No profiler collects from the remote GPUs; starting and stopping it

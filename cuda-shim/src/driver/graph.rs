@@ -8,11 +8,13 @@ use std::os::raw::{c_int, c_uint};
 use rcud_proto::CudaError;
 
 use super::{context_device, initialized, out, DriverError, DriverResult};
+use crate::abi::launch::{read_attr_value, write_attr_value, AttrValue};
 use crate::cudart::graph::{
     self as rg, add, event_kind, h, host_kind, memset_kind, EdgeData, Exec, Graph, HostNodeParams,
     InstantiateParams, MemsetParams, Node, UpdateResultInfo,
 };
 use crate::cudart::stream::Stream;
+use crate::graph::params::{ApiParams, GraphNodeParams};
 use crate::graph::{self, capture, exec, graphs, MemcpyNode, NodeKind};
 
 /// `CUDA_KERNEL_NODE_PARAMS` (v2; v1 ends before `kern`).
@@ -308,38 +310,53 @@ driver_fn! { cuGraphMemcpyNodeSetParams (node: Node, params: *const Memcpy3D) {
 } }
 
 driver_fn! { cuGraphMemcpyNodeGetParams (node: Node, params: *mut Memcpy3D) {
+    memcpy_params_out(node, params)
+} }
+
+fn memcpy_params_out(node: Node, params: *mut Memcpy3D) -> DriverResult {
     let NodeKind::Memcpy(c) = graph::node_kind(h(node))? else {
         return Err(DriverError::INVALID_VALUE);
     };
     let placed = |a: u64| super::rt().device_of(a).is_some();
-    out(params, Memcpy3D {
-        src_x_in_bytes: 0,
-        src_y: 0,
-        src_z: 0,
-        src_lod: 0,
-        src_memory_type: if placed(c.src) { MEMORY_DEVICE } else { MEMORY_HOST },
-        src_host: c.src as *const c_void,
-        src_device: c.src,
-        src_array: std::ptr::null_mut(),
-        reserved0: std::ptr::null_mut(),
-        src_pitch: c.src_pitch as usize,
-        src_height: c.src_rows as usize,
-        dst_x_in_bytes: 0,
-        dst_y: 0,
-        dst_z: 0,
-        dst_lod: 0,
-        dst_memory_type: if placed(c.dst) { MEMORY_DEVICE } else { MEMORY_HOST },
-        dst_host: c.dst as *mut c_void,
-        dst_device: c.dst,
-        dst_array: std::ptr::null_mut(),
-        reserved1: std::ptr::null_mut(),
-        dst_pitch: c.dst_pitch as usize,
-        dst_height: c.dst_rows as usize,
-        width_in_bytes: c.width as usize,
-        height: c.height as usize,
-        depth: c.depth as usize,
-    })
-} }
+    out(
+        params,
+        Memcpy3D {
+            src_x_in_bytes: 0,
+            src_y: 0,
+            src_z: 0,
+            src_lod: 0,
+            src_memory_type: if placed(c.src) {
+                MEMORY_DEVICE
+            } else {
+                MEMORY_HOST
+            },
+            src_host: c.src as *const c_void,
+            src_device: c.src,
+            src_array: std::ptr::null_mut(),
+            reserved0: std::ptr::null_mut(),
+            src_pitch: c.src_pitch as usize,
+            src_height: c.src_rows as usize,
+            dst_x_in_bytes: 0,
+            dst_y: 0,
+            dst_z: 0,
+            dst_lod: 0,
+            dst_memory_type: if placed(c.dst) {
+                MEMORY_DEVICE
+            } else {
+                MEMORY_HOST
+            },
+            dst_host: c.dst as *mut c_void,
+            dst_device: c.dst,
+            dst_array: std::ptr::null_mut(),
+            reserved1: std::ptr::null_mut(),
+            dst_pitch: c.dst_pitch as usize,
+            dst_height: c.dst_rows as usize,
+            width_in_bytes: c.width as usize,
+            height: c.height as usize,
+            depth: c.depth as usize,
+        },
+    )
+}
 
 driver_fn! { cuGraphAddHostNode (node: *mut Node, graph: Graph, deps: *const Node, count: usize, params: *const HostNodeParams) {
     Ok(add(node, graph, deps, count, || host_kind(params))?)
@@ -659,3 +676,77 @@ mod tests {
         assert_eq!(std::mem::offset_of!(Memcpy3D, width_in_bytes), 176);
     }
 }
+
+// ---- kernel node attributes and generic node parameters -------------------------
+
+driver_fn! { cuGraphKernelNodeSetAttribute (node: Node, id: c_uint, value: *const AttrValue) {
+    Ok(graph::kernel_node_set_attribute(h(node), id, &read_attr_value(value)?)?)
+} }
+
+driver_fn! { cuGraphKernelNodeGetAttribute (node: Node, id: c_uint, value: *mut AttrValue) {
+    Ok(write_attr_value(value, graph::kernel_node_get_attribute(h(node), id)?)?)
+} }
+
+driver_fn! { cuGraphKernelNodeCopyAttributes (dst: Node, src: Node) {
+    Ok(graph::kernel_node_copy_attributes(h(dst), h(src))?)
+} }
+
+/// The driver's kernel and copy members of `CUgraphNodeParams`
+/// (`CUDA_KERNEL_NODE_PARAMS_v3`, laid out as v2, and the `CUDA_MEMCPY3D`
+/// of `CUDA_MEMCPY_NODE_PARAMS`).
+const DRIVER_PARAMS: ApiParams = ApiParams {
+    kernel: |p| kernel_kind(p.cast(), true).map_err(runtime_code),
+    memcpy: |p| memcpy_kind(p.cast()).map_err(runtime_code),
+    kernel_out: |n, p| kernel_params_out(n as Node, p.cast(), true).map_err(runtime_code),
+    memcpy_out: |n, p| memcpy_params_out(n as Node, p.cast()).map_err(runtime_code),
+    contexts: true,
+};
+
+/// A driver code carried through the runtime's error type (the shared
+/// layer's), to come back out unchanged.
+fn runtime_code(e: DriverError) -> CudaError {
+    CudaError(e.0 as u32)
+}
+
+driver_fn! { cuGraphAddNode (node: *mut Node, graph: Graph, deps: *const Node, count: usize, params: *mut GraphNodeParams) {
+    initialized()?;
+    Ok(rg::add_generic(node, graph, deps, std::ptr::null(), count, params, &DRIVER_PARAMS)?)
+} }
+
+driver_fn! { [cuGraphAddNode_v2, cuGraphAddNode_v3] (node: *mut Node, graph: Graph, deps: *const Node, edges: *const EdgeData, count: usize, params: *mut GraphNodeParams) {
+    initialized()?;
+    Ok(rg::add_generic(node, graph, deps, edges, count, params, &DRIVER_PARAMS)?)
+} }
+
+driver_fn! { [cuGraphNodeSetParams, cuGraphNodeSetParams_v2] (node: Node, params: *mut GraphNodeParams) {
+    let kind = graph::params::kind_of(params, &DRIVER_PARAMS)?;
+    Ok(graph::set_node_kind(h(node), kind)?)
+} }
+
+driver_fn! { cuGraphNodeGetParams (node: Node, params: *mut GraphNodeParams) {
+    Ok(graph::params::write_params(h(node), params, &DRIVER_PARAMS)?)
+} }
+
+driver_fn! { cuGraphExecNodeSetParams (exec: Exec, node: Node, params: *mut GraphNodeParams) {
+    let kind = graph::params::kind_of(params, &DRIVER_PARAMS)?;
+    Ok(exec::set_node(h(exec), h(node), kind)?)
+} }
+
+driver_fn! { cuGraphExecChildGraphNodeSetParams (exec: Exec, node: Node, child: Graph) {
+    Ok(exec::set_child(h(exec), h(node), h(child))?)
+} }
+
+// ---- external semaphore nodes (none can exist: see the runtime's) ---------------
+
+driver_fn! { [cuGraphAddExternalSemaphoresSignalNode, cuGraphAddExternalSemaphoresWaitNode] (node: *mut Node, graph: Graph, deps: *const Node, count: usize, params: *const rg::ExtSemNodeParams) {
+    initialized()?;
+    Ok(rg::add_ext_sem_node(node, graph, deps, count, params)?)
+} }
+
+driver_fn! { [cuGraphExternalSemaphoresSignalNodeGetParams, cuGraphExternalSemaphoresWaitNodeGetParams, cuGraphExternalSemaphoresSignalNodeSetParams, cuGraphExternalSemaphoresWaitNodeSetParams] (node: Node, params: *mut c_void) {
+    Ok(rg::ext_sem_node(node, params)?)
+} }
+
+driver_fn! { [cuGraphExecExternalSemaphoresSignalNodeSetParams, cuGraphExecExternalSemaphoresWaitNodeSetParams] (_exec: Exec, node: Node, params: *const c_void) {
+    Ok(rg::ext_sem_node(node, params)?)
+} }

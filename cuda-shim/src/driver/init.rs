@@ -9,6 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
 use super::{c_str, export_tables, out, rt, DriverError, DriverResult, INITIALIZED};
+use crate::cudart::logs;
 
 /// The driver API version this library implements: the `CUDA_VERSION` of
 /// the cuda.h its export list comes from. It is at least what every CUDA 12
@@ -72,7 +73,7 @@ const PROC_VERSION_NOT_SUFFICIENT: c_int = 2;
 /// `version`: the newest variant not newer than `version`, the
 /// per-thread-stream one when asked and there is one. Err is the
 /// `CUdriverProcAddressQueryResult` of a miss.
-fn lookup(symbol: &str, version: c_int, flags: u64) -> Result<*const (), c_int> {
+pub(crate) fn lookup(symbol: &str, version: c_int, flags: u64) -> Result<*const (), c_int> {
     let mut known = false;
     let mut best: Option<&Proc> = None;
     for p in PROCS.iter().filter(|p| p.name == symbol) {
@@ -105,19 +106,25 @@ fn get_proc_address(
     status: *mut c_int,
 ) -> DriverResult {
     let name = c_str(symbol)?;
-    if pfn.is_null() || flags & !(PROC_LEGACY_STREAM | PROC_PER_THREAD_STREAM) != 0 {
+    // A version newer than this driver is refused, as CUDA documents.
+    if pfn.is_null()
+        || flags & !(PROC_LEGACY_STREAM | PROC_PER_THREAD_STREAM) != 0
+        || version > DRIVER_VERSION
+    {
         return Err(DriverError::INVALID_VALUE);
     }
     let found = lookup(name, version, flags);
     if !status.is_null() {
         out(status, found.err().unwrap_or(PROC_SUCCESS))?;
     }
+    // A miss is no error (CUDA 12+): the pointer is NULL and the status,
+    // when asked for, says why. NVIDIA's runtime passes the answer on from
+    // cudaGetDriverEntryPoint, which is documented to succeed then.
     match found {
         Ok(f) => out(pfn, f as *mut c_void),
         Err(_) => {
             tracing::debug!("cuGetProcAddress: no {name} for CUDA {version}");
-            out(pfn, std::ptr::null_mut())?;
-            Err(DriverError::NOT_FOUND)
+            out(pfn, std::ptr::null_mut())
         }
     }
 }
@@ -215,3 +222,25 @@ mod tests {
         assert_eq!(uuid_text(&id), "{6bd5fb6c-5bf4-e74a-8987-d93912fd9df9}");
     }
 }
+
+// ---- the error log (empty: see `cudart/logs.rs`) ----------------------------------
+
+driver_fn! { cuLogsRegisterCallback (callback: *mut c_void, _data: *mut c_void, handle: *mut *mut c_void) {
+    Ok(logs::register(callback, handle)?)
+} }
+
+driver_fn! { cuLogsUnregisterCallback (handle: *mut c_void) {
+    Ok(logs::unregister(handle)?)
+} }
+
+driver_fn! { cuLogsCurrent (iterator: *mut c_uint, flags: c_uint) {
+    Ok(logs::current(iterator, flags)?)
+} }
+
+driver_fn! { cuLogsDumpToFile (iterator: *mut c_uint, path: *const c_char, flags: c_uint) {
+    Ok(logs::dump_to_file(iterator, path, flags)?)
+} }
+
+driver_fn! { cuLogsDumpToMemory (iterator: *mut c_uint, buffer: *mut c_char, size: *mut usize, flags: c_uint) {
+    Ok(logs::dump_to_memory(iterator, buffer, size, flags)?)
+} }

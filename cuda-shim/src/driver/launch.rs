@@ -116,6 +116,25 @@ driver_fn! { cuOccupancyAvailableDynamicSMemPerBlock (size: *mut usize, function
     out(size, crate::cudart::launch::available_dynamic_smem(f, blocks, block_size)?)
 } }
 
+driver_fn! { cuOccupancyMaxActiveClusters (clusters: *mut c_int, function: u64, config: *const LaunchConfigEx) {
+    context_device()?;
+    // SAFETY: the API passes a valid CUlaunchConfig or NULL.
+    let c = unsafe { config.as_ref() }.ok_or(DriverError::INVALID_VALUE)?;
+    // SAFETY: the API makes `attrs` point to `num_attrs` entries.
+    let attrs = unsafe { LaunchAttribute::list(c.attrs, c.num_attrs) };
+    let f = function as *const c_void;
+    let n = crate::cudart::launch::max_active_clusters(f, c.block, u64::from(c.shared_mem), attrs)?;
+    out(clusters, n)
+} }
+
+driver_fn! { cuOccupancyMaxPotentialClusterSize (size: *mut c_int, function: u64, config: *const LaunchConfigEx) {
+    context_device()?;
+    if config.is_null() {
+        return Err(DriverError::INVALID_VALUE);
+    }
+    out(size, crate::cudart::launch::max_potential_cluster_size(function as *const c_void)?)
+} }
+
 #[cfg(test)]
 mod tests {
     use super::*;

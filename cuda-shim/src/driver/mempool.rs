@@ -52,6 +52,40 @@ driver_fn! { cuDeviceSetMemPool (device: c_int, pool: Pool) {
     Ok(rt().set_mem_pool(device, pool as u64)?)
 } }
 
+driver_fn! { cuMemGetDefaultMemPool (pool: *mut Pool, location: *const MemLocation, alloc_type: c_int) {
+    initialized()?;
+    let device = rt_mempool::pool_device(location, alloc_type)?;
+    out(pool, rt().default_mem_pool(device)? as Pool)
+} }
+
+driver_fn! { cuMemGetMemPool (pool: *mut Pool, location: *const MemLocation, alloc_type: c_int) {
+    initialized()?;
+    let device = rt_mempool::pool_device(location, alloc_type)?;
+    out(pool, rt().current_mem_pool(device)? as Pool)
+} }
+
+driver_fn! { cuMemSetMemPool (location: *const MemLocation, alloc_type: c_int, pool: Pool) {
+    initialized()?;
+    let device = rt_mempool::pool_device(location, alloc_type)?;
+    Ok(rt().set_mem_pool(device, pool as u64)?)
+} }
+
+// Nothing can be exported or imported: see the runtime's. The import and
+// pointer forms fail whatever their arguments (the C convention lets them
+// read only the first two).
+driver_fn! { cuMemPoolExportToShareableHandle (handle: *mut c_void, pool: Pool, _kind: c_int, _flags: u64) {
+    initialized()?;
+    if handle.is_null() {
+        return Err(DriverError::INVALID_VALUE);
+    }
+    Ok(rt_mempool::export_pool(pool)?)
+} }
+
+driver_fn! { [cuMemPoolImportFromShareableHandle, cuMemPoolExportPointer, cuMemPoolImportPointer] (_a: *mut c_void, _b: *mut c_void) {
+    initialized()?;
+    Err(DriverError::INVALID_VALUE)
+} }
+
 driver_fn! { cuMemPoolCreate (pool: *mut Pool, props: *const MemPoolProps) {
     initialized()?;
     if pool.is_null() {

@@ -40,10 +40,12 @@ mod context;
 pub(crate) mod device;
 mod errors;
 mod export_tables;
+pub(crate) use export_tables::lookup as export_table;
 mod graph;
 mod init;
+mod interop;
 
-pub(crate) use init::DRIVER_VERSION;
+pub(crate) use init::{lookup as proc_lookup, DRIVER_VERSION};
 mod launch;
 mod memory;
 mod mempool;

@@ -7,6 +7,7 @@ use std::os::raw::{c_int, c_uint};
 use rcud_client::runtime::STREAM_PRIORITY_LEAST;
 
 use super::{context_device, initialized, out, rt, DriverError};
+use crate::abi::launch::AttrValue;
 use crate::cudart::stream::{self as rt_stream, Event, HostFn, Stream, StreamCallback};
 
 driver_fn! { cuStreamCreate (stream: *mut Stream, flags: c_uint) {
@@ -139,4 +140,19 @@ driver_fn! { cuEventQuery (event: Event) {
 driver_fn! { [cuEventElapsedTime, cuEventElapsedTime_v2] (ms: *mut f32, start: Event, end: Event) {
     initialized()?;
     out(ms, rt().event_elapsed_ms(start as u64, end as u64)?)
+} }
+
+driver_fn! { [cuStreamSetAttribute, cuStreamSetAttribute_ptsz] (stream: Stream, id: c_uint, value: *const AttrValue) {
+    initialized()?;
+    Ok(rt_stream::stream_set_attribute(stream, id, value)?)
+} }
+
+driver_fn! { [cuStreamGetAttribute, cuStreamGetAttribute_ptsz] (stream: Stream, id: c_uint, value: *mut AttrValue) {
+    initialized()?;
+    Ok(rt_stream::stream_get_attribute(stream, id, value)?)
+} }
+
+driver_fn! { [cuStreamCopyAttributes, cuStreamCopyAttributes_ptsz] (dst: Stream, src: Stream) {
+    initialized()?;
+    Ok(rt_stream::stream_copy_attributes(dst, src)?)
 } }

@@ -57,6 +57,28 @@ fn read<'a, T>(p: *const T) -> Result<&'a T, DriverError> {
     unsafe { p.as_ref() }.ok_or(DriverError::INVALID_VALUE)
 }
 
+driver_fn! { cuDeviceGetTexture1DLinearMaxWidth (width: *mut usize, format: c_uint, channels: c_uint, dev: c_int) {
+    let dev = super::device(dev)?;
+    format_of(format, channels)?;
+    out(width, crate::cudart::texture::texture_1d_linear_max_width(dev)?)
+} }
+
+// No array here is multi-planar, sparse or mapped later: see the runtime's.
+driver_fn! { cuArrayGetPlane (plane: *mut *mut c_void, array: *mut c_void, _index: c_uint) {
+    context_device()?;
+    Ok(crate::cudart::texture::array_special(plane as *const c_void, array as u64)?)
+} }
+
+driver_fn! { cuArrayGetSparseProperties (props: *mut c_void, array: *mut c_void) {
+    context_device()?;
+    Ok(crate::cudart::texture::array_special(props, array as u64)?)
+} }
+
+driver_fn! { cuArrayGetMemoryRequirements (requirements: *mut c_void, array: *mut c_void, dev: c_int) {
+    super::device(dev)?;
+    Ok(crate::cudart::texture::array_special(requirements, array as u64)?)
+} }
+
 driver_fn! { cuArrayCreate_v2 (handle: *mut *mut c_void, desc: *const ArrayDescriptor) {
     let device = context_device()?;
     let d = read(desc)?;

@@ -403,13 +403,20 @@ pub(crate) fn update_dependencies(
     Ok(())
 }
 
-/// Ends every capture that `stream` is part of (the stream is destroyed).
+/// `stream` is destroyed. Destroying the stream a capture began in ends
+/// the capture (invalidated); a stream forked into a capture leaves it, and
+/// its work stays in the graph: joined back before, as CUDA's samples do
+/// (graphMemoryNodes destroys its second stream before ending the
+/// capture), it harms nothing; left unjoined, the end of the capture
+/// reports it, since its frontier is kept.
 pub(crate) fn forget_stream(stream: u64) {
     let mut caps = captures().lock();
     if let Some(id) = caps.stream.remove(&stream) {
         if let Some(cap) = caps.by_id.get_mut(&id) {
-            cap.invalidated = true;
-            cap.frontiers.remove(&stream);
+            if cap.origin == stream {
+                cap.invalidated = true;
+                cap.frontiers.remove(&stream);
+            }
         }
     }
 }

@@ -509,6 +509,55 @@ pub(crate) fn set_node(h: Handle, node: Handle, kind: NodeKind) -> Result<(), Cu
     Ok(())
 }
 
+/// `cudaGraphExecChildGraphNodeSetParams`: the nodes of child graph node
+/// `node` take their parameters from `child`, which must have the same
+/// topology and node types, in the same creation order.
+pub(crate) fn set_child(h: Handle, node: Handle, child: Handle) -> Result<(), CudaError> {
+    let exec = exec(h)?;
+    let mut exec = exec.lock();
+    let i = *exec.index.get(&node).ok_or(CudaError::INVALID_VALUE)?;
+    let NodeKind::Child(current) = exec.items[i].kind else {
+        return Err(CudaError::INVALID_VALUE);
+    };
+    let (old, new) = {
+        let all = graphs().lock();
+        let (mut old_shape, mut new_shape) = (Vec::new(), Vec::new());
+        shape(&all, current, &mut old_shape)?;
+        shape(&all, child, &mut new_shape)?;
+        if old_shape != new_shape {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        let (mut old, mut new) = (Vec::new(), Vec::new());
+        flatten(&all, current, &mut old)?;
+        flatten(&all, child, &mut new)?;
+        (old, new)
+    };
+    // Check every node before changing any.
+    let mut changes = Vec::with_capacity(old.len());
+    for (o, n) in old.iter().zip(new) {
+        let at = *exec.index.get(&o.node).ok_or(CudaError::INVALID_VALUE)?;
+        let item = &exec.items[at];
+        let allowed = match (&item.kind, &n.kind) {
+            (NodeKind::Kernel(a), NodeKind::Kernel(b)) => a.device == b.device,
+            // Graph memory is fixed at instantiation.
+            (a @ (NodeKind::MemAlloc { .. } | NodeKind::MemFree(_)), b) => a == b,
+            (NodeKind::Child(_), NodeKind::Child(_)) => true,
+            (a, b) => a.type_code() == b.type_code(),
+        };
+        if !allowed {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        if !matches!(n.kind, NodeKind::Child(_)) {
+            changes.push((at, n.kind));
+        }
+    }
+    for (at, kind) in changes {
+        exec.items[at].kind = kind;
+    }
+    exec.drop_plan();
+    Ok(())
+}
+
 /// `cudaGraphNodeSetEnabled` / `GetEnabled`.
 pub(crate) fn set_enabled(
     h: Handle,

@@ -8,6 +8,7 @@ pub(crate) mod capture;
 pub(crate) mod exec;
 pub(crate) mod memory;
 pub(crate) mod model;
+pub(crate) mod params;
 pub(crate) mod user_objects;
 
 use std::ffi::c_void;
@@ -15,6 +16,8 @@ use std::fmt::Write as _;
 
 use rcud_client::Runtime;
 use rcud_proto::CudaError;
+
+use crate::abi::launch::{attr_id, AttrHolder, AttrValue};
 
 pub(crate) use model::{graphs, Handle, HostNode, KernelNode, MemcpyNode, MemsetNode, NodeKind};
 
@@ -120,6 +123,7 @@ pub(crate) fn kernel_node(
         params,
         layout,
         cooperative: false,
+        attrs: Default::default(),
     })
 }
 
@@ -153,8 +157,74 @@ pub(crate) fn set_node_kind(node: Handle, kind: NodeKind) -> Result<(), CudaErro
     if n.kind.type_code() != kind.type_code() || fixed {
         return Err(CudaError::INVALID_VALUE);
     }
+    let mut kind = kind;
+    // New parameters leave a kernel node's attributes as they were.
+    if let (NodeKind::Kernel(old), NodeKind::Kernel(new)) = (&n.kind, &mut kind) {
+        new.cooperative = old.cooperative;
+        new.attrs = old.attrs.clone();
+    }
     n.kind = kind;
     Ok(())
+}
+
+/// Runs `f` on kernel node `node`; any other node is refused.
+pub(crate) fn with_kernel_node<T>(
+    node: Handle,
+    f: impl FnOnce(&mut KernelNode) -> Result<T, CudaError>,
+) -> Result<T, CudaError> {
+    match &mut graphs().lock().node_mut(node)?.kind {
+        NodeKind::Kernel(k) => f(k),
+        _ => Err(CudaError::INVALID_VALUE),
+    }
+}
+
+/// The largest access-policy window of device `device`.
+fn max_window(device: usize) -> Result<u64, CudaError> {
+    let most = Runtime::global().attribute(
+        rcud_proto::DeviceAttr::MAX_ACCESS_POLICY_WINDOW_SIZE.0,
+        device as i32,
+    )?;
+    Ok(u64::try_from(most).unwrap_or(0))
+}
+
+/// `cudaGraphKernelNodeSetAttribute`; the cooperative attribute is the
+/// node's launch mode.
+pub(crate) fn kernel_node_set_attribute(
+    node: Handle,
+    id: u32,
+    value: &AttrValue,
+) -> Result<(), CudaError> {
+    let device = with_kernel_node(node, |k| Ok(k.device))?;
+    let limit = max_window(device)?;
+    with_kernel_node(node, |k| {
+        k.attrs.set(AttrHolder::KernelNode, id, value, limit)?;
+        if id == attr_id::COOPERATIVE {
+            k.cooperative = value[..4] != [0; 4];
+        }
+        Ok(())
+    })
+}
+
+/// `cudaGraphKernelNodeGetAttribute`.
+pub(crate) fn kernel_node_get_attribute(node: Handle, id: u32) -> Result<AttrValue, CudaError> {
+    with_kernel_node(node, |k| {
+        let mut v = k.attrs.get(AttrHolder::KernelNode, id)?;
+        if id == attr_id::COOPERATIVE {
+            v[..4].copy_from_slice(&u32::from(k.cooperative).to_ne_bytes());
+        }
+        Ok(v)
+    })
+}
+
+/// `cudaGraphKernelNodeCopyAttributes`: every attribute of kernel node
+/// `src` onto kernel node `dst`.
+pub(crate) fn kernel_node_copy_attributes(dst: Handle, src: Handle) -> Result<(), CudaError> {
+    let (cooperative, attrs) = with_kernel_node(src, |k| Ok((k.cooperative, k.attrs.clone())))?;
+    with_kernel_node(dst, |k| {
+        k.cooperative = cooperative;
+        k.attrs = attrs;
+        Ok(())
+    })
 }
 
 /// `cudaGraphDebugDotFlagsVerbose`.

@@ -41,6 +41,8 @@ pub(crate) struct KernelNode {
     /// A cooperative launch (captured from one, or the node's
     /// `cudaLaunchAttributeCooperative`).
     pub cooperative: bool,
+    /// The node's other launch attributes (`cudaGraphKernelNodeSetAttribute`).
+    pub attrs: crate::abi::launch::LaunchAttrs,
 }
 
 /// A copy of `depth` slices of `height` rows of `width` bytes; a 1-D copy
