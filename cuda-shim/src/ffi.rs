@@ -32,10 +32,10 @@ pub(crate) fn guard(body: impl FnOnce() -> Result<(), CudaError>) -> CudaErrorT 
 }
 
 /// The body of every generated stub.
-pub(crate) fn not_supported(name: &str, logged: &AtomicBool) -> CudaErrorT {
+pub(crate) fn not_supported(name: &str, why: &str, logged: &AtomicBool) -> CudaErrorT {
     init_logging();
     if !logged.swap(true, Ordering::Relaxed) {
-        tracing::warn!(target: "rcud::unimplemented", "{name} is not implemented by rcud yet");
+        tracing::warn!(target: "rcud::unimplemented", "{name} is not supported by rcud: {why}");
     }
     Runtime::record(Err(CudaError::NOT_SUPPORTED)).0 as CudaErrorT
 }

@@ -149,10 +149,10 @@ pub(crate) fn guard_named(name: &str, body: impl FnOnce() -> DriverResult) -> Cu
 }
 
 /// The body of every generated driver stub.
-pub(crate) fn not_supported(name: &str, logged: &AtomicBool) -> CuResult {
+pub(crate) fn not_supported(name: &str, why: &str, logged: &AtomicBool) -> CuResult {
     crate::ffi::init_logging();
     if !logged.swap(true, Ordering::Relaxed) {
-        tracing::warn!(target: "rcud::unimplemented", "{name} (CUDA driver API) is not implemented by rcud yet");
+        tracing::warn!(target: "rcud::unimplemented", "{name} (CUDA driver API) is not supported by rcud: {why}");
     }
     DriverError::NOT_SUPPORTED.0
 }
