@@ -84,3 +84,42 @@ fn a_bad_child_configuration_is_the_parents_error_to_see() {
     // cudaErrorInvalidConfiguration; the child never ran.
     assert_eq!(d.read::<i32>(out, 2), vec![0, 9]);
 }
+
+#[test]
+fn device_memcpy_and_memset_run_in_order_with_the_launches() {
+    let mut d = Dev::load("dynamic_rdc.ptx");
+    // The child is one block of 64 threads.
+    let n = 64;
+    let a = d.zeros::<i32>(n);
+    let b = d.zeros::<i32>(n);
+    d.launch(
+        "copy_after_child",
+        [1, 1, 1],
+        [32, 1, 1],
+        0,
+        &[arg(a), arg(b), arg(n as i32)],
+    )
+    .unwrap();
+    assert_eq!(
+        d.read::<i32>(b, n),
+        vec![7; n],
+        "the copy follows the child"
+    );
+    let got = d.read::<i32>(a, n);
+    assert!(
+        got[..n / 2].iter().all(|&v| v == 0),
+        "the memset follows the copy"
+    );
+    assert!(got[n / 2..].iter().all(|&v| v == 7));
+}
+
+#[test]
+fn device_error_strings_are_device_memory() {
+    let mut d = Dev::load("dynamic_rdc.ptx");
+    let out = d.zeros::<u8>(64);
+    d.launch("error_string", [1, 1, 1], [1, 1, 1], 0, &[arg(out)])
+        .unwrap();
+    let bytes = d.read::<u8>(out, 64);
+    let text: Vec<u8> = bytes.into_iter().take_while(|&b| b != 0).collect();
+    assert_eq!(String::from_utf8_lossy(&text), "invalid argument");
+}

@@ -8,7 +8,9 @@
 //! order, tail launches (`cudaStreamTailLaunch`) last, each child's own
 //! children before its next sibling. CUDA 12 gives a parent no way to wait
 //! for a child, and a grid is complete only when its children are, so this
-//! order is one the hardware may take.
+//! order is one the hardware may take. The device runtime's
+//! `cudaMemcpyAsync` and `cudaMemsetAsync` are queued the same way, in
+//! order with the launches.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -45,19 +47,31 @@ struct Pending {
 }
 
 #[derive(Debug)]
+enum Queued {
+    Launch { pending: Pending, buffer: u64 },
+    Work(ChildWork),
+}
+
+#[derive(Debug)]
 struct Launched {
-    pending: Pending,
-    buffer: u64,
+    queued: Queued,
     tail: bool,
 }
 
-/// A child grid to run after its parent: kernel, configuration and the
-/// parameter bytes the parent wrote.
+/// What runs after the parent grid, in order.
 #[derive(Debug, Clone)]
-pub(crate) struct ChildLaunch {
-    pub(crate) kernel: String,
-    pub(crate) config: LaunchConfig,
-    pub(crate) params: Vec<u8>,
+pub(crate) enum ChildWork {
+    /// A child grid: kernel, configuration and the parameter bytes the
+    /// parent wrote.
+    Launch {
+        kernel: String,
+        config: LaunchConfig,
+        params: Vec<u8>,
+    },
+    /// `cudaMemcpyAsync` between device addresses.
+    Copy { dst: u64, src: u64, len: u64 },
+    /// `cudaMemsetAsync`.
+    Fill { dst: u64, value: u8, len: u64 },
 }
 
 /// The device launches of one grid.
@@ -155,9 +169,25 @@ impl DeviceLaunches {
             return LAUNCH_PENDING_COUNT_EXCEEDED;
         }
         launched.push(Launched {
-            pending,
-            buffer,
+            queued: Queued::Launch { pending, buffer },
             tail: stream == STREAM_TAIL_LAUNCH,
+        });
+        SUCCESS
+    }
+
+    /// The device runtime's `cudaMemcpyAsync` (between device addresses) and
+    /// `cudaMemsetAsync`: queued in order with the launches; the addresses
+    /// are checked when the work runs, as on a GPU.
+    pub(crate) fn queue_work(&self, thread: Thread, work: ChildWork) -> u32 {
+        let mut launched = self.lock_launched();
+        if launched.len() >= MAX_PENDING {
+            drop(launched);
+            self.set_error(thread, LAUNCH_PENDING_COUNT_EXCEEDED);
+            return LAUNCH_PENDING_COUNT_EXCEEDED;
+        }
+        launched.push(Launched {
+            queued: Queued::Work(work),
+            tail: false,
         });
         SUCCESS
     }
@@ -188,7 +218,7 @@ impl DeviceLaunches {
     /// The grid's children in the order they run, with their parameters
     /// read from the heap (whose buffers are then freed). Buffers never
     /// launched are freed too.
-    pub(crate) fn take_children(&self, view: &MemoryView<'_>) -> Vec<ChildLaunch> {
+    pub(crate) fn take_children(&self, view: &MemoryView<'_>) -> Vec<ChildWork> {
         let heap = view.heap();
         let free = |b: u64| {
             if let Some(h) = heap {
@@ -203,20 +233,23 @@ impl DeviceLaunches {
         launched.sort_by_key(|l| l.tail);
         launched
             .into_iter()
-            .map(|l| {
-                let n = l.pending.param_bytes as u64;
-                let params = (0..n)
-                    .map(|i| {
-                        view.region(l.buffer + i)
-                            .and_then(|r| r.atomic_u8(l.buffer + i))
-                            .map_or(0, |a| a.load(Ordering::Relaxed))
-                    })
-                    .collect();
-                free(l.buffer);
-                ChildLaunch {
-                    kernel: l.pending.kernel,
-                    config: l.pending.config,
-                    params,
+            .map(|l| match l.queued {
+                Queued::Work(w) => w,
+                Queued::Launch { pending, buffer } => {
+                    let n = u64::from(pending.param_bytes);
+                    let params = (0..n)
+                        .map(|i| {
+                            view.region(buffer + i)
+                                .and_then(|r| r.atomic_u8(buffer + i))
+                                .map_or(0, |a| a.load(Ordering::Relaxed))
+                        })
+                        .collect();
+                    free(buffer);
+                    ChildWork::Launch {
+                        kernel: pending.kernel,
+                        config: pending.config,
+                        params,
+                    }
                 }
             })
             .collect()

@@ -2701,6 +2701,45 @@ fn step<'m>(
                                 DevRt::StreamDestroy => 0,
                                 DevRt::GetLastError => u64::from(dl.last_error(thread, true)),
                                 DevRt::PeekAtLastError => u64::from(dl.last_error(thread, false)),
+                                DevRt::MemcpyAsync => {
+                                    let dst = tri!(arg(&mut mem, 0, 0, 8, l));
+                                    let src = tri!(arg(&mut mem, 1, 0, 8, l));
+                                    let len = tri!(arg(&mut mem, 2, 0, 8, l));
+                                    let work =
+                                        super::device_launch::ChildWork::Copy { dst, src, len };
+                                    u64::from(dl.queue_work(thread, work))
+                                }
+                                DevRt::GetErrorString => {
+                                    let code = tri!(arg(&mut mem, 0, 0, 4, l)) as u32;
+                                    let text = rcud_proto::CudaError(code)
+                                        .description()
+                                        .unwrap_or("unrecognized error code");
+                                    // A copy in the device heap, as the
+                                    // string must be device memory; NULL
+                                    // when the heap is full.
+                                    let heap = cx.view.heap();
+                                    let at = heap.map_or(0, |h| h.malloc(text.len() as u64 + 1));
+                                    if at != 0 {
+                                        for (i, b) in text.bytes().chain([0]).enumerate() {
+                                            tri!(mem.store(
+                                                Msp::Generic,
+                                                at + i as u64,
+                                                1,
+                                                u64::from(b),
+                                                l
+                                            ));
+                                        }
+                                    }
+                                    at
+                                }
+                                DevRt::MemsetAsync => {
+                                    let dst = tri!(arg(&mut mem, 0, 0, 8, l));
+                                    let value = tri!(arg(&mut mem, 1, 0, 4, l)) as u8;
+                                    let len = tri!(arg(&mut mem, 2, 0, 8, l));
+                                    let work =
+                                        super::device_launch::ChildWork::Fill { dst, value, len };
+                                    u64::from(dl.queue_work(thread, work))
+                                }
                             };
                             if let Some(&(o, size)) = cs.rets.first() {
                                 tri!(mem.store(

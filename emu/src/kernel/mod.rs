@@ -325,16 +325,32 @@ impl Grid<'_> {
             if result.error.is_some() {
                 break;
             }
-            let r = self.launch(
-                &child.kernel,
-                &child.config,
-                &child.params,
-                memory,
-                depth + 1,
-            );
-            result.output.printf.push_str(&r.output.printf);
-            result.output.instructions += r.output.instructions;
-            result.error = r.error;
+            match child {
+                device_launch::ChildWork::Launch {
+                    kernel,
+                    config,
+                    params,
+                } => {
+                    let r = self.launch(&kernel, &config, &params, memory, depth + 1);
+                    result.output.printf.push_str(&r.output.printf);
+                    result.output.instructions += r.output.instructions;
+                    result.error = r.error;
+                }
+                device_launch::ChildWork::Copy { dst, src, len } => {
+                    if let Err(e) = memory.copy(dst, src, len) {
+                        result.error = Some(KernelError::InvalidValue(format!(
+                            "the device runtime's cudaMemcpyAsync of {len} bytes from {src:#x} to {dst:#x}: {e:?}"
+                        )));
+                    }
+                }
+                device_launch::ChildWork::Fill { dst, value, len } => {
+                    if let Err(e) = memory.fill(dst, value, len) {
+                        result.error = Some(KernelError::InvalidValue(format!(
+                            "the device runtime's cudaMemsetAsync of {len} bytes at {dst:#x}: {e:?}"
+                        )));
+                    }
+                }
+            }
         }
         result
     }
@@ -499,7 +515,7 @@ fn run_grid(
     memory: &mut DeviceMemory,
     limits: &Limits,
     depth: u32,
-) -> (LaunchResult, Vec<device_launch::ChildLaunch>) {
+) -> (LaunchResult, Vec<device_launch::ChildWork>) {
     if module.kernel_uses_heap(kernel) {
         // Without room for it, every `malloc` returns NULL, as on a GPU
         // whose heap is used up (and device launches get no parameter

@@ -1204,6 +1204,12 @@ pub(crate) enum DevRt {
     GetLastError,
     /// `cudaPeekAtLastError()`: the same, kept.
     PeekAtLastError,
+    /// `cudaMemcpyAsync(dst, src, count, kind, stream)`.
+    MemcpyAsync,
+    /// `cudaMemsetAsync(dst, value, count, stream)`.
+    MemsetAsync,
+    /// `cudaGetErrorString(error)`: the message, in the device heap.
+    GetErrorString,
 }
 
 impl DevRt {
@@ -1217,6 +1223,9 @@ impl DevRt {
             "StreamDestroy" => DevRt::StreamDestroy,
             "GetLastError" => DevRt::GetLastError,
             "PeekAtLastError" => DevRt::PeekAtLastError,
+            "MemcpyAsync" | "MemcpyAsync_ptsz" => DevRt::MemcpyAsync,
+            "MemsetAsync" | "MemsetAsync_ptsz" => DevRt::MemsetAsync,
+            "GetErrorString" => DevRt::GetErrorString,
             _ => return None,
         })
     }

@@ -814,7 +814,9 @@ impl Module {
                 self.funcs[f as usize].calls.iter().any(|c| {
                     matches!(
                         c.callee,
-                        Callee::Malloc | Callee::Free | Callee::DevRt(DevRt::GetParameterBuffer)
+                        Callee::Malloc
+                            | Callee::Free
+                            | Callee::DevRt(DevRt::GetParameterBuffer | DevRt::GetErrorString)
                     )
                 })
             })

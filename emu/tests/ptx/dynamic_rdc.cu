@@ -42,3 +42,22 @@ extern "C" __global__ void bad_child_config(int *out) {
     fill<<<1, 2048>>>(out, 1, 5);
     out[1] = (int)cudaGetLastError();
 }
+
+// The device runtime's cudaMemcpyAsync and cudaMemsetAsync, in stream order
+// with a child launch: fill 7s, copy them to `b`, then zero the first half
+// of `a`.
+extern "C" __global__ void copy_after_child(int *a, int *b, int n) {
+    if (threadIdx.x == 0) {
+        fill<<<1, 64>>>(a, n, 7);
+        cudaMemcpyAsync(b, a, n * sizeof(int), cudaMemcpyDeviceToDevice, 0);
+        cudaMemsetAsync(a, 0, n / 2 * sizeof(int), 0);
+    }
+}
+
+// The device runtime's cudaGetErrorString: a string in device memory.
+extern "C" __global__ void error_string(char *out) {
+    const char *s = cudaGetErrorString(cudaErrorInvalidValue);
+    int i = 0;
+    for (; s[i] != 0 && i < 63; ++i) out[i] = s[i];
+    out[i] = 0;
+}
