@@ -162,6 +162,7 @@ fn vector_add(env: &Env, server: Option<&Server>, rcud_args: &[&str]) {
             "vector_add cuLaunchKernelEx: ok",
             "rotate_after_sync cuLaunchCooperativeKernel: ok",
             "cuModuleGetGlobal: ok",
+            "cuModuleGetFunctionCount, cuModuleEnumerateFunctions, occupancy with flags: ok",
         ],
     );
     run.assert_contains("device 0: rcud emulated GPU");

@@ -159,12 +159,14 @@ driver_fn! { cuLibraryGetKernel (kernel: *mut u64, library: u64, name: *const c_
     out(kernel, rt().module_function(d, library, name)?)
 } }
 
-driver_fn! { cuLibraryGetKernelCount (count: *mut c_uint, library: u64) {
+// A module and a library are one thing here, so are a function and a
+// kernel: the module forms count and list the same kernels.
+driver_fn! { [cuLibraryGetKernelCount, cuModuleGetFunctionCount] (count: *mut c_uint, library: u64) {
     initialized()?;
     out(count, rt().module_kernel_names(library)?.len() as c_uint)
 } }
 
-driver_fn! { cuLibraryEnumerateKernels (kernels: *mut u64, capacity: c_uint, library: u64) {
+driver_fn! { [cuLibraryEnumerateKernels, cuModuleEnumerateFunctions] (kernels: *mut u64, capacity: c_uint, library: u64) {
     let d = library_device()?;
     if kernels.is_null() {
         return Err(DriverError::INVALID_VALUE);
@@ -382,6 +384,30 @@ type SmemForBlock = Option<extern "C" fn(c_int) -> usize>;
 // The block size with the most resident threads per multiprocessor, and
 // the grid that fills the device at that size.
 driver_fn! { cuOccupancyMaxPotentialBlockSize (min_grid: *mut c_int, block: *mut c_int, function: u64, smem_for_block: SmemForBlock, dynamic_smem: usize, limit: c_int) {
+    max_potential_block_size(min_grid, block, function, smem_for_block, dynamic_smem, limit)
+} }
+
+/// `CU_OCCUPANCY_DEFAULT` and `CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE`: the
+/// emulated device has no cache configuration to override.
+const OCCUPANCY_FLAGS: c_uint = 0x1;
+
+driver_fn! { cuOccupancyMaxPotentialBlockSizeWithFlags (min_grid: *mut c_int, block: *mut c_int, function: u64, smem_for_block: SmemForBlock, dynamic_smem: usize, limit: c_int, flags: c_uint) {
+    if flags & !OCCUPANCY_FLAGS != 0 {
+        return Err(DriverError::INVALID_VALUE);
+    }
+    max_potential_block_size(min_grid, block, function, smem_for_block, dynamic_smem, limit)
+} }
+
+/// The block size that keeps the most threads resident, and the grid that
+/// fills the device at that size.
+fn max_potential_block_size(
+    min_grid: *mut c_int,
+    block: *mut c_int,
+    function: u64,
+    smem_for_block: SmemForBlock,
+    dynamic_smem: usize,
+    limit: c_int,
+) -> DriverResult {
     let d = context_device()?;
     let props = rt().props(d as c_int)?;
     let attrs = rt().kernel_attributes(function)?;
@@ -402,7 +428,7 @@ driver_fn! { cuOccupancyMaxPotentialBlockSize (min_grid: *mut c_int, block: *mut
     }
     out(block, best.1)?;
     out(min_grid, best.2 * props.multi_processor_count)
-} }
+}
 
 // ---- the linker ----------------------------------------------------------------
 

@@ -270,6 +270,29 @@ int main(int argc, char **argv) {
         printf("cuModuleGetGlobal: ok\n");
     }
 
+    {
+        /* The module's kernels, counted and listed, and the occupancy API. */
+        unsigned count = 0;
+        CU_CHECK(cuModuleGetFunctionCount(&count, ptx_mod));
+        EXPECT(count == 5, "cuModuleGetFunctionCount: %u kernels, expected 5", count);
+        CUfunction listed[5];
+        CU_CHECK(cuModuleEnumerateFunctions(listed, count, ptx_mod));
+        CUfunction va;
+        CU_CHECK(cuModuleGetFunction(&va, ptx_mod, "vector_add"));
+        int found = 0;
+        for (unsigned i = 0; i < count; i++) found += listed[i] == va;
+        EXPECT(found == 1, "cuModuleEnumerateFunctions lists vector_add once (%d)", found);
+        int min_grid = 0, block = 0, min_grid2 = 0, block2 = 0;
+        CU_CHECK(cuOccupancyMaxPotentialBlockSize(&min_grid, &block, va, NULL, 0, 0));
+        CU_CHECK(cuOccupancyMaxPotentialBlockSizeWithFlags(&min_grid2, &block2, va, NULL, 0, 0,
+                                                           CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE));
+        EXPECT(block > 0 && block == block2 && min_grid == min_grid2,
+               "occupancy with flags: %d/%d and %d/%d", min_grid, block, min_grid2, block2);
+        CUresult r = cuOccupancyMaxPotentialBlockSizeWithFlags(&min_grid2, &block2, va, NULL, 0, 0, 8);
+        EXPECT(r == CUDA_ERROR_INVALID_VALUE, "unknown occupancy flags gave %d", (int)r);
+        printf("cuModuleGetFunctionCount, cuModuleEnumerateFunctions, occupancy with flags: ok\n");
+    }
+
     CU_CHECK(cuModuleUnload(ptx_mod));
     CU_CHECK(cuMemFree(d_a));
     CU_CHECK(cuMemFree(d_b));
