@@ -81,6 +81,9 @@ struct Region {
     /// The host mapping, whole pages.
     map_start: usize,
     states: Vec<PageState>,
+    /// Pages the host holds (not [`PageState::Device`]): a launch has
+    /// nothing to do for a region with none, without scanning its pages.
+    host_pages: usize,
     hints: Vec<Hints>,
     device: usize,
     attach: Attach,
@@ -184,6 +187,18 @@ impl Region {
             pages.len() * page_size(),
             state,
         );
+        self.fill_states(pages, state);
+    }
+
+    /// Records `state` for `pages`, keeping [`Region::host_pages`].
+    fn fill_states(&mut self, pages: Range<usize>, state: PageState) {
+        let held = |s: &PageState| *s != PageState::Device;
+        let before = self.states[pages.clone()]
+            .iter()
+            .filter(|s| held(s))
+            .count();
+        let after = if held(&state) { pages.len() } else { 0 };
+        self.host_pages = self.host_pages - before + after;
         self.states[pages].fill(state);
     }
 
@@ -226,7 +241,7 @@ impl Region {
                     Ok(())
                 },
             )?;
-            self.states[run].fill(PageState::Shared);
+            self.fill_states(run, PageState::Shared);
         }
         Ok(())
     }
@@ -381,6 +396,7 @@ fn alloc_with(size: usize, attach: Attach) -> Result<u64, CudaError> {
         extents: vec![(base as u64, size as u64)],
         map_start: base,
         states: vec![PageState::HostDirty; pages],
+        host_pages: pages,
         hints: vec![Hints::default(); pages],
         device: d,
         attach,
@@ -449,6 +465,7 @@ pub(crate) fn adopt_variables(d: usize, variables: &[(u64, u64)]) -> Result<(), 
             extents,
             map_start: start,
             states: vec![PageState::HostDirty; pages],
+            host_pages: pages,
             hints: vec![Hints::default(); pages],
             device: d,
             attach: Attach::Global,
@@ -503,7 +520,7 @@ pub(crate) fn device_of(ptr: u64) -> Option<usize> {
 fn before_launch(d: usize, stream: u64) {
     let mut t = table();
     for region in t.regions.values_mut() {
-        if region.device == d && region.reachable_from(stream) {
+        if region.device == d && region.host_pages > 0 && region.reachable_from(stream) {
             let all = 0..region.states.len();
             region.give_to_device(all);
         }
