@@ -3,6 +3,7 @@
 // per-node parameters / enable, clone, queries, DOT output, and the errors
 // CUDA gives for illegal calls during capture.
 #include <cuda_runtime.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -186,12 +187,17 @@ static void explicit_graph(float *x, float *y) {
     expect_all(fetch(y), 2.0f, "child graph then a 4-byte memset");
     expect_all(fetch(x), 36.0f, "child graph's work");
 
-    CHECK(cudaGraphDebugDotPrint(g, "/tmp/rcud_k_graphs.dot", 0));
-    FILE *dot = fopen("/tmp/rcud_k_graphs.dot", "r");
+    // One file per process: the test suite runs this program over several
+    // transports at once.
+    char dot_path[64];
+    snprintf(dot_path, sizeof dot_path, "/tmp/rcud_k_graphs.%d.dot", (int)getpid());
+    CHECK(cudaGraphDebugDotPrint(g, dot_path, 0));
+    FILE *dot = fopen(dot_path, "r");
     EXPECT(dot != nullptr, "DOT file written");
     char text[8192] = {};
     fread(text, 1, sizeof(text) - 1, dot);
     fclose(dot);
+    remove(dot_path);
     EXPECT(strstr(text, "digraph") && strstr(text, "add_scalar"), "DOT names the kernels");
     printf("DOT output: ok\n");
 
