@@ -39,6 +39,28 @@ struct Library {
     symver: bool,
     /// Exported although the list lacks them.
     extra: &'static [&'static str],
+    /// The CUDA 12 soname, where it differs: every function is also
+    /// exported with that version, for programs built against CUDA 12.
+    cuda12: Option<&'static str>,
+}
+
+/// One of the math libraries: its functions under `src/math/<sources>`.
+const fn math(
+    node: &'static str,
+    cuda12: Option<&'static str>,
+    list: &'static str,
+    sources: &'static str,
+    not_supported: &'static str,
+) -> Library {
+    Library {
+        node,
+        list,
+        sources,
+        not_supported,
+        symver: true,
+        extra: &[],
+        cuda12,
+    }
 }
 
 const LIBRARIES: &[Library] = &[
@@ -52,6 +74,7 @@ const LIBRARIES: &[Library] = &[
         // `cudaGetDeviceProperties_v2`, and code that looks symbols up by
         // name (dlsym) still asks for it.
         extra: &["cudaGetDeviceProperties_v2"],
+        cuda12: None,
     },
     Library {
         node: "libcuda.so.1",
@@ -60,7 +83,50 @@ const LIBRARIES: &[Library] = &[
         not_supported: "crate::driver::not_supported",
         symver: false,
         extra: &[],
+        cuda12: None,
     },
+    math(
+        "libcublas.so.13",
+        Some("libcublas.so.12"),
+        "cublas.txt",
+        "math/blas",
+        "crate::math::blas::not_supported",
+    ),
+    math(
+        "libcublasLt.so.13",
+        Some("libcublasLt.so.12"),
+        "cublasLt.txt",
+        "math/blaslt",
+        "crate::math::blaslt::not_supported",
+    ),
+    math(
+        "libcufft.so.12",
+        Some("libcufft.so.11"),
+        "cufft.txt",
+        "math/fft",
+        "crate::math::fft::not_supported",
+    ),
+    math(
+        "libcurand.so.10",
+        None,
+        "curand.txt",
+        "math/rand",
+        "crate::math::rand::not_supported",
+    ),
+    math(
+        "libcusparse.so.12",
+        None,
+        "cusparse.txt",
+        "math/sparse",
+        "crate::math::sparse::not_supported",
+    ),
+    math(
+        "libcusolver.so.12",
+        Some("libcusolver.so.11"),
+        "cusolver.txt",
+        "math/solver",
+        "crate::math::solver::not_supported",
+    ),
 ];
 
 fn main() {
@@ -72,13 +138,15 @@ fn main() {
     let mut stubs = String::new();
     let mut symver = String::from("std::arch::global_asm!(\n");
     let mut map = String::new();
+    let mut cuda12_nodes = String::new();
     let mut all_exports = BTreeSet::new();
     for (i, lib) in LIBRARIES.iter().enumerate() {
-        let exports = read_list(&root.join("exports").join(lib.list), lib.node);
-        let exports: Vec<String> = exports
+        let listed = read_list(&root.join("exports").join(lib.list), lib.node);
+        let returns: std::collections::BTreeMap<String, Returns> = listed
             .into_iter()
-            .chain(lib.extra.iter().map(|s| s.to_string()))
+            .chain(lib.extra.iter().map(|s| (s.to_string(), Returns::Status)))
             .collect();
+        let exports: Vec<String> = returns.keys().cloned().collect();
         let implemented = implemented_functions(&root.join("src").join(lib.sources));
         for name in &implemented {
             assert!(
@@ -89,6 +157,9 @@ fn main() {
             );
         }
         writeln!(map, "{} {{\n  global:", lib.node).unwrap();
+        if let Some(old) = lib.cuda12 {
+            writeln!(cuda12_nodes, "{old} {{\n  global:").unwrap();
+        }
         for name in &exports {
             assert!(
                 all_exports.insert(name.clone()),
@@ -98,6 +169,17 @@ fn main() {
                 writeln!(symver, "    \".symver {name}, {name}@@@{}\",", lib.node).unwrap();
             }
             writeln!(map, "    {name};").unwrap();
+            if let Some(old) = lib.cuda12 {
+                // A jump under a second name, since a symbol has one
+                // default version: `name@<CUDA 12 soname>` for programs
+                // linked against CUDA 12.
+                writeln!(
+                    symver,
+                    "    \".globl {name}__cuda12\\n.type {name}__cuda12,@function\\n{name}__cuda12: jmp {name}@PLT\\n.symver {name}__cuda12, {name}@{old}\","
+                )
+                .unwrap();
+                writeln!(cuda12_nodes, "    {name};").unwrap();
+            }
             if implemented.contains(name) {
                 continue;
             }
@@ -108,12 +190,17 @@ fn main() {
                 )
             });
             coverage.stub(lib.node, name, reason);
+            let (ret, body) = match returns[name] {
+                Returns::Status => (" -> ::std::os::raw::c_int", lib.not_supported),
+                Returns::Void => ("", "crate::ffi::stub_void"),
+                Returns::Float => (" -> f64", "crate::ffi::stub_float"),
+                Returns::Value => (" -> usize", "crate::ffi::stub_value"),
+            };
             writeln!(
                 stubs,
-                "#[no_mangle]\npub extern \"C\" fn {name}() -> ::std::os::raw::c_int {{\n    \
+                "#[no_mangle]\npub extern \"C\" fn {name}(){ret} {{\n    \
                  static LOGGED: ::std::sync::atomic::AtomicBool = ::std::sync::atomic::AtomicBool::new(false);\n    \
-                 {}(\"{name}\", {reason:?}, &LOGGED)\n}}\n",
-                lib.not_supported
+                 {body}(\"{name}\", {reason:?}, &LOGGED)\n}}\n",
             )
             .unwrap();
         }
@@ -122,13 +209,17 @@ fn main() {
             map.push_str("  local:\n    *;\n");
         }
         map.push_str("};\n");
+        if lib.cuda12.is_some() {
+            cuda12_nodes.push_str("};\n");
+        }
         println!(
             "cargo:rustc-env=RCUD_{}_EXPORT_COUNT={}",
-            lib.sources.to_uppercase(),
+            lib.sources.replace('/', "_").to_uppercase(),
             exports.len()
         );
     }
     symver.push_str(");\n");
+    map.push_str(&cuda12_nodes);
 
     write(&out.join("stubs.rs"), &stubs);
     write(&out.join("api-coverage.md"), &coverage.markdown());
@@ -249,16 +340,40 @@ impl Coverage {
     }
 }
 
-/// The symbols of an export list: one per line, `#` comments, and the
-/// version node's own name left out.
-fn read_list(path: &Path, node: &str) -> Vec<String> {
+/// What a listed function returns, so that its stub returns something sane.
+#[derive(Clone, Copy)]
+enum Returns {
+    /// The library's status code (the runtime's and driver's too).
+    Status,
+    Void,
+    /// A floating-point or complex value (legacy cuBLAS).
+    Float,
+    /// A pointer, a size or an int that is not a status.
+    Value,
+}
+
+/// The symbols of an export list: one per line (a name, then optionally
+/// what it returns: `status`, `void`, `float` or `value`), `#` comments, and
+/// the version node's own name left out.
+fn read_list(path: &Path, node: &str) -> Vec<(String, Returns)> {
     println!("cargo:rerun-if-changed={}", path.display());
     std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#') && *l != node)
-        .map(String::from)
+        .map(|l| {
+            let mut fields = l.split_whitespace();
+            let name = fields.next().unwrap_or_default().to_string();
+            let returns = match fields.next() {
+                None | Some("status") => Returns::Status,
+                Some("void") => Returns::Void,
+                Some("float") => Returns::Float,
+                Some("value") => Returns::Value,
+                Some(other) => panic!("{}: `{name}` returns `{other}`?", path.display()),
+            };
+            (name, returns)
+        })
         .collect()
 }
 
@@ -340,12 +455,8 @@ fn driver_errors(root: &Path) -> String {
 fn implemented_functions(dir: &Path) -> BTreeSet<String> {
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut names = BTreeSet::new();
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
-        .collect();
+    let mut files = Vec::new();
+    rust_files(dir, &mut files);
     files.sort();
     for file in files {
         println!("cargo:rerun-if-changed={}", file.display());
@@ -394,6 +505,22 @@ fn implemented_functions(dir: &Path) -> BTreeSet<String> {
         }
     }
     names
+}
+
+/// The Rust files under `dir`, at any depth.
+fn rust_files(dir: &Path, files: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
+        .filter_map(Result::ok)
+    {
+        let path = entry.path();
+        if path.is_dir() {
+            println!("cargo:rerun-if-changed={}", path.display());
+            rust_files(&path, files);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
 }
 
 fn write(path: &Path, text: &str) {

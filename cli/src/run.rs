@@ -67,9 +67,23 @@ pub(crate) enum RunError {
 /// File name of the library cargo builds.
 const LIBRARY_FILE: &str = "librcudart.so";
 /// The names programs load the library by: the runtime's soname (programs
-/// linked with `-cudart shared`) and the driver's (everything else: nvcc's
-/// static runtime, driver-API programs, CuPy, Numba, cuda-python).
-const SONAMES: &[&str] = &["libcudart.so.13", "libcuda.so.1"];
+/// linked with `-cudart shared`), the driver's (everything else: nvcc's
+/// static runtime, driver-API programs, CuPy, Numba, cuda-python), and the
+/// math libraries' of CUDA 13 and 12.
+const SONAMES: &[&str] = &[
+    "libcudart.so.13",
+    "libcuda.so.1",
+    "libcublas.so.13",
+    "libcublas.so.12",
+    "libcublasLt.so.13",
+    "libcublasLt.so.12",
+    "libcufft.so.12",
+    "libcufft.so.11",
+    "libcurand.so.10",
+    "libcusparse.so.12",
+    "libcusolver.so.12",
+    "libcusolver.so.11",
+];
 
 pub(crate) fn run(args: RunArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
     let library = match args.library {

@@ -118,6 +118,10 @@ pub enum Completion {
     /// A graph launch: its reply carries `printf` output and a timestamp for
     /// each of these events, in order.
     Graph(Vec<u64>),
+    /// An asynchronous math-library call (`library` names it in logs); the
+    /// client checked its arguments, so a library status other than
+    /// success is the server's, and is logged.
+    Math(&'static str),
 }
 
 impl std::fmt::Debug for Completion {
@@ -129,6 +133,7 @@ impl std::fmt::Debug for Completion {
             Completion::Event(_) => "Event",
             Completion::Callback(_) => "Callback",
             Completion::Graph(_) => "Graph",
+            Completion::Math(_) => "Math",
         })
     }
 }
@@ -515,6 +520,16 @@ impl Session {
                     })
                 })
             }
+            Completion::Math(library) => ops::decode_reply::<ops::rep::MathCall>(body).map(|r| {
+                r.map(|r| {
+                    if r.status != 0 {
+                        tracing::warn!(
+                            "{library}: an asynchronous call failed on the server with status {}",
+                            r.status
+                        );
+                    }
+                })
+            }),
             // Replies without fields: a status only.
             _ => ops::decode_reply::<ops::rep::DeviceSynchronize>(body).map(|r| r.map(|_| ())),
         };

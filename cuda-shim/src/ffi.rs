@@ -92,3 +92,23 @@ pub(crate) fn write_stdout(bytes: &[u8]) {
         libc::fflush(out);
     }
 }
+
+/// The body of a generated stub of a function that returns nothing (legacy
+/// cuBLAS): logs once.
+pub(crate) fn stub_void(name: &str, why: &str, logged: &AtomicBool) {
+    crate::math::log_stub("stub", name, why, logged);
+}
+
+/// The body of a generated stub of a function that returns a floating-point
+/// or complex value (legacy cuBLAS): logs once and returns zero.
+pub(crate) fn stub_float(name: &str, why: &str, logged: &AtomicBool) -> f64 {
+    crate::math::log_stub("stub", name, why, logged);
+    0.0
+}
+
+/// The body of a generated stub of a function that returns a pointer, a
+/// size or a plain int: logs once and returns zero (NULL).
+pub(crate) fn stub_value(name: &str, why: &str, logged: &AtomicBool) -> usize {
+    crate::math::log_stub("stub", name, why, logged);
+    0
+}

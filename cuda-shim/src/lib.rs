@@ -13,6 +13,7 @@ mod driver;
 mod ffi;
 mod graph;
 mod image;
+mod math;
 
 /// Functions of the CUDA runtime that rcud does not implement yet.
 #[allow(

@@ -263,6 +263,46 @@ macro_rules! wire_struct {
     };
 }
 
+/// Declares an enum of struct-like variants whose wire form is the
+/// variant's explicit `u16` tag, then its fields in order (the calls of a
+/// math library, [`crate::math`]). Tags are never reused.
+#[macro_export]
+macro_rules! wire_enum {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident {
+            $(
+                $(#[$vmeta:meta])*
+                $tag:literal $variant:ident { $( $field:ident : $ty:ty ),* $(,)? }
+            ),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        pub enum $name {
+            $( $(#[$vmeta])* $variant { $( #[allow(missing_docs)] $field : $ty ),* } ),*
+        }
+        impl $crate::codec::Wire for $name {
+            #[allow(unused_variables)]
+            fn encode(&self, w: &mut $crate::codec::Writer<'_>) {
+                match self {
+                    $( $name::$variant { $( $field ),* } => {
+                        $crate::codec::Wire::encode(&($tag as u16), w);
+                        $( $crate::codec::Wire::encode($field, w); )*
+                    } )*
+                }
+            }
+            #[allow(unused_variables)]
+            fn decode(r: &mut $crate::codec::Reader<'_>) -> Result<Self, $crate::codec::DecodeError> {
+                let tag = <u16 as $crate::codec::Wire>::decode(r)?;
+                match tag {
+                    $( $tag => Ok($name::$variant { $( $field: $crate::codec::Wire::decode(r)? ),* }), )*
+                    _ => Err($crate::codec::DecodeError::Invalid(concat!(stringify!($name), " tag"))),
+                }
+            }
+        }
+    };
+}
+
 /// Encodes `value` into a fresh vector.
 pub fn to_vec<T: Wire>(value: &T) -> Vec<u8> {
     let mut buf = Vec::new();

@@ -15,6 +15,7 @@ pub mod cuda_error;
 pub mod device;
 pub mod frame;
 pub mod handshake;
+pub mod math;
 pub mod ops;
 pub mod texture;
 

@@ -286,6 +286,10 @@ ops! {
     0x0051 GraphLaunch { graph: u32 } -> { printf: Blob, timestamps: Vec<u64> } bulk None;
     /// Forgets an uploaded graph.
     0x0052 GraphDestroy { graph: u32 } -> {} bulk None;
+    /// One call of a math library ([`crate::math`]): `library` is a
+    /// [`crate::math::Library`], `call` that library's encoded `Call`. The
+    /// reply carries the library's status and the call's output bytes.
+    0x0070 MathCall { library: u8, call: Blob } -> { status: i32, out: Blob } bulk None;
 }
 
 crate::wire_struct! {

@@ -557,6 +557,17 @@ impl Agent {
                 let res = self.ctx_mut().and_then(|c| c.ipc_close(r.ptr));
                 self.reply(&header, res.map(|()| rep::IpcCloseMemHandle {}))
             }
+            Request::MathCall(r) => {
+                let res = self
+                    .ctx_mut()
+                    .map_err(Failure::from)
+                    .and_then(|c| c.math_call(r.library, &r.call.0))
+                    .map(|reply| rep::MathCall {
+                        status: reply.status,
+                        out: Blob(reply.out),
+                    });
+                self.reply(&header, res)
+            }
             Request::PeerListen(_) => {
                 let res = self.peer_listen();
                 self.reply(&header, res)

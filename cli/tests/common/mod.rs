@@ -776,3 +776,100 @@ pub(crate) fn rcud_run_opts(
     cmd.arg("--").arg(program).args(args);
     run_with_timeout(cmd, timeout)
 }
+
+// ---------------------------------------------------------------------------
+// Math-library programs (`math_*.rs`)
+// ---------------------------------------------------------------------------
+
+/// The math libraries' link stubs: (file name, soname, export list).
+const MATH_STUBS: &[(&str, &str, &str)] = &[
+    ("libcublas.so", "libcublas.so.13", "cublas.txt"),
+    ("libcublasLt.so", "libcublasLt.so.13", "cublasLt.txt"),
+    ("libcufft.so", "libcufft.so.12", "cufft.txt"),
+    ("libcurand.so", "libcurand.so.10", "curand.txt"),
+    ("libcusparse.so", "libcusparse.so.12", "cusparse.txt"),
+    ("libcusolver.so", "libcusolver.so.12", "cusolver.txt"),
+];
+
+/// nvcc arguments that compile and link a program against NVIDIA's math
+/// libraries as a CUDA machine would: the headers of the PyPI wheels
+/// (`scripts/ensure-cuda-libs.py`) and link-time stand-ins with NVIDIA's
+/// sonames and symbol versions (every function of the export list, empty),
+/// `<repo>/target/cuda-tests/math-stubs`. The program then loads
+/// `libcublas.so.13` etc. at run time, which `rcud run` provides. Add the
+/// `-l` options of the libraries the program uses.
+pub(crate) fn math_args() -> Vec<String> {
+    static ARGS: OnceLock<Result<Vec<String>, String>> = OnceLock::new();
+    match ARGS.get_or_init(build_math_stubs) {
+        Ok(args) => args.clone(),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn build_math_stubs() -> Result<Vec<String>, String> {
+    let script = repo_root().join("scripts").join("ensure-cuda-libs.py");
+    let out = Command::new("python3")
+        .arg(&script)
+        .output()
+        .map_err(|e| format!("{}: {e}", script.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{} failed: {}",
+            script.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let include = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let dir = cuda_build_dir().join("math-stubs");
+    fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for (file, soname, list_name) in MATH_STUBS {
+        let list = repo_root()
+            .join("cuda-shim")
+            .join("exports")
+            .join(list_name);
+        let lib = dir.join(file);
+        let src_time = modified(&list).ok_or_else(|| format!("{} is missing", list.display()))?;
+        if modified(&lib).is_some_and(|t| t > src_time) {
+            continue;
+        }
+        let text = fs::read_to_string(&list).map_err(|e| format!("{}: {e}", list.display()))?;
+        let mut c =
+            format!("/* Generated from cuda-shim/exports/{list_name}: link-time stub. */\n");
+        let mut map = format!("{soname} {{\n  global:\n");
+        for name in text
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+            .filter_map(|l| l.split_whitespace().next())
+        {
+            c.push_str(&format!("void {name}(void) {{}}\n"));
+            map.push_str(&format!("    {name};\n"));
+        }
+        map.push_str("  local: *;\n};\n");
+        let pid = std::process::id();
+        let c_file = dir.join(format!(".{file}.{pid}.c"));
+        let map_file = dir.join(format!(".{file}.{pid}.map"));
+        let tmp = dir.join(format!(".{file}.{pid}.tmp"));
+        fs::write(&c_file, c).map_err(|e| format!("{}: {e}", c_file.display()))?;
+        fs::write(&map_file, map).map_err(|e| format!("{}: {e}", map_file.display()))?;
+        let cc = std::env::var_os("CC")
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| "cc".into());
+        let mut cmd = Command::new(&cc);
+        cmd.args(["-shared", "-fPIC"])
+            .arg(format!("-Wl,-soname,{soname}"))
+            .arg(format!("-Wl,--version-script={}", map_file.display()))
+            .arg("-o")
+            .arg(&tmp)
+            .arg(&c_file);
+        let built = build_into(
+            cmd,
+            &tmp,
+            &lib,
+            &format!("building the {file} link stub failed"),
+        );
+        let _ = fs::remove_file(&c_file);
+        let _ = fs::remove_file(&map_file);
+        built?;
+    }
+    Ok(vec![format!("-I{include}"), format!("-L{}", dir.display())])
+}

@@ -33,6 +33,7 @@ pub mod ipc_events;
 mod kernels;
 mod limits;
 mod loaded;
+pub mod math;
 mod memory;
 pub mod mempool;
 mod queue;

@@ -116,6 +116,7 @@ impl Backend for EmuBackend {
             images: self.images.clone(),
             modules: Vec::new(),
             functions: Vec::new(),
+            libraries: rcud_math::Libraries::default(),
             limits: Limits {
                 timeout: self.kernel_timeout,
                 threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -132,7 +133,28 @@ struct EmuContext {
     images: Arc<ImageCache>,
     modules: Vec<LoadedModule>,
     functions: Vec<Function>,
+    /// Handles, plans and generators of the math libraries.
+    libraries: rcud_math::Libraries,
     limits: Limits,
+}
+
+/// The client's device memory as the math libraries see it.
+struct MathMemory<'a>(&'a mut DeviceMemory);
+
+impl rcud_math::DeviceMemory for MathMemory<'_> {
+    fn read(&self, ptr: u64, len: u64) -> Result<&[u8], rcud_math::Fault> {
+        self.0
+            .slice(ptr, len)
+            .map_err(|_| rcud_math::Fault { ptr, len })
+    }
+
+    fn write(&mut self, ptr: u64, data: &[u8]) -> Result<(), rcud_math::Fault> {
+        let len = data.len() as u64;
+        self.0
+            .slice_mut(ptr, len)
+            .map(|dst| dst.copy_from_slice(data))
+            .map_err(|_| rcud_math::Fault { ptr, len })
+    }
 }
 
 /// A module loaded into one client's context: its code and where its
@@ -248,6 +270,22 @@ impl EmuContext {
 }
 
 impl DeviceContext for EmuContext {
+    fn backend_name(&self) -> &'static str {
+        "emu"
+    }
+
+    fn math_call(&mut self, library: u8, call: &[u8]) -> Result<rcud_math::Reply, Failure> {
+        self.libraries
+            .call(&mut MathMemory(&mut self.memory), library, call)
+            .map_err(|e| {
+                let code = match e {
+                    rcud_math::MathError::Fault(_) => CudaError::ILLEGAL_ADDRESS,
+                    _ => CudaError::INVALID_VALUE,
+                };
+                Failure::new(code, e.to_string())
+            })
+    }
+
     fn malloc(&mut self, size: u64) -> Result<u64, CudaError> {
         self.memory.malloc(size)
     }
@@ -287,6 +325,7 @@ impl DeviceContext for EmuContext {
     }
 
     fn reset(&mut self) {
+        self.libraries = rcud_math::Libraries::default();
         self.modules.clear();
         self.functions.clear();
         self.memory.reset();

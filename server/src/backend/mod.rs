@@ -136,6 +136,21 @@ pub trait DeviceContext: Send {
     /// `cudaDeviceSetLimit` of a limit the device itself applies (stack
     /// size, printf FIFO, malloc heap): the value now in force.
     fn set_limit(&mut self, limit: i32, value: u64) -> Result<u64, Failure>;
+    /// One call of a math library ([`rcud_proto::math`]): the library's
+    /// status and the call's output bytes.
+    fn math_call(&mut self, library: u8, _call: &[u8]) -> Result<rcud_math::Reply, Failure> {
+        let name =
+            rcud_proto::math::Library::from_wire(library).map_or("a math library", |l| l.name());
+        Err(Failure::new(
+            CudaError::NOT_SUPPORTED,
+            format!(
+                "{name} is not available on the {} backend",
+                self.backend_name()
+            ),
+        ))
+    }
+    /// The backend's name, for messages.
+    fn backend_name(&self) -> &'static str;
 }
 
 /// One kernel launch as the client asked for it.

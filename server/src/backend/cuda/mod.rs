@@ -525,6 +525,10 @@ fn c_name(name: &str, code: CudaError) -> Result<CString, Failure> {
 }
 
 impl DeviceContext for CudaDeviceContext {
+    fn backend_name(&self) -> &'static str {
+        "cuda"
+    }
+
     fn malloc(&mut self, size: u64) -> Result<u64, CudaError> {
         if size == 0 {
             return Err(CudaError::INVALID_VALUE);

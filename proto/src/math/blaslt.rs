@@ -1,0 +1,10 @@
+//! cuBLASLt calls on the wire.
+
+crate::wire_enum! {
+    /// A cuBLASLt call.
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum Call {
+        /// Placeholder until the library's calls are declared; never sent.
+        0 Unused {},
+    }
+}
