@@ -119,7 +119,8 @@ macro_rules! wire_int {
         }
     )*};
 }
-wire_int!(u8, u16, u32, u64, i8, i16, i32, i64);
+// Floats travel as their IEEE 754 bits (the scalars of math-library calls).
+wire_int!(u8, u16, u32, u64, i8, i16, i32, i64, f32, f64);
 
 impl Wire for bool {
     fn encode(&self, w: &mut Writer<'_>) {
@@ -224,6 +225,21 @@ impl<T: Wire> Wire for Vec<T> {
             out.push(T::decode(r)?);
         }
         Ok(out)
+    }
+}
+
+impl<T: Wire> Wire for Option<T> {
+    fn encode(&self, w: &mut Writer<'_>) {
+        match self {
+            None => false.encode(w),
+            Some(v) => {
+                true.encode(w);
+                v.encode(w);
+            }
+        }
+    }
+    fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        Ok(if bool::decode(r)? { Some(T::decode(r)?) } else { None })
     }
 }
 
