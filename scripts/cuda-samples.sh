@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # NVIDIA's cuda-samples as rcud's compatibility suite: builds the samples of
-# 0_Introduction, 2_Concepts_and_Techniques, 3_CUDA_Features and 6_Performance
-# with their own CMakeLists for sm_80, twice (separable compilation ON, as
+# 0_Introduction, 2_Concepts_and_Techniques, 3_CUDA_Features, 4_CUDA_Libraries
+# and 6_Performance with their own CMakeLists for sm_80, twice (separable compilation ON, as
 # NVIDIA sets it, and forced OFF), runs every built sample under `rcud run`
 # on the emulated GPU, and writes results.md and results.tsv.
 #
@@ -26,6 +26,7 @@
 # TIMEOUT, BUILD-FAIL, N/A (needs a display, MPI, NvSci or two GPUs). Each
 # run's output is in <out>/logs/rdc-{on,off}/<sample>.log.
 #   JOBS           parallel compile jobs (default 2)
+#   FOLDERS        the sample folders to build (default: the five above)
 #
 # Why it is built this way:
 # - CI has no access to GitHub, so the checkout is given, not cloned.
@@ -50,10 +51,15 @@
 #   *Drv samples) keep NVIDIA's list of architectures: SASS only, which the
 #   emulated GPU cannot run (they fail with CUDA_ERROR_NO_BINARY_FOR_GPU,
 #   as they would on a GPU of an architecture not in the list).
-# - Libraries the PyPI toolkit lacks (cuBLAS, cuRAND, ...) get a placeholder
-#   CUDA::<lib> target that links -lrcud_missing_<lib>, so a sample needing
-#   one fails to build with that name in its log instead of stopping the
-#   whole configure.
+# - The math libraries rcud replaces (cuBLAS, cuBLASLt, cuFFT, cuRAND,
+#   cuSPARSE, cuSOLVER) get CUDA::<lib> targets made of their headers (from
+#   the PyPI wheels, scripts/ensure-cuda-libs.py) and link stubs with
+#   NVIDIA's sonames and symbol versions (every function of rcud's export
+#   list, empty), so samples link as on a CUDA machine and load rcud's
+#   libraries under `rcud run`. Libraries rcud does not replace (NPP,
+#   nvJPEG, nvJitLink) get a placeholder target that links
+#   -lrcud_missing_<lib>, so a sample needing one fails to build with that
+#   name in its log instead of stopping the whole configure.
 # - A wrapper CMakeLists adds the four folders only (NVIDIA's top level adds
 #   all eight, with libraries and NVVM samples out of scope here).
 # - Builds and runs go through `nice -n 19`, one sample runs at a time: the
@@ -81,7 +87,7 @@ CONFIGS="${CONFIGS:-on off}"
 STEPS="${STEPS:-build run}"
 RERUN="${RERUN:-}"
 JOBS="${JOBS:-2}"
-FOLDERS=(0_Introduction 2_Concepts_and_Techniques 3_CUDA_Features 6_Performance)
+read -r -a FOLDERS <<<"${FOLDERS:-0_Introduction 2_Concepts_and_Techniques 3_CUDA_Features 4_CUDA_Libraries 6_Performance}"
 
 [[ -d "$src/Samples/0_Introduction" ]] || { log "$src is not a cuda-samples checkout"; exit 1; }
 [[ -x "$RCUD" ]] || { log "no rcud at $RCUD (build it, or set RCUD)"; exit 1; }
@@ -111,6 +117,24 @@ if [[ ! -e "$stubs/libcuda.so" ]]; then
     cc -shared -fPIC -Wl,-soname,libcuda.so.1 -o "$stubs/libcuda.so" "$stubs/cuda_stub.c"
 fi
 
+# Math-library link stubs: soname and version node of NVIDIA's library, every
+# function of rcud's export list (cuda-shim/exports/<list>).
+math_inc="$(python3 "$script_dir/ensure-cuda-libs.py")"
+for spec in "cublas libcublas.so.13 cublas.txt" "cublasLt libcublasLt.so.13 cublasLt.txt" \
+    "cufft libcufft.so.12 cufft.txt" "curand libcurand.so.10 curand.txt" \
+    "cusparse libcusparse.so.12 cusparse.txt" "cusolver libcusolver.so.12 cusolver.txt"; do
+    read -r lib soname list <<<"$spec"
+    exports="$repo_root/cuda-shim/exports/$list"
+    if [[ ! "$stubs/lib$lib.so" -nt "$exports" ]]; then
+        mkdir -p "$stubs"
+        grep -v '^#' "$exports" | awk '{print "void " $1 "(void) {}"}' >"$stubs/$lib.c"
+        { echo "$soname { global:"; grep -v '^#' "$exports" | awk '{print "  " $1 ";"}'; echo "local: *; };"; } \
+            >"$stubs/$lib.map"
+        cc -shared -fPIC -Wl,-soname,"$soname" -Wl,--version-script="$stubs/$lib.map" \
+            -o "$stubs/lib$lib.so" "$stubs/$lib.c"
+    fi
+done
+
 # Wrapper project and the per-directory hook (see the header for why).
 wrap="$out/wrapper"
 mkdir -p "$wrap"
@@ -134,7 +158,15 @@ function(_rcud_fix_targets)
       endif()
     endif()
   endforeach()
-  foreach(lib cublas cublasLt curand cufft cusolver cusparse nvjpeg npp nppc nppif nppisu nppig nvJitLink)
+  foreach(lib cublas cublasLt curand cufft cusolver cusparse)
+    if(NOT TARGET CUDA::${lib})
+      add_library(CUDA::${lib} SHARED IMPORTED)
+      set_target_properties(CUDA::${lib} PROPERTIES
+        IMPORTED_LOCATION "${RCUD_MATH_STUBS}/lib${lib}.so"
+        INTERFACE_INCLUDE_DIRECTORIES "${RCUD_MATH_INCLUDE}")
+    endif()
+  endforeach()
+  foreach(lib nvjpeg npp nppc nppial nppicc nppidei nppif nppig nppim nppist nppisu nppitc npps nvJitLink)
     if(NOT TARGET CUDA::${lib})
       add_library(CUDA::${lib} INTERFACE IMPORTED)
       set_target_properties(CUDA::${lib} PROPERTIES INTERFACE_LINK_LIBRARIES "rcud_missing_${lib}")
@@ -172,6 +204,9 @@ not_applicable() {
     if grep -qE 'find_package\((OpenGL|GLUT|EGL|Vulkan|MPI)' "$d/CMakeLists.txt"; then
         echo "needs a display or MPI (CMakeLists)"; return
     fi
+    if grep -qE 'CUDA::(npp|nvjpeg)|FreeImage' "$d/CMakeLists.txt"; then
+        echo "needs NPP, nvJPEG or FreeImage, which rcud does not provide"; return
+    fi
     # Peer-to-peer between two GPUs is what these samples are about; with one
     # GPU they only print that they are waived.
     case "$2" in
@@ -192,6 +227,7 @@ build_config() {
         -DCMAKE_CUDA_FLAGS="-I$inc" -DCMAKE_CXX_FLAGS="-I$inc" \
         -DCMAKE_PROJECT_INCLUDE="$wrap/rcud-hook.cmake" \
         -DCUDA_cuda_driver_LIBRARY="$stubs/libcuda.so" \
+        -DRCUD_MATH_STUBS="$stubs" -DRCUD_MATH_INCLUDE="$math_inc" \
         -DCUDA_nvrtc_LIBRARY="$cuda_root/lib/libnvrtc.so.13" \
         >"$out/configure-rdc-$cfg.log" 2>&1 || { log "configure failed: $out/configure-rdc-$cfg.log"; return 1; }
     log "building rdc $rdc (log: $out/build-rdc-$cfg.log)"
