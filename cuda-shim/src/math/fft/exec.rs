@@ -94,3 +94,18 @@ pub extern "C" fn cufftExecC2R(plan: c_int, idata: *mut c_void, odata: *mut c_vo
 pub extern "C" fn cufftExecZ2D(plan: c_int, idata: *mut c_void, odata: *mut c_void) -> c_int {
     exec(plan, Kind::Z2D, idata, odata, INVERSE)
 }
+
+/// `cufftXtExec`: the execution function of the plan's type.
+#[no_mangle]
+pub extern "C" fn cufftXtExec(plan: c_int, input: *mut c_void, output: *mut c_void, direction: c_int) -> c_int {
+    let kind = match plan_state(plan) {
+        Ok(state) => state.geometry.as_ref().and_then(|g| g.kind()),
+        Err(status) => return status,
+    };
+    match kind {
+        None => status::INVALID_PLAN,
+        Some(kind @ (Kind::C2C | Kind::Z2Z)) => exec(plan, kind, input, output, direction),
+        Some(kind @ (Kind::R2C | Kind::D2Z)) => exec(plan, kind, input, output, FORWARD),
+        Some(kind) => exec(plan, kind, input, output, INVERSE),
+    }
+}

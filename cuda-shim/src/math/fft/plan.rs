@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::os::raw::{c_int, c_longlong, c_void};
 
-use rcud_proto::math::fft::{status, Advanced, Call, Geometry};
+use rcud_proto::math::fft::{status, Advanced, Call, Geometry, Kind};
 
 use super::{
     call, plan_state, plans, read_array, run, update, write_host, write_optional, PlanState,
@@ -548,4 +548,90 @@ pub extern "C" fn cufftResetPlanProperty(plan: c_int, property: c_int) -> c_int 
             s.properties.remove(&property);
         })
     })
+}
+
+/// `cudaDataType` values of cuFFT's standard transforms.
+const CUDA_R_32F: c_int = 0;
+const CUDA_R_64F: c_int = 1;
+const CUDA_R_16F: c_int = 2;
+const CUDA_C_32F: c_int = 4;
+const CUDA_C_64F: c_int = 5;
+const CUDA_C_16F: c_int = 6;
+const CUDA_R_16BF: c_int = 14;
+const CUDA_C_16BF: c_int = 15;
+
+/// The `cufftType` of a `cufftXtMakePlanMany` type triple: the six
+/// standard transforms; FP16 and BF16 ones are not supported.
+fn xt_kind(input: c_int, output: c_int, execution: c_int) -> Result<c_int, c_int> {
+    let kind = match (input, output, execution) {
+        (CUDA_C_32F, CUDA_C_32F, CUDA_C_32F) => Kind::C2C,
+        (CUDA_R_32F, CUDA_C_32F, CUDA_C_32F) => Kind::R2C,
+        (CUDA_C_32F, CUDA_R_32F, CUDA_C_32F) => Kind::C2R,
+        (CUDA_C_64F, CUDA_C_64F, CUDA_C_64F) => Kind::Z2Z,
+        (CUDA_R_64F, CUDA_C_64F, CUDA_C_64F) => Kind::D2Z,
+        (CUDA_C_64F, CUDA_R_64F, CUDA_C_64F) => Kind::Z2D,
+        _ if [input, output, execution]
+            .iter()
+            .any(|t| [CUDA_R_16F, CUDA_C_16F, CUDA_R_16BF, CUDA_C_16BF].contains(t)) =>
+        {
+            tracing::warn!("cuFFT: half-precision (FP16, BF16) transforms are not supported by rcud");
+            return Err(status::NOT_SUPPORTED);
+        }
+        _ => return Err(status::INVALID_TYPE),
+    };
+    Ok(kind.raw())
+}
+
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn cufftXtMakePlanMany(
+    plan: c_int,
+    rank: c_int,
+    n: *mut c_longlong,
+    inembed: *mut c_longlong,
+    istride: c_longlong,
+    idist: c_longlong,
+    input_type: c_int,
+    onembed: *mut c_longlong,
+    ostride: c_longlong,
+    odist: c_longlong,
+    output_type: c_int,
+    batch: c_longlong,
+    work_size: *mut usize,
+    execution_type: c_int,
+) -> c_int {
+    run(|| {
+        plan_state(plan)?;
+        let kind = xt_kind(input_type, output_type, execution_type)?;
+        let geometry = many(
+            rank, n, inembed, istride, idist, onembed, ostride, odist, kind, batch,
+        )?;
+        make(plan, geometry, work_size)
+    })
+}
+
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn cufftXtGetSizeMany(
+    plan: c_int,
+    rank: c_int,
+    n: *mut c_longlong,
+    inembed: *mut c_longlong,
+    istride: c_longlong,
+    idist: c_longlong,
+    input_type: c_int,
+    onembed: *mut c_longlong,
+    ostride: c_longlong,
+    odist: c_longlong,
+    output_type: c_int,
+    batch: c_longlong,
+    work_size: *mut usize,
+    execution_type: c_int,
+) -> c_int {
+    let geometry = xt_kind(input_type, output_type, execution_type).and_then(|kind| {
+        many(
+            rank, n, inembed, istride, idist, onembed, ostride, odist, kind, batch,
+        )
+    });
+    size_of(Some(plan), geometry, work_size)
 }
