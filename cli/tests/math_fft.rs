@@ -31,7 +31,9 @@ fn math_fft() {
         run.assert_contains("R2C 3d round trip: ok");
         run.assert_contains("D2Z 1d 1x1x1000 batch 1/2 out of place: ok");
         run.assert_contains("C2C 2d advanced layout (cufftMakePlanMany64, own stream): ok");
-        run.assert_line("cufftExecC2C(plan, (cufftComplex*)d, (cufftComplex*)d, CUFFT_FORWARD) -> 3");
+        run.assert_line(
+            "cufftExecC2C(plan, (cufftComplex*)d, (cufftComplex*)d, CUFFT_FORWARD) -> 3",
+        );
         run.assert_line("cufftExecR2C(plan, d + 100, (cufftComplex*)d) -> 4");
         run.assert_line("cufftDestroy(plan) -> 1");
         run.assert_line("cufftXtSetCallback(plan, callbacks, CUFFT_CB_LD_COMPLEX, NULL) -> 16");

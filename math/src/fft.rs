@@ -199,10 +199,12 @@ fn for_each_offset(layout: &Layout, mut f: impl FnMut(usize, usize)) {
     for b in 0..layout.batch {
         index.iter_mut().for_each(|x| *x = 0);
         for _ in 0..elements {
-            let mut element = b * layout.dist;
-            for k in 0..rank {
-                element += index[k] * layout.strides[k];
-            }
+            let element = b * layout.dist
+                + index
+                    .iter()
+                    .zip(&layout.strides)
+                    .map(|(x, stride)| x * stride)
+                    .sum::<u64>();
             f(i, (element * layout.element_bytes) as usize);
             i += 1;
             for k in (0..rank).rev() {
@@ -383,7 +385,7 @@ fn c2r<T: Real>(planners: &mut Planners<T>, spectrum: &mut [Complex<T>], last: u
         .zip(real.chunks_exact_mut(last))
     {
         row[0].im = T::zero();
-        if last % 2 == 0 {
+        if last & 1 == 0 {
             row[half - 1].im = T::zero();
         }
         if let Err(e) = fft.process_with_scratch(row, out, &mut scratch) {

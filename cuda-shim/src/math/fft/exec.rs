@@ -97,7 +97,12 @@ pub extern "C" fn cufftExecZ2D(plan: c_int, idata: *mut c_void, odata: *mut c_vo
 
 /// `cufftXtExec`: the execution function of the plan's type.
 #[no_mangle]
-pub extern "C" fn cufftXtExec(plan: c_int, input: *mut c_void, output: *mut c_void, direction: c_int) -> c_int {
+pub extern "C" fn cufftXtExec(
+    plan: c_int,
+    input: *mut c_void,
+    output: *mut c_void,
+    direction: c_int,
+) -> c_int {
     let kind = match plan_state(plan) {
         Ok(state) => state.geometry.as_ref().and_then(|g| g.kind()),
         Err(status) => return status,

@@ -574,7 +574,9 @@ fn xt_kind(input: c_int, output: c_int, execution: c_int) -> Result<c_int, c_int
             .iter()
             .any(|t| [CUDA_R_16F, CUDA_C_16F, CUDA_R_16BF, CUDA_C_16BF].contains(t)) =>
         {
-            tracing::warn!("cuFFT: half-precision (FP16, BF16) transforms are not supported by rcud");
+            tracing::warn!(
+                "cuFFT: half-precision (FP16, BF16) transforms are not supported by rcud"
+            );
             return Err(status::NOT_SUPPORTED);
         }
         _ => return Err(status::INVALID_TYPE),
