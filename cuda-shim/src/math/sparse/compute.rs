@@ -8,9 +8,9 @@ use std::os::raw::{c_int, c_void};
 use rcud_proto::math::sparse::{Call, Scalar, SpMat};
 
 use super::{
-    call_async, call_sync, check_dn_mat, check_dn_vec, check_sp_mat, device_range, dn_mat,
-    dn_vec, get, handle, input, insert, out, remove, reply_i64, run, sp_mat, update, value_size,
-    Handle, Object, FORMAT_CSR, INVALID_VALUE, NOT_SUPPORTED,
+    call_async, call_sync, check_dn_mat, check_dn_vec, check_sp_mat, device_range, dn_mat, dn_vec,
+    get, handle, input, insert, out, remove, reply_i64, run, sp_mat, update, value_size, Handle,
+    Object, FORMAT_CSR, INVALID_VALUE, NOT_SUPPORTED,
 };
 
 /// The workspace size the buffer-size queries answer: the computations
@@ -278,7 +278,10 @@ pub extern "C" fn cusparseSpGEMM_createDescr(descr: *mut *mut c_void) -> c_int {
         if descr.is_null() {
             return Err(INVALID_VALUE);
         }
-        out(descr, insert(Object::SpGemm { computed: false }) as *mut c_void)
+        out(
+            descr,
+            insert(Object::SpGemm { computed: false }) as *mut c_void,
+        )
     })
 }
 

@@ -99,8 +99,19 @@ pub extern "C" fn cusparseCsr2cscEx2(
 ) -> c_int {
     run(|| {
         let (handle, call) = csr2csc_call(
-            h, m, n, nnz, csr_values, csr_offsets, csr_columns, csc_values, csc_offsets, csc_rows,
-            value_type, action, idx_base,
+            h,
+            m,
+            n,
+            nnz,
+            csr_values,
+            csr_offsets,
+            csr_columns,
+            csc_values,
+            csc_offsets,
+            csc_rows,
+            value_type,
+            action,
+            idx_base,
         )?;
         call_async(&handle, &call)
     })
@@ -127,8 +138,19 @@ pub extern "C" fn cusparseCsr2cscEx2_bufferSize(
 ) -> c_int {
     run(|| {
         csr2csc_call(
-            h, m, n, nnz, csr_values, csr_offsets, csr_columns, csc_values, csc_offsets, csc_rows,
-            value_type, action, idx_base,
+            h,
+            m,
+            n,
+            nnz,
+            csr_values,
+            csr_offsets,
+            csr_columns,
+            csc_values,
+            csc_offsets,
+            csc_rows,
+            value_type,
+            action,
+            idx_base,
         )?;
         out(size, WORKSPACE)
     })

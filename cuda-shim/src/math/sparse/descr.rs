@@ -87,8 +87,18 @@ pub extern "C" fn cusparseCreateCsr(
 ) -> c_int {
     run(|| {
         create_compressed(
-            descr, FORMAT_CSR, rows, cols, nnz, offsets, indices, values, offset_type, index_type,
-            base, value_type,
+            descr,
+            FORMAT_CSR,
+            rows,
+            cols,
+            nnz,
+            offsets,
+            indices,
+            values,
+            offset_type,
+            index_type,
+            base,
+            value_type,
         )
     })
 }
@@ -110,8 +120,18 @@ pub extern "C" fn cusparseCreateConstCsr(
 ) -> c_int {
     run(|| {
         create_compressed(
-            descr, FORMAT_CSR, rows, cols, nnz, offsets, indices, values, offset_type, index_type,
-            base, value_type,
+            descr,
+            FORMAT_CSR,
+            rows,
+            cols,
+            nnz,
+            offsets,
+            indices,
+            values,
+            offset_type,
+            index_type,
+            base,
+            value_type,
         )
     })
 }
@@ -133,8 +153,18 @@ pub extern "C" fn cusparseCreateCsc(
 ) -> c_int {
     run(|| {
         create_compressed(
-            descr, FORMAT_CSC, rows, cols, nnz, offsets, indices, values, offset_type, index_type,
-            base, value_type,
+            descr,
+            FORMAT_CSC,
+            rows,
+            cols,
+            nnz,
+            offsets,
+            indices,
+            values,
+            offset_type,
+            index_type,
+            base,
+            value_type,
         )
     })
 }
@@ -156,8 +186,18 @@ pub extern "C" fn cusparseCreateConstCsc(
 ) -> c_int {
     run(|| {
         create_compressed(
-            descr, FORMAT_CSC, rows, cols, nnz, offsets, indices, values, offset_type, index_type,
-            base, value_type,
+            descr,
+            FORMAT_CSC,
+            rows,
+            cols,
+            nnz,
+            offsets,
+            indices,
+            values,
+            offset_type,
+            index_type,
+            base,
+            value_type,
         )
     })
 }
@@ -178,8 +218,18 @@ pub extern "C" fn cusparseCreateCoo(
 ) -> c_int {
     run(|| {
         create_compressed(
-            descr, FORMAT_COO, rows, cols, nnz, row_indices, col_indices, values, index_type,
-            index_type, base, value_type,
+            descr,
+            FORMAT_COO,
+            rows,
+            cols,
+            nnz,
+            row_indices,
+            col_indices,
+            values,
+            index_type,
+            index_type,
+            base,
+            value_type,
         )
     })
 }
@@ -200,8 +250,18 @@ pub extern "C" fn cusparseCreateConstCoo(
 ) -> c_int {
     run(|| {
         create_compressed(
-            descr, FORMAT_COO, rows, cols, nnz, row_indices, col_indices, values, index_type,
-            index_type, base, value_type,
+            descr,
+            FORMAT_COO,
+            rows,
+            cols,
+            nnz,
+            row_indices,
+            col_indices,
+            values,
+            index_type,
+            index_type,
+            base,
+            value_type,
         )
     })
 }
@@ -263,8 +323,18 @@ pub extern "C" fn cusparseCsrGet(
 ) -> c_int {
     run(|| {
         get_sp_mat(
-            descr, FORMAT_CSR, rows, cols, nnz, offsets, indices, values, Some(offset_type),
-            index_type, base, value_type,
+            descr,
+            FORMAT_CSR,
+            rows,
+            cols,
+            nnz,
+            offsets,
+            indices,
+            values,
+            Some(offset_type),
+            index_type,
+            base,
+            value_type,
         )
     })
 }
@@ -286,8 +356,18 @@ pub extern "C" fn cusparseConstCsrGet(
 ) -> c_int {
     run(|| {
         get_sp_mat(
-            descr, FORMAT_CSR, rows, cols, nnz, offsets, indices, values, Some(offset_type),
-            index_type, base, value_type,
+            descr,
+            FORMAT_CSR,
+            rows,
+            cols,
+            nnz,
+            offsets,
+            indices,
+            values,
+            Some(offset_type),
+            index_type,
+            base,
+            value_type,
         )
     })
 }
@@ -309,8 +389,18 @@ pub extern "C" fn cusparseCscGet(
 ) -> c_int {
     run(|| {
         get_sp_mat(
-            descr, FORMAT_CSC, rows, cols, nnz, offsets, indices, values, Some(offset_type),
-            index_type, base, value_type,
+            descr,
+            FORMAT_CSC,
+            rows,
+            cols,
+            nnz,
+            offsets,
+            indices,
+            values,
+            Some(offset_type),
+            index_type,
+            base,
+            value_type,
         )
     })
 }
@@ -332,8 +422,18 @@ pub extern "C" fn cusparseConstCscGet(
 ) -> c_int {
     run(|| {
         get_sp_mat(
-            descr, FORMAT_CSC, rows, cols, nnz, offsets, indices, values, Some(offset_type),
-            index_type, base, value_type,
+            descr,
+            FORMAT_CSC,
+            rows,
+            cols,
+            nnz,
+            offsets,
+            indices,
+            values,
+            Some(offset_type),
+            index_type,
+            base,
+            value_type,
         )
     })
 }
@@ -354,8 +454,18 @@ pub extern "C" fn cusparseCooGet(
 ) -> c_int {
     run(|| {
         get_sp_mat(
-            descr, FORMAT_COO, rows, cols, nnz, row_indices, col_indices, values, None,
-            index_type, base, value_type,
+            descr,
+            FORMAT_COO,
+            rows,
+            cols,
+            nnz,
+            row_indices,
+            col_indices,
+            values,
+            None,
+            index_type,
+            base,
+            value_type,
         )
     })
 }
@@ -376,8 +486,18 @@ pub extern "C" fn cusparseConstCooGet(
 ) -> c_int {
     run(|| {
         get_sp_mat(
-            descr, FORMAT_COO, rows, cols, nnz, row_indices, col_indices, values, None,
-            index_type, base, value_type,
+            descr,
+            FORMAT_COO,
+            rows,
+            cols,
+            nnz,
+            row_indices,
+            col_indices,
+            values,
+            None,
+            index_type,
+            base,
+            value_type,
         )
     })
 }
@@ -770,7 +890,10 @@ pub extern "C" fn cusparseCreateMatDescr(descr: *mut *mut c_void) -> c_int {
         if descr.is_null() {
             return Err(INVALID_VALUE);
         }
-        out(descr, insert(Object::MatDescr(MatDescr::default())) as *mut c_void)
+        out(
+            descr,
+            insert(Object::MatDescr(MatDescr::default())) as *mut c_void,
+        )
     })
 }
 

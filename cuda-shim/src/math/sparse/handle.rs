@@ -36,9 +36,12 @@ pub extern "C" fn cusparseCreate(handle_out: *mut *mut c_void) -> c_int {
 pub extern "C" fn cusparseDestroy(h: *mut c_void) -> c_int {
     run(|| {
         let handle = handle(h)?;
-        call_sync(handle.stream, &Call::Destroy {
-            handle: handle.server,
-        })?;
+        call_sync(
+            handle.stream,
+            &Call::Destroy {
+                handle: handle.server,
+            },
+        )?;
         super::remove(h, |o| matches!(o, Object::Handle(_))).map_err(|_| NOT_INITIALIZED)
     })
 }
@@ -113,19 +116,31 @@ pub extern "C" fn cusparseGetPointerMode(h: *mut c_void, mode: *mut c_int) -> c_
 fn status_text(status: c_int) -> (&'static [u8], &'static [u8]) {
     match status {
         0 => (b"CUSPARSE_STATUS_SUCCESS\0", b"success\0"),
-        1 => (b"CUSPARSE_STATUS_NOT_INITIALIZED\0", b"initialization error\0"),
+        1 => (
+            b"CUSPARSE_STATUS_NOT_INITIALIZED\0",
+            b"initialization error\0",
+        ),
         2 => (b"CUSPARSE_STATUS_ALLOC_FAILED\0", b"out of memory\0"),
         3 => (b"CUSPARSE_STATUS_INVALID_VALUE\0", b"invalid value\0"),
-        4 => (b"CUSPARSE_STATUS_ARCH_MISMATCH\0", b"architecture mismatch\0"),
+        4 => (
+            b"CUSPARSE_STATUS_ARCH_MISMATCH\0",
+            b"architecture mismatch\0",
+        ),
         5 => (b"CUSPARSE_STATUS_MAPPING_ERROR\0", b"mapping error\0"),
         6 => (b"CUSPARSE_STATUS_EXECUTION_FAILED\0", b"execution failed\0"),
-        7 => (b"CUSPARSE_STATUS_INTERNAL_ERROR\0", b"internal operation failed\0"),
+        7 => (
+            b"CUSPARSE_STATUS_INTERNAL_ERROR\0",
+            b"internal operation failed\0",
+        ),
         8 => (
             b"CUSPARSE_STATUS_MATRIX_TYPE_NOT_SUPPORTED\0",
             b"matrix type not supported\0",
         ),
         9 => (b"CUSPARSE_STATUS_ZERO_PIVOT\0", b"zero pivot\0"),
-        10 => (b"CUSPARSE_STATUS_NOT_SUPPORTED\0", b"operation not supported\0"),
+        10 => (
+            b"CUSPARSE_STATUS_NOT_SUPPORTED\0",
+            b"operation not supported\0",
+        ),
         11 => (
             b"CUSPARSE_STATUS_INSUFFICIENT_RESOURCES\0",
             b"insufficient resources\0",

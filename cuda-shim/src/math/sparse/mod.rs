@@ -262,8 +262,14 @@ pub(crate) fn device_range(ptr: u64, len: u64) -> Status {
 /// CSC, nnz row indices for COO).
 pub(crate) fn offsets_bytes(m: &SpMat) -> Result<u64, c_int> {
     match m.format {
-        FORMAT_CSR => bytes(m.rows.checked_add(1).ok_or(INVALID_VALUE)?, index_size(m.offset_type)?),
-        FORMAT_CSC => bytes(m.cols.checked_add(1).ok_or(INVALID_VALUE)?, index_size(m.offset_type)?),
+        FORMAT_CSR => bytes(
+            m.rows.checked_add(1).ok_or(INVALID_VALUE)?,
+            index_size(m.offset_type)?,
+        ),
+        FORMAT_CSC => bytes(
+            m.cols.checked_add(1).ok_or(INVALID_VALUE)?,
+            index_size(m.offset_type)?,
+        ),
         _ => bytes(m.nnz, index_size(m.index_type)?),
     }
 }
