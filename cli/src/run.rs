@@ -83,6 +83,11 @@ const SONAMES: &[&str] = &[
     "libcusparse.so.12",
     "libcusolver.so.12",
     "libcusolver.so.11",
+    // NVIDIA's cuSPARSE links nvJitLink, so CuPy's loader (cuda.pathfinder)
+    // loads it before cuSPARSE; rcud's cuSPARSE needs none, and this name
+    // only has to resolve.
+    "libnvJitLink.so.13",
+    "libnvJitLink.so.12",
 ];
 
 pub(crate) fn run(args: RunArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {

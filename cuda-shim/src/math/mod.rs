@@ -11,9 +11,6 @@
 //! on the handle's stream, calls whose result the application reads at once
 //! wait for their answer.
 
-// The libraries' modules take these helpers into use one by one.
-#![allow(dead_code)]
-
 pub(crate) mod blas;
 pub(crate) mod blaslt;
 pub(crate) mod fft;
