@@ -708,6 +708,21 @@ fn runtime_code(e: DriverError) -> CudaError {
     CudaError(e.0 as u32)
 }
 
+driver_fn! { cuGraphConditionalHandleCreate (handle: *mut u64, graph: Graph, ctx: *mut c_void, default_value: c_uint, flags: c_uint) {
+    initialized()?;
+    let ctx = ctx as u64;
+    let current = rcud_client::Runtime::global().current_context();
+    if ctx == 0 || Some(ctx) == current {
+        return Ok(rg::conditional_handle_create(handle, graph, default_value, flags)?);
+    }
+    // The condition lives on the context's device.
+    let rt = rcud_client::Runtime::global();
+    rt.context_push(ctx)?;
+    let made = rg::conditional_handle_create(handle, graph, default_value, flags);
+    rt.context_pop()?;
+    Ok(made?)
+} }
+
 driver_fn! { cuGraphAddNode (node: *mut Node, graph: Graph, deps: *const Node, count: usize, params: *mut GraphNodeParams) {
     initialized()?;
     Ok(rg::add_generic(node, graph, deps, std::ptr::null(), count, params, &DRIVER_PARAMS)?)
