@@ -424,9 +424,7 @@ fn unimplemented_functions_fail_loudly_and_are_logged_once() {
         .arg(&program);
     let run = run_with_timeout(cmd, RUN_TIMEOUT);
     run.assert_pass(None);
-    run.assert_line(
-        "cudaDeviceGetExecutionCtx(&ctx, 0) -> cudaErrorNotSupported",
-    );
+    run.assert_line("cudaDeviceGetExecutionCtx(&ctx, 0) -> cudaErrorNotSupported");
     let mentions = run
         .stderr
         .matches("cudaDeviceGetExecutionCtx is not supported by rcud: ")

@@ -788,7 +788,10 @@ impl Agent {
         }
         let mut deepest = 0;
         for body in &c.bodies {
-            let body = self.graphs.get(body).ok_or("conditional body not uploaded")?;
+            let body = self
+                .graphs
+                .get(body)
+                .ok_or("conditional body not uploaded")?;
             deepest = deepest.max(body.nesting);
         }
         if deepest >= MAX_GRAPH_NESTING {

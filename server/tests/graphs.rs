@@ -189,7 +189,8 @@ fn conditional_steps_branch_loop_and_switch_on_the_server() {
     let bodies: Vec<u32> = (0..3u8)
         .map(|i| upload(&mut c, vec![set(out + u64::from(i), i + 1)]))
         .collect();
-    let when = |kind, bodies: Vec<u32>| GraphStep::of(&req::GraphConditional { cond, kind, bodies });
+    let when =
+        |kind, bodies: Vec<u32>| GraphStep::of(&req::GraphConditional { cond, kind, bodies });
     let if_else = upload(&mut c, vec![when(cond_kind::IF, bodies[..2].to_vec())]);
     let switch = upload(&mut c, vec![when(cond_kind::SWITCH, bodies.clone())]);
     for value in [0u32, 1, 2, 7] {
@@ -212,7 +213,10 @@ fn conditional_steps_branch_loop_and_switch_on_the_server() {
 
     // WHILE: the body copies a smaller value into the condition each pass
     // (out[16..] holds 3, 2, 1, 0 as u32s), and counts its passes.
-    let table: Vec<u8> = [3u32, 2, 1, 0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let table: Vec<u8> = [3u32, 2, 1, 0]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
     c.htod(out + 16, &table);
     let mut body = Vec::new();
     for pass in 0..4u64 {

@@ -291,9 +291,8 @@ int main() {
                                             cudaStreamCaptureModeGlobal));
         add_to<<<1, 1, 0, s>>>(counter, 1);
         count_down<<<1, 1, 0, s>>>(count, iterations, h);
-        cudaGraph_t same;
-        CHECK(cudaStreamEndCapture(s, &same));
-        EXPECT(same == body[0], "capture to graph ends with the body graph");
+        // NVIDIA's sample ends a capture into a body without asking for it.
+        CHECK(cudaStreamEndCapture(s, nullptr));
         size_t n = 0;
         CHECK(cudaGraphGetNodes(body[0], nullptr, &n));
         EXPECT(n == 2, "2 captured nodes in the body, got %zu", n);

@@ -1709,7 +1709,10 @@ with_ptsz! {
 with_ptsz! {
     fn cudaStreamEndCapture / cudaStreamEndCapture_ptsz (stream: Stream, graph: *mut Graph) {
         if graph.is_null() {
-            return Err(CudaError::INVALID_VALUE);
+            if !capture::into_existing(stream as u64) {
+                return Err(CudaError::INVALID_VALUE);
+            }
+            return capture::end(stream as u64).map(|_| ());
         }
         let made = capture::end(stream as u64);
         // A failed capture yields no graph.

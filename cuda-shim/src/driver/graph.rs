@@ -614,7 +614,10 @@ driver_fn! { [cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph_ptsz] (st
 driver_fn! { [cuStreamEndCapture, cuStreamEndCapture_ptsz] (stream: Stream, graph: *mut Graph) {
     initialized()?;
     if graph.is_null() {
-        return Err(DriverError::INVALID_VALUE);
+        if !capture::into_existing(stream as u64) {
+            return Err(DriverError::INVALID_VALUE);
+        }
+        return Ok(capture::end(stream as u64).map(|_| ())?);
     }
     let made = capture::end(stream as u64);
     out(graph, *made.as_ref().unwrap_or(&0) as Graph)?;

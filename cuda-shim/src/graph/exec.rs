@@ -59,7 +59,10 @@ enum Part {
     Wait(u64),
     /// A conditional body uploaded to `device`'s server, which the
     /// conditional steps name; nothing to do at launch.
-    Body { device: usize, graph: u32 },
+    Body {
+        device: usize,
+        graph: u32,
+    },
 }
 
 /// An instantiated graph.
@@ -714,9 +717,10 @@ pub(crate) fn set_child(h: Handle, node: Handle, child: Handle) -> Result<(), Cu
             (NodeKind::Child(_), NodeKind::Child(_)) => true,
             (NodeKind::Conditional(a), NodeKind::Conditional(b)) => {
                 a.handle == b.handle
-                    && o.bodies.iter().zip(&n.bodies).all(|(o, n)| {
-                        check_update(o, n).is_none()
-                    })
+                    && o.bodies
+                        .iter()
+                        .zip(&n.bodies)
+                        .all(|(o, n)| check_update(o, n).is_none())
             }
             (a, b) => a.type_code() == b.type_code(),
         };

@@ -171,8 +171,7 @@ pub(crate) fn write_params(
         }
         NodeKind::Conditional(c) => {
             p.union[COND_HANDLE_WORD] = c.handle;
-            p.union[COND_TYPE_SIZE_WORD] =
-                u64::from(c.kind) | (c.bodies.len() as u64) << 32;
+            p.union[COND_TYPE_SIZE_WORD] = u64::from(c.kind) | (c.bodies.len() as u64) << 32;
             p.union[COND_BODIES_WORD] = c.bodies.as_ptr() as u64;
             Ok(())
         }
