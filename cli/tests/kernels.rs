@@ -956,6 +956,31 @@ fn k_graphs() {
     run_and_expect("k_graphs", &lines);
 }
 
+/// Conditional graph nodes (`tests/cuda/k_graph_cond.cu`): the server
+/// evaluates the conditions that kernels set with `cudaGraphSetConditional`.
+#[test]
+fn k_graph_cond() {
+    let lines = owned(&[
+        "IF without else: ok",
+        "IF with else: ok",
+        "WHILE counting down from 5: ok",
+        "SWITCH over 4 bodies and past the end: ok",
+        "default launch value: ok",
+        "nested WHILE and IF: ok",
+        "capture into a body: ok",
+        "conditional node queries and DOT: ok",
+        "clone and exec update: ok",
+        "handle with unknown flags -> cudaErrorInvalidValue",
+        "IF of 3 bodies -> cudaErrorInvalidValue",
+        "WHILE of 2 bodies -> cudaErrorInvalidValue",
+        "SWITCH of no bodies -> cudaErrorInvalidValue",
+        "event record node in a body -> cudaErrorInvalidValue",
+        "conditional error cases: ok",
+        "PASS",
+    ]);
+    run_and_expect("k_graph_cond", &lines);
+}
+
 #[test]
 fn k_cooperative() {
     let lines = owned(&[

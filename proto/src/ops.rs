@@ -286,10 +286,26 @@ ops! {
     0x0051 GraphLaunch { graph: u32 } -> { printf: Blob, timestamps: Vec<u64> } bulk None;
     /// Forgets an uploaded graph.
     0x0052 GraphDestroy { graph: u32 } -> {} bulk None;
+    /// A conditional node, as a step of an uploaded graph: the server reads
+    /// the `u32` condition at device address `cond` and runs uploaded graph
+    /// `bodies[i]` as [`cond_kind`] says (an IF, a WHILE or a SWITCH). The
+    /// bodies are uploaded before the graph naming them.
+    0x0055 GraphConditional { cond: u64, kind: u32, bodies: Vec<u32> } -> {} bulk None;
     /// One call of a math library ([`crate::math`]): `library` is a
     /// [`crate::math::Library`], `call` that library's encoded `Call`. The
     /// reply carries the library's status and the call's output bytes.
     0x0070 MathCall { library: u8, call: Blob } -> { status: i32, out: Blob } bulk None;
+}
+
+/// `cudaGraphConditionalNodeType`: what [`req::GraphConditional`] does
+/// with its condition.
+pub mod cond_kind {
+    /// `bodies[0]` when the condition is non-zero, else `bodies[1]` if any.
+    pub const IF: u32 = 0;
+    /// `bodies[0]` again and again while the condition is non-zero.
+    pub const WHILE: u32 = 1;
+    /// `bodies[n]` once, `n` the condition; none when it is past the end.
+    pub const SWITCH: u32 = 2;
 }
 
 crate::wire_struct! {
@@ -327,7 +343,8 @@ impl GraphStep {
             | Request::Memset(_)
             | Request::Memset2D(_)
             | Request::MemsetElements(_)
-            | Request::EventRecord(_) => Ok(req),
+            | Request::EventRecord(_)
+            | Request::GraphConditional(_) => Ok(req),
             _ => Err(DecodeError::Invalid("operation in a graph")),
         }
     }

@@ -17,7 +17,7 @@ use std::time::Duration;
 use rcud_proto::codec::Blob;
 use rcud_proto::codec::Wire;
 use rcud_proto::frame::{FrameHeader, FrameKind};
-use rcud_proto::ops::{self, rep, Failure, Request};
+use rcud_proto::ops::{self, rep, req, Failure, Request};
 use rcud_proto::CudaError;
 use rcud_transport::{Channel, TransportError};
 use thiserror::Error;
@@ -33,12 +33,17 @@ use crate::tenants::ResourceLimits;
 pub const MAX_MODULE: u64 = 256 << 20;
 /// Most bytes of uploaded graph steps one client may keep on the server.
 pub const MAX_GRAPH_BYTES: u64 = 64 << 20;
+/// Deepest nesting of conditional bodies in an uploaded graph; it bounds
+/// the recursion of a launch.
+pub const MAX_GRAPH_NESTING: u32 = 32;
 
 /// The device work of an instantiated graph, kept on the server.
 struct UploadedGraph {
     steps: Vec<Request>,
     /// Encoded size, counted against [`MAX_GRAPH_BYTES`].
     bytes: u64,
+    /// Levels of conditional bodies below it (0: none).
+    nesting: u32,
 }
 
 /// What device steps return beyond their status.
@@ -527,6 +532,13 @@ impl Agent {
                     }),
                 )
             }
+            Request::GraphConditional(_) => self.reply::<rep::GraphConditional, Failure>(
+                &header,
+                Err(Failure::new(
+                    CudaError::INVALID_VALUE,
+                    "a conditional node is a step of an uploaded graph only",
+                )),
+            ),
             Request::GraphDestroy(r) => {
                 let res = match self.graphs.remove(&r.graph) {
                     Some(graph) => {
@@ -717,7 +729,10 @@ impl Agent {
         Ok(())
     }
 
-    /// Keeps a graph's steps, checked to be device work, under a new id.
+    /// Keeps a graph's steps, checked to be device work, under a new id. A
+    /// conditional step names bodies uploaded before it, so the graphs a
+    /// launch can reach form no cycle, and they nest [`MAX_GRAPH_NESTING`]
+    /// deep at most.
     fn graph_upload(&mut self, steps: Vec<ops::GraphStep>, bytes: u64) -> Result<u32, Failure> {
         if self.graph_bytes.saturating_add(bytes) > MAX_GRAPH_BYTES {
             return Err(Failure::new(
@@ -734,28 +749,150 @@ impl Agent {
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let mut nesting = 0;
+        for (i, step) in steps.iter().enumerate() {
+            if let Request::GraphConditional(c) = step {
+                nesting = nesting.max(self.conditional_nesting(c).map_err(|e| {
+                    Failure::new(CudaError::INVALID_VALUE, format!("graph step {i}: {e}"))
+                })?);
+            }
+        }
         let id = self.next_graph;
         self.next_graph = self
             .next_graph
             .checked_add(1)
             .ok_or(CudaError::MEMORY_ALLOCATION)?;
         self.graph_bytes += bytes;
-        self.graphs
-            .insert(id, Arc::new(UploadedGraph { steps, bytes }));
+        self.graphs.insert(
+            id,
+            Arc::new(UploadedGraph {
+                steps,
+                bytes,
+                nesting,
+            }),
+        );
         Ok(id)
     }
 
-    /// Runs every step of an uploaded graph, in order, up to the first failure.
+    /// Checks a conditional step's kind, body count and bodies; the levels
+    /// of nesting it makes.
+    fn conditional_nesting(&self, c: &req::GraphConditional) -> Result<u32, &'static str> {
+        let count_ok = match c.kind {
+            ops::cond_kind::IF => matches!(c.bodies.len(), 1 | 2),
+            ops::cond_kind::WHILE => c.bodies.len() == 1,
+            ops::cond_kind::SWITCH => !c.bodies.is_empty(),
+            _ => return Err("unknown conditional node type"),
+        };
+        if !count_ok {
+            return Err("wrong number of conditional bodies");
+        }
+        let mut deepest = 0;
+        for body in &c.bodies {
+            let body = self
+                .graphs
+                .get(body)
+                .ok_or("conditional body not uploaded")?;
+            deepest = deepest.max(body.nesting);
+        }
+        if deepest >= MAX_GRAPH_NESTING {
+            return Err("conditional bodies nested too deep");
+        }
+        Ok(deepest + 1)
+    }
+
+    /// Runs every step of an uploaded graph, in order, up to the first
+    /// failure. Conditional steps run on the server: a launch stays one
+    /// message, and the whole launch, loops included, must finish within
+    /// the operation time limit.
     fn graph_launch(&mut self, graph: u32, out: &mut StepOutput) -> Result<(), Failure> {
         let graph = self
             .graphs
             .get(&graph)
             .cloned()
             .ok_or(CudaError::INVALID_RESOURCE_HANDLE)?;
-        for step in &graph.steps {
-            self.device_step(step, out)?;
+        let deadline = std::time::Instant::now() + self.op_timeout;
+        self.run_steps(&graph.steps, deadline, out)
+    }
+
+    fn run_steps(
+        &mut self,
+        steps: &[Request],
+        deadline: std::time::Instant,
+        out: &mut StepOutput,
+    ) -> Result<(), Failure> {
+        for step in steps {
+            match step {
+                Request::GraphConditional(c) => self.run_conditional(c, deadline, out)?,
+                other => self.device_step(other, out)?,
+            }
         }
         Ok(())
+    }
+
+    /// A conditional node: reads its condition after the work before it and
+    /// runs the body it selects; a WHILE reads it again after each pass.
+    fn run_conditional(
+        &mut self,
+        c: &req::GraphConditional,
+        deadline: std::time::Instant,
+        out: &mut StepOutput,
+    ) -> Result<(), Failure> {
+        loop {
+            let value = self.read_condition(c.cond)?;
+            let chosen = match c.kind {
+                ops::cond_kind::IF if value != 0 => c.bodies.first(),
+                ops::cond_kind::IF => c.bodies.get(1),
+                ops::cond_kind::WHILE if value != 0 => c.bodies.first(),
+                ops::cond_kind::SWITCH => c.bodies.get(value as usize),
+                _ => None,
+            };
+            let Some(&body) = chosen else {
+                return Ok(());
+            };
+            let body = self
+                .graphs
+                .get(&body)
+                .cloned()
+                .ok_or(CudaError::INVALID_RESOURCE_HANDLE)?;
+            self.run_steps(&body.steps, deadline, out)?;
+            if c.kind != ops::cond_kind::WHILE {
+                return Ok(());
+            }
+            if std::time::Instant::now() > deadline {
+                return Err(Failure::new(
+                    CudaError::LAUNCH_TIMEOUT,
+                    format!(
+                        "a conditional WHILE node still looped after the operation time limit ({:?})",
+                        self.op_timeout
+                    ),
+                ));
+            }
+        }
+    }
+
+    /// The `u32` condition value at device address `cond`, once the work
+    /// before it has finished.
+    fn read_condition(&mut self, cond: u64) -> Result<u32, Failure> {
+        let ctx = self.ctx_mut()?;
+        ctx.synchronize()?;
+        ctx.check(cond, 4)?;
+        let mut value = Vec::with_capacity(4);
+        let read = ctx.copy_to_host(cond, 4, &mut |piece| {
+            value.extend_from_slice(piece);
+            Ok(())
+        });
+        match read {
+            Ok(()) => {}
+            Err(CopyError::Cuda(e)) => return Err(e.into()),
+            Err(CopyError::Transport(e)) => {
+                return Err(Failure::new(CudaError::UNKNOWN, e.to_string()))
+            }
+        }
+        let bytes: [u8; 4] = value
+            .get(..4)
+            .and_then(|b| b.try_into().ok())
+            .ok_or(CudaError::UNKNOWN)?;
+        Ok(u32::from_le_bytes(bytes))
     }
 
     /// `cudaIpcGetMemHandle`: shares the allocation holding `ptr` and

@@ -160,3 +160,177 @@ fn graphs_a_client_keeps_are_bounded() {
     assert!(again.expect("transport").is_ok());
     c.memset(a, 1, 256);
 }
+
+/// Uploads `steps`; the graph's id.
+fn upload(c: &mut Conn, steps: Vec<GraphStep>) -> u32 {
+    c.call(&req::GraphUpload { steps }, &[], &mut [])
+        .expect("transport")
+        .expect("upload")
+        .graph
+}
+
+/// Launches `graph`; the result.
+fn launch(c: &mut Conn, graph: u32) -> Result<(), CudaError> {
+    c.call(&req::GraphLaunch { graph }, &[], &mut [])
+        .expect("transport")
+        .map(|_| ())
+        .map_err(|f| f.code)
+}
+
+#[test]
+fn conditional_steps_branch_loop_and_switch_on_the_server() {
+    use rcud_proto::ops::cond_kind;
+    let server = ServerProc::start(&["--emu-memory", "64MiB"]);
+    let mut c = Conn::attached(server.addr(), "conditional");
+    let (cond, out) = (c.malloc(4), c.malloc(64));
+    let set = |dst: u64, value: u8| GraphStep::of(&req::Memset { dst, value, len: 1 });
+    // Bodies: each writes its number to out[i]; the loop body also counts
+    // its passes in out[8..] and the condition down by one.
+    let bodies: Vec<u32> = (0..3u8)
+        .map(|i| upload(&mut c, vec![set(out + u64::from(i), i + 1)]))
+        .collect();
+    let when =
+        |kind, bodies: Vec<u32>| GraphStep::of(&req::GraphConditional { cond, kind, bodies });
+    let if_else = upload(&mut c, vec![when(cond_kind::IF, bodies[..2].to_vec())]);
+    let switch = upload(&mut c, vec![when(cond_kind::SWITCH, bodies.clone())]);
+    for value in [0u32, 1, 2, 7] {
+        c.memset(out, 0, 64);
+        c.htod(cond, &value.to_le_bytes());
+        launch(&mut c, if_else).expect("IF");
+        let mut got = [0u8; 3];
+        c.dtoh(out, &mut got);
+        let want = if value != 0 { [1, 0, 0] } else { [0, 2, 0] };
+        assert_eq!(got, want, "IF/else on {value}");
+        c.memset(out, 0, 64);
+        launch(&mut c, switch).expect("SWITCH");
+        c.dtoh(out, &mut got);
+        let mut want = [0u8; 3];
+        if let Some(w) = want.get_mut(value as usize) {
+            *w = value as u8 + 1;
+        }
+        assert_eq!(got, want, "SWITCH on {value}");
+    }
+
+    // WHILE: the body copies a smaller value into the condition each pass
+    // (out[16..] holds 3, 2, 1, 0 as u32s), and counts its passes.
+    let table: Vec<u8> = [3u32, 2, 1, 0]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    c.htod(out + 16, &table);
+    let mut body = Vec::new();
+    for pass in 0..4u64 {
+        // A copy of entry `pass` when the condition is 4 - pass.
+        let step = upload(
+            &mut c,
+            vec![GraphStep::of(&req::MemcpyDtoD {
+                dst: cond,
+                src: out + 16 + 4 * pass,
+                len: 4,
+            })],
+        );
+        body.push(step);
+    }
+    // The loop body: a SWITCH on the condition picking the next entry.
+    let mut switch_bodies = vec![body[3]];
+    switch_bodies.extend([body[3], body[2], body[1], body[0]]);
+    let loop_body = upload(
+        &mut c,
+        vec![
+            when(cond_kind::SWITCH, switch_bodies),
+            GraphStep::of(&req::MemsetElements {
+                dst: out + 32,
+                pitch: 4,
+                value: 0,
+                element: 4,
+                width: 1,
+                height: 1,
+            }),
+        ],
+    );
+    let looping = upload(&mut c, vec![when(cond_kind::WHILE, vec![loop_body])]);
+    c.htod(cond, &4u32.to_le_bytes());
+    launch(&mut c, looping).expect("WHILE");
+    let mut value = [0u8; 4];
+    c.dtoh(cond, &mut value);
+    assert_eq!(u32::from_le_bytes(value), 0, "looped down to 0");
+
+    // Bodies must exist before the graph naming them, in the right number.
+    let bad = [
+        when(cond_kind::IF, vec![]),
+        when(cond_kind::WHILE, vec![bodies[0], bodies[1]]),
+        when(9, vec![bodies[0]]),
+        when(cond_kind::IF, vec![9999]),
+    ];
+    for step in bad {
+        let refused = c.call(&req::GraphUpload { steps: vec![step] }, &[], &mut []);
+        assert_eq!(
+            refused.expect("transport").map(|_| ()).unwrap_err().code,
+            CudaError::INVALID_VALUE
+        );
+    }
+    // A conditional step is no request of its own.
+    let alone = c.call(
+        &req::GraphConditional {
+            cond,
+            kind: cond_kind::IF,
+            bodies: vec![bodies[0]],
+        },
+        &[],
+        &mut [],
+    );
+    assert!(alone.expect("transport").is_err());
+}
+
+#[test]
+fn a_conditional_loop_ends_at_the_operation_time_limit() {
+    use rcud_proto::ops::cond_kind;
+    let server = ServerProc::start(&["--emu-memory", "64MiB", "--op-timeout", "1"]);
+    let mut c = Conn::attached(server.addr(), "spin");
+    let cond = c.malloc(4);
+    c.htod(cond, &1u32.to_le_bytes());
+    // An empty body never changes the condition.
+    let empty = upload(&mut c, vec![]);
+    let spin = upload(
+        &mut c,
+        vec![GraphStep::of(&req::GraphConditional {
+            cond,
+            kind: cond_kind::WHILE,
+            bodies: vec![empty],
+        })],
+    );
+    let started = std::time::Instant::now();
+    assert_eq!(launch(&mut c, spin), Err(CudaError::LAUNCH_TIMEOUT));
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+}
+
+#[test]
+fn conditional_bodies_nest_a_bounded_depth() {
+    use rcud_proto::ops::cond_kind;
+    let server = ServerProc::start(&["--emu-memory", "64MiB"]);
+    let mut c = Conn::attached(server.addr(), "nesting");
+    let cond = c.malloc(4);
+    let mut graph = upload(&mut c, vec![]);
+    let mut refused = None;
+    for depth in 1..=40 {
+        let step = GraphStep::of(&req::GraphConditional {
+            cond,
+            kind: cond_kind::IF,
+            bodies: vec![graph],
+        });
+        match c
+            .call(&req::GraphUpload { steps: vec![step] }, &[], &mut [])
+            .expect("transport")
+        {
+            Ok(r) => graph = r.graph,
+            Err(f) => {
+                assert_eq!(f.code, CudaError::INVALID_VALUE);
+                refused = Some(depth);
+                break;
+            }
+        }
+    }
+    assert_eq!(refused, Some(33), "32 levels of bodies at most");
+    c.htod(cond, &1u32.to_le_bytes());
+    launch(&mut c, graph).expect("32 levels run");
+}

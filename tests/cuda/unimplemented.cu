@@ -13,15 +13,12 @@
     } while (0)
 
 int main() {
-    // Conditional graph nodes need a GPU's device-side scheduler.
-    cudaGraph_t graph;
-    CHECK(cudaGraphCreate(&graph, 0));
-    cudaGraphConditionalHandle handle;
-    EXPECT_CODE(cudaGraphConditionalHandleCreate(&handle, graph, 0, 0), cudaErrorNotSupported);
-    EXPECT_CODE(cudaGraphConditionalHandleCreate(&handle, graph, 0, 0), cudaErrorNotSupported);
+    // Execution contexts (CUDA 13's runtime face of green contexts).
+    cudaExecutionContext_t ctx;
+    EXPECT_CODE(cudaDeviceGetExecutionCtx(&ctx, 0), cudaErrorNotSupported);
+    EXPECT_CODE(cudaDeviceGetExecutionCtx(&ctx, 0), cudaErrorNotSupported);
     EXPECT_CODE(cudaGetLastError(), cudaErrorNotSupported);
     EXPECT_CODE(cudaGetLastError(), cudaSuccess);
-    CHECK(cudaGraphDestroy(graph));
     void *p = nullptr;
     CHECK(cudaMalloc(&p, 64));
     CHECK(cudaFree(p));

@@ -64,6 +64,7 @@ pub(crate) const PROGRAMS: &[(&str, &[&str], &[&str])] = &[
     ("library_api", &[], &[]),
     ("k_warp_size", &[], &[]),
     ("k_graphs", &[], &[]),
+    ("k_graph_cond", &[], &[]),
     ("k_async", &[], &[]),
     ("k_zero_copy", &[], &[]),
     ("memcpy3d", &[], &[]),

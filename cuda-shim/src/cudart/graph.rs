@@ -244,8 +244,10 @@ pub(crate) fn add(
     match graph::add_node(h(graph), &deps, kind.clone()) {
         Ok(n) => write_out(node, n as Node),
         Err(e) => {
-            // What the parameters reserved (graph memory) goes back.
+            // What the parameters reserved (graph memory, conditional
+            // bodies) goes back.
             kind.dropped();
+            graph::discard(&kind);
             Err(e)
         }
     }
@@ -1707,7 +1709,10 @@ with_ptsz! {
 with_ptsz! {
     fn cudaStreamEndCapture / cudaStreamEndCapture_ptsz (stream: Stream, graph: *mut Graph) {
         if graph.is_null() {
-            return Err(CudaError::INVALID_VALUE);
+            if !capture::into_existing(stream as u64) {
+                return Err(CudaError::INVALID_VALUE);
+            }
+            return capture::end(stream as u64).map(|_| ());
         }
         let made = capture::end(stream as u64);
         // A failed capture yields no graph.
@@ -1888,6 +1893,49 @@ pub extern "C" fn cudaGraphAddNode(
     params: *mut GraphNodeParams,
 ) -> CudaErrorT {
     guard(|| add_generic(node, graph, deps, edges, count, params, &RUNTIME_PARAMS))
+}
+
+/// `cudaGraphConditionalHandleCreate`.
+#[no_mangle]
+pub extern "C" fn cudaGraphConditionalHandleCreate(
+    handle: *mut u64,
+    graph: Graph,
+    default_value: c_uint,
+    flags: c_uint,
+) -> CudaErrorT {
+    guard(|| conditional_handle_create(handle, graph, default_value, flags))
+}
+
+/// `cudaGraphConditionalHandleCreate_v2`: execution contexts do not exist
+/// here, so `ctx` must be NULL (the current device).
+#[no_mangle]
+pub extern "C" fn cudaGraphConditionalHandleCreate_v2(
+    handle: *mut u64,
+    graph: Graph,
+    ctx: *mut c_void,
+    default_value: c_uint,
+    flags: c_uint,
+) -> CudaErrorT {
+    guard(|| {
+        if !ctx.is_null() {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        conditional_handle_create(handle, graph, default_value, flags)
+    })
+}
+
+/// A conditional handle of `graph` on the current device.
+pub(crate) fn conditional_handle_create(
+    handle: *mut u64,
+    graph: Graph,
+    default_value: c_uint,
+    flags: c_uint,
+) -> Result<(), CudaError> {
+    if handle.is_null() {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    let cond = graph::conditional::create(h(graph), default_value, flags)?;
+    write_out(handle, cond)
 }
 
 #[no_mangle]

@@ -614,7 +614,10 @@ driver_fn! { [cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph_ptsz] (st
 driver_fn! { [cuStreamEndCapture, cuStreamEndCapture_ptsz] (stream: Stream, graph: *mut Graph) {
     initialized()?;
     if graph.is_null() {
-        return Err(DriverError::INVALID_VALUE);
+        if !capture::into_existing(stream as u64) {
+            return Err(DriverError::INVALID_VALUE);
+        }
+        return Ok(capture::end(stream as u64).map(|_| ())?);
     }
     let made = capture::end(stream as u64);
     out(graph, *made.as_ref().unwrap_or(&0) as Graph)?;
@@ -707,6 +710,21 @@ const DRIVER_PARAMS: ApiParams = ApiParams {
 fn runtime_code(e: DriverError) -> CudaError {
     CudaError(e.0 as u32)
 }
+
+driver_fn! { cuGraphConditionalHandleCreate (handle: *mut u64, graph: Graph, ctx: *mut c_void, default_value: c_uint, flags: c_uint) {
+    initialized()?;
+    let ctx = ctx as u64;
+    let current = rcud_client::Runtime::global().current_context();
+    if ctx == 0 || Some(ctx) == current {
+        return Ok(rg::conditional_handle_create(handle, graph, default_value, flags)?);
+    }
+    // The condition lives on the context's device.
+    let rt = rcud_client::Runtime::global();
+    rt.context_push(ctx)?;
+    let made = rg::conditional_handle_create(handle, graph, default_value, flags);
+    rt.context_pop()?;
+    Ok(made?)
+} }
 
 driver_fn! { cuGraphAddNode (node: *mut Node, graph: Graph, deps: *const Node, count: usize, params: *mut GraphNodeParams) {
     initialized()?;

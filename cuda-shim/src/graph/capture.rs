@@ -38,6 +38,8 @@ struct Capture {
     thread: ThreadId,
     origin: u64,
     invalidated: bool,
+    /// Into a graph the application made (`cudaStreamBeginCaptureToGraph`).
+    into_existing: bool,
     /// Each stream in the capture and the nodes its next work depends on.
     frontiers: HashMap<u64, Vec<Handle>>,
 }
@@ -84,6 +86,7 @@ pub(crate) fn begin(
     if caps.stream.contains_key(&stream) {
         return Err(CudaError::ILLEGAL_STATE);
     }
+    let into_existing = into.is_some();
     let (graph, deps) = match into {
         Some((g, deps)) => {
             let all = graphs().lock();
@@ -105,11 +108,22 @@ pub(crate) fn begin(
             thread: std::thread::current().id(),
             origin: stream,
             invalidated: false,
+            into_existing,
             frontiers: HashMap::from([(stream, deps)]),
         },
     );
     caps.stream.insert(stream, id);
     Ok(())
+}
+
+/// Whether `stream`'s capture goes into a graph the application made, which
+/// `cudaStreamEndCapture` need not hand back (NVIDIA's samples pass NULL).
+pub(crate) fn into_existing(stream: u64) -> bool {
+    let caps = captures().lock();
+    caps.stream
+        .get(&stream)
+        .and_then(|id| caps.by_id.get(id))
+        .is_some_and(|c| c.into_existing)
 }
 
 /// `cudaStreamEndCapture`: the graph, once every stream has joined back.

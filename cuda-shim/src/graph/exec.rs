@@ -13,6 +13,7 @@ use rcud_client::{MemcpyKind, Runtime};
 use rcud_proto::ops::{req, GraphStep};
 use rcud_proto::CudaError;
 
+use super::conditional::{self, ConditionalNode};
 use super::model::{
     graphs, new_handle, Graphs, Handle, HostNode, MemcpyNode, MemsetNode, NodeKind,
 };
@@ -40,6 +41,8 @@ struct Item {
     node: Handle,
     kind: NodeKind,
     enabled: bool,
+    /// A conditional node's body graphs, each flattened.
+    bodies: Vec<Vec<Item>>,
 }
 
 /// What a launch does, in order.
@@ -54,6 +57,12 @@ enum Part {
     Copy(MemcpyNode),
     HostFn(HostNode),
     Wait(u64),
+    /// A conditional body uploaded to `device`'s server, which the
+    /// conditional steps name; nothing to do at launch.
+    Body {
+        device: usize,
+        graph: u32,
+    },
 }
 
 /// An instantiated graph.
@@ -70,6 +79,8 @@ pub(crate) struct Exec {
     pub(crate) flags: u64,
     /// References to user objects it holds.
     user_objects: HashMap<Handle, u32>,
+    /// The conditional handles of its nodes and graphs (one reference each).
+    cond_handles: Vec<u64>,
 }
 
 fn rt() -> &'static Runtime {
@@ -100,11 +111,38 @@ fn flatten(all: &Graphs, g: Handle, out: &mut Vec<Item>) -> Result<(), CudaError
         if let NodeKind::Child(c) = kind {
             flatten(all, c, out)?;
         }
+        let mut bodies = Vec::new();
+        if let NodeKind::Conditional(c) = &kind {
+            for b in c.bodies.iter() {
+                let mut body = Vec::new();
+                flatten(all, *b, &mut body)?;
+                bodies.push(body);
+            }
+        }
         out.push(Item {
             node: n,
             kind,
             enabled: true,
+            bodies,
         });
+    }
+    Ok(())
+}
+
+/// Checks graph `g`'s conditional nodes, at any depth, as instantiation
+/// does: a handle that exists, and bodies of allowed nodes on its device.
+fn check_conditionals(all: &Graphs, g: Handle) -> Result<(), CudaError> {
+    for node in all.graph(g)?.nodes.values() {
+        match &node.kind {
+            NodeKind::Child(c) => check_conditionals(all, *c)?,
+            NodeKind::Conditional(c) => {
+                let handle = conditional::handle(c.handle).ok_or(CudaError::INVALID_VALUE)?;
+                for b in c.bodies.iter() {
+                    conditional::check_body(all, *b, handle.device)?;
+                }
+            }
+            _ => {}
+        }
     }
     Ok(())
 }
@@ -123,9 +161,20 @@ fn shape(all: &Graphs, g: Handle, out: &mut Vec<(i32, Vec<usize>)>) -> Result<()
         let mut deps: Vec<usize> = node.deps.iter().map(|d| position[d]).collect();
         deps.sort_unstable();
         out.push((node.kind.type_code(), deps));
-        if let NodeKind::Child(c) = node.kind {
-            shape(all, c, out)?;
-            out.push((-1, Vec::new()));
+        match &node.kind {
+            NodeKind::Child(c) => {
+                shape(all, *c, out)?;
+                out.push((-1, Vec::new()));
+            }
+            // The conditional's type and body count, then each body.
+            NodeKind::Conditional(c) => {
+                out.push((-2, vec![c.kind as usize, c.bodies.len()]));
+                for b in c.bodies.iter() {
+                    shape(all, *b, out)?;
+                    out.push((-1, Vec::new()));
+                }
+            }
+            _ => {}
         }
     }
     Ok(())
@@ -150,14 +199,23 @@ pub(crate) fn instantiate(g: Handle, flags: u64) -> Result<Handle, CudaError> {
     if flags & !(1 | 2 | 8) != 0 {
         return Err(CudaError::INVALID_VALUE);
     }
-    let (items, shape, user_objects) = {
+    let (items, shape, user_objects, mut cond_handles) = {
         let all = graphs().lock();
+        check_conditionals(&all, g)?;
         let mut items = Vec::new();
         flatten(&all, g, &mut items)?;
         let mut sh = Vec::new();
         shape(&all, g, &mut sh)?;
-        (items, sh, all.graph(g)?.user_objects.clone())
+        let mut handles = Vec::new();
+        conditional::handles_of(&all, g, &mut handles);
+        (items, sh, all.graph(g)?.user_objects.clone(), handles)
     };
+    cond_handles.sort_unstable();
+    cond_handles.dedup();
+    // The conditions outlive the graph while the executable graph exists.
+    for c in &cond_handles {
+        conditional::retain(*c);
+    }
     for item in &items {
         item.kind.held();
     }
@@ -175,6 +233,7 @@ pub(crate) fn instantiate(g: Handle, flags: u64) -> Result<Handle, CudaError> {
         plan: None,
         flags,
         user_objects,
+        cond_handles,
     };
     let d = rt().current_device()?;
     exec.ensure_plan(d)?;
@@ -192,6 +251,9 @@ pub(crate) fn destroy(h: Handle) -> Result<(), CudaError> {
         item.kind.dropped();
     }
     super::user_objects::release_all(&exec.user_objects);
+    for c in &exec.cond_handles {
+        conditional::release(*c);
+    }
     Ok(())
 }
 
@@ -212,6 +274,7 @@ pub(crate) fn launch(h: Handle, stream: u64) -> Result<(), CudaError> {
     for part in parts {
         let device = match part {
             Part::Remote { device, .. } => *device,
+            Part::Body { .. } => continue,
             _ => sd,
         };
         // Work on two devices is ordered by waiting for the first.
@@ -233,6 +296,7 @@ pub(crate) fn launch(h: Handle, stream: u64) -> Result<(), CudaError> {
                 stream::launch_host_func(stream as stream::Stream, f, h.data as *mut c_void)?
             }
             Part::Wait(event) => rt().stream_wait_event(stream, *event)?,
+            Part::Body { .. } => {}
         }
     }
     Ok(())
@@ -382,6 +446,16 @@ impl Exec {
             parts,
             current: None,
         };
+        // Each launch starts by storing the defaults of the conditions
+        // that have one.
+        for &cond in &self.cond_handles {
+            match conditional::handle(cond) {
+                Some(h) if h.assign_default => {
+                    runs.push(h.device, default_step(cond, h.default), None)?
+                }
+                _ => {}
+            }
+        }
         for item in self.items.iter().filter(|i| i.enabled) {
             match &item.kind {
                 NodeKind::Kernel(k) => {
@@ -403,23 +477,7 @@ impl Exec {
                     let kind = MemcpyKind::from_raw(c.kind)?;
                     match rt().memcpy_route(c.dst, c.src, kind)? {
                         Route::DeviceToDevice { dst, src } if dst == src => {
-                            for (d, s) in c.slices() {
-                                let step = if c.height == 1 {
-                                    GraphStep::of(&req::MemcpyDtoD {
-                                        dst: d,
-                                        src: s,
-                                        len: c.width,
-                                    })
-                                } else {
-                                    GraphStep::of(&req::Memcpy2DDtoD {
-                                        dst: d,
-                                        dpitch: c.dst_pitch,
-                                        src: s,
-                                        spitch: c.src_pitch,
-                                        width: c.width,
-                                        height: c.height,
-                                    })
-                                };
+                            for step in copy_steps(c) {
                                 runs.push(dst, step, None)?;
                             }
                         }
@@ -439,6 +497,10 @@ impl Exec {
                 NodeKind::Host(h) => {
                     runs.flush()?;
                     runs.parts.push(Part::HostFn(*h));
+                }
+                NodeKind::Conditional(c) => {
+                    let (device, step) = conditional_step(c, &item.bodies, runs.parts)?;
+                    runs.push(device, step, None)?;
                 }
                 // Graph memory is reserved already; its state changes at launch.
                 NodeKind::Empty
@@ -484,10 +546,120 @@ impl Exec {
 
 fn release(parts: &[Part]) {
     for part in parts {
-        if let Part::Remote { device, graph, .. } = part {
+        if let Part::Remote { device, graph, .. } | Part::Body { device, graph } = part {
             rt().graph_release(*device, *graph);
         }
     }
+}
+
+/// The step that stores a condition's default value.
+fn default_step(cond: u64, value: u32) -> GraphStep {
+    GraphStep::of(&req::MemsetElements {
+        dst: cond,
+        pitch: 4,
+        value,
+        element: 4,
+        width: 1,
+        height: 1,
+    })
+}
+
+/// The step of a conditional node on its condition's device, its bodies
+/// uploaded first (noted in `parts`, to be released with them).
+fn conditional_step(
+    c: &ConditionalNode,
+    bodies: &[Vec<Item>],
+    parts: &mut Vec<Part>,
+) -> Result<(usize, GraphStep), CudaError> {
+    let device = conditional::handle(c.handle)
+        .ok_or(CudaError::INVALID_VALUE)?
+        .device;
+    let mut ids = Vec::with_capacity(bodies.len());
+    for body in bodies {
+        let steps = body_steps(body, device, parts)?;
+        let size: usize = steps.iter().map(|s| s.body.0.len() + 8).sum();
+        if size > MAX_RUN_BYTES {
+            return Err(CudaError::NOT_SUPPORTED);
+        }
+        let graph = rt().graph_upload(device, steps)?;
+        parts.push(Part::Body { device, graph });
+        ids.push(graph);
+    }
+    let step = GraphStep::of(&req::GraphConditional {
+        cond: c.handle,
+        kind: c.kind,
+        bodies: ids,
+    });
+    Ok((device, step))
+}
+
+/// The steps of a conditional body: device work on `device` only, as
+/// instantiation checked, and copies between its own memory.
+fn body_steps(
+    items: &[Item],
+    device: usize,
+    parts: &mut Vec<Part>,
+) -> Result<Vec<GraphStep>, CudaError> {
+    let mut steps = Vec::new();
+    for item in items {
+        match &item.kind {
+            NodeKind::Kernel(k) => {
+                let config = LaunchConfig {
+                    grid: k.grid,
+                    block: k.block,
+                    shared_mem: u64::from(k.shared_mem),
+                    stream: 0,
+                    cooperative: k.cooperative,
+                };
+                steps.push(rt().kernel_step(k.device, k.func, &config, &k.params)?);
+            }
+            NodeKind::Memset(m) => {
+                if rt().device_of(m.dst) != Some(device) {
+                    return Err(CudaError::INVALID_VALUE);
+                }
+                steps.push(memset_step(m));
+            }
+            NodeKind::Memcpy(c) => {
+                let kind = MemcpyKind::from_raw(c.kind)?;
+                match rt().memcpy_route(c.dst, c.src, kind)? {
+                    Route::DeviceToDevice { dst, src } if dst == device && src == device => {
+                        steps.extend(copy_steps(c));
+                    }
+                    // Host memory would need the client in the loop.
+                    _ => return Err(CudaError::NOT_SUPPORTED),
+                }
+            }
+            NodeKind::Conditional(c) => {
+                let (_, step) = conditional_step(c, &item.bodies, parts)?;
+                steps.push(step);
+            }
+            NodeKind::Empty | NodeKind::Child(_) => {}
+            _ => return Err(CudaError::INVALID_VALUE),
+        }
+    }
+    Ok(steps)
+}
+
+/// The steps of a copy between addresses of one device.
+fn copy_steps(c: &MemcpyNode) -> impl Iterator<Item = GraphStep> + '_ {
+    c.slices().map(|(d, s)| {
+        if c.height == 1 {
+            GraphStep::of(&req::MemcpyDtoD {
+                dst: d,
+                src: s,
+                len: c.width,
+            })
+        } else {
+            GraphStep::of(&req::Memcpy2DDtoD {
+                dst: d,
+                dpitch: c.dst_pitch,
+                src: s,
+                spitch: c.src_pitch,
+                width: c.width,
+                height: c.height,
+            })
+        }
+    })
 }
 
 /// Changes the parameters of one node of an executable graph
@@ -501,7 +673,8 @@ pub(crate) fn set_node(h: Handle, node: Handle, kind: NodeKind) -> Result<(), Cu
         (NodeKind::Kernel(a), NodeKind::Kernel(b)) => a.device == b.device,
         (a, b) => a.type_code() == b.type_code(),
     };
-    if !same_device || matches!(kind, NodeKind::Child(_)) {
+    if !same_device || matches!(kind, NodeKind::Child(_) | NodeKind::Conditional(_)) {
+        super::discard(&kind);
         return Err(CudaError::INVALID_VALUE);
     }
     item.kind = kind;
@@ -542,17 +715,25 @@ pub(crate) fn set_child(h: Handle, node: Handle, child: Handle) -> Result<(), Cu
             // Graph memory is fixed at instantiation.
             (a @ (NodeKind::MemAlloc { .. } | NodeKind::MemFree(_)), b) => a == b,
             (NodeKind::Child(_), NodeKind::Child(_)) => true,
+            (NodeKind::Conditional(a), NodeKind::Conditional(b)) => {
+                a.handle == b.handle
+                    && o.bodies
+                        .iter()
+                        .zip(&n.bodies)
+                        .all(|(o, n)| check_update(o, n).is_none())
+            }
             (a, b) => a.type_code() == b.type_code(),
         };
         if !allowed {
             return Err(CudaError::INVALID_VALUE);
         }
         if !matches!(n.kind, NodeKind::Child(_)) {
-            changes.push((at, n.kind));
+            changes.push((at, n.kind, n.bodies));
         }
     }
-    for (at, kind) in changes {
+    for (at, kind, bodies) in changes {
         exec.items[at].kind = kind;
+        exec.items[at].bodies = bodies;
     }
     exec.drop_plan();
     Ok(())
@@ -596,6 +777,42 @@ pub(crate) struct UpdateOutcome {
     pub error_node: Handle,
 }
 
+/// Why the items of an executable graph cannot take the parameters of
+/// `new`, which has the same topology; conditional bodies too.
+fn check_update(old: &[Item], new: &[Item]) -> Option<UpdateOutcome> {
+    for (old, new) in old.iter().zip(new) {
+        let refused = |result| {
+            Some(UpdateOutcome {
+                result,
+                error_node: new.node,
+            })
+        };
+        let memory = matches!(old.kind, NodeKind::MemAlloc { .. } | NodeKind::MemFree(_));
+        if memory && old.kind != new.kind {
+            return refused(update_result::NOT_SUPPORTED);
+        }
+        match (&old.kind, &new.kind) {
+            (NodeKind::Kernel(a), NodeKind::Kernel(b)) if a.device != b.device => {
+                return refused(update_result::PARAMETERS_CHANGED);
+            }
+            // A conditional node keeps its handle; its bodies' nodes may
+            // take new parameters.
+            (NodeKind::Conditional(a), NodeKind::Conditional(b)) => {
+                if a.handle != b.handle {
+                    return refused(update_result::PARAMETERS_CHANGED);
+                }
+                for (o, n) in old.bodies.iter().zip(&new.bodies) {
+                    if let Some(outcome) = check_update(o, n) {
+                        return Some(outcome);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 /// `cudaGraphExecUpdate`: takes every node's parameters from graph `g`,
 /// which must have the instantiated graph's topology and node types.
 pub(crate) fn update(h: Handle, g: Handle) -> Result<UpdateOutcome, CudaError> {
@@ -633,25 +850,12 @@ pub(crate) fn update(h: Handle, g: Handle) -> Result<UpdateOutcome, CudaError> {
         }
     }
     // Same topology: the flattened orders correspond item by item.
-    for (old, new) in exec.items.iter().zip(&items) {
-        let memory = matches!(old.kind, NodeKind::MemAlloc { .. } | NodeKind::MemFree(_));
-        if memory && old.kind != new.kind {
-            return Ok(UpdateOutcome {
-                result: update_result::NOT_SUPPORTED,
-                error_node: new.node,
-            });
-        }
-        if let (NodeKind::Kernel(a), NodeKind::Kernel(b)) = (&old.kind, &new.kind) {
-            if a.device != b.device {
-                return Ok(UpdateOutcome {
-                    result: update_result::PARAMETERS_CHANGED,
-                    error_node: new.node,
-                });
-            }
-        }
+    if let Some(outcome) = check_update(&exec.items, &items) {
+        return Ok(outcome);
     }
     for (old, new) in exec.items.iter_mut().zip(items) {
         old.kind = new.kind;
+        old.bodies = new.bodies;
     }
     exec.drop_plan();
     Ok(UpdateOutcome {

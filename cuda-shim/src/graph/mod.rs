@@ -5,6 +5,7 @@
 //! the servers (`rcud_client::Runtime::graph_upload`).
 
 pub(crate) mod capture;
+pub(crate) mod conditional;
 pub(crate) mod exec;
 pub(crate) mod memory;
 pub(crate) mod model;
@@ -150,11 +151,18 @@ pub(crate) fn node_kind(node: Handle) -> Result<NodeKind, CudaError> {
 pub(crate) fn set_node_kind(node: Handle, kind: NodeKind) -> Result<(), CudaError> {
     let mut all = graphs().lock();
     let n = all.node_mut(node)?;
+    // A conditional node's handle, type and bodies are fixed, as CUDA has
+    // them.
     let fixed = matches!(
         kind,
-        NodeKind::Child(_) | NodeKind::MemAlloc { .. } | NodeKind::MemFree(_)
+        NodeKind::Child(_)
+            | NodeKind::MemAlloc { .. }
+            | NodeKind::MemFree(_)
+            | NodeKind::Conditional(_)
     );
     if n.kind.type_code() != kind.type_code() || fixed {
+        drop(all);
+        discard(&kind);
         return Err(CudaError::INVALID_VALUE);
     }
     let mut kind = kind;
@@ -165,6 +173,17 @@ pub(crate) fn set_node_kind(node: Handle, kind: NodeKind) -> Result<(), CudaErro
     }
     n.kind = kind;
     Ok(())
+}
+
+/// Undoes what making `kind` from parameters did, when it goes unused: the
+/// body graphs of a conditional node.
+pub(crate) fn discard(kind: &NodeKind) {
+    if let NodeKind::Conditional(c) = kind {
+        let mut all = graphs().lock();
+        for b in c.bodies.iter() {
+            let _ = all.destroy(*b);
+        }
+    }
 }
 
 /// Runs `f` on kernel node `node`; any other node is refused.
@@ -234,7 +253,7 @@ const DOT_VERBOSE: u32 = 1;
 /// with every node's handle and argument bytes.
 pub(crate) fn dot(g: Handle, flags: u32) -> Result<String, CudaError> {
     let all = graphs().lock();
-    let mut out = String::from("digraph rcud {\n  rankdir=TB;\n");
+    let mut out = String::from("digraph rcud {\n  rankdir=TB;\n  compound=true;\n");
     dot_graph(&all, g, flags & DOT_VERBOSE != 0, &mut out)?;
     out.push_str("}\n");
     Ok(out)
@@ -286,6 +305,19 @@ fn dot_graph(
                 format!("MEM_ALLOC\\n{ptr:#x}, {size} B on device {device}")
             }
             NodeKind::MemFree(ptr) => format!("MEM_FREE\\n{ptr:#x}"),
+            NodeKind::Conditional(c) => {
+                let kind = match c.kind {
+                    rcud_proto::ops::cond_kind::IF => "IF",
+                    rcud_proto::ops::cond_kind::WHILE => "WHILE",
+                    _ => "SWITCH",
+                };
+                let bodies: Vec<String> = c.bodies.iter().map(|b| format!("{b:#x}")).collect();
+                format!(
+                    "CONDITIONAL\\n{kind}, handle {:#x}\\nbodies {}",
+                    c.handle,
+                    bodies.join(" ")
+                )
+            }
         };
         let label = match (&node.kind, verbose) {
             (NodeKind::Kernel(k), true) => {
@@ -302,8 +334,21 @@ fn dot_graph(
     }
     out.push_str("  }\n");
     for n in &graph.order {
-        if let NodeKind::Child(c) = graph.nodes[n].kind {
-            dot_graph(all, c, verbose, out)?;
+        match &graph.nodes[n].kind {
+            NodeKind::Child(c) => dot_graph(all, *c, verbose, out)?,
+            NodeKind::Conditional(c) => {
+                for (i, b) in c.bodies.iter().enumerate() {
+                    dot_graph(all, *b, verbose, out)?;
+                    // An edge to the body's first node, drawn to its box.
+                    if let Some(first) = all.graph(*b)?.order.first() {
+                        let _ = writeln!(
+                            out,
+                            "  n{n:x} -> n{first:x} [lhead=cluster_{b:x}, style=dashed, label=\"body {i}\"];"
+                        );
+                    }
+                }
+            }
+            _ => {}
         }
     }
     Ok(())

@@ -22,6 +22,7 @@ pub(crate) mod node_type {
     pub(crate) const EVENT_RECORD: i32 = 7;
     pub(crate) const MEM_ALLOC: i32 = 10;
     pub(crate) const MEM_FREE: i32 = 11;
+    pub(crate) const CONDITIONAL: i32 = 13;
 }
 
 /// A kernel launch with its arguments, copied when the node was made.
@@ -130,6 +131,8 @@ pub(crate) enum NodeKind {
     },
     /// Frees the graph allocation at this address.
     MemFree(u64),
+    /// An IF, WHILE or SWITCH node and its body graphs ([`super::conditional`]).
+    Conditional(super::conditional::ConditionalNode),
 }
 
 impl NodeKind {
@@ -146,6 +149,7 @@ impl NodeKind {
             NodeKind::EventWait(_) => node_type::WAIT_EVENT,
             NodeKind::MemAlloc { .. } => node_type::MEM_ALLOC,
             NodeKind::MemFree(_) => node_type::MEM_FREE,
+            NodeKind::Conditional(_) => node_type::CONDITIONAL,
         }
     }
 
@@ -181,6 +185,8 @@ pub(crate) struct Graph {
     pub cloned_from: HashMap<Handle, Handle>,
     /// User objects the graph keeps alive, with its reference counts.
     pub user_objects: HashMap<Handle, u32>,
+    /// Conditional handles made for it (each holds one reference).
+    pub cond_handles: Vec<u64>,
 }
 
 impl Graph {
@@ -319,14 +325,30 @@ impl Graphs {
     pub(crate) fn destroy(&mut self, g: Handle) -> Result<(), CudaError> {
         let graph = self.graphs.remove(&g).ok_or(CudaError::INVALID_VALUE)?;
         super::user_objects::release_all(&graph.user_objects);
+        for cond in &graph.cond_handles {
+            super::conditional::release(*cond);
+        }
         for (h, node) in graph.nodes {
             self.owner.remove(&h);
             node.kind.dropped();
-            if let NodeKind::Child(c) = node.kind {
-                let _ = self.destroy(c);
-            }
+            self.destroy_owned(&node.kind);
         }
         Ok(())
+    }
+
+    /// Destroys the graphs a node owns: a child graph, conditional bodies.
+    fn destroy_owned(&mut self, kind: &NodeKind) {
+        match kind {
+            NodeKind::Child(c) => {
+                let _ = self.destroy(*c);
+            }
+            NodeKind::Conditional(c) => {
+                for b in c.bodies.iter() {
+                    let _ = self.destroy(*b);
+                }
+            }
+            _ => {}
+        }
     }
 
     /// Removes one node and every edge to or from it.
@@ -340,9 +362,7 @@ impl Graphs {
         }
         if let Some(node) = removed {
             node.kind.dropped();
-            if let NodeKind::Child(c) = node.kind {
-                let _ = self.destroy(c);
-            }
+            self.destroy_owned(&node.kind);
         }
         Ok(())
     }
@@ -360,6 +380,19 @@ impl Graphs {
             let node = &source.nodes[&n];
             let kind = match &node.kind {
                 NodeKind::Child(c) => NodeKind::Child(self.clone_graph(*c)?),
+                // The copy has bodies of its own, and the same handle: the
+                // kernels setting the condition name it.
+                NodeKind::Conditional(c) => {
+                    let bodies = c
+                        .bodies
+                        .iter()
+                        .map(|b| self.clone_graph(*b))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    NodeKind::Conditional(super::conditional::ConditionalNode {
+                        bodies: bodies.into(),
+                        ..c.clone()
+                    })
+                }
                 k => k.clone(),
             };
             kind.held();
@@ -377,6 +410,10 @@ impl Graphs {
         graph.cloned_from = map;
         graph.user_objects = source.user_objects.clone();
         super::user_objects::retain_all(&graph.user_objects);
+        graph.cond_handles = source.cond_handles.clone();
+        for cond in &graph.cond_handles {
+            super::conditional::retain(*cond);
+        }
         self.graphs.insert(copy, graph);
         Ok(copy)
     }

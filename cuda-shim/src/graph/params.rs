@@ -34,8 +34,14 @@ const OWNERSHIP_MOVE: u64 = 1;
 const OWNERSHIP_INVALID: c_int = -1;
 
 /// Node types graphs here do not support: external semaphores, batch
-/// memory operations, conditional nodes, batched copies.
-const UNSUPPORTED_TYPES: [c_int; 5] = [8, 9, 12, 13, 14];
+/// memory operations, batched copies.
+const UNSUPPORTED_TYPES: [c_int; 4] = [8, 9, 12, 14];
+
+/// Words of a conditional node's members: the handle, the type and size
+/// (two 32-bit fields), the `phGraph_out` pointer.
+const COND_HANDLE_WORD: usize = 0;
+const COND_TYPE_SIZE_WORD: usize = 1;
+const COND_BODIES_WORD: usize = 2;
 
 /// An API's readers and writers of the kernel and copy members (pointers
 /// to the member).
@@ -55,7 +61,7 @@ fn context_word(kind: &NodeKind) -> Option<usize> {
         NodeKind::Kernel(_) => Some(8),
         NodeKind::Memcpy(_) | NodeKind::EventRecord(_) => Some(1),
         NodeKind::Memset(_) => Some(5),
-        NodeKind::Host(_) => Some(3),
+        NodeKind::Host(_) | NodeKind::Conditional(_) => Some(3),
         _ => None,
     }
 }
@@ -65,8 +71,8 @@ fn params<'a>(p: *mut GraphNodeParams) -> Result<&'a mut GraphNodeParams, CudaEr
     unsafe { p.as_mut() }.ok_or(CudaError::INVALID_VALUE)
 }
 
-/// The node `p` describes. A memory alloc node's address is written back
-/// into `p`, as CUDA does.
+/// The node `p` describes. A memory alloc node's address, and a conditional
+/// node's body graphs, are written back into `p`, as CUDA does.
 pub(crate) fn kind_of(p: *mut GraphNodeParams, api: &ApiParams) -> Result<NodeKind, CudaError> {
     let p = params(p)?;
     let u = p.union.as_mut_ptr();
@@ -101,6 +107,16 @@ pub(crate) fn kind_of(p: *mut GraphNodeParams, api: &ApiParams) -> Result<NodeKi
         node_type::EVENT_RECORD => rg::event_kind(first as *mut c_void, true),
         node_type::MEM_ALLOC => rg::mem_alloc_kind(u.cast()),
         node_type::MEM_FREE => rg::mem_free_kind(first),
+        node_type::CONDITIONAL => {
+            let type_size = p.union[COND_TYPE_SIZE_WORD];
+            let node = super::conditional::new_node(
+                p.union[COND_HANDLE_WORD],
+                type_size as u32,
+                (type_size >> 32) as u32,
+            )?;
+            p.union[COND_BODIES_WORD] = node.bodies.as_ptr() as u64;
+            Ok(NodeKind::Conditional(node))
+        }
         t if UNSUPPORTED_TYPES.contains(&t) => Err(CudaError::NOT_SUPPORTED),
         _ => Err(CudaError::INVALID_VALUE),
     }
@@ -151,6 +167,12 @@ pub(crate) fn write_params(
         NodeKind::MemAlloc { .. } => rg::mem_alloc_params_out(n, u.cast()),
         NodeKind::MemFree(ptr) => {
             p.union[0] = ptr;
+            Ok(())
+        }
+        NodeKind::Conditional(c) => {
+            p.union[COND_HANDLE_WORD] = c.handle;
+            p.union[COND_TYPE_SIZE_WORD] = u64::from(c.kind) | (c.bodies.len() as u64) << 32;
+            p.union[COND_BODIES_WORD] = c.bodies.as_ptr() as u64;
             Ok(())
         }
     }?;

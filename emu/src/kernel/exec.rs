@@ -2732,6 +2732,12 @@ fn step<'m>(
                                     }
                                     at
                                 }
+                                DevRt::GraphSetConditional => {
+                                    let handle = tri!(arg(&mut mem, 0, 0, 8, l));
+                                    let value = tri!(arg(&mut mem, 1, 0, 4, l));
+                                    tri!(mem.store(Msp::Generic, handle, 4, value, l));
+                                    0
+                                }
                                 DevRt::MemsetAsync => {
                                     let dst = tri!(arg(&mut mem, 0, 0, 8, l));
                                     let value = tri!(arg(&mut mem, 1, 0, 4, l)) as u8;

@@ -1210,6 +1210,10 @@ pub(crate) enum DevRt {
     MemsetAsync,
     /// `cudaGetErrorString(error)`: the message, in the device heap.
     GetErrorString,
+    /// `cudaGraphSetConditional(handle, value)`: rcud's conditional handle
+    /// is the device address of the condition, a `u32` the server reads
+    /// when the graph reaches the conditional node.
+    GraphSetConditional,
 }
 
 impl DevRt {
@@ -1226,6 +1230,7 @@ impl DevRt {
             "MemcpyAsync" | "MemcpyAsync_ptsz" => DevRt::MemcpyAsync,
             "MemsetAsync" | "MemsetAsync_ptsz" => DevRt::MemsetAsync,
             "GetErrorString" => DevRt::GetErrorString,
+            "GraphSetConditional" => DevRt::GraphSetConditional,
             _ => return None,
         })
     }
