@@ -360,6 +360,30 @@ fn run(memory: &mut dyn DeviceMemory, call: Call) -> Result<(), Fault> {
             target.write(memory, &mat, n)?;
             write_ints(memory, info, &[0])
         }
+        Call::Orgqr {
+            dtype,
+            m,
+            n,
+            k,
+            a,
+            lda,
+            tau,
+            info,
+            ..
+        } => {
+            let (m, n, k) = (size(m), size(n), size(k));
+            let place = Place::new(a, lda, dtype);
+            let reflectors = place.read(memory, m, k)?;
+            let taus = read_vector(memory, tau, k, dtype)?;
+            // Q's first n columns: Q applied to the identity's.
+            let mut q = Mat::zeros(m, n);
+            for i in 0..n {
+                q[(i, i)] = C::new(1.0, 0.0);
+            }
+            dense::ormqr(Side::Left, Op::N, &reflectors, &taus, &mut q);
+            place.write(memory, &q, n)?;
+            write_ints(memory, info, &[0])
+        }
         Call::Syevd {
             dtype,
             jobz,

@@ -504,6 +504,33 @@ fn geqrf_ormqr_reconstruct_a() {
             max_diff(&f.get(4, dtype, m, m), &eye) < 10.0 * tol(dtype),
             "dtype {dtype}"
         );
+        // orgqr: Q's first 3 columns, orthonormal, with Q R = A.
+        assert_eq!(
+            f.call(Call::Orgqr {
+                handle: h,
+                dtype,
+                m: 8,
+                n: 3,
+                k: 3,
+                a: at(0),
+                lda: 8,
+                tau: at(2),
+                info: at(15)
+            }),
+            0
+        );
+        let q = f.get(0, dtype, m, n);
+        let mut r3 = Mat::zeros(n, n);
+        for j in 0..n {
+            for i in 0..=j {
+                r3[(i, j)] = r[(i, j)];
+            }
+        }
+        assert!(
+            max_diff(&mul(&q, &r3), &a) < 10.0 * tol(dtype),
+            "dtype {dtype}"
+        );
+        assert!(max_diff(&mul(&adjoint(&q), &q), &Mat::identity(n)) < 10.0 * tol(dtype));
         // A transpose-not-adjoint of a complex Q is refused, as cuSOLVER does.
         if dtype >= 2 {
             assert_eq!(

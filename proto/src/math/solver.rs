@@ -32,6 +32,8 @@ crate::wire_enum! {
         8 Ormqr { handle: u64, dtype: u8, side: i32, trans: i32, m: i32, n: i32, k: i32, a: u64, lda: i32, tau: u64, c: u64, ldc: i32, info: u64 },
         /// `cusolverDn?syevd` / `?heevd`: eigenvalues ascending in `w`.
         9 Syevd { handle: u64, dtype: u8, jobz: i32, uplo: i32, n: i32, a: u64, lda: i32, w: u64, info: u64 },
+        /// `cusolverDn?orgqr` / `?ungqr`: A's first n columns of Q.
+        11 Orgqr { handle: u64, dtype: u8, m: i32, n: i32, k: i32, a: u64, lda: i32, tau: u64, info: u64 },
         /// `cusolverDn?gesvd` (m ≥ n, as cuSOLVER requires).
         10 Gesvd { handle: u64, dtype: u8, jobu: u8, jobvt: u8, m: i32, n: i32, a: u64, lda: i32, s: u64, u: u64, ldu: i32, vt: u64, ldvt: i32, info: u64 },
     }
@@ -261,6 +263,28 @@ impl Call {
                     info_range(info),
                 ]
             }
+            Call::Orgqr {
+                dtype,
+                m,
+                n,
+                k,
+                a,
+                lda,
+                tau,
+                info,
+                ..
+            } => {
+                let (m, n, k, size) = (dim(m, "m")?, dim(n, "n")?, dim(k, "k")?, size(dtype)?);
+                // LAPACK's m ≥ n ≥ k.
+                if n > m || k > n {
+                    return Err(InvalidValue("m >= n >= k"));
+                }
+                vec![
+                    matrix(a, m, n, lda, size, "lda")?,
+                    array(tau, k, size, "tau")?,
+                    info_range(info),
+                ]
+            }
             Call::Syevd {
                 dtype,
                 jobz,
@@ -342,6 +366,7 @@ impl Call {
             | Call::Potrs { handle, .. }
             | Call::Geqrf { handle, .. }
             | Call::Ormqr { handle, .. }
+            | Call::Orgqr { handle, .. }
             | Call::Syevd { handle, .. }
             | Call::Gesvd { handle, .. } => Some(handle),
         }
