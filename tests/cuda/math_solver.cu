@@ -449,7 +449,7 @@ int main() {
         // Bad arguments: cuSOLVER's statuses, checked before anything runs.
         EXPECT_STATUS(cusolverDnDgetrf(h, 3, 3, da, 2, work, ipiv, info), CUSOLVER_STATUS_INVALID_VALUE);
         EXPECT_STATUS(cusolverDnDgetrf(h, -1, 3, da, 3, work, ipiv, info), CUSOLVER_STATUS_INVALID_VALUE);
-        EXPECT_STATUS(cusolverDnDgetrf_bufferSize(h, 3, 3, da, 2, &lwork), CUSOLVER_STATUS_INVALID_VALUE);
+        EXPECT_STATUS(cusolverDnDgetrf_bufferSize(h, -3, 3, da, 3, &lwork), CUSOLVER_STATUS_INVALID_VALUE);
         EXPECT_STATUS(cusolverDnDpotrf(h, CUBLAS_FILL_MODE_LOWER, 3, da, 3, work, 0, info),
                       CUSOLVER_STATUS_INVALID_VALUE);
         double host[9];

@@ -2085,3 +2085,163 @@ pub extern "C" fn cusolverGetVersion(version: *mut c_int) -> c_int {
         }
     })
 }
+
+// ---- the 64-bit generic API ----
+
+/// `cusolverDnParams_t`: the generic API's options; rcud has none to keep
+/// (the only algorithm is the default), so a params object is a live id.
+type Params = *mut c_void;
+
+static PARAMS: std::sync::Mutex<(u64, Vec<u64>)> = std::sync::Mutex::new((0, Vec::new()));
+
+fn params_live(params: Params) -> bool {
+    let guard = PARAMS.lock().unwrap_or_else(|p| p.into_inner());
+    guard.1.contains(&(params as u64))
+}
+
+#[no_mangle]
+pub extern "C" fn cusolverDnCreateParams(params: *mut Params) -> c_int {
+    guard(INTERNAL_ERROR, || {
+        let mut table = PARAMS.lock().unwrap_or_else(|p| p.into_inner());
+        table.0 += 1;
+        let id = table.0;
+        match write_out(params, id as Params) {
+            Ok(()) => {
+                table.1.push(id);
+                super::SUCCESS
+            }
+            Err(_) => INVALID_VALUE,
+        }
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cusolverDnDestroyParams(params: Params) -> c_int {
+    guard(INTERNAL_ERROR, || {
+        let mut table = PARAMS.lock().unwrap_or_else(|p| p.into_inner());
+        match table.1.iter().position(|&p| p == params as u64) {
+            Some(i) => {
+                table.1.swap_remove(i);
+                super::SUCCESS
+            }
+            None => INVALID_VALUE,
+        }
+    })
+}
+
+/// The wire's dtype (S, D, C, Z) of the generic API's `cudaDataType` of A,
+/// when W's type is its real type and the compute type is A's (the only
+/// combinations rcud computes).
+fn generic_dtype(type_a: c_int, type_w: c_int, compute: c_int) -> Option<u8> {
+    // CUDA_R_32F = 0, CUDA_R_64F = 1, CUDA_C_32F = 4, CUDA_C_64F = 5.
+    let (dtype, real) = match type_a {
+        0 => (0, 0),
+        1 => (1, 1),
+        4 => (2, 0),
+        5 => (3, 1),
+        _ => return None,
+    };
+    (type_w == real && compute == type_a).then_some(dtype)
+}
+
+#[no_mangle]
+pub extern "C" fn cusolverDnXsyevd_bufferSize(
+    handle: Handle,
+    params: Params,
+    jobz: c_int,
+    uplo: c_int,
+    n: i64,
+    type_a: c_int,
+    a: Dev,
+    lda: i64,
+    type_w: c_int,
+    w: Dev,
+    compute: c_int,
+    device_bytes: *mut usize,
+    host_bytes: *mut usize,
+) -> c_int {
+    guard(INTERNAL_ERROR, || {
+        if !params_live(params) {
+            return INVALID_VALUE;
+        }
+        let (Some(dtype), Ok(n), Ok(lda)) = (
+            generic_dtype(type_a, type_w, compute),
+            c_int::try_from(n),
+            c_int::try_from(lda),
+        ) else {
+            return INVALID_VALUE;
+        };
+        let probe = |handle| Call::Syevd {
+            handle,
+            dtype,
+            jobz,
+            uplo,
+            n,
+            a: addr(a),
+            lda,
+            w: addr(w),
+            info: 0,
+        };
+        let elements = match buffer_size(handle, probe, lwork::syevd(n)) {
+            Ok(elements) => elements,
+            Err(status) => return status,
+        };
+        let bytes = elements as usize
+            * rcud_proto::math::solver::element_size(dtype).unwrap_or(16) as usize;
+        match (write_out(device_bytes, bytes), write_out(host_bytes, 0)) {
+            (Ok(()), Ok(())) => super::SUCCESS,
+            _ => INVALID_VALUE,
+        }
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cusolverDnXsyevd(
+    handle: Handle,
+    params: Params,
+    jobz: c_int,
+    uplo: c_int,
+    n: i64,
+    type_a: c_int,
+    a: Dev,
+    lda: i64,
+    type_w: c_int,
+    w: Dev,
+    compute: c_int,
+    device_buffer: Dev,
+    device_bytes: usize,
+    _host_buffer: Dev,
+    _host_bytes: usize,
+    info: *mut c_int,
+) -> c_int {
+    guard(INTERNAL_ERROR, || {
+        if !params_live(params) {
+            return INVALID_VALUE;
+        }
+        let (Some(dtype), Ok(n), Ok(lda)) = (
+            generic_dtype(type_a, type_w, compute),
+            c_int::try_from(n),
+            c_int::try_from(lda),
+        ) else {
+            return INVALID_VALUE;
+        };
+        let size = rcud_proto::math::solver::element_size(dtype).unwrap_or(16) as usize;
+        let ws = Workspace {
+            ptr: addr(device_buffer),
+            lwork: (device_bytes / size) as i64,
+            needed: lwork::syevd(n),
+            dtype,
+        };
+        submit(handle, Some(ws), |handle| Call::Syevd {
+            handle,
+            dtype,
+            jobz,
+            uplo,
+            n,
+            a: addr(a),
+            lda,
+            w: addr(w),
+            info: addr(info),
+        })
+    })
+}
