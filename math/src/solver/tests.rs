@@ -156,7 +156,7 @@ fn max_diff(a: &Mat, b: &Mat) -> f64 {
 
 /// A tolerance for `dtype`'s precision on small matrices.
 fn tol(dtype: u8) -> f64 {
-    if dtype % 2 == 0 {
+    if dtype.is_multiple_of(2) {
         1e-4
     } else {
         1e-11
