@@ -151,8 +151,9 @@ MATH_LIBRARIES = [
     ("cufft.txt", "cufftResult", ["cufft.h", "cufftXt.h"]),
     ("curand.txt", "curandStatus_t", ["curand.h"]),
     ("cusparse.txt", "cusparseStatus_t", ["cusparse.h"]),
-    ("cusolver.txt", "cusolverStatus_t", ["cusolverDn.h", "cusolverSp.h", "cusolverRf.h",
-                                           "cusolverSp_LOWLEVEL_PREVIEW.h"]),
+    # cusolver_common.h declares cusolverGetProperty/GetVersion, which CuPy links.
+    ("cusolver.txt", "cusolverStatus_t", ["cusolver_common.h", "cusolverDn.h", "cusolverSp.h",
+                                           "cusolverRf.h", "cusolverSp_LOWLEVEL_PREVIEW.h"]),
 ]
 # A declaration after preprocessing: return type, then the function's name.
 FUNCTION = re.compile(r"^([A-Za-z_][\w\s\*]*?)\s*\b((?:cublas|cufft|curand|cusparse|cusolver)\w*)\s*\(")

@@ -1,10 +1,374 @@
-//! cuSOLVER calls on the wire.
+//! cuSOLVER (dense) calls on the wire.
+//!
+//! Each factorization or solve carries its element type (`dtype`: 0 = S
+//! (`float`), 1 = D (`double`), 2 = C (`cuComplex`), 3 = Z
+//! (`cuDoubleComplex`)), its dimensions and leading dimensions as the
+//! application passed them, and device addresses of its matrices, pivots
+//! and `devInfo`. Workspaces stay on the client: the CPU implementation does
+//! not need them, and the client checks them. `handle` is the id `Create`
+//! answered (8 bytes, little endian). Options (`trans`, `uplo`, `side`,
+//! `jobz`) carry cuBLAS's / cuSOLVER's enum values; `jobu`/`jobvt` LAPACK's
+//! characters.
 
 crate::wire_enum! {
     /// A cuSOLVER call.
     #[derive(Debug, Clone, PartialEq)]
     pub enum Call {
-        /// Placeholder until the library's calls are declared; never sent.
-        0 Unused {},
+        /// `cusolverDnCreate`: answers the new handle's id (u64).
+        1 Create {},
+        /// `cusolverDnDestroy`.
+        2 Destroy { handle: u64 },
+        /// `cusolverDn?getrf`: LU with partial pivoting (`ipiv` 0: none).
+        3 Getrf { handle: u64, dtype: u8, m: i32, n: i32, a: u64, lda: i32, ipiv: u64, info: u64 },
+        /// `cusolverDn?getrs` (`ipiv` 0: the LU was made without pivoting).
+        4 Getrs { handle: u64, dtype: u8, trans: i32, n: i32, nrhs: i32, a: u64, lda: i32, ipiv: u64, b: u64, ldb: i32, info: u64 },
+        /// `cusolverDn?potrf`: Cholesky.
+        5 Potrf { handle: u64, dtype: u8, uplo: i32, n: i32, a: u64, lda: i32, info: u64 },
+        /// `cusolverDn?potrs`.
+        6 Potrs { handle: u64, dtype: u8, uplo: i32, n: i32, nrhs: i32, a: u64, lda: i32, b: u64, ldb: i32, info: u64 },
+        /// `cusolverDn?geqrf`: Householder QR, LAPACK's storage.
+        7 Geqrf { handle: u64, dtype: u8, m: i32, n: i32, a: u64, lda: i32, tau: u64, info: u64 },
+        /// `cusolverDn?ormqr` / `?unmqr`: C = op(Q) C or C op(Q).
+        8 Ormqr { handle: u64, dtype: u8, side: i32, trans: i32, m: i32, n: i32, k: i32, a: u64, lda: i32, tau: u64, c: u64, ldc: i32, info: u64 },
+        /// `cusolverDn?syevd` / `?heevd`: eigenvalues ascending in `w`.
+        9 Syevd { handle: u64, dtype: u8, jobz: i32, uplo: i32, n: i32, a: u64, lda: i32, w: u64, info: u64 },
+        /// `cusolverDn?orgqr` / `?ungqr`: A's first n columns of Q.
+        11 Orgqr { handle: u64, dtype: u8, m: i32, n: i32, k: i32, a: u64, lda: i32, tau: u64, info: u64 },
+        /// `cusolverDn?gesvd` (m ≥ n, as cuSOLVER requires).
+        10 Gesvd { handle: u64, dtype: u8, jobu: u8, jobvt: u8, m: i32, n: i32, a: u64, lda: i32, s: u64, u: u64, ldu: i32, vt: u64, ldvt: i32, info: u64 },
+    }
+}
+
+/// `cublasOperation_t`: op(A) = A.
+pub const OP_N: i32 = 0;
+/// `cublasOperation_t`: op(A) = Aᵀ.
+pub const OP_T: i32 = 1;
+/// `cublasOperation_t`: op(A) = Aᴴ.
+pub const OP_C: i32 = 2;
+
+/// Bytes of one element of `dtype` (S, D, C, Z), None for another value.
+pub fn element_size(dtype: u8) -> Option<u64> {
+    match dtype {
+        0 => Some(4),
+        1 => Some(8),
+        2 => Some(8),
+        3 => Some(16),
+        _ => None,
+    }
+}
+
+/// Whether `dtype` is complex (C or Z).
+pub fn is_complex(dtype: u8) -> bool {
+    dtype >= 2
+}
+
+/// Bytes of one real value of `dtype`: what eigenvalues and singular values
+/// are stored as.
+pub fn real_size(dtype: u8) -> Option<u64> {
+    element_size(dtype).map(|size| if is_complex(dtype) { size / 2 } else { size })
+}
+
+/// Arguments that cuSOLVER rejects with `CUSOLVER_STATUS_INVALID_VALUE`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("invalid cuSOLVER argument: {0}")]
+pub struct InvalidValue(pub &'static str);
+
+/// A device range `(address, bytes)` that a call reads or writes.
+pub type Range = (u64, u64);
+
+fn dim(value: i32, what: &'static str) -> Result<u64, InvalidValue> {
+    u64::try_from(value).map_err(|_| InvalidValue(what))
+}
+
+/// The bytes an m×n column-major matrix with leading dimension `ld` spans
+/// (none when it is empty), after checking ld ≥ max(1, rows).
+fn matrix(
+    ptr: u64,
+    rows: u64,
+    cols: u64,
+    ld: i32,
+    size: u64,
+    what: &'static str,
+) -> Result<Range, InvalidValue> {
+    let ld = dim(ld, what)?;
+    if ld < rows.max(1) {
+        return Err(InvalidValue(what));
+    }
+    if rows == 0 || cols == 0 {
+        return Ok((ptr, 0));
+    }
+    let elements = (cols - 1)
+        .checked_mul(ld)
+        .and_then(|e| e.checked_add(rows))
+        .and_then(|e| e.checked_mul(size))
+        .ok_or(InvalidValue(what))?;
+    Ok((ptr, elements))
+}
+
+fn array(ptr: u64, count: u64, size: u64, what: &'static str) -> Result<Range, InvalidValue> {
+    Ok((ptr, count.checked_mul(size).ok_or(InvalidValue(what))?))
+}
+
+fn uplo(value: i32) -> Result<(), InvalidValue> {
+    if value == 0 || value == 1 {
+        Ok(())
+    } else {
+        Err(InvalidValue("uplo"))
+    }
+}
+
+/// What `devInfo` spans: one `int`.
+fn info_range(info: u64) -> Range {
+    (info, 4)
+}
+
+impl Call {
+    /// Checks the call's arguments as cuSOLVER does before launching, and
+    /// answers the device ranges it reads and writes (the matrices as their
+    /// leading dimensions span them, pivots, `tau`, `devInfo`, ...). The
+    /// client checks them against the application's allocations, the server
+    /// against its memory before touching any.
+    pub fn device_ranges(&self) -> Result<Vec<Range>, InvalidValue> {
+        let size = |dtype: u8| element_size(dtype).ok_or(InvalidValue("data type"));
+        Ok(match *self {
+            Call::Create {} | Call::Destroy { .. } => Vec::new(),
+            Call::Getrf {
+                dtype,
+                m,
+                n,
+                a,
+                lda,
+                ipiv,
+                info,
+                ..
+            } => {
+                let (m, n) = (dim(m, "m")?, dim(n, "n")?);
+                let mut ranges = vec![matrix(a, m, n, lda, size(dtype)?, "lda")?, info_range(info)];
+                if ipiv != 0 {
+                    ranges.push(array(ipiv, m.min(n), 4, "ipiv")?);
+                }
+                ranges
+            }
+            Call::Getrs {
+                dtype,
+                trans,
+                n,
+                nrhs,
+                a,
+                lda,
+                ipiv,
+                b,
+                ldb,
+                info,
+                ..
+            } => {
+                if !(OP_N..=OP_C).contains(&trans) {
+                    return Err(InvalidValue("trans"));
+                }
+                let (n, nrhs, size) = (dim(n, "n")?, dim(nrhs, "nrhs")?, size(dtype)?);
+                let mut ranges = vec![
+                    matrix(a, n, n, lda, size, "lda")?,
+                    matrix(b, n, nrhs, ldb, size, "ldb")?,
+                    info_range(info),
+                ];
+                if ipiv != 0 {
+                    ranges.push(array(ipiv, n, 4, "ipiv")?);
+                }
+                ranges
+            }
+            Call::Potrf {
+                dtype,
+                uplo: u,
+                n,
+                a,
+                lda,
+                info,
+                ..
+            } => {
+                uplo(u)?;
+                vec![
+                    matrix(a, dim(n, "n")?, dim(n, "n")?, lda, size(dtype)?, "lda")?,
+                    info_range(info),
+                ]
+            }
+            Call::Potrs {
+                dtype,
+                uplo: u,
+                n,
+                nrhs,
+                a,
+                lda,
+                b,
+                ldb,
+                info,
+                ..
+            } => {
+                uplo(u)?;
+                let (n, nrhs, size) = (dim(n, "n")?, dim(nrhs, "nrhs")?, size(dtype)?);
+                vec![
+                    matrix(a, n, n, lda, size, "lda")?,
+                    matrix(b, n, nrhs, ldb, size, "ldb")?,
+                    info_range(info),
+                ]
+            }
+            Call::Geqrf {
+                dtype,
+                m,
+                n,
+                a,
+                lda,
+                tau,
+                info,
+                ..
+            } => {
+                let (m, n, size) = (dim(m, "m")?, dim(n, "n")?, size(dtype)?);
+                vec![
+                    matrix(a, m, n, lda, size, "lda")?,
+                    array(tau, m.min(n), size, "tau")?,
+                    info_range(info),
+                ]
+            }
+            Call::Ormqr {
+                dtype,
+                side,
+                trans,
+                m,
+                n,
+                k,
+                a,
+                lda,
+                tau,
+                c,
+                ldc,
+                info,
+                ..
+            } => {
+                let adjoint = if is_complex(dtype) { OP_C } else { OP_T };
+                if trans != OP_N && trans != adjoint {
+                    return Err(InvalidValue("trans"));
+                }
+                let (m, n, k, size) = (dim(m, "m")?, dim(n, "n")?, dim(k, "k")?, size(dtype)?);
+                let nq = match side {
+                    0 => m,
+                    1 => n,
+                    _ => return Err(InvalidValue("side")),
+                };
+                if k > nq {
+                    return Err(InvalidValue("k"));
+                }
+                vec![
+                    matrix(a, nq, k, lda, size, "lda")?,
+                    array(tau, k, size, "tau")?,
+                    matrix(c, m, n, ldc, size, "ldc")?,
+                    info_range(info),
+                ]
+            }
+            Call::Orgqr {
+                dtype,
+                m,
+                n,
+                k,
+                a,
+                lda,
+                tau,
+                info,
+                ..
+            } => {
+                let (m, n, k, size) = (dim(m, "m")?, dim(n, "n")?, dim(k, "k")?, size(dtype)?);
+                // LAPACK's m ≥ n ≥ k.
+                if n > m || k > n {
+                    return Err(InvalidValue("m >= n >= k"));
+                }
+                vec![
+                    matrix(a, m, n, lda, size, "lda")?,
+                    array(tau, k, size, "tau")?,
+                    info_range(info),
+                ]
+            }
+            Call::Syevd {
+                dtype,
+                jobz,
+                uplo: u,
+                n,
+                a,
+                lda,
+                w,
+                info,
+                ..
+            } => {
+                uplo(u)?;
+                if jobz != 0 && jobz != 1 {
+                    return Err(InvalidValue("jobz"));
+                }
+                let n = dim(n, "n")?;
+                let real = real_size(dtype).ok_or(InvalidValue("data type"))?;
+                vec![
+                    matrix(a, n, n, lda, size(dtype)?, "lda")?,
+                    array(w, n, real, "W")?,
+                    info_range(info),
+                ]
+            }
+            Call::Gesvd {
+                dtype,
+                jobu,
+                jobvt,
+                m,
+                n,
+                a,
+                lda,
+                s,
+                u,
+                ldu,
+                vt,
+                ldvt,
+                info,
+                ..
+            } => {
+                let job = |j: u8| matches!(j, b'A' | b'S' | b'O' | b'N');
+                if !job(jobu) || !job(jobvt) {
+                    return Err(InvalidValue("jobu/jobvt"));
+                }
+                if jobu == b'O' && jobvt == b'O' {
+                    return Err(InvalidValue("jobu and jobvt both 'O'"));
+                }
+                let (m, n, size) = (dim(m, "m")?, dim(n, "n")?, size(dtype)?);
+                // cuSOLVER's gesvd supports only m >= n.
+                if m < n {
+                    return Err(InvalidValue("m < n"));
+                }
+                let real = real_size(dtype).ok_or(InvalidValue("data type"))?;
+                let mut ranges = vec![
+                    matrix(a, m, n, lda, size, "lda")?,
+                    array(s, n, real, "S")?,
+                    info_range(info),
+                ];
+                match jobu {
+                    b'A' => ranges.push(matrix(u, m, m, ldu, size, "ldu")?),
+                    b'S' => ranges.push(matrix(u, m, n, ldu, size, "ldu")?),
+                    _ => {}
+                }
+                if matches!(jobvt, b'A' | b'S') {
+                    ranges.push(matrix(vt, n, n, ldvt, size, "ldvt")?);
+                }
+                ranges
+            }
+        })
+    }
+
+    /// The handle the call runs on, if any.
+    pub fn handle(&self) -> Option<u64> {
+        match *self {
+            Call::Create {} => None,
+            Call::Destroy { handle }
+            | Call::Getrf { handle, .. }
+            | Call::Getrs { handle, .. }
+            | Call::Potrf { handle, .. }
+            | Call::Potrs { handle, .. }
+            | Call::Geqrf { handle, .. }
+            | Call::Ormqr { handle, .. }
+            | Call::Orgqr { handle, .. }
+            | Call::Syevd { handle, .. }
+            | Call::Gesvd { handle, .. } => Some(handle),
+        }
     }
 }

@@ -1,0 +1,454 @@
+//! cuSOLVER (dense) on the CPU.
+//!
+//! Each call reads the application's matrices from device memory into
+//! complex double-precision matrices, runs the LAPACK-style algorithm of
+//! [`dense`] and writes the results back in the call's element type, in
+//! LAPACK's storage conventions, with `devInfo` as LAPACK's `info`.
+
+pub mod dense;
+
+use std::collections::HashSet;
+
+use num_complex::Complex64 as C;
+use rcud_proto::math::solver::{element_size, real_size, Call, OP_C, OP_N, OP_T};
+
+use crate::{DeviceMemory, Fault, MathError, Reply};
+use dense::{Mat, Op, Side, Uplo};
+
+/// `CUSOLVER_STATUS_NOT_INITIALIZED`: an unknown or destroyed handle.
+pub const NOT_INITIALIZED: i32 = 1;
+/// `CUSOLVER_STATUS_INVALID_VALUE`.
+pub const INVALID_VALUE: i32 = 3;
+
+/// The cuSOLVER handles of one client context.
+#[derive(Default)]
+pub struct State {
+    handles: HashSet<u64>,
+    last_id: u64,
+}
+
+impl State {
+    /// Runs one cuSOLVER call.
+    pub fn call(&mut self, memory: &mut dyn DeviceMemory, call: Call) -> Result<Reply, MathError> {
+        if let Some(handle) = call.handle() {
+            if !self.handles.contains(&handle) {
+                tracing::debug!(handle, "cuSOLVER call on an unknown handle");
+                return Ok(Reply::status(NOT_INITIALIZED));
+            }
+        }
+        let ranges = match call.device_ranges() {
+            Ok(ranges) => ranges,
+            Err(invalid) => {
+                tracing::debug!("{invalid}");
+                return Ok(Reply::status(INVALID_VALUE));
+            }
+        };
+        // Every range is checked before anything is written.
+        for &(ptr, len) in &ranges {
+            if len > 0 {
+                memory.read(ptr, len)?;
+            }
+        }
+        match call {
+            Call::Create {} => {
+                self.last_id += 1;
+                self.handles.insert(self.last_id);
+                Ok(Reply::ok(self.last_id.to_le_bytes().to_vec()))
+            }
+            Call::Destroy { handle } => {
+                self.handles.remove(&handle);
+                Ok(Reply::ok(Vec::new()))
+            }
+            call => {
+                run(memory, call)?;
+                Ok(Reply::ok(Vec::new()))
+            }
+        }
+    }
+}
+
+/// Dimensions were checked by [`Call::device_ranges`]: they are ≥ 0.
+fn size(value: i32) -> usize {
+    usize::try_from(value).unwrap_or(0)
+}
+
+/// A matrix of `dtype` at `ptr` with leading dimension `ld`.
+struct Place {
+    ptr: u64,
+    ld: usize,
+    dtype: u8,
+}
+
+impl Place {
+    fn new(ptr: u64, ld: i32, dtype: u8) -> Self {
+        Self {
+            ptr,
+            ld: size(ld),
+            dtype,
+        }
+    }
+
+    fn element(&self) -> u64 {
+        element_size(self.dtype).unwrap_or(8)
+    }
+
+    fn read(&self, memory: &dyn DeviceMemory, rows: usize, cols: usize) -> Result<Mat, Fault> {
+        let mut mat = Mat::zeros(rows, cols);
+        if rows == 0 || cols == 0 {
+            return Ok(mat);
+        }
+        let es = self.element();
+        for j in 0..cols {
+            let at = self.ptr + (j * self.ld) as u64 * es;
+            let bytes = memory.read(at, rows as u64 * es)?;
+            for (i, chunk) in bytes.chunks_exact(es as usize).enumerate() {
+                mat[(i, j)] = decode(self.dtype, chunk);
+            }
+        }
+        Ok(mat)
+    }
+
+    fn write(&self, memory: &mut dyn DeviceMemory, mat: &Mat, cols: usize) -> Result<(), Fault> {
+        let es = self.element();
+        if mat.rows == 0 {
+            return Ok(());
+        }
+        for j in 0..cols.min(mat.cols) {
+            let mut bytes = Vec::with_capacity(mat.rows * es as usize);
+            for i in 0..mat.rows {
+                encode(self.dtype, mat[(i, j)], &mut bytes);
+            }
+            memory.write(self.ptr + (j * self.ld) as u64 * es, &bytes)?;
+        }
+        Ok(())
+    }
+}
+
+fn decode(dtype: u8, b: &[u8]) -> C {
+    let f32_at = |o: usize| f64::from(f32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]));
+    let f64_at = |o: usize| {
+        let mut x = [0u8; 8];
+        x.copy_from_slice(&b[o..o + 8]);
+        f64::from_le_bytes(x)
+    };
+    match dtype {
+        0 => C::new(f32_at(0), 0.0),
+        1 => C::new(f64_at(0), 0.0),
+        2 => C::new(f32_at(0), f32_at(4)),
+        _ => C::new(f64_at(0), f64_at(8)),
+    }
+}
+
+fn encode(dtype: u8, z: C, out: &mut Vec<u8>) {
+    match dtype {
+        0 => out.extend_from_slice(&(z.re as f32).to_le_bytes()),
+        1 => out.extend_from_slice(&z.re.to_le_bytes()),
+        2 => {
+            out.extend_from_slice(&(z.re as f32).to_le_bytes());
+            out.extend_from_slice(&(z.im as f32).to_le_bytes());
+        }
+        _ => {
+            out.extend_from_slice(&z.re.to_le_bytes());
+            out.extend_from_slice(&z.im.to_le_bytes());
+        }
+    }
+}
+
+/// Writes real values in `dtype`'s real type (float for S and C).
+fn write_reals(
+    memory: &mut dyn DeviceMemory,
+    ptr: u64,
+    dtype: u8,
+    values: &[f64],
+) -> Result<(), Fault> {
+    let mut bytes = Vec::new();
+    for &v in values {
+        if real_size(dtype) == Some(4) {
+            bytes.extend_from_slice(&(v as f32).to_le_bytes());
+        } else {
+            bytes.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+    if bytes.is_empty() {
+        return Ok(());
+    }
+    memory.write(ptr, &bytes)
+}
+
+fn write_ints(memory: &mut dyn DeviceMemory, ptr: u64, values: &[i32]) -> Result<(), Fault> {
+    if values.is_empty() {
+        return Ok(());
+    }
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    memory.write(ptr, &bytes)
+}
+
+fn read_ints(memory: &dyn DeviceMemory, ptr: u64, count: usize) -> Result<Vec<i32>, Fault> {
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    let bytes = memory.read(ptr, count as u64 * 4)?;
+    Ok(bytes
+        .chunks_exact(4)
+        .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect())
+}
+
+fn read_vector(
+    memory: &dyn DeviceMemory,
+    ptr: u64,
+    count: usize,
+    dtype: u8,
+) -> Result<Vec<C>, Fault> {
+    Ok(Place::new(ptr, count.max(1) as i32, dtype)
+        .read(memory, count, 1)?
+        .data)
+}
+
+fn uplo(value: i32) -> Uplo {
+    if value == 0 {
+        Uplo::Lower
+    } else {
+        Uplo::Upper
+    }
+}
+
+fn op(value: i32) -> Op {
+    match value {
+        OP_N => Op::N,
+        OP_T => Op::T,
+        OP_C => Op::C,
+        _ => Op::N,
+    }
+}
+
+/// Runs a call whose arguments and ranges were checked.
+fn run(memory: &mut dyn DeviceMemory, call: Call) -> Result<(), Fault> {
+    match call {
+        Call::Create {} | Call::Destroy { .. } => Ok(()),
+        Call::Getrf {
+            dtype,
+            m,
+            n,
+            a,
+            lda,
+            ipiv,
+            info,
+            ..
+        } => {
+            let (m, n) = (size(m), size(n));
+            let place = Place::new(a, lda, dtype);
+            let mut mat = place.read(memory, m, n)?;
+            let (pivots, status) = dense::getrf(&mut mat, ipiv != 0);
+            place.write(memory, &mat, n)?;
+            if ipiv != 0 {
+                write_ints(memory, ipiv, &pivots)?;
+            }
+            write_ints(memory, info, &[status])
+        }
+        Call::Getrs {
+            dtype,
+            trans,
+            n,
+            nrhs,
+            a,
+            lda,
+            ipiv,
+            b,
+            ldb,
+            info,
+            ..
+        } => {
+            let (n, nrhs) = (size(n), size(nrhs));
+            let lu = Place::new(a, lda, dtype).read(memory, n, n)?;
+            let pivots = if ipiv != 0 {
+                Some(read_ints(memory, ipiv, n)?)
+            } else {
+                None
+            };
+            let rhs = Place::new(b, ldb, dtype);
+            let mut x = rhs.read(memory, n, nrhs)?;
+            dense::getrs(op(trans), &lu, pivots.as_deref(), &mut x);
+            rhs.write(memory, &x, nrhs)?;
+            write_ints(memory, info, &[0])
+        }
+        Call::Potrf {
+            dtype,
+            uplo: u,
+            n,
+            a,
+            lda,
+            info,
+            ..
+        } => {
+            let n = size(n);
+            let place = Place::new(a, lda, dtype);
+            let mut mat = place.read(memory, n, n)?;
+            let status = dense::potrf(uplo(u), &mut mat);
+            place.write(memory, &mat, n)?;
+            write_ints(memory, info, &[status])
+        }
+        Call::Potrs {
+            dtype,
+            uplo: u,
+            n,
+            nrhs,
+            a,
+            lda,
+            b,
+            ldb,
+            info,
+            ..
+        } => {
+            let (n, nrhs) = (size(n), size(nrhs));
+            let factor = Place::new(a, lda, dtype).read(memory, n, n)?;
+            let rhs = Place::new(b, ldb, dtype);
+            let mut x = rhs.read(memory, n, nrhs)?;
+            dense::potrs(uplo(u), &factor, &mut x);
+            rhs.write(memory, &x, nrhs)?;
+            write_ints(memory, info, &[0])
+        }
+        Call::Geqrf {
+            dtype,
+            m,
+            n,
+            a,
+            lda,
+            tau,
+            info,
+            ..
+        } => {
+            let (m, n) = (size(m), size(n));
+            let place = Place::new(a, lda, dtype);
+            let mut mat = place.read(memory, m, n)?;
+            let taus = dense::geqrf(&mut mat);
+            place.write(memory, &mat, n)?;
+            let tau_mat = Mat {
+                rows: taus.len(),
+                cols: 1,
+                data: taus,
+            };
+            Place::new(tau, tau_mat.rows.max(1) as i32, dtype).write(memory, &tau_mat, 1)?;
+            write_ints(memory, info, &[0])
+        }
+        Call::Ormqr {
+            dtype,
+            side,
+            trans,
+            m,
+            n,
+            k,
+            a,
+            lda,
+            tau,
+            c,
+            ldc,
+            info,
+            ..
+        } => {
+            let (m, n, k) = (size(m), size(n), size(k));
+            let (side, nq) = if side == 0 {
+                (Side::Left, m)
+            } else {
+                (Side::Right, n)
+            };
+            let qr = Place::new(a, lda, dtype).read(memory, nq, k)?;
+            let taus = read_vector(memory, tau, k, dtype)?;
+            let target = Place::new(c, ldc, dtype);
+            let mut mat = target.read(memory, m, n)?;
+            dense::ormqr(side, op(trans), &qr, &taus, &mut mat);
+            target.write(memory, &mat, n)?;
+            write_ints(memory, info, &[0])
+        }
+        Call::Orgqr {
+            dtype,
+            m,
+            n,
+            k,
+            a,
+            lda,
+            tau,
+            info,
+            ..
+        } => {
+            let (m, n, k) = (size(m), size(n), size(k));
+            let place = Place::new(a, lda, dtype);
+            let reflectors = place.read(memory, m, k)?;
+            let taus = read_vector(memory, tau, k, dtype)?;
+            // Q's first n columns: Q applied to the identity's.
+            let mut q = Mat::zeros(m, n);
+            for i in 0..n {
+                q[(i, i)] = C::new(1.0, 0.0);
+            }
+            dense::ormqr(Side::Left, Op::N, &reflectors, &taus, &mut q);
+            place.write(memory, &q, n)?;
+            write_ints(memory, info, &[0])
+        }
+        Call::Syevd {
+            dtype,
+            jobz,
+            uplo: u,
+            n,
+            a,
+            lda,
+            w,
+            info,
+            ..
+        } => {
+            let n = size(n);
+            let place = Place::new(a, lda, dtype);
+            let mat = place.read(memory, n, n)?;
+            match dense::syevd(uplo(u), &mat, jobz == 1) {
+                Some((values, vectors)) => {
+                    write_reals(memory, w, dtype, &values)?;
+                    if jobz == 1 {
+                        place.write(memory, &vectors, n)?;
+                    }
+                    write_ints(memory, info, &[0])
+                }
+                // LAPACK's info > 0: the algorithm did not converge.
+                None => write_ints(memory, info, &[n.max(1) as i32]),
+            }
+        }
+        Call::Gesvd {
+            dtype,
+            jobu,
+            jobvt,
+            m,
+            n,
+            a,
+            lda,
+            s,
+            u,
+            ldu,
+            vt,
+            ldvt,
+            info,
+            ..
+        } => {
+            let (m, n) = (size(m), size(n));
+            let place = Place::new(a, lda, dtype);
+            let mat = place.read(memory, m, n)?;
+            let Some(svd) = dense::gesvd(&mat) else {
+                return write_ints(memory, info, &[n.max(1) as i32]);
+            };
+            write_reals(memory, s, dtype, &svd.s)?;
+            match jobu {
+                b'A' => Place::new(u, ldu, dtype).write(memory, &svd.u, m)?,
+                b'S' => Place::new(u, ldu, dtype).write(memory, &svd.u, n)?,
+                b'O' => place.write(memory, &svd.u, n)?,
+                _ => {}
+            }
+            match jobvt {
+                b'A' | b'S' => Place::new(vt, ldvt, dtype).write(memory, &svd.vt, n)?,
+                // Vᴴ's n rows overwrite A's first n rows.
+                b'O' => place.write(memory, &svd.vt, n)?,
+                _ => {}
+            }
+            write_ints(memory, info, &[0])
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,745 @@
+//! Residual checks of the cuSOLVER calls against straightforward products,
+//! through a device memory of one allocation.
+
+use super::*;
+use rcud_proto::math::solver::Call;
+
+/// One allocation at `BASE`.
+struct Memory {
+    bytes: Vec<u8>,
+}
+
+const BASE: u64 = 0x1000_0000;
+
+impl DeviceMemory for Memory {
+    fn read(&self, ptr: u64, len: u64) -> Result<&[u8], Fault> {
+        let fault = Fault { ptr, len };
+        let start = ptr.checked_sub(BASE).ok_or(fault)? as usize;
+        self.bytes.get(start..start + len as usize).ok_or(fault)
+    }
+    fn write(&mut self, ptr: u64, data: &[u8]) -> Result<(), Fault> {
+        let fault = Fault {
+            ptr,
+            len: data.len() as u64,
+        };
+        let start = ptr.checked_sub(BASE).ok_or(fault)? as usize;
+        self.bytes
+            .get_mut(start..start + data.len())
+            .ok_or(fault)?
+            .copy_from_slice(data);
+        Ok(())
+    }
+}
+
+/// Regions of the test memory, 64 KiB apart.
+fn at(slot: u64) -> u64 {
+    BASE + slot * 0x1_0000
+}
+
+struct Fixture {
+    state: State,
+    memory: Memory,
+    handle: u64,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let mut state = State::default();
+        let mut memory = Memory {
+            bytes: vec![0; 16 * 0x1_0000],
+        };
+        let reply = state.call(&mut memory, Call::Create {}).expect("create");
+        let handle = u64::from_le_bytes(reply.out.try_into().expect("id"));
+        Self {
+            state,
+            memory,
+            handle,
+        }
+    }
+
+    fn call(&mut self, call: Call) -> i32 {
+        self.state
+            .call(&mut self.memory, call)
+            .expect("call")
+            .status
+    }
+
+    fn put(&mut self, slot: u64, dtype: u8, m: &Mat) {
+        Place::new(at(slot), m.rows.max(1) as i32, dtype)
+            .write(&mut self.memory, m, m.cols)
+            .expect("put");
+    }
+
+    fn get(&self, slot: u64, dtype: u8, rows: usize, cols: usize) -> Mat {
+        self.get_ld(slot, dtype, rows, cols, rows.max(1))
+    }
+
+    fn get_ld(&self, slot: u64, dtype: u8, rows: usize, cols: usize, ld: usize) -> Mat {
+        Place::new(at(slot), ld as i32, dtype)
+            .read(&self.memory, rows, cols)
+            .expect("get")
+    }
+
+    fn info(&self) -> i32 {
+        read_ints(&self.memory, at(15), 1).expect("info")[0]
+    }
+
+    fn reals(&self, slot: u64, dtype: u8, count: usize) -> Vec<f64> {
+        let size = real_size(dtype).expect("dtype") as usize;
+        let bytes = self
+            .memory
+            .read(at(slot), (count * size) as u64)
+            .expect("reals");
+        bytes
+            .chunks_exact(size)
+            .map(|c| {
+                if size == 4 {
+                    f64::from(f32::from_le_bytes(c.try_into().expect("4")))
+                } else {
+                    f64::from_le_bytes(c.try_into().expect("8"))
+                }
+            })
+            .collect()
+    }
+}
+
+/// A deterministic pseudo-random matrix (complex only for C and Z).
+fn sample(rows: usize, cols: usize, dtype: u8, seed: u64) -> Mat {
+    let mut state = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    let mut next = || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((state >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+    };
+    let mut m = Mat::zeros(rows, cols);
+    for z in m.data.iter_mut() {
+        let re = next();
+        let im = if dtype >= 2 { next() } else { 0.0 };
+        *z = C::new(re, im);
+    }
+    m
+}
+
+fn mul(a: &Mat, b: &Mat) -> Mat {
+    let mut c = Mat::zeros(a.rows, b.cols);
+    for j in 0..b.cols {
+        for k in 0..a.cols {
+            for i in 0..a.rows {
+                c[(i, j)] += a[(i, k)] * b[(k, j)];
+            }
+        }
+    }
+    c
+}
+
+fn adjoint(a: &Mat) -> Mat {
+    let mut t = Mat::zeros(a.cols, a.rows);
+    for j in 0..a.cols {
+        for i in 0..a.rows {
+            t[(j, i)] = a[(i, j)].conj();
+        }
+    }
+    t
+}
+
+fn max_diff(a: &Mat, b: &Mat) -> f64 {
+    assert_eq!((a.rows, a.cols), (b.rows, b.cols));
+    a.data
+        .iter()
+        .zip(&b.data)
+        .map(|(x, y)| (x - y).norm())
+        .fold(0.0, f64::max)
+}
+
+/// A tolerance for `dtype`'s precision on small matrices.
+fn tol(dtype: u8) -> f64 {
+    if dtype.is_multiple_of(2) {
+        1e-4
+    } else {
+        1e-11
+    }
+}
+
+/// Rounds a matrix to `dtype`, as storing it in device memory does.
+fn rounded(m: &Mat, dtype: u8) -> Mat {
+    let mut bytes = Vec::new();
+    let mut out = m.clone();
+    let es = element_size(dtype).expect("dtype") as usize;
+    for z in out.data.iter_mut() {
+        bytes.clear();
+        encode(dtype, *z, &mut bytes);
+        *z = decode(dtype, &bytes[..es]);
+    }
+    out
+}
+
+#[test]
+fn getrf_getrs_solve_all_types() {
+    for dtype in 0..4u8 {
+        for trans in [OP_N, OP_T, OP_C] {
+            let mut f = Fixture::new();
+            let n = 5;
+            let a = rounded(&sample(n, n, dtype, 1 + dtype as u64), dtype);
+            let b = rounded(&sample(n, 2, dtype, 7), dtype);
+            f.put(0, dtype, &a);
+            f.put(1, dtype, &b);
+            let h = f.handle;
+            assert_eq!(
+                f.call(Call::Getrf {
+                    handle: h,
+                    dtype,
+                    m: 5,
+                    n: 5,
+                    a: at(0),
+                    lda: 5,
+                    ipiv: at(2),
+                    info: at(15)
+                }),
+                0
+            );
+            assert_eq!(f.info(), 0);
+            let ipiv = read_ints(&f.memory, at(2), n).expect("ipiv");
+            assert!(
+                ipiv.iter()
+                    .enumerate()
+                    .all(|(i, &p)| p as usize > i && p as usize <= n),
+                "{ipiv:?}"
+            );
+            assert_eq!(
+                f.call(Call::Getrs {
+                    handle: h,
+                    dtype,
+                    trans,
+                    n: 5,
+                    nrhs: 2,
+                    a: at(0),
+                    lda: 5,
+                    ipiv: at(2),
+                    b: at(1),
+                    ldb: 5,
+                    info: at(15)
+                }),
+                0
+            );
+            let x = f.get(1, dtype, n, 2);
+            let opa = match trans {
+                OP_N => a.clone(),
+                OP_T => {
+                    let mut t = adjoint(&a);
+                    t.data.iter_mut().for_each(|z| *z = z.conj());
+                    t
+                }
+                _ => adjoint(&a),
+            };
+            assert!(
+                max_diff(&mul(&opa, &x), &b) < 100.0 * tol(dtype),
+                "dtype {dtype} trans {trans}"
+            );
+        }
+    }
+}
+
+#[test]
+fn getrf_packs_p_l_u_of_a_rectangular_matrix() {
+    let mut f = Fixture::new();
+    let (m, n) = (8, 3);
+    let a = sample(m, n, 1, 3);
+    f.put(0, 1, &a);
+    let h = f.handle;
+    assert_eq!(
+        f.call(Call::Getrf {
+            handle: h,
+            dtype: 1,
+            m: 8,
+            n: 3,
+            a: at(0),
+            lda: 8,
+            ipiv: at(2),
+            info: at(15)
+        }),
+        0
+    );
+    let lu = f.get(0, 1, m, n);
+    let ipiv = read_ints(&f.memory, at(2), n).expect("ipiv");
+    let mut l = Mat::zeros(m, n);
+    let mut u = Mat::zeros(n, n);
+    for j in 0..n {
+        for i in 0..m {
+            if i > j {
+                l[(i, j)] = lu[(i, j)];
+            } else if i == j {
+                l[(i, j)] = C::new(1.0, 0.0);
+                u[(i, j)] = lu[(i, j)];
+            } else {
+                u[(i, j)] = lu[(i, j)];
+            }
+        }
+    }
+    // P A = L U with P the row swaps in order.
+    let mut pa = a.clone();
+    for (i, &p) in ipiv.iter().enumerate() {
+        pa.swap_rows(i, p as usize - 1);
+    }
+    assert!(max_diff(&mul(&l, &u), &pa) < 1e-13);
+    // Partial pivoting bounds L by 1.
+    assert!(l.data.iter().all(|z| z.norm() <= 1.0 + 1e-15));
+}
+
+#[test]
+fn getrf_reports_a_singular_pivot() {
+    let mut f = Fixture::new();
+    // Column 1 is twice column 0; with powers of two the elimination is
+    // exact and U(2,2) is exactly zero.
+    let mut a = Mat::zeros(3, 3);
+    for (i, row) in [[2.0, 4.0, 1.0], [1.0, 2.0, 3.0], [4.0, 8.0, 5.0]]
+        .iter()
+        .enumerate()
+    {
+        for (j, &x) in row.iter().enumerate() {
+            a[(i, j)] = C::new(x, 0.0);
+        }
+    }
+    f.put(0, 1, &a);
+    let h = f.handle;
+    assert_eq!(
+        f.call(Call::Getrf {
+            handle: h,
+            dtype: 1,
+            m: 3,
+            n: 3,
+            a: at(0),
+            lda: 3,
+            ipiv: at(2),
+            info: at(15)
+        }),
+        0
+    );
+    assert_eq!(f.info(), 2);
+}
+
+fn hermitian(n: usize, dtype: u8, seed: u64, shift: f64) -> Mat {
+    let b = sample(n, n, dtype, seed);
+    let mut a = mul(&b, &adjoint(&b));
+    for i in 0..n {
+        a[(i, i)] += shift;
+        a[(i, i)].im = 0.0;
+    }
+    rounded(&a, dtype)
+}
+
+#[test]
+fn potrf_potrs_solve_both_triangles() {
+    for dtype in 0..4u8 {
+        for uplo in [0, 1] {
+            let mut f = Fixture::new();
+            let n = 6;
+            let a = hermitian(n, dtype, 11, 1.0);
+            let b = rounded(&sample(n, 3, dtype, 12), dtype);
+            f.put(0, dtype, &a);
+            f.put(1, dtype, &b);
+            let h = f.handle;
+            assert_eq!(
+                f.call(Call::Potrf {
+                    handle: h,
+                    dtype,
+                    uplo,
+                    n: 6,
+                    a: at(0),
+                    lda: 6,
+                    info: at(15)
+                }),
+                0
+            );
+            assert_eq!(f.info(), 0);
+            assert_eq!(
+                f.call(Call::Potrs {
+                    handle: h,
+                    dtype,
+                    uplo,
+                    n: 6,
+                    nrhs: 3,
+                    a: at(0),
+                    lda: 6,
+                    b: at(1),
+                    ldb: 6,
+                    info: at(15)
+                }),
+                0
+            );
+            let x = f.get(1, dtype, n, 3);
+            assert!(
+                max_diff(&mul(&a, &x), &b) < 100.0 * tol(dtype),
+                "dtype {dtype} uplo {uplo}"
+            );
+        }
+    }
+}
+
+#[test]
+fn potrf_reports_the_first_non_positive_minor() {
+    let mut f = Fixture::new();
+    let mut a = hermitian(5, 1, 4, 1.0);
+    a[(3, 3)] = C::new(-100.0, 0.0);
+    f.put(0, 1, &a);
+    let h = f.handle;
+    assert_eq!(
+        f.call(Call::Potrf {
+            handle: h,
+            dtype: 1,
+            uplo: 0,
+            n: 5,
+            a: at(0),
+            lda: 5,
+            info: at(15)
+        }),
+        0
+    );
+    assert_eq!(f.info(), 4);
+}
+
+#[test]
+fn geqrf_ormqr_reconstruct_a() {
+    for dtype in 0..4u8 {
+        let mut f = Fixture::new();
+        let (m, n) = (8, 3);
+        let a = rounded(&sample(m, n, dtype, 21), dtype);
+        f.put(0, dtype, &a);
+        let h = f.handle;
+        assert_eq!(
+            f.call(Call::Geqrf {
+                handle: h,
+                dtype,
+                m: 8,
+                n: 3,
+                a: at(0),
+                lda: 8,
+                tau: at(2),
+                info: at(15)
+            }),
+            0
+        );
+        let qr = f.get(0, dtype, m, n);
+        let mut r = Mat::zeros(m, n);
+        for j in 0..n {
+            for i in 0..=j {
+                r[(i, j)] = qr[(i, j)];
+            }
+        }
+        // Q R = A: Q applied from the left to R.
+        f.put(3, dtype, &r);
+        assert_eq!(
+            f.call(Call::Ormqr {
+                handle: h,
+                dtype,
+                side: 0,
+                trans: OP_N,
+                m: 8,
+                n: 3,
+                k: 3,
+                a: at(0),
+                lda: 8,
+                tau: at(2),
+                c: at(3),
+                ldc: 8,
+                info: at(15)
+            }),
+            0
+        );
+        assert!(
+            max_diff(&f.get(3, dtype, m, n), &a) < 10.0 * tol(dtype),
+            "dtype {dtype}"
+        );
+        // Qᴴ A = R.
+        let adjoint_op = if dtype >= 2 { OP_C } else { OP_T };
+        f.put(3, dtype, &a);
+        assert_eq!(
+            f.call(Call::Ormqr {
+                handle: h,
+                dtype,
+                side: 0,
+                trans: adjoint_op,
+                m: 8,
+                n: 3,
+                k: 3,
+                a: at(0),
+                lda: 8,
+                tau: at(2),
+                c: at(3),
+                ldc: 8,
+                info: at(15)
+            }),
+            0
+        );
+        assert!(
+            max_diff(&f.get(3, dtype, m, n), &r) < 10.0 * tol(dtype),
+            "dtype {dtype}"
+        );
+        // From the right: (I Q) Qᴴ = I.
+        let eye = Mat::identity(m);
+        f.put(4, dtype, &eye);
+        for trans in [OP_N, adjoint_op] {
+            assert_eq!(
+                f.call(Call::Ormqr {
+                    handle: h,
+                    dtype,
+                    side: 1,
+                    trans,
+                    m: 8,
+                    n: 8,
+                    k: 3,
+                    a: at(0),
+                    lda: 8,
+                    tau: at(2),
+                    c: at(4),
+                    ldc: 8,
+                    info: at(15)
+                }),
+                0
+            );
+        }
+        assert!(
+            max_diff(&f.get(4, dtype, m, m), &eye) < 10.0 * tol(dtype),
+            "dtype {dtype}"
+        );
+        // orgqr: Q's first 3 columns, orthonormal, with Q R = A.
+        assert_eq!(
+            f.call(Call::Orgqr {
+                handle: h,
+                dtype,
+                m: 8,
+                n: 3,
+                k: 3,
+                a: at(0),
+                lda: 8,
+                tau: at(2),
+                info: at(15)
+            }),
+            0
+        );
+        let q = f.get(0, dtype, m, n);
+        let mut r3 = Mat::zeros(n, n);
+        for j in 0..n {
+            for i in 0..=j {
+                r3[(i, j)] = r[(i, j)];
+            }
+        }
+        assert!(
+            max_diff(&mul(&q, &r3), &a) < 10.0 * tol(dtype),
+            "dtype {dtype}"
+        );
+        assert!(max_diff(&mul(&adjoint(&q), &q), &Mat::identity(n)) < 10.0 * tol(dtype));
+        // A transpose-not-adjoint of a complex Q is refused, as cuSOLVER does.
+        if dtype >= 2 {
+            assert_eq!(
+                f.call(Call::Ormqr {
+                    handle: h,
+                    dtype,
+                    side: 0,
+                    trans: OP_T,
+                    m: 8,
+                    n: 3,
+                    k: 3,
+                    a: at(0),
+                    lda: 8,
+                    tau: at(2),
+                    c: at(3),
+                    ldc: 8,
+                    info: at(15)
+                }),
+                INVALID_VALUE
+            );
+        }
+    }
+}
+
+#[test]
+fn syevd_gives_ascending_eigenpairs() {
+    for dtype in 0..4u8 {
+        for uplo in [0, 1] {
+            let mut f = Fixture::new();
+            let n = 7;
+            let a = hermitian(n, dtype, 31, -1.0);
+            f.put(0, dtype, &a);
+            let h = f.handle;
+            assert_eq!(
+                f.call(Call::Syevd {
+                    handle: h,
+                    dtype,
+                    jobz: 1,
+                    uplo,
+                    n: 7,
+                    a: at(0),
+                    lda: 7,
+                    w: at(1),
+                    info: at(15)
+                }),
+                0
+            );
+            assert_eq!(f.info(), 0);
+            let w = f.reals(1, dtype, n);
+            assert!(w.windows(2).all(|p| p[0] <= p[1]), "{w:?}");
+            let v = f.get(0, dtype, n, n);
+            let mut vl = v.clone();
+            for j in 0..n {
+                for i in 0..n {
+                    vl[(i, j)] *= w[j];
+                }
+            }
+            assert!(
+                max_diff(&mul(&a, &v), &vl) < 100.0 * tol(dtype),
+                "dtype {dtype}"
+            );
+            assert!(max_diff(&mul(&adjoint(&v), &v), &Mat::identity(n)) < 10.0 * tol(dtype));
+        }
+    }
+}
+
+#[test]
+fn gesvd_reconstructs_a_with_every_job() {
+    for dtype in 0..4u8 {
+        let (m, n) = (8, 3);
+        let a = rounded(&sample(m, n, dtype, 41), dtype);
+        for (jobu, jobvt) in [
+            (b'A', b'A'),
+            (b'S', b'S'),
+            (b'O', b'S'),
+            (b'S', b'O'),
+            (b'N', b'N'),
+        ] {
+            let mut f = Fixture::new();
+            f.put(0, dtype, &a);
+            let h = f.handle;
+            let call = Call::Gesvd {
+                handle: h,
+                dtype,
+                jobu,
+                jobvt,
+                m: 8,
+                n: 3,
+                a: at(0),
+                lda: 8,
+                s: at(1),
+                u: at(2),
+                ldu: 8,
+                vt: at(3),
+                ldvt: 3,
+                info: at(15),
+            };
+            assert_eq!(f.call(call), 0);
+            assert_eq!(f.info(), 0);
+            let s = f.reals(1, dtype, n);
+            assert!(
+                s.windows(2).all(|p| p[0] >= p[1]) && s[n - 1] >= 0.0,
+                "{s:?}"
+            );
+            if jobu == b'N' {
+                continue;
+            }
+            let u = if jobu == b'O' {
+                f.get(0, dtype, m, n)
+            } else {
+                f.get(2, dtype, m, if jobu == b'A' { m } else { n })
+            };
+            let vt = if jobvt == b'O' {
+                f.get_ld(0, dtype, n, n, m)
+            } else {
+                f.get(3, dtype, n, n)
+            };
+            let mut us = Mat::zeros(m, n);
+            for j in 0..n {
+                for i in 0..m {
+                    us[(i, j)] = u[(i, j)] * s[j];
+                }
+            }
+            assert!(
+                max_diff(&mul(&us, &vt), &a) < 100.0 * tol(dtype),
+                "dtype {dtype} {jobu} {jobvt}"
+            );
+            assert!(max_diff(&mul(&adjoint(&u), &u), &Mat::identity(u.cols)) < 10.0 * tol(dtype));
+        }
+    }
+}
+
+#[test]
+fn gesvd_of_a_rank_deficient_matrix_has_orthonormal_u() {
+    let mut a = sample(6, 4, 3, 51);
+    for i in 0..6 {
+        a[(i, 3)] = a[(i, 0)] + a[(i, 1)];
+    }
+    let svd = dense::gesvd(&a).expect("svd");
+    assert!(svd.s[3] < 1e-13);
+    assert!(max_diff(&mul(&adjoint(&svd.u), &svd.u), &Mat::identity(6)) < 1e-12);
+}
+
+#[test]
+fn bad_arguments_and_handles_get_cusolver_statuses() {
+    let mut f = Fixture::new();
+    let h = f.handle;
+    let getrf = |handle, lda, a| Call::Getrf {
+        handle,
+        dtype: 1,
+        m: 4,
+        n: 4,
+        a,
+        lda,
+        ipiv: at(2),
+        info: at(15),
+    };
+    assert_eq!(f.call(getrf(h, 3, at(0))), INVALID_VALUE);
+    assert_eq!(
+        f.call(Call::Getrf {
+            handle: h,
+            dtype: 1,
+            m: -1,
+            n: 4,
+            a: at(0),
+            lda: 4,
+            ipiv: at(2),
+            info: at(15)
+        }),
+        INVALID_VALUE
+    );
+    assert_eq!(
+        f.call(Call::Getrf {
+            handle: h,
+            dtype: 9,
+            m: 4,
+            n: 4,
+            a: at(0),
+            lda: 4,
+            ipiv: at(2),
+            info: at(15)
+        }),
+        INVALID_VALUE
+    );
+    assert_eq!(f.call(getrf(h + 100, 4, at(0))), NOT_INITIALIZED);
+    // Outside the memory: a fault, before anything is written.
+    let err = f
+        .state
+        .call(&mut f.memory, getrf(h, 4, BASE - 64))
+        .expect_err("fault");
+    assert!(matches!(err, MathError::Fault(_)));
+    let gesvd = Call::Gesvd {
+        handle: h,
+        dtype: 1,
+        jobu: b'A',
+        jobvt: b'A',
+        m: 3,
+        n: 8,
+        a: at(0),
+        lda: 8,
+        s: at(1),
+        u: at(2),
+        ldu: 8,
+        vt: at(3),
+        ldvt: 8,
+        info: at(15),
+    };
+    assert_eq!(f.call(gesvd), INVALID_VALUE);
+    assert_eq!(f.call(Call::Destroy { handle: h }), 0);
+    assert_eq!(f.call(getrf(h, 4, at(0))), NOT_INITIALIZED);
+    assert_eq!(f.call(Call::Destroy { handle: h }), NOT_INITIALIZED);
+}
