@@ -616,6 +616,36 @@ impl DeviceContext for EmuContext {
     }
 }
 
+impl super::VirtualMemory for DeviceMemory {
+    fn create(&mut self, size: u64) -> Result<u64, CudaError> {
+        self.create_physical(size)
+    }
+    fn release(&mut self, handle: u64) -> Result<(), CudaError> {
+        self.release_physical(handle)
+    }
+    fn export(&mut self, handle: u64) -> Result<(std::fs::File, u64), CudaError> {
+        self.export_physical(handle)
+    }
+    fn import(&mut self, memory: std::fs::File, len: u64) -> Result<u64, CudaError> {
+        self.import_physical(memory, len)
+    }
+    fn reserve(&mut self, size: u64, alignment: u64) -> Result<u64, CudaError> {
+        self.reserve_address(size, alignment)
+    }
+    fn free_address(&mut self, ptr: u64, size: u64) -> Result<(), CudaError> {
+        DeviceMemory::free_address(self, ptr, size)
+    }
+    fn map(&mut self, ptr: u64, size: u64, offset: u64, handle: u64) -> Result<(), CudaError> {
+        DeviceMemory::map(self, ptr, size, offset, handle)
+    }
+    fn unmap(&mut self, ptr: u64, size: u64) -> Result<(), CudaError> {
+        DeviceMemory::unmap(self, ptr, size)
+    }
+    fn set_access(&mut self, ptr: u64, size: u64, accessible: bool) -> Result<(), CudaError> {
+        DeviceMemory::set_access(self, ptr, size, accessible)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -685,35 +715,5 @@ mod tests {
         assert!(newer_ptx
             .message
             .contains("no PTX for compute capability 8.0"));
-    }
-}
-
-impl super::VirtualMemory for DeviceMemory {
-    fn create(&mut self, size: u64) -> Result<u64, CudaError> {
-        self.create_physical(size)
-    }
-    fn release(&mut self, handle: u64) -> Result<(), CudaError> {
-        self.release_physical(handle)
-    }
-    fn export(&mut self, handle: u64) -> Result<(std::fs::File, u64), CudaError> {
-        self.export_physical(handle)
-    }
-    fn import(&mut self, memory: std::fs::File, len: u64) -> Result<u64, CudaError> {
-        self.import_physical(memory, len)
-    }
-    fn reserve(&mut self, size: u64, alignment: u64) -> Result<u64, CudaError> {
-        self.reserve_address(size, alignment)
-    }
-    fn free_address(&mut self, ptr: u64, size: u64) -> Result<(), CudaError> {
-        DeviceMemory::free_address(self, ptr, size)
-    }
-    fn map(&mut self, ptr: u64, size: u64, offset: u64, handle: u64) -> Result<(), CudaError> {
-        DeviceMemory::map(self, ptr, size, offset, handle)
-    }
-    fn unmap(&mut self, ptr: u64, size: u64) -> Result<(), CudaError> {
-        DeviceMemory::unmap(self, ptr, size)
-    }
-    fn set_access(&mut self, ptr: u64, size: u64, accessible: bool) -> Result<(), CudaError> {
-        DeviceMemory::set_access(self, ptr, size, accessible)
     }
 }
