@@ -422,3 +422,74 @@ fn d_bad_input() {
     );
     assert!(run.stderr.contains("rcud: "), "{}", run.transcript());
 }
+
+// ---------------------------------------------------------------------------
+// d_vmm: virtual memory management and stream memory operations
+// ---------------------------------------------------------------------------
+
+/// Physical allocations mapped at reserved addresses (aliasing, access,
+/// kernels, copies, memsets, retain/release, export and import through a
+/// file descriptor) and stream memory operations, with the driver's codes
+/// for what it refuses.
+#[test]
+fn d_vmm() {
+    let Some(env) = setup("d_vmm") else {
+        return;
+    };
+    let k = kernels(env);
+    let bin = build_driver_program(env, "d_vmm", "d_vmm.c", &[]);
+    let run = run(env, None, &[], &[], &bin, &[&path_arg(&k.ptx)]);
+    assert_lines(
+        &run,
+        &[
+            "attributes: ok",
+            "granularity: 2097152",
+            "cuMemGetAllocationGranularity(bad location) -> CUDA_ERROR_INVALID_VALUE",
+            "cuMemCreate(size not a multiple of the granularity) -> CUDA_ERROR_INVALID_VALUE",
+            "cuMemMap(over a mapping) -> CUDA_ERROR_INVALID_VALUE",
+            "cuMemcpyHtoD(before cuMemSetAccess) -> CUDA_ERROR_INVALID_VALUE",
+            "two mappings alias: ok",
+            "kernel, memset on mapped memory: ok",
+            "cuMemRelease(twice) -> CUDA_ERROR_INVALID_VALUE",
+            "cuMemFree(mapped address) -> CUDA_ERROR_INVALID_VALUE",
+            "cuMemUnmap(half a mapping) -> CUDA_ERROR_INVALID_VALUE",
+            "cuMemAddressFree(still mapped) -> CUDA_ERROR_INVALID_VALUE",
+            "cuMemcpyHtoD(after cuMemUnmap) -> CUDA_ERROR_INVALID_VALUE",
+            "retain, release while mapped, unmap, free: ok",
+            "cuMemExportToShareableHandle(type not requested) -> CUDA_ERROR_INVALID_VALUE",
+            "cuMemImportFromShareableHandle(not a handle) -> CUDA_ERROR_INVALID_VALUE",
+            "export, import through a file descriptor: ok",
+            "cuStreamWaitValue32(bad flags) -> CUDA_ERROR_INVALID_VALUE",
+            "cuStreamWriteValue64(misaligned) -> CUDA_ERROR_INVALID_VALUE",
+            "stream memory operations: ok",
+        ],
+    );
+}
+
+/// A stream wait that nothing queued before it can satisfy ends with
+/// `CUDA_ERROR_TIMEOUT` at the server's operation time limit instead of
+/// hanging (rcud runs a context's work in order).
+#[test]
+fn d_vmm_wait_times_out() {
+    let Some(env) = setup("d_vmm_wait_times_out") else {
+        return;
+    };
+    let k = kernels(env);
+    let bin = build_driver_program(env, "d_vmm", "d_vmm.c", &[]);
+    let server = Server::start_with(env, &["--op-timeout", "2"]);
+    let run = run(
+        env,
+        Some(&server),
+        &[],
+        &[],
+        &bin,
+        &[&path_arg(&k.ptx), "timeout"],
+    );
+    assert_lines(
+        &run,
+        &[
+            "stream memory operations: ok",
+            "cuStreamWaitValue32(never satisfied) -> CUDA_ERROR_TIMEOUT",
+        ],
+    );
+}

@@ -71,6 +71,48 @@ pub struct DeviceMemory {
     /// Allocations of other clients opened here through CUDA IPC: not
     /// charged (their owner pays), closed rather than freed.
     imported: BTreeSet<u64>,
+    /// Virtual memory management: physical allocations, reserved address
+    /// ranges and the mappings between them.
+    vmm: Vmm,
+}
+
+/// Granularity of virtual memory management (`cuMemGetAllocationGranularity`,
+/// minimum and recommended): sizes, addresses and alignments of physical
+/// allocations, reservations and mappings are multiples of it, as on GPUs.
+pub const VMM_GRANULARITY: u64 = 2 << 20;
+
+/// A physical allocation of `cuMemCreate` (or one imported from another
+/// client): pages of a memory file that mappings share, so that every
+/// mapping of it aliases the same bytes.
+#[derive(Debug)]
+struct Physical {
+    file: std::fs::File,
+    len: u64,
+    /// What it costs this client: its size, or 0 when imported (the
+    /// exporting client pays).
+    charge: u64,
+}
+
+/// One mapping of a physical allocation at a reserved address.
+#[derive(Debug)]
+struct Mapping {
+    len: u64,
+    physical: Arc<Physical>,
+}
+
+#[derive(Debug, Default)]
+struct Vmm {
+    /// Live physical allocations by handle. A mapping holds its allocation
+    /// too: released allocations live on until their last mapping goes.
+    physical: BTreeMap<u64, Arc<Physical>>,
+    next_handle: u64,
+    /// Reserved address ranges: start -> length.
+    reserved: BTreeMap<u64, u64>,
+    /// Mappings by start address. An accessible mapping's buffer is in
+    /// `allocs` (copies, memsets and kernels reach it); one without access
+    /// (`cuMemSetAccess` not called, or `PROT_NONE`) waits in `parked`.
+    mappings: BTreeMap<u64, Mapping>,
+    parked: BTreeMap<u64, Buffer>,
 }
 
 /// The device heap: one allocation, carved up by `malloc` and `free` of
@@ -168,6 +210,7 @@ impl DeviceMemory {
             internal: BTreeSet::new(),
             grid_workspace: None,
             imported: BTreeSet::new(),
+            vmm: Vmm::default(),
         }
     }
 
@@ -236,7 +279,10 @@ impl DeviceMemory {
     /// Frees the allocation that starts at `ptr`, which
     /// [`DeviceMemory::malloc`] returned.
     pub fn free(&mut self, ptr: u64) -> Result<(), CudaError> {
-        if self.internal.contains(&ptr) || self.imported.contains(&ptr) {
+        if self.internal.contains(&ptr)
+            || self.imported.contains(&ptr)
+            || self.vmm.mappings.contains_key(&ptr)
+        {
             return Err(CudaError::INVALID_VALUE);
         }
         self.release_allocation(ptr)
@@ -258,6 +304,11 @@ impl DeviceMemory {
             return Err(CudaError::INVALID_VALUE);
         }
         let (base, _) = self.locate(ptr, 1)?;
+        // Mapped physical memory is shared through its handle
+        // (`cuMemExportToShareableHandle`), as in CUDA.
+        if self.vmm.mappings.contains_key(&base) {
+            return Err(CudaError::INVALID_VALUE);
+        }
         let buffer = self.allocs.get_mut(&base).ok_or(CudaError::INVALID_VALUE)?;
         let file = buffer.share().map_err(|e| {
             tracing::warn!("CUDA IPC: cannot share an allocation: {e}");
@@ -329,6 +380,8 @@ impl DeviceMemory {
         self.internal.clear();
         self.imported.clear();
         self.allocs.clear();
+        // Their charges are part of `held`.
+        self.vmm = Vmm::default();
         self.gpu.release(self.held);
         self.held = 0;
         self.extra = 0;
@@ -409,6 +462,252 @@ impl DeviceMemory {
         let buffer = self.allocs.get_mut(&base).ok_or(CudaError::INVALID_VALUE)?;
         buffer.fill(off..off + len as usize, value);
         Ok(())
+    }
+}
+
+/// Virtual memory management (`cuMemCreate`, `cuMemAddressReserve`,
+/// `cuMemMap`, `cuMemSetAccess` and their inverses). Every refusal is
+/// `cudaErrorInvalidValue`, as the driver's `CUDA_ERROR_INVALID_VALUE`.
+impl DeviceMemory {
+    /// `cuMemCreate`: a physical allocation of `size` bytes (a multiple of
+    /// [`VMM_GRANULARITY`]), charged like an allocation; its handle.
+    pub fn create_physical(&mut self, size: u64) -> Result<u64, CudaError> {
+        if size == 0 || !size.is_multiple_of(VMM_GRANULARITY) {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        self.gpu.reserve(size)?;
+        let file = rustix::fs::memfd_create("rcud-vmm", rustix::fs::MemfdFlags::CLOEXEC)
+            .map_err(std::io::Error::from)
+            .map(std::fs::File::from)
+            .and_then(|f| f.set_len(size).map(|()| f));
+        let file = match file {
+            Ok(f) => f,
+            Err(e) => {
+                tracing::warn!("cuMemCreate: no memory file for {size} bytes: {e}");
+                self.gpu.release(size);
+                return Err(CudaError::MEMORY_ALLOCATION);
+            }
+        };
+        self.held += size;
+        Ok(self.add_physical(Physical {
+            file,
+            len: size,
+            charge: size,
+        }))
+    }
+
+    fn add_physical(&mut self, physical: Physical) -> u64 {
+        self.vmm.next_handle += 1;
+        let handle = self.vmm.next_handle;
+        self.vmm.physical.insert(handle, Arc::new(physical));
+        handle
+    }
+
+    /// Drops one reference to a physical allocation; the last one gives
+    /// its charge back.
+    fn drop_physical(&mut self, physical: Arc<Physical>) {
+        if let Some(last) = Arc::into_inner(physical) {
+            self.held -= last.charge;
+            self.gpu.release(last.charge);
+        }
+    }
+
+    /// `cuMemRelease`: the handle is gone; the memory stays while mapped.
+    pub fn release_physical(&mut self, handle: u64) -> Result<(), CudaError> {
+        let physical = self
+            .vmm
+            .physical
+            .remove(&handle)
+            .ok_or(CudaError::INVALID_VALUE)?;
+        self.drop_physical(physical);
+        Ok(())
+    }
+
+    /// `cuMemExportToShareableHandle`: the memory file of a physical
+    /// allocation and its size, for another client to import.
+    pub fn export_physical(&self, handle: u64) -> Result<(std::fs::File, u64), CudaError> {
+        let physical = self
+            .vmm
+            .physical
+            .get(&handle)
+            .ok_or(CudaError::INVALID_VALUE)?;
+        let file = physical.file.try_clone().map_err(|e| {
+            tracing::warn!("cuMemExportToShareableHandle: {e}");
+            CudaError::OPERATING_SYSTEM
+        })?;
+        Ok((file, physical.len))
+    }
+
+    /// `cuMemImportFromShareableHandle`: another client's physical
+    /// allocation (`len` bytes of `file`) under a handle of this table; not
+    /// charged here (the exporter pays).
+    pub fn import_physical(&mut self, file: std::fs::File, len: u64) -> Result<u64, CudaError> {
+        if len == 0 || file.metadata().map(|m| m.len()).ok() != Some(len) {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        Ok(self.add_physical(Physical {
+            file,
+            len,
+            charge: 0,
+        }))
+    }
+
+    /// `cuMemAddressReserve`: `size` bytes of addresses of this table's
+    /// window aligned to `alignment` (0: the granularity), mapped to
+    /// nothing. Both must be multiples of [`VMM_GRANULARITY`]; the address
+    /// hint of CUDA is a hint only, and is not taken.
+    pub fn reserve_address(&mut self, size: u64, alignment: u64) -> Result<u64, CudaError> {
+        let alignment = if alignment == 0 {
+            VMM_GRANULARITY
+        } else {
+            alignment
+        };
+        if size == 0
+            || !size.is_multiple_of(VMM_GRANULARITY)
+            || !alignment.is_power_of_two()
+            || !alignment.is_multiple_of(VMM_GRANULARITY)
+        {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        let start = self
+            .next
+            .checked_next_multiple_of(alignment)
+            .ok_or(CudaError::MEMORY_ALLOCATION)?;
+        let next = start
+            .checked_add(size)
+            .and_then(|e| e.checked_add(GUARD))
+            .filter(|&n| n <= self.end)
+            .ok_or(CudaError::MEMORY_ALLOCATION)?;
+        self.next = next;
+        self.vmm.reserved.insert(start, size);
+        Ok(start)
+    }
+
+    /// `cuMemAddressFree`: `ptr` and `size` must be those of a reservation
+    /// with nothing mapped in it any more.
+    pub fn free_address(&mut self, ptr: u64, size: u64) -> Result<(), CudaError> {
+        if self.vmm.reserved.get(&ptr) != Some(&size) || self.mapped_in(ptr, size).next().is_some()
+        {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        self.vmm.reserved.remove(&ptr);
+        Ok(())
+    }
+
+    /// Mappings that start inside `[ptr, ptr + size)`.
+    fn mapped_in(&self, ptr: u64, size: u64) -> impl Iterator<Item = (&u64, &Mapping)> {
+        self.vmm.mappings.range(ptr..ptr.saturating_add(size))
+    }
+
+    /// `cuMemMap`: maps the first `size` bytes of physical allocation
+    /// `handle` at `ptr`, inside one reservation and over nothing else
+    /// mapped. The mapping is not accessible until
+    /// [`DeviceMemory::set_access`] makes it so. `offset` must be 0, as
+    /// CUDA requires.
+    pub fn map(&mut self, ptr: u64, size: u64, offset: u64, handle: u64) -> Result<(), CudaError> {
+        let physical = self
+            .vmm
+            .physical
+            .get(&handle)
+            .cloned()
+            .ok_or(CudaError::INVALID_VALUE)?;
+        let end = ptr.checked_add(size).ok_or(CudaError::INVALID_VALUE)?;
+        let granular = |v: u64| v.is_multiple_of(VMM_GRANULARITY);
+        let reserved = self
+            .vmm
+            .reserved
+            .range(..=ptr)
+            .next_back()
+            .is_some_and(|(&start, &len)| end <= start + len);
+        let overlaps = self
+            .vmm
+            .mappings
+            .range(..end)
+            .next_back()
+            .is_some_and(|(&start, m)| start + m.len > ptr);
+        if offset != 0
+            || size == 0
+            || size > physical.len
+            || !granular(ptr)
+            || !granular(size)
+            || !reserved
+            || overlaps
+        {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        let file = physical.file.try_clone().map_err(|e| {
+            tracing::warn!("cuMemMap: {e}");
+            CudaError::OPERATING_SYSTEM
+        })?;
+        let len = usize::try_from(size).map_err(|_| CudaError::INVALID_VALUE)?;
+        let buffer = Buffer::from_shared(file, len).map_err(|e| {
+            tracing::warn!("cuMemMap: cannot map {size} bytes: {e}");
+            CudaError::MEMORY_ALLOCATION
+        })?;
+        self.vmm.parked.insert(ptr, buffer);
+        self.vmm.mappings.insert(
+            ptr,
+            Mapping {
+                len: size,
+                physical,
+            },
+        );
+        Ok(())
+    }
+
+    /// The mappings that exactly cover `[ptr, ptr + size)`, with no gap
+    /// and none sticking out: their start addresses.
+    fn covering(&self, ptr: u64, size: u64) -> Result<Vec<u64>, CudaError> {
+        let end = ptr.checked_add(size).ok_or(CudaError::INVALID_VALUE)?;
+        let mut at = ptr;
+        let mut starts = Vec::new();
+        for (&start, m) in self.mapped_in(ptr, size) {
+            if start != at {
+                return Err(CudaError::INVALID_VALUE);
+            }
+            starts.push(start);
+            at = start + m.len;
+        }
+        if size == 0 || at != end {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        Ok(starts)
+    }
+
+    /// `cuMemUnmap`: `[ptr, ptr + size)` must be whole mappings.
+    pub fn unmap(&mut self, ptr: u64, size: u64) -> Result<(), CudaError> {
+        for start in self.covering(ptr, size)? {
+            self.allocs.remove(&start);
+            self.vmm.parked.remove(&start);
+            if let Some(m) = self.vmm.mappings.remove(&start) {
+                self.drop_physical(m.physical);
+            }
+        }
+        Ok(())
+    }
+
+    /// `cuMemSetAccess` for this device: `[ptr, ptr + size)`, which must be
+    /// whole mappings, becomes readable and writable (`accessible`) or
+    /// inaccessible.
+    pub fn set_access(&mut self, ptr: u64, size: u64, accessible: bool) -> Result<(), CudaError> {
+        for start in self.covering(ptr, size)? {
+            let (from, to) = if accessible {
+                (&mut self.vmm.parked, &mut self.allocs)
+            } else {
+                (&mut self.allocs, &mut self.vmm.parked)
+            };
+            if let Some(buffer) = from.remove(&start) {
+                to.insert(start, buffer);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the mapping holding `ptr` is accessible, or `None` when
+    /// nothing is mapped there.
+    pub fn access(&self, ptr: u64) -> Option<bool> {
+        let (&start, m) = self.vmm.mappings.range(..=ptr).next_back()?;
+        (ptr < start + m.len).then(|| self.allocs.contains_key(&start))
     }
 }
 
@@ -774,5 +1073,110 @@ mod tests {
         assert!(all[b..].iter().all(|&x| x == 0xcd));
         m.free(big).unwrap();
         assert_eq!(m.held(), allocation_charge(1000).unwrap());
+    }
+
+    #[test]
+    fn vmm_mappings_alias_and_need_access() {
+        const G: u64 = VMM_GRANULARITY;
+        let gpu = EmuGpu::new(0, 64 << 20);
+        let mut m = DeviceMemory::new(gpu.clone(), 0);
+        assert_eq!(m.create_physical(G + 1), Err(CudaError::INVALID_VALUE));
+        let h = m.create_physical(2 * G).unwrap();
+        assert_eq!(m.held(), 2 * G);
+        let va = m.reserve_address(8 * G, 0).unwrap();
+        assert!(va.is_multiple_of(G));
+        assert_eq!(m.reserve_address(G, 3 * G), Err(CudaError::INVALID_VALUE));
+        // Two mappings of one allocation, inaccessible at first.
+        m.map(va, 2 * G, 0, h).unwrap();
+        m.map(va + 4 * G, 2 * G, 0, h).unwrap();
+        assert_eq!(
+            m.map(va + G, 2 * G, 0, h),
+            Err(CudaError::INVALID_VALUE),
+            "overlap"
+        );
+        assert_eq!(
+            m.map(va + 6 * G, 4 * G, 0, h),
+            Err(CudaError::INVALID_VALUE),
+            "too long"
+        );
+        assert_eq!(
+            m.map(va + 2 * G, G, G, h),
+            Err(CudaError::INVALID_VALUE),
+            "offset"
+        );
+        assert_eq!(
+            m.map(va + 7 * G, 2 * G, 0, h),
+            Err(CudaError::INVALID_VALUE),
+            "outside"
+        );
+        assert_eq!(m.access(va), Some(false));
+        assert_eq!(m.fill(va, 1, 4), Err(CudaError::INVALID_VALUE));
+        assert_eq!(
+            m.set_access(va, 3 * G, true),
+            Err(CudaError::INVALID_VALUE),
+            "gap"
+        );
+        m.set_access(va, 2 * G, true).unwrap();
+        m.set_access(va + 4 * G, 2 * G, true).unwrap();
+        m.fill(va + G + 8, 0x5a, 4).unwrap();
+        assert_eq!(m.slice(va + 4 * G + G + 8, 4).unwrap(), &[0x5a; 4]);
+        {
+            use std::sync::atomic::Ordering::Relaxed;
+            let v = m.launch_view();
+            let r = v.region(va + 4 * G).unwrap();
+            r.atomic_u32(va + 4 * G).unwrap().store(7, Relaxed);
+        }
+        assert_eq!(m.slice(va, 4).unwrap(), &7u32.to_le_bytes());
+        m.set_access(va, 2 * G, false).unwrap();
+        assert_eq!(m.access(va + 5), Some(false));
+        assert_eq!(m.check(va, 1), Err(CudaError::INVALID_VALUE));
+        assert_eq!(m.free(va + 4 * G), Err(CudaError::INVALID_VALUE));
+        // Released while mapped: still charged and readable until unmapped.
+        m.release_physical(h).unwrap();
+        assert_eq!(m.release_physical(h), Err(CudaError::INVALID_VALUE));
+        assert_eq!(m.held(), 2 * G);
+        assert_eq!(m.slice(va + 4 * G + G + 8, 4).unwrap(), &[0x5a; 4]);
+        assert_eq!(
+            m.free_address(va, 8 * G),
+            Err(CudaError::INVALID_VALUE),
+            "mapped"
+        );
+        assert_eq!(
+            m.unmap(va, G),
+            Err(CudaError::INVALID_VALUE),
+            "half a mapping"
+        );
+        m.unmap(va, 2 * G).unwrap();
+        assert_eq!(m.held(), 2 * G);
+        m.unmap(va + 4 * G, 2 * G).unwrap();
+        assert_eq!((m.held(), gpu.free_memory()), (0, 64 << 20));
+        assert_eq!(m.free_address(va, 4 * G), Err(CudaError::INVALID_VALUE));
+        m.free_address(va, 8 * G).unwrap();
+        assert_eq!(m.free_address(va, 8 * G), Err(CudaError::INVALID_VALUE));
+    }
+
+    #[test]
+    fn vmm_export_import_between_tables_and_reset() {
+        const G: u64 = VMM_GRANULARITY;
+        let gpu = EmuGpu::new(0, 64 << 20);
+        let mut a = DeviceMemory::new(gpu.clone(), 0);
+        let mut b = DeviceMemory::new(gpu.clone(), 0);
+        let h = a.create_physical(G).unwrap();
+        let (file, len) = a.export_physical(h).unwrap();
+        let hb = b.import_physical(file, len).unwrap();
+        assert_eq!(b.held(), 0, "the exporter pays");
+        let (va, vb) = (
+            a.reserve_address(G, 0).unwrap(),
+            b.reserve_address(G, 0).unwrap(),
+        );
+        a.map(va, G, 0, h).unwrap();
+        b.map(vb, G, 0, hb).unwrap();
+        a.set_access(va, G, true).unwrap();
+        b.set_access(vb, G, true).unwrap();
+        a.fill(va + 100, 9, 3).unwrap();
+        assert_eq!(b.slice(vb + 100, 3).unwrap(), &[9; 3]);
+        a.reset();
+        assert_eq!(gpu.free_memory(), 64 << 20);
+        assert_eq!(a.map(va, G, 0, h), Err(CudaError::INVALID_VALUE));
     }
 }

@@ -171,7 +171,9 @@ fn bits(v: u32) -> i32 {
 /// correspond to a `cudaDeviceProp` field are taken from `props`; the others
 /// (clock rates and attributes CUDA 13 dropped from the struct) are fixed
 /// values for an sm_80 part. The `Reserved*` placeholders and `cudaDevAttrMax`
-/// are absent: the server answers those with `cudaErrorInvalidValue`.
+/// are absent (the server answers those with `cudaErrorInvalidValue`), but
+/// for the driver-only attributes at reserved values that the device has
+/// (virtual memory management, stream memory operations).
 pub fn attributes(props: &DeviceProps) -> Vec<(i32, i32)> {
     let p = props;
     let mut v: Vec<(DeviceAttr, i32)> = vec![
@@ -467,6 +469,18 @@ pub fn attributes(props: &DeviceProps) -> Vec<(i32, i32)> {
         (DeviceAttr::MPS_ENABLED, p.mps_enabled),
         (DeviceAttr::HOST_NUMA_ID, p.host_numa_id),
         (DeviceAttr::D3D12_CIG_SUPPORTED, 0),
+        // Driver-only attributes (the runtime's enum reserves their
+        // values): virtual memory management with POSIX file descriptor
+        // handles (`cuMemCreate`, `cuMemMap`, ...), and stream memory
+        // operations, 64-bit ones and NOR waits included (current and
+        // `_V1` numbers).
+        (DeviceAttr(102), 1),
+        (DeviceAttr(103), 1),
+        (DeviceAttr(92), 1),
+        (DeviceAttr(93), 1),
+        (DeviceAttr(94), 1),
+        (DeviceAttr(122), 1),
+        (DeviceAttr(123), 1),
         (DeviceAttr::VULKAN_CIG_SUPPORTED, 0),
         (DeviceAttr::GPU_PCI_DEVICE_ID, bits(p.gpu_pci_device_id)),
         (
@@ -540,6 +554,9 @@ mod tests {
         assert_eq!(a[8] >> 6, 0b10, "RFC 9562 variant");
     }
 
+    /// Driver attributes at values the runtime's enum reserves.
+    const DRIVER_ONLY: [i32; 7] = [92, 93, 94, 102, 103, 122, 123];
+
     #[test]
     fn every_real_attribute_is_answered_once() {
         let list = attributes(&emulated_props(0, 1 << 30));
@@ -549,9 +566,12 @@ mod tests {
             .iter()
             .filter(|a| !a.is_placeholder())
             .map(|a| a.0)
+            .chain(DRIVER_ONLY)
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
             .collect();
         assert_eq!(listed, expected);
-        assert_eq!(list.len(), 130);
+        assert_eq!(list.len(), 130 + DRIVER_ONLY.len());
     }
 
     #[test]

@@ -291,6 +291,40 @@ ops! {
     /// `bodies[i]` as [`cond_kind`] says (an IF, a WHILE or a SWITCH). The
     /// bodies are uploaded before the graph naming them.
     0x0055 GraphConditional { cond: u64, kind: u32, bodies: Vec<u32> } -> {} bulk None;
+    /// `cuMemCreate`: a physical allocation of `size` bytes (a multiple of
+    /// the allocation granularity); its handle on this connection.
+    0x0080 MemCreate { size: u64 } -> { handle: u64 } bulk None;
+    /// `cuMemRelease`: forgets a physical allocation's handle; the memory
+    /// lives on while mapped.
+    0x0081 MemRelease { handle: u64 } -> {} bulk None;
+    /// `cuMemAddressReserve`: `size` bytes of device addresses aligned to
+    /// `alignment` (0: the granularity), mapped to nothing.
+    0x0082 MemAddressReserve { size: u64, alignment: u64 } -> { ptr: u64 } bulk None;
+    /// `cuMemAddressFree`: gives back a whole reservation.
+    0x0083 MemAddressFree { ptr: u64, size: u64 } -> {} bulk None;
+    /// `cuMemMap`: maps physical allocation `handle` (from `offset`) at
+    /// `ptr`, inaccessible until [`req::MemSetAccess`].
+    0x0084 MemMap { ptr: u64, size: u64, offset: u64, handle: u64 } -> {} bulk None;
+    /// `cuMemUnmap`: unmaps whole mappings.
+    0x0085 MemUnmap { ptr: u64, size: u64 } -> {} bulk None;
+    /// `cuMemSetAccess` for the attached GPU: `flags` is a
+    /// `CUmemAccess_flags` (`PROT_NONE` or `PROT_READWRITE`).
+    0x0086 MemSetAccess { ptr: u64, size: u64, flags: u32 } -> {} bulk None;
+    /// `cuMemExportToShareableHandle`: shares a physical allocation with
+    /// other clients of this server and tenant; the 64-byte token (an IPC
+    /// memory handle) imports it.
+    0x0087 MemExport { handle: u64 } -> { token: Blob } bulk None;
+    /// `cuMemImportFromShareableHandle`: another client's shared physical
+    /// allocation under a handle of this connection, and its size.
+    0x0088 MemImport { token: Blob } -> { handle: u64, size: u64 } bulk None;
+    /// `cuStreamWriteValue32/64`: writes the low `size` (4 or 8) bytes of
+    /// `value` at `addr`, in stream order.
+    0x0089 StreamWriteValue { addr: u64, value: u64, size: u32 } -> {} bulk None;
+    /// `cuStreamWaitValue32/64`: waits until the `size`-byte value at `addr`
+    /// satisfies `flags`' comparison (`CUstreamWaitValue_flags`) with
+    /// `value`; fails with `cudaErrorTimeout` after the server's operation
+    /// time limit.
+    0x008a StreamWaitValue { addr: u64, value: u64, size: u32, flags: u32 } -> {} bulk None;
     /// One call of a math library ([`crate::math`]): `library` is a
     /// [`crate::math::Library`], `call` that library's encoded `Call`. The
     /// reply carries the library's status and the call's output bytes.

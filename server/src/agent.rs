@@ -22,7 +22,7 @@ use rcud_proto::CudaError;
 use rcud_transport::{Channel, TransportError};
 use thiserror::Error;
 
-use crate::backend::{Backend, CopyError, DeviceContext, HostSource, KernelLaunch};
+use crate::backend::{Backend, CopyError, DeviceContext, HostSource, KernelLaunch, VirtualMemory};
 use crate::ipc::{self, IpcPort, MemHandle};
 use crate::peer::{self, InstanceId, PeerPort};
 use crate::qos::{Lane, Resource};
@@ -569,6 +569,58 @@ impl Agent {
                 let res = self.ctx_mut().and_then(|c| c.ipc_close(r.ptr));
                 self.reply(&header, res.map(|()| rep::IpcCloseMemHandle {}))
             }
+            Request::MemCreate(r) => {
+                let res = self.check_allocation(r.size).and_then(|()| {
+                    self.reserve_tenant_memory(r.size)?;
+                    Ok(self.vmm()?.create(r.size)?)
+                });
+                if res.is_ok() {
+                    self.allocations += 1;
+                }
+                self.reply(&header, res.map(|handle| rep::MemCreate { handle }))
+            }
+            Request::MemRelease(r) => {
+                let res = self.vmm().and_then(|v| Ok(v.release(r.handle)?));
+                if res.is_ok() {
+                    self.allocations = self.allocations.saturating_sub(1);
+                }
+                self.reply(&header, res.map(|()| rep::MemRelease {}))
+            }
+            Request::MemAddressReserve(r) => {
+                let res = self.vmm().and_then(|v| Ok(v.reserve(r.size, r.alignment)?));
+                self.reply(&header, res.map(|ptr| rep::MemAddressReserve { ptr }))
+            }
+            Request::MemAddressFree(r) => {
+                let res = self.vmm().and_then(|v| Ok(v.free_address(r.ptr, r.size)?));
+                self.reply(&header, res.map(|()| rep::MemAddressFree {}))
+            }
+            Request::MemMap(r) => {
+                let res = self
+                    .vmm()
+                    .and_then(|v| Ok(v.map(r.ptr, r.size, r.offset, r.handle)?));
+                self.reply(&header, res.map(|()| rep::MemMap {}))
+            }
+            Request::MemUnmap(r) => {
+                let res = self.vmm().and_then(|v| Ok(v.unmap(r.ptr, r.size)?));
+                self.reply(&header, res.map(|()| rep::MemUnmap {}))
+            }
+            Request::MemSetAccess(r) => {
+                let res = self.mem_set_access(r.ptr, r.size, r.flags);
+                self.reply(&header, res.map(|()| rep::MemSetAccess {}))
+            }
+            Request::MemExport(r) => {
+                let res = self.vmm_export(r.handle);
+                self.reply(&header, res)
+            }
+            Request::MemImport(r) => {
+                let res = self.vmm_import(&r.token.0);
+                self.reply(&header, res)
+            }
+            Request::StreamWriteValue(_) | Request::StreamWaitValue(_) => {
+                let res = self.device_step(&req, &mut StepOutput::default());
+                // These replies have no fields: any of their types encodes them.
+                self.reply(&header, res.map(|()| rep::StreamWriteValue {}))
+            }
             Request::MathCall(r) => {
                 let res = self
                     .ctx_mut()
@@ -662,6 +714,18 @@ impl Agent {
                 },
                 out,
             )?,
+            Request::StreamWriteValue(r) => {
+                let bytes = r.value.to_le_bytes();
+                let size = match r.size {
+                    4 | 8 => u64::from(r.size),
+                    _ => return Err(CudaError::INVALID_VALUE.into()),
+                };
+                if !r.addr.is_multiple_of(size) {
+                    return Err(CudaError::INVALID_VALUE.into());
+                }
+                self.fill_rows(Rows::linear(r.addr, size), &bytes[..size as usize])?;
+            }
+            Request::StreamWaitValue(r) => self.wait_value(r)?,
             other => {
                 return Err(Failure::new(
                     CudaError::INVALID_VALUE,
@@ -941,6 +1005,129 @@ impl Agent {
         Ok(rep::IpcOpenMemHandle { ptr, len })
     }
 
+    /// The context's virtual memory management, or why there is none.
+    fn vmm(&mut self) -> Result<&mut dyn VirtualMemory, Failure> {
+        let ctx = self.ctx_mut()?;
+        let backend = ctx.backend_name();
+        ctx.vmm().ok_or_else(|| {
+            Failure::new(
+                CudaError::NOT_SUPPORTED,
+                format!("virtual memory management is not available on the {backend} backend"),
+            )
+        })
+    }
+
+    /// `cuMemSetAccess` for this GPU: `PROT_READWRITE` (3) or `PROT_NONE` (0).
+    fn mem_set_access(&mut self, ptr: u64, size: u64, flags: u32) -> Result<(), Failure> {
+        let accessible = match flags {
+            0 => false,
+            3 => true,
+            // The emulated device has no read-only device memory.
+            1 => {
+                return Err(Failure::new(
+                    CudaError::NOT_SUPPORTED,
+                    "cuMemSetAccess: read-only access (CU_MEM_ACCESS_FLAGS_PROT_READ) is not supported; use PROT_READWRITE",
+                ))
+            }
+            _ => return Err(CudaError::INVALID_VALUE.into()),
+        };
+        Ok(self.vmm()?.set_access(ptr, size, accessible)?)
+    }
+
+    /// `cuMemExportToShareableHandle`: shares a physical allocation through
+    /// this agent's IPC port, as CUDA IPC shares allocations.
+    fn vmm_export(&mut self, handle: u64) -> Result<rep::MemExport, Failure> {
+        if self.instance.is_none() {
+            return Err(Failure::new(
+                CudaError::NOT_SUPPORTED,
+                "shareable handles need a server with an instance id",
+            ));
+        }
+        let (memory, len) = self.vmm()?.export(handle)?;
+        let local = |e: std::io::Error| {
+            Failure::new(
+                CudaError::OPERATING_SYSTEM,
+                format!("cuMemExportToShareableHandle: {e}"),
+            )
+        };
+        if self.ipc_port.is_none() {
+            self.ipc_port = Some(IpcPort::open(self.instance).map_err(local)?);
+        }
+        let port = self.ipc_port.as_ref().ok_or(CudaError::OPERATING_SYSTEM)?;
+        // Keyed apart from device addresses (below 2^47), one per handle.
+        let key = VMM_EXPORT_KEY | handle;
+        let token = port.export(key, memory, len, &self.tenant).map_err(local)?;
+        Ok(rep::MemExport {
+            token: Blob(token.encode().to_vec()),
+        })
+    }
+
+    /// `cuMemImportFromShareableHandle`: fetches the exporter's memory file
+    /// and gives it a handle here (the exporting process included, as CUDA
+    /// allows there).
+    fn vmm_import(&mut self, token: &[u8]) -> Result<rep::MemImport, Failure> {
+        self.ctx()?;
+        let handle = MemHandle::decode(token).ok_or_else(|| {
+            Failure::new(
+                CudaError::INVALID_VALUE,
+                "cuMemImportFromShareableHandle: not a handle of an rcud server",
+            )
+        })?;
+        let (memory, size) = ipc::fetch(&handle, self.instance, &self.tenant)?;
+        let handle = self.vmm()?.import(memory, size)?;
+        Ok(rep::MemImport { handle, size })
+    }
+
+    /// `cuStreamWaitValue32/64`. Every operation queued before this one has
+    /// run (a context's work runs in order), so only another process
+    /// writing shared memory (CUDA IPC, exported physical memory) can still
+    /// change the value: the wait polls it until the server's operation
+    /// time limit, then fails with `cudaErrorTimeout` instead of hanging
+    /// the context as a GPU would.
+    fn wait_value(&mut self, r: &rcud_proto::ops::req::StreamWaitValue) -> Result<(), Failure> {
+        const GEQ: u32 = 0;
+        const EQ: u32 = 1;
+        const AND: u32 = 2;
+        const NOR: u32 = 3;
+        const FLUSH: u32 = 1 << 30;
+        let mask = if r.size == 4 {
+            u64::from(u32::MAX)
+        } else {
+            u64::MAX
+        };
+        let (op, want) = (r.flags & !FLUSH, r.value & mask);
+        let holds = |v: u64| match op {
+            // GEQ compares cyclically, as the driver does: (int)(v - want) >= 0.
+            GEQ if r.size == 4 => (v.wrapping_sub(want) as u32 as i32) >= 0,
+            GEQ => (v.wrapping_sub(want) as i64) >= 0,
+            EQ => v == want,
+            AND => v & want != 0,
+            _ => !(v | want) & mask != 0,
+        };
+        if op > NOR || !matches!(r.size, 4 | 8) {
+            return Err(CudaError::INVALID_VALUE.into());
+        }
+        let deadline = std::time::Instant::now() + self.op_timeout;
+        let mut pause = Duration::from_micros(50);
+        loop {
+            let value = self.ctx_mut()?.load_value(r.addr, r.size)?;
+            if holds(value) {
+                return Ok(());
+            }
+            if std::time::Instant::now() >= deadline {
+                return Err(Failure::new(
+                    CudaError::TIMEOUT,
+                    format!(
+                        "cuStreamWaitValue: the value at {:#x} ({value:#x}) did not meet the condition (flags {:#x}, value {:#x}) within the server's operation time limit of {:?}; rcud runs a context's work in order, so only another process writing shared memory can end such a wait",
+                        r.addr, r.flags, r.value, self.op_timeout
+                    ),
+                ));
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(20));
+        }
+    }
+
     /// Opens this agent's rendezvous point on first use and issues the
     /// ticket of the next `PeerReceive`.
     fn peer_listen(&mut self) -> Result<rep::PeerListen, Failure> {
@@ -1119,6 +1306,10 @@ fn next_connection_owner() -> String {
 }
 
 /// When an operation of many rows must have finished.
+/// Bit that keys exported physical allocations (`cuMemExportToShareableHandle`)
+/// in the IPC port apart from exported device addresses.
+const VMM_EXPORT_KEY: u64 = 1 << 63;
+
 struct Deadline(std::time::Instant);
 
 impl Deadline {

@@ -177,6 +177,128 @@ impl Runtime {
         Ok(())
     }
 
+    // ---- virtual memory management (driver API) ---------------------------
+
+    /// `cuMemCreate` on device `d`: the server's handle of a physical
+    /// allocation of `size` bytes.
+    pub fn vmm_create(&self, d: usize, size: u64) -> Result<u64, CudaError> {
+        Ok(self.call(d, &req::MemCreate { size }, &[], &mut [])?.handle)
+    }
+
+    /// `cuMemRelease` of a server handle of device `d`.
+    pub fn vmm_release(&self, d: usize, handle: u64) -> Result<(), CudaError> {
+        self.call(d, &req::MemRelease { handle }, &[], &mut [])
+            .map(|_| ())
+    }
+
+    /// `cuMemAddressReserve` in device `d`'s address window.
+    pub fn vmm_reserve(&self, d: usize, size: u64, alignment: u64) -> Result<u64, CudaError> {
+        let request = req::MemAddressReserve { size, alignment };
+        Ok(self.call(d, &request, &[], &mut [])?.ptr)
+    }
+
+    /// `cuMemAddressFree`.
+    pub fn vmm_free_address(&self, d: usize, ptr: u64, size: u64) -> Result<(), CudaError> {
+        self.call(d, &req::MemAddressFree { ptr, size }, &[], &mut [])
+            .map(|_| ())
+    }
+
+    /// `cuMemMap`: the mapping becomes device memory of `d` to the
+    /// allocation table (copies find their direction by it; the server
+    /// refuses them until access is set).
+    pub fn vmm_map(
+        &self,
+        d: usize,
+        ptr: u64,
+        size: u64,
+        offset: u64,
+        handle: u64,
+    ) -> Result<(), CudaError> {
+        let request = req::MemMap {
+            ptr,
+            size,
+            offset,
+            handle,
+        };
+        self.call(d, &request, &[], &mut [])?;
+        self.allocs.write().insert(ptr, (size, d));
+        Ok(())
+    }
+
+    /// `cuMemUnmap`: whole mappings of `[ptr, ptr + size)` on device `d`.
+    pub fn vmm_unmap(&self, d: usize, ptr: u64, size: u64) -> Result<(), CudaError> {
+        self.call(d, &req::MemUnmap { ptr, size }, &[], &mut [])?;
+        let end = ptr.saturating_add(size);
+        self.allocs
+            .write()
+            .retain(|&base, _| base < ptr || base >= end);
+        Ok(())
+    }
+
+    /// `cuMemSetAccess` for device `d` (`flags`: `CUmemAccess_flags`).
+    pub fn vmm_set_access(
+        &self,
+        d: usize,
+        ptr: u64,
+        size: u64,
+        flags: u32,
+    ) -> Result<(), CudaError> {
+        self.call(d, &req::MemSetAccess { ptr, size, flags }, &[], &mut [])
+            .map(|_| ())
+    }
+
+    /// `cuMemExportToShareableHandle`: the 64-byte token that imports the
+    /// physical allocation in another process using the same server.
+    pub fn vmm_export(&self, d: usize, handle: u64) -> Result<[u8; 64], CudaError> {
+        let reply = self.call(d, &req::MemExport { handle }, &[], &mut [])?;
+        <[u8; 64]>::try_from(reply.token.0.as_slice()).map_err(|_| CudaError::UNKNOWN)
+    }
+
+    /// `cuMemImportFromShareableHandle` on device `d`: (server handle, size).
+    pub fn vmm_import(&self, d: usize, token: &[u8; 64]) -> Result<(u64, u64), CudaError> {
+        let request = req::MemImport {
+            token: Blob(token.to_vec()),
+        };
+        let reply = self.call(d, &request, &[], &mut [])?;
+        Ok((reply.handle, reply.size))
+    }
+
+    // ---- stream memory operations (driver API) ----------------------------
+
+    /// Queued `cuStreamWriteValue32/64`: `size` (4 or 8) bytes of `value`.
+    pub fn stream_write_value(
+        &'static self,
+        stream: u64,
+        addr: u64,
+        value: u64,
+        size: u32,
+    ) -> Result<(), CudaError> {
+        let d = self.stream_device(stream)?;
+        self.check_device_range(d, addr, u64::from(size))?;
+        let request = req::StreamWriteValue { addr, value, size };
+        self.enqueue(d, &request, &[], Completion::Status, 0)
+    }
+
+    /// Queued `cuStreamWaitValue32/64` (`flags`: `CUstreamWaitValue_flags`).
+    pub fn stream_wait_value(
+        &'static self,
+        stream: u64,
+        addr: u64,
+        value: u64,
+        size: u32,
+        flags: u32,
+    ) -> Result<(), CudaError> {
+        let d = self.stream_device(stream)?;
+        self.check_device_range(d, addr, u64::from(size))?;
+        let request = req::StreamWaitValue {
+            addr,
+            value,
+            size,
+            flags,
+        };
+        self.enqueue(d, &request, &[], Completion::Status, 0)
+    }
+
     /// Host-to-device copy of `src` to `dst` on device `d`.
     pub fn memcpy_htod(&self, d: usize, dst: u64, src: &[u8]) -> Result<(), CudaError> {
         let len = src.len() as u64;

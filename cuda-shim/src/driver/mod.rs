@@ -52,6 +52,7 @@ mod mempool;
 pub(crate) mod module;
 mod stream;
 mod texture;
+mod vmm;
 
 /// `CUresult` as the C ABI returns it.
 pub type CuResult = c_int;

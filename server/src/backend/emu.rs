@@ -302,6 +302,22 @@ impl DeviceContext for EmuContext {
         self.memory.import(memory, len)
     }
 
+    fn vmm(&mut self) -> Option<&mut dyn super::VirtualMemory> {
+        Some(&mut self.memory)
+    }
+
+    fn load_value(&mut self, addr: u64, size: u32) -> Result<u64, CudaError> {
+        use std::sync::atomic::Ordering::Acquire;
+        let view = self.memory.launch_view();
+        let region = view.region(addr).ok_or(CudaError::INVALID_VALUE)?;
+        let value = match size {
+            4 => region.atomic_u32(addr).map(|a| u64::from(a.load(Acquire))),
+            8 => region.atomic_u64(addr).map(|a| a.load(Acquire)),
+            _ => None,
+        };
+        value.ok_or(CudaError::INVALID_VALUE)
+    }
+
     fn ipc_close(&mut self, ptr: u64) -> Result<(), CudaError> {
         self.memory.close_import(ptr)
     }
@@ -597,6 +613,36 @@ impl DeviceContext for EmuContext {
         )
         .map_err(kernel_failure)?;
         Ok(out.printf.into_bytes())
+    }
+}
+
+impl super::VirtualMemory for DeviceMemory {
+    fn create(&mut self, size: u64) -> Result<u64, CudaError> {
+        self.create_physical(size)
+    }
+    fn release(&mut self, handle: u64) -> Result<(), CudaError> {
+        self.release_physical(handle)
+    }
+    fn export(&mut self, handle: u64) -> Result<(std::fs::File, u64), CudaError> {
+        self.export_physical(handle)
+    }
+    fn import(&mut self, memory: std::fs::File, len: u64) -> Result<u64, CudaError> {
+        self.import_physical(memory, len)
+    }
+    fn reserve(&mut self, size: u64, alignment: u64) -> Result<u64, CudaError> {
+        self.reserve_address(size, alignment)
+    }
+    fn free_address(&mut self, ptr: u64, size: u64) -> Result<(), CudaError> {
+        DeviceMemory::free_address(self, ptr, size)
+    }
+    fn map(&mut self, ptr: u64, size: u64, offset: u64, handle: u64) -> Result<(), CudaError> {
+        DeviceMemory::map(self, ptr, size, offset, handle)
+    }
+    fn unmap(&mut self, ptr: u64, size: u64) -> Result<(), CudaError> {
+        DeviceMemory::unmap(self, ptr, size)
+    }
+    fn set_access(&mut self, ptr: u64, size: u64, accessible: bool) -> Result<(), CudaError> {
+        DeviceMemory::set_access(self, ptr, size, accessible)
     }
 }
 

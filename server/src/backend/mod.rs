@@ -71,6 +71,18 @@ pub trait DeviceContext: Send {
     fn ipc_close(&mut self, _ptr: u64) -> Result<(), CudaError> {
         Err(CudaError::INVALID_VALUE)
     }
+    /// Virtual memory management (`cuMemCreate`, `cuMemMap`, ...), where
+    /// the backend has it; `None` where it has not (the device then reports
+    /// `CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED` = 0).
+    fn vmm(&mut self) -> Option<&mut dyn VirtualMemory> {
+        None
+    }
+    /// Reads the naturally aligned `size`-byte (4 or 8) value at `addr`
+    /// (`cuStreamWaitValue32/64`), as an atomic load: other clients may be
+    /// writing it through shared memory.
+    fn load_value(&mut self, _addr: u64, _size: u32) -> Result<u64, CudaError> {
+        Err(CudaError::NOT_SUPPORTED)
+    }
     /// `cudaMemGetInfo`: (free, total).
     fn mem_info(&self) -> (u64, u64);
     /// Bytes of device memory this client holds (allocations and module
@@ -151,6 +163,30 @@ pub trait DeviceContext: Send {
     }
     /// The backend's name, for messages.
     fn backend_name(&self) -> &'static str;
+}
+
+/// Virtual memory management of one client on one GPU: physical
+/// allocations by handle, reserved address ranges, and mappings of the one
+/// in the other. See `rcud_emu::memory::DeviceMemory` for the rules.
+pub trait VirtualMemory {
+    /// `cuMemCreate`: a handle.
+    fn create(&mut self, size: u64) -> Result<u64, CudaError>;
+    /// `cuMemRelease`.
+    fn release(&mut self, handle: u64) -> Result<(), CudaError>;
+    /// `cuMemExportToShareableHandle`: the memory file and its size.
+    fn export(&mut self, handle: u64) -> Result<(std::fs::File, u64), CudaError>;
+    /// `cuMemImportFromShareableHandle`: a handle of the memory file.
+    fn import(&mut self, memory: std::fs::File, len: u64) -> Result<u64, CudaError>;
+    /// `cuMemAddressReserve`.
+    fn reserve(&mut self, size: u64, alignment: u64) -> Result<u64, CudaError>;
+    /// `cuMemAddressFree`.
+    fn free_address(&mut self, ptr: u64, size: u64) -> Result<(), CudaError>;
+    /// `cuMemMap`.
+    fn map(&mut self, ptr: u64, size: u64, offset: u64, handle: u64) -> Result<(), CudaError>;
+    /// `cuMemUnmap`.
+    fn unmap(&mut self, ptr: u64, size: u64) -> Result<(), CudaError>;
+    /// `cuMemSetAccess`: readable and writable, or not accessible.
+    fn set_access(&mut self, ptr: u64, size: u64, accessible: bool) -> Result<(), CudaError>;
 }
 
 /// One kernel launch as the client asked for it.
