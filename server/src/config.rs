@@ -165,7 +165,10 @@ impl Config {
 /// value counts here (the command line as a whole is checked later, with
 /// the flags that go together).
 fn check_value(command: &Command, flag: &str, value: &str) -> Result<(), String> {
-    let mut check = command.clone().no_binary_name(true).args_override_self(true);
+    let mut check = command
+        .clone()
+        .no_binary_name(true)
+        .args_override_self(true);
     // A value may look like a flag (`-1`): `--flag=value` keeps it a value.
     let arg = OsString::from(format!("{flag}={value}"));
     match check.try_get_matches_from_mut([arg]) {
@@ -201,7 +204,11 @@ fn clap_reason(e: &clap::Error) -> String {
 /// The line (from 1) of byte `offset` of `text`.
 fn line_of(text: &str, offset: usize) -> usize {
     let end = offset.min(text.len());
-    text.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
 }
 
 /// The position of the value of `--config` in a command line, and the path.
@@ -292,7 +299,10 @@ mod tests {
     #[test]
     fn bad_values_are_refused_with_line_and_the_flags_reason() {
         let e = parse("listen = \"a:1\"\nmax_clients = 0\n").unwrap_err();
-        assert!(e.starts_with("s.toml:2: invalid value '0' for '--max-clients"), "{e}");
+        assert!(
+            e.starts_with("s.toml:2: invalid value '0' for '--max-clients"),
+            "{e}"
+        );
         assert!(e.contains("not in 1.."), "{e}");
         let e = parse("emu_memory = \"lots\"").unwrap_err();
         assert!(e.starts_with("s.toml:1: invalid value 'lots'"), "{e}");

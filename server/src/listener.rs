@@ -21,10 +21,10 @@ use crate::agent::{Agent, AgentError};
 use crate::backend::Backend;
 use crate::gate::{self, Admission, Policy};
 use crate::isolation::{self, AgentLauncher, Agents, Isolation, Limits, Refusals};
+use crate::metrics::{self, CountingChannel, Probe};
 use crate::occupancy::{Lease, Occupancy};
 use crate::peer::InstanceId;
 use crate::qos::{Lane, PortQos, SharedArbiter};
-use crate::metrics::{self, CountingChannel, Probe};
 use crate::tenant_memory::{MemoryAccount, TenantMemory};
 use crate::tenants::Tenants;
 

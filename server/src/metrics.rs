@@ -24,8 +24,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
-use rcud_shm::SharedWords;
 use rcud_proto::frame::{FrameHeader, HEADER_LEN};
+use rcud_shm::SharedWords;
 use rcud_transport::bootstrap::TransportKind;
 use rcud_transport::{Channel, TransportError};
 
@@ -190,7 +190,9 @@ impl ListenerStats {
 
     /// A QoS admission into `class`.
     pub fn qos_admitted(&self, class: &str) {
-        self.qos_admitted.get_or_create(&label("class", class)).inc();
+        self.qos_admitted
+            .get_or_create(&label("class", class))
+            .inc();
     }
 
     /// A QoS refusal.
@@ -244,41 +246,40 @@ impl Collector for Live {
         gauge(
             &mut encoder,
             "rcud_clients_connected",
-            "Clients being served.",
+            "Clients being served",
             self.probe.clients(),
         )?;
         gauge(
             &mut encoder,
             "rcud_agent_processes",
-            "Agent processes alive (process isolation; 0 with agent threads).",
+            "Agent processes alive (process isolation; 0 with agent threads)",
             self.probe.agent_processes(),
         )?;
         for (suffix, help, offset, unit) in [
             (
                 "transport",
-                "Bytes carried, by transport and direction (frames: headers, bodies, payloads).",
+                "Bytes carried, by transport and direction (frames: headers, bodies, payloads)",
                 0,
                 Some(Unit::Bytes),
             ),
             (
                 "transport_frames",
-                "Frames (operations and replies), by transport and direction.",
+                "Frames (operations and replies), by transport and direction",
                 1,
                 None,
             ),
         ] {
             let name = format!("rcud_{suffix}");
-            let mut family = encoder.encode_descriptor(
-                &name,
-                help,
-                unit.as_ref(),
-                MetricType::Counter,
-            )?;
+            let mut family =
+                encoder.encode_descriptor(&name, help, unit.as_ref(), MetricType::Counter)?;
             for kind in TRANSPORTS {
                 for (direction, dir_name) in
                     [(Direction::Received, "received"), (Direction::Sent, "sent")]
                 {
-                    let labels = [("transport", kind.to_string()), ("direction", dir_name.into())];
+                    let labels = [
+                        ("transport", kind.to_string()),
+                        ("direction", dir_name.into()),
+                    ];
                     let value = self
                         .stats
                         .load(SharedStats::traffic_index(kind, direction) + offset);
@@ -290,10 +291,7 @@ impl Collector for Live {
         }
         let buckets: Vec<(f64, u64)> = (0..LATENCY_BUCKETS)
             .map(|i| {
-                let bound = LATENCY_BOUNDS
-                    .get(i as usize)
-                    .copied()
-                    .unwrap_or(f64::MAX);
+                let bound = LATENCY_BOUNDS.get(i as usize).copied().unwrap_or(f64::MAX);
                 (bound, self.stats.load(LATENCY + i))
             })
             .collect();
@@ -302,7 +300,7 @@ impl Collector for Live {
         encoder
             .encode_descriptor(
                 "rcud_call_latency",
-                "Time from a request's arrival to its reply, for calls that are answered.",
+                "Time from a request's arrival to its reply, for calls that are answered",
                 Some(&Unit::Seconds),
                 MetricType::Histogram,
             )?
@@ -310,7 +308,7 @@ impl Collector for Live {
         encoder
             .encode_descriptor(
                 "rcud_kernels",
-                "Kernels launched.",
+                "Kernels launched",
                 None,
                 MetricType::Counter,
             )?
@@ -318,7 +316,7 @@ impl Collector for Live {
         encoder
             .encode_descriptor(
                 "rcud_kernel_time",
-                "Time kernels ran on the devices.",
+                "Time kernels ran on the devices",
                 Some(&Unit::Seconds),
                 MetricType::Counter,
             )?
@@ -329,7 +327,7 @@ impl Collector for Live {
         if let (Some(tenants), Some(table)) = (self.probe.tenants(), self.probe.tenant_memory()) {
             let mut family = encoder.encode_descriptor(
                 "rcud_tenant_device_memory",
-                "Device memory a tenant holds over all its connections.",
+                "Device memory a tenant holds over all its connections",
                 Some(&Unit::Bytes),
                 MetricType::Gauge,
             )?;
@@ -373,27 +371,27 @@ impl Metrics {
         let mut registry = Registry::default();
         registry.register(
             "rcud_admissions",
-            "Connections admitted by the gate, by tenant.",
+            "Connections admitted by the gate, by tenant",
             listener.admitted.clone(),
         );
         registry.register(
             "rcud_refusals",
-            "Connections refused, by reason.",
+            "Connections refused, by reason",
             listener.refused.clone(),
         );
         registry.register(
             "rcud_qos_admissions",
-            "Connections admitted into a QoS service class, by class.",
+            "Connections admitted into a QoS service class, by class",
             listener.qos_admitted.clone(),
         );
         registry.register(
             "rcud_qos_refusals",
-            "Connections the QoS admission refused.",
+            "Connections the QoS admission refused",
             listener.qos_refused.clone(),
         );
         registry.register(
             "rcud_config_reloads",
-            "Reloads of the configuration (SIGHUP), by result.",
+            "Reloads of the configuration (SIGHUP), by result",
             listener.reloads.clone(),
         );
         registry.register_collector(Box::new(Live { stats, probe }));

@@ -73,8 +73,14 @@ fn bad_configurations_are_refused_with_line_and_reason() {
             "s.toml:3: invalid value 'lots' for '--emu-memory <EMU_MEMORY>'",
         ),
         ("max_clinets = 4\n", "s.toml:1: unknown key `max_clinets`"),
-        ("[qos]\nlnk = \"1Gb/s\"\n", "s.toml:2: unknown key `lnk` in [qos]"),
-        ("isolation = \"vm\"\n", "s.toml:1: invalid value 'vm' for '--isolation"),
+        (
+            "[qos]\nlnk = \"1Gb/s\"\n",
+            "s.toml:2: unknown key `lnk` in [qos]",
+        ),
+        (
+            "isolation = \"vm\"\n",
+            "s.toml:1: invalid value 'vm' for '--isolation",
+        ),
         // Agents' hidden flags are no keys.
         ("agent_fd = 3\n", "s.toml:1: unknown key `agent_fd`"),
         ("max_clients = \n", "TOML parse error at line 1"),
@@ -140,7 +146,9 @@ fn sighup_puts_new_secrets_in_force_and_keeps_connected_clients() {
     write_private(&config, &with_secret(NEW_SECRET));
     server.signal(Signal::SIGHUP);
     server
-        .wait_log(Duration::from_secs(10), |l| l.contains("SIGHUP: reloaded 2 tenant(s)"))
+        .wait_log(Duration::from_secs(10), |l| {
+            l.contains("SIGHUP: reloaded 2 tenant(s)")
+        })
         .expect("the reload is logged");
 
     match Conn::connect_as(server.addr(), "late-old", Some(&alice(OLD_SECRET))) {
@@ -167,7 +175,9 @@ fn sighup_puts_new_secrets_in_force_and_keeps_connected_clients() {
     write_private(&config, "max_clients = 0\n");
     server.signal(Signal::SIGHUP);
     server
-        .wait_log(Duration::from_secs(10), |l| l.contains("SIGHUP: reload failed"))
+        .wait_log(Duration::from_secs(10), |l| {
+            l.contains("SIGHUP: reload failed")
+        })
         .expect("the failed reload is logged");
     Conn::connect_as(server.addr(), "after-bad", Some(&alice(NEW_SECRET))).unwrap();
     // Adding a tenant needs a restart; the server says so and keeps its own.
@@ -180,7 +190,9 @@ fn sighup_puts_new_secrets_in_force_and_keeps_connected_clients() {
     );
     server.signal(Signal::SIGHUP);
     let line = server
-        .wait_count(2, Duration::from_secs(10), |l| l.contains("SIGHUP: reload failed"))
+        .wait_count(2, Duration::from_secs(10), |l| {
+            l.contains("SIGHUP: reload failed")
+        })
         .eq(&2);
     assert!(line, "{:?}", server.logs());
     assert!(server

@@ -14,14 +14,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
-use rcud_server::config::{self, Config};
-use rcud_server::metrics::{Metrics, SharedStats};
 use rcud_emu::ledger::Ledger;
 use rcud_server::backend::emu::EmuBackend;
 use rcud_server::backend::{BackendKind, EmuSettings};
+use rcud_server::config::{self, Config};
 use rcud_server::gate::{Admission, Policy};
 use rcud_server::isolation::{self, AgentLauncher, Isolation, Limits};
 use rcud_server::listener::{serve_admitted, AgentSetup};
+use rcud_server::metrics::{Metrics, SharedStats};
 use rcud_server::peer::InstanceId;
 use rcud_server::qos::{PortQos, SharedArbiter};
 use rcud_server::tenant_memory::TenantMemory;
@@ -139,6 +139,11 @@ struct Args {
     /// `FD:GPUS:SLOTS:SLOT`.
     #[arg(long = "ledger", hide = true, requires = "agent_fd")]
     ledger: Option<String>,
+    /// Agent process: the listener's configuration file, read for its
+    /// tenants only (the agent gets every other setting as a flag, so a file
+    /// edited but not yet reloaded changes nothing else).
+    #[arg(long = "config-tenants", hide = true, requires = "agent_fd")]
+    config_tenants: Option<PathBuf>,
     /// Agent process: the descriptor of the listener's metrics table.
     #[arg(long = "stats", hide = true, requires = "agent_fd")]
     stats: Option<i32>,
@@ -191,7 +196,10 @@ impl Args {
             }
             (Some(file), _) => Tenants::load(file),
             (None, Some(config)) if self.config_has_tenants => Tenants::load_config(config),
-            _ => return Ok(None),
+            (None, _) => match &self.config_tenants {
+                Some(config) => Tenants::load_config(config),
+                None => return Ok(None),
+            },
         };
         loaded.map(|t| Some(Arc::new(t))).map_err(|e| e.to_string())
     }
@@ -258,8 +266,9 @@ impl Args {
             args.push(flag.into());
             args.push(value.to_string().into());
         }
+        let config_tenants = self.config.clone().filter(|_| self.config_has_tenants);
         for (flag, path) in [
-            ("--config", &self.config),
+            ("--config-tenants", &config_tenants),
             ("--auth-file", &self.auth_file),
             ("--tls-cert", &self.tls_cert),
             ("--tls-key", &self.tls_key),
@@ -452,23 +461,29 @@ fn listener_main(args: &Args) -> ExitCode {
 /// SIGHUP: reads the configuration (or tenant file) again and puts its
 /// tenants (secrets, limits, service classes) in force for new connections.
 /// A file that does not parse changes nothing.
-fn reload_config(argv: &[OsString], started: &Limits, reload: &rcud_server::listener::TenantsReload) {
-    let outcome = Args::parse_with_config(argv.to_vec()).map_err(|e| e.to_string()).and_then(|args| {
-        if args.limits() != *started {
-            tracing::warn!(
-                "SIGHUP: the server's own limits (max_clients, client_memory, timeouts, ...) \
+fn reload_config(
+    argv: &[OsString],
+    started: &Limits,
+    reload: &rcud_server::listener::TenantsReload,
+) {
+    let outcome = Args::parse_with_config(argv.to_vec())
+        .map_err(|e| e.to_string())
+        .and_then(|args| {
+            if args.limits() != *started {
+                tracing::warn!(
+                    "SIGHUP: the server's own limits (max_clients, client_memory, timeouts, ...) \
                  changed; they take effect at the next start"
-            );
-        }
-        match args.tenants()? {
-            Some(tenants) => {
-                let count = tenants.len();
-                reload.replace(Arc::unwrap_or_clone(tenants))?;
-                Ok(count)
+                );
             }
-            None => Err("no tenants in the files now: the server keeps its tenants".into()),
-        }
-    });
+            match args.tenants()? {
+                Some(tenants) => {
+                    let count = tenants.len();
+                    reload.replace(Arc::unwrap_or_clone(tenants))?;
+                    Ok(count)
+                }
+                None => Err("no tenants in the files now: the server keeps its tenants".into()),
+            }
+        });
     if let Some(m) = rcud_server::metrics::listener() {
         m.reloaded(outcome.is_ok());
     }
