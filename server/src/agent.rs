@@ -739,10 +739,12 @@ impl Agent {
     /// Runs a kernel in its QoS turn; its printf output goes to `out`.
     fn launch(&mut self, launch: &KernelLaunch<'_>, out: &mut StepOutput) -> Result<(), Failure> {
         let turn = self.qos.as_ref().map(|l| l.acquire(Resource::Launch, 0));
+        let started = std::time::Instant::now();
         let res = match self.ctx.as_deref_mut() {
             Some(c) => c.launch(launch),
             None => Err(Failure::from(CudaError::INVALID_DEVICE)),
         };
+        crate::metrics::kernel_ran(started.elapsed());
         drop(turn);
         match res {
             Ok(printf) => {

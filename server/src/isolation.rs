@@ -106,6 +106,12 @@ pub const TENANT_MEMORY_FLAG: &str = "--tenant-memory";
 /// The descriptor an agent process finds the table of tenants' memory on.
 pub const TENANT_MEMORY_FD: i32 = 7;
 
+/// Hidden flag handing an agent the table it counts metrics in.
+pub const STATS_FLAG: &str = "--stats";
+
+/// The descriptor an agent process finds the metrics table on.
+pub const STATS_FD: i32 = 8;
+
 /// Hidden flag naming the descriptor the agent reads its client's
 /// admission from ([`Handover`]).
 pub const HANDOVER_FLAG: &str = "--handover-fd";
@@ -296,6 +302,13 @@ impl AgentLauncher {
             });
             cmd.arg(TENANT_MEMORY_FLAG)
                 .arg(format!("{TENANT_MEMORY_FD}:{}", table.tenants()));
+        }
+        if let Some(stats) = crate::metrics::shared() {
+            fds.push(FdMapping {
+                parent_fd: stats.fd().try_clone_to_owned()?,
+                child_fd: STATS_FD,
+            });
+            cmd.arg(STATS_FLAG).arg(STATS_FD.to_string());
         }
         cmd.fd_mappings(fds).map_err(io::Error::other)?;
         Ok(cmd)

@@ -11,10 +11,12 @@
 
 pub mod agent;
 pub mod backend;
+pub mod config;
 pub mod gate;
 pub mod ipc;
 pub mod isolation;
 pub mod listener;
+pub mod metrics;
 mod occupancy;
 pub mod peer;
 pub mod qos;

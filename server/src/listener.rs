@@ -10,6 +10,8 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
+use parking_lot::RwLock;
+
 use rcud_emu::ledger::Ledger;
 use rcud_transport::bootstrap;
 use rcud_transport::tls::ServerTls;
@@ -19,10 +21,12 @@ use crate::agent::{Agent, AgentError};
 use crate::backend::Backend;
 use crate::gate::{self, Admission, Policy};
 use crate::isolation::{self, AgentLauncher, Agents, Isolation, Limits, Refusals};
+use crate::metrics::{self, CountingChannel, Probe};
 use crate::occupancy::{Lease, Occupancy};
 use crate::peer::InstanceId;
 use crate::qos::{Lane, PortQos, SharedArbiter};
 use crate::tenant_memory::{MemoryAccount, TenantMemory};
+use crate::tenants::Tenants;
 
 /// Most connections in the gate at once; more are dropped unanswered, so a
 /// flood costs a bounded number of threads.
@@ -51,6 +55,43 @@ pub struct Server {
     /// Tenants' memory over all their connections, when a tenant has a
     /// memory limit.
     tenant_memory: Option<Arc<TenantMemory>>,
+    /// The tenants in force for new connections: the policy's, until a
+    /// reload replaces them.
+    current_tenants: Arc<RwLock<Option<Arc<Tenants>>>>,
+}
+
+/// Replaces the tenants of a running server (`SIGHUP`): new connections
+/// are checked against the new secrets and get the new limits; connected
+/// clients keep what they were admitted with.
+#[derive(Debug, Clone)]
+pub struct TenantsReload {
+    current: Arc<RwLock<Option<Arc<Tenants>>>>,
+}
+
+impl TenantsReload {
+    /// Puts `tenants` in force. The set of tenant names must stay the same:
+    /// agents find their tenant by its position in name order, and the
+    /// table of tenants' memory is sized at start.
+    pub fn replace(&self, tenants: Tenants) -> Result<(), String> {
+        let mut current = self.current.write();
+        let Some(old) = current.as_ref() else {
+            return Err("the server was started without tenants; restart it to add some".into());
+        };
+        if !old.names().eq(tenants.names()) {
+            return Err(format!(
+                "the tenants changed (was: {}; now: {}): adding or removing tenants needs a restart",
+                old.names().collect::<Vec<_>>().join(", "),
+                tenants.names().collect::<Vec<_>>().join(", ")
+            ));
+        }
+        *current = Some(Arc::new(tenants));
+        Ok(())
+    }
+
+    /// The tenants in force.
+    pub fn current(&self) -> Option<Arc<Tenants>> {
+        self.current.read().clone()
+    }
 }
 
 /// Where clients are served.
@@ -100,6 +141,7 @@ impl Server {
             in_gate: Arc::default(),
             qos: None,
             tenant_memory: None,
+            current_tenants: Arc::default(),
         })
     }
 
@@ -117,8 +159,11 @@ impl Server {
     pub fn with_policy(mut self, policy: Policy) -> Self {
         self.policy = policy;
         self.policy.tls = self.tls.is_some();
+        *self.current_tenants.write() = self.policy.tenants.clone();
+        // Every tenant's memory is counted (its limit enforced, if it has
+        // one, and reported by the metrics).
         self.tenant_memory = match &self.policy.tenants {
-            Some(t) if t.any_memory_limit() => {
+            Some(t) => {
                 match TenantMemory::create(u32::try_from(t.len()).unwrap_or(u32::MAX)) {
                     Ok(table) => Some(Arc::new(table)),
                     Err(e) => {
@@ -128,7 +173,7 @@ impl Server {
                     }
                 }
             }
-            _ => None,
+            None => None,
         };
         if let Mode::Process { launcher, .. } = &mut self.mode {
             *launcher = launcher
@@ -251,6 +296,25 @@ impl Server {
         }
     }
 
+    /// Replaces the tenants while the server runs.
+    pub fn tenants_reload(&self) -> TenantsReload {
+        TenantsReload {
+            current: self.current_tenants.clone(),
+        }
+    }
+
+    /// What the metrics read of this server at each scrape.
+    pub fn metrics_probe(&self) -> Box<dyn Probe> {
+        Box::new(ServerProbe {
+            live: match &self.mode {
+                Mode::Thread(live) => LiveCount::Threads(live.clone()),
+                Mode::Process { agents, .. } => LiveCount::Processes(agents.clone()),
+            },
+            tenants: self.tenants_reload(),
+            tenant_memory: self.tenant_memory.clone(),
+        })
+    }
+
     /// Number of clients being served (agents started and not yet ended).
     fn live_clients(&self) -> usize {
         match &self.mode {
@@ -270,6 +334,9 @@ impl Server {
         if self.live_clients() >= max as usize {
             let message = isolation::limit_message(max);
             tracing::warn!(%peer, max_clients = max, "refusing a client: {message}");
+            if let Some(m) = metrics::listener() {
+                m.refused("max_clients");
+            }
             self.refusals.refuse(stream, peer, &self.backend, message);
             return;
         }
@@ -286,6 +353,9 @@ impl Server {
                     peer_addr.ip()
                 );
                 tracing::warn!(%peer, "refusing a client: {message}");
+                if let Some(m) = metrics::listener() {
+                    m.refused("max_per_source");
+                }
                 self.refusals.refuse(stream, peer, &self.backend, message);
                 return;
             }
@@ -294,9 +364,11 @@ impl Server {
             tracing::warn!(%peer, "{MAX_IN_GATE} connections are in the handshake; dropping one more");
             return;
         }
+        let mut policy = self.policy.clone();
+        policy.tenants = self.current_tenants.read().clone();
         let gatekeeper = Gatekeeper {
             backend: self.backend.clone(),
-            policy: self.policy.clone(),
+            policy,
             instance: self.instance,
             tenants: self.tenants.clone(),
             in_gate: GateGuard::new(self.in_gate.clone()),
@@ -477,8 +549,16 @@ impl Gatekeeper {
                 let tenant = tenant.map(|t| t.name.as_str()).zip(ceiling);
                 let ticket = port
                     .admit(&hello.qos, tenant.as_ref().map(|(n, c)| (*n, c.as_ref())))
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| {
+                        if let Some(m) = metrics::listener() {
+                            m.qos_refused();
+                        }
+                        e.to_string()
+                    })?;
                 let slot = ticket.slot();
+                if let Some(m) = metrics::listener() {
+                    m.qos_admitted(&ticket.class().to_string());
+                }
                 tracing::info!(%peer, class = %ticket.class(), slot, "service class admitted");
                 lease.add_qos(ticket);
                 Ok(Some(slot))
@@ -489,6 +569,9 @@ impl Gatekeeper {
             Ok(a) => a,
             Err(gate::GateError::Refused(why)) => {
                 tracing::warn!(%peer, "client refused: {why}");
+                if let Some(m) = metrics::listener() {
+                    m.refused("gate");
+                }
                 return;
             }
             Err(e) => {
@@ -496,17 +579,23 @@ impl Gatekeeper {
                 return;
             }
         };
-        // A tenant with a memory limit counts it over all its connections.
-        let limited = admission
-            .tenant
-            .as_ref()
-            .filter(|t| t.limits.memory.is_some())
-            .and_then(|t| self.policy.tenants.as_ref()?.index_of(&t.name));
-        if let (Some(table), Some(index)) = (&self.tenant_memory, limited) {
+        if let Some(m) = metrics::listener() {
+            m.admitted(admission.tenant_name());
+        }
+        // A tenant's memory is counted over all its connections; with a
+        // memory limit, it is enforced there.
+        let counted = admission.tenant.as_ref().and_then(|t| {
+            let index = self.policy.tenants.as_ref()?.index_of(&t.name)?;
+            Some((index, t.limits.memory.is_some()))
+        });
+        if let (Some(table), Some((index, limited))) = (&self.tenant_memory, counted) {
             match table.open_slot(index) {
                 Some(slot) => {
                     admission.memory_slot = Some(slot.slot());
                     lease.add_memory_slot(slot);
+                }
+                None if !limited => {
+                    tracing::warn!(%peer, "no free slot in the table of tenants' memory; this connection's memory is not counted");
                 }
                 None => {
                     tracing::error!(%peer, "no free slot in the table of tenants' memory; closing");
@@ -623,7 +712,8 @@ fn memory_account(admission: &Admission, setup: &AgentSetup) -> Option<MemoryAcc
     let table = setup.tenant_memory.clone()?;
     let slot = admission.memory_slot?;
     let tenant = admission.tenant.as_ref()?;
-    let limit = tenant.limits.memory?;
+    // Without a limit the account only counts.
+    let limit = tenant.limits.memory.unwrap_or(u64::MAX);
     let index = admission.tenant_index?;
     Some(MemoryAccount::new(table, slot, index, limit))
 }
@@ -641,6 +731,7 @@ fn open_channel(
         ..setup.tcp.clone()
     };
     let kind = admission.transport();
+    let counted = |chan: Box<dyn Channel>| CountingChannel::wrap(chan, kind);
     // The RDMA set-up exchange is bounded by this timeout too.
     stream.set_read_timeout(Some(gate::SETUP_DEADLINE))?;
     stream.set_write_timeout(Some(gate::SETUP_DEADLINE))?;
@@ -648,24 +739,61 @@ fn open_channel(
         Some(tls) => {
             let link = gate::bind_tls(stream, tls, admission)
                 .map_err(|e| AgentError::Protocol(e.to_string()))?;
-            Ok(bootstrap::establish(
+            Ok(counted(bootstrap::establish(
                 link,
                 kind,
                 bootstrap::Role::Agent,
                 &tcp,
-            )?)
+            )?))
         }
-        None => Ok(bootstrap::establish(
+        None => Ok(counted(bootstrap::establish(
             stream,
             kind,
             bootstrap::Role::Agent,
             &tcp,
-        )?),
+        )?)),
     }
 }
 
 impl From<io::Error> for AgentError {
     fn from(e: io::Error) -> Self {
         AgentError::Transport(TransportError::Io(e))
+    }
+}
+
+/// How the metrics count live clients.
+enum LiveCount {
+    Threads(Arc<AtomicUsize>),
+    Processes(Arc<Agents>),
+}
+
+/// The listener's live state, read at each scrape.
+struct ServerProbe {
+    live: LiveCount,
+    tenants: TenantsReload,
+    tenant_memory: Option<Arc<TenantMemory>>,
+}
+
+impl Probe for ServerProbe {
+    fn clients(&self) -> u64 {
+        match &self.live {
+            LiveCount::Threads(live) => live.load(Ordering::Acquire) as u64,
+            LiveCount::Processes(agents) => agents.live() as u64,
+        }
+    }
+
+    fn agent_processes(&self) -> u64 {
+        match &self.live {
+            LiveCount::Threads(_) => 0,
+            LiveCount::Processes(agents) => agents.live() as u64,
+        }
+    }
+
+    fn tenants(&self) -> Option<Arc<Tenants>> {
+        self.tenants.current()
+    }
+
+    fn tenant_memory(&self) -> Option<Arc<TenantMemory>> {
+        self.tenant_memory.clone()
     }
 }

@@ -153,6 +153,14 @@ struct File {
     tenants: BTreeMap<String, Entry>,
 }
 
+/// The tenants of a server configuration file, whose other keys
+/// [`crate::config`] checks.
+#[derive(Deserialize)]
+struct ConfigFile {
+    #[serde(default)]
+    tenants: BTreeMap<String, Entry>,
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Entry {
@@ -169,6 +177,16 @@ struct Entry {
 impl Tenants {
     /// Reads a tenant file.
     pub fn load(path: &Path) -> Result<Self, TenantFileError> {
+        Self::load_as(path, false)
+    }
+
+    /// Reads the `[tenants.NAME]` tables of a server configuration file
+    /// (`rcud-server --config`), whose other keys are not tenants'.
+    pub fn load_config(path: &Path) -> Result<Self, TenantFileError> {
+        Self::load_as(path, true)
+    }
+
+    fn load_as(path: &Path, config: bool) -> Result<Self, TenantFileError> {
         let text = std::fs::read_to_string(path).map_err(|source| TenantFileError::Read {
             path: path.into(),
             source,
@@ -187,7 +205,11 @@ impl Tenants {
                 return Err(TenantFileError::Permissions(path.into()));
             }
         }
-        let mut tenants = Self::parse(&text, path)?;
+        let mut tenants = if config {
+            Self::parse_config(&text, path)?
+        } else {
+            Self::parse(&text, path)?
+        };
         tenants.path = Some(path.into());
         Ok(tenants)
     }
@@ -198,12 +220,28 @@ impl Tenants {
             path: path.into(),
             message: e.to_string(),
         })?;
-        if file.tenants.is_empty() {
+        Self::from_entries(file.tenants, path)
+    }
+
+    /// Parses the tenants of the text of a server configuration file.
+    pub fn parse_config(text: &str, path: &Path) -> Result<Self, TenantFileError> {
+        let file: ConfigFile = toml::from_str(text).map_err(|e| TenantFileError::Parse {
+            path: path.into(),
+            message: e.to_string(),
+        })?;
+        Self::from_entries(file.tenants, path)
+    }
+
+    fn from_entries(
+        entries: BTreeMap<String, Entry>,
+        path: &Path,
+    ) -> Result<Self, TenantFileError> {
+        if entries.is_empty() {
             return Err(TenantFileError::Empty(path.into()));
         }
         let defaults = ResourceLimits::default();
         let mut by_name = BTreeMap::new();
-        for (name, e) in file.tenants {
+        for (name, e) in entries {
             let bad = |source| TenantFileError::Tenant {
                 path: path.into(),
                 source,
@@ -296,6 +334,11 @@ impl Tenants {
     /// The file they came from.
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref()
+    }
+
+    /// The tenants' names, in name order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.by_name.keys().map(String::as_str)
     }
 }
 

@@ -13,13 +13,15 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::{Parser, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
 use rcud_emu::ledger::Ledger;
 use rcud_server::backend::emu::EmuBackend;
 use rcud_server::backend::{BackendKind, EmuSettings};
+use rcud_server::config::{self, Config};
 use rcud_server::gate::{Admission, Policy};
 use rcud_server::isolation::{self, AgentLauncher, Isolation, Limits};
 use rcud_server::listener::{serve_admitted, AgentSetup};
+use rcud_server::metrics::{Metrics, SharedStats};
 use rcud_server::peer::InstanceId;
 use rcud_server::qos::{PortQos, SharedArbiter};
 use rcud_server::tenant_memory::TenantMemory;
@@ -27,7 +29,7 @@ use rcud_server::tenants::Tenants;
 use rcud_server::{select_backend, Backend, Server};
 use rcud_transport::tls::ServerTls;
 use rcud_transport::TcpOptions;
-use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
 /// Exit status of an agent process that could not start serving.
@@ -37,6 +39,16 @@ const AGENT_SETUP_FAILED: u8 = 3;
 #[derive(Debug, Parser)]
 #[command(name = "rcud-server", version)]
 struct Args {
+    /// Configuration file (TOML): every flag as a key, and the tenants'
+    /// tables; flags given here override it. Re-read on SIGHUP.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9400).
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<String>,
+    /// Whether the configuration file has `[tenants.NAME]` tables.
+    #[arg(skip)]
+    config_has_tenants: bool,
     /// Address to listen on.
     #[arg(long, default_value = "0.0.0.0:7100")]
     listen: String,
@@ -127,12 +139,29 @@ struct Args {
     /// `FD:GPUS:SLOTS:SLOT`.
     #[arg(long = "ledger", hide = true, requires = "agent_fd")]
     ledger: Option<String>,
+    /// Agent process: the listener's configuration file, read for its
+    /// tenants only (the agent gets every other setting as a flag, so a file
+    /// edited but not yet reloaded changes nothing else).
+    #[arg(long = "config-tenants", hide = true, requires = "agent_fd")]
+    config_tenants: Option<PathBuf>,
+    /// Agent process: the descriptor of the listener's metrics table.
+    #[arg(long = "stats", hide = true, requires = "agent_fd")]
+    stats: Option<i32>,
     /// Agent process: the descriptor its client's admission is read from.
     #[arg(long = "handover-fd", hide = true, requires = "agent_fd")]
     handover_fd: Option<i32>,
     /// Agent process: the listener's instance id, reported to the client.
     #[arg(long = "instance-id", hide = true, requires = "agent_fd")]
     instance_id: Option<InstanceId>,
+}
+
+/// A command line or configuration file that cannot be used.
+#[derive(Debug, thiserror::Error)]
+enum ArgsError {
+    #[error("{0}")]
+    Config(#[from] config::ConfigError),
+    #[error("{}", .0.render())]
+    Command(#[from] clap::Error),
 }
 
 impl Args {
@@ -157,10 +186,42 @@ impl Args {
     }
 
     fn tenants(&self) -> Result<Option<Arc<Tenants>>, String> {
-        self.auth_file
-            .as_deref()
-            .map(|p| Tenants::load(p).map(Arc::new).map_err(|e| e.to_string()))
-            .transpose()
+        let loaded = match (&self.auth_file, &self.config) {
+            (Some(_), Some(config)) if self.config_has_tenants => {
+                return Err(format!(
+                    "{}: has [tenants] tables, and --auth-file names another tenant file: \
+                     keep one",
+                    config.display()
+                ))
+            }
+            (Some(file), _) => Tenants::load(file),
+            (None, Some(config)) if self.config_has_tenants => Tenants::load_config(config),
+            (None, _) => match &self.config_tenants {
+                Some(config) => Tenants::load_config(config),
+                None => return Ok(None),
+            },
+        };
+        loaded.map(|t| Some(Arc::new(t))).map_err(|e| e.to_string())
+    }
+
+    /// The flags the configuration file stands for, then the command
+    /// line's (which win); `argv` is the whole command line.
+    fn parse_with_config(argv: Vec<OsString>) -> Result<Self, ArgsError> {
+        let mut full = argv.clone();
+        let config = match config::config_path(&argv) {
+            Some(path) => {
+                let config = Config::load(&path, &Self::command())?;
+                full.splice(1..1, config.args.iter().cloned());
+                Some(config)
+            }
+            None => None,
+        };
+        let matches = Self::command()
+            .args_override_self(true)
+            .try_get_matches_from(full)?;
+        let mut args = Self::from_arg_matches(&matches)?;
+        args.config_has_tenants = config.is_some_and(|c| c.has_tenants);
+        Ok(args)
     }
 
     fn tls(&self) -> Result<Option<ServerTls>, String> {
@@ -205,7 +266,9 @@ impl Args {
             args.push(flag.into());
             args.push(value.to_string().into());
         }
+        let config_tenants = self.config.clone().filter(|_| self.config_has_tenants);
         for (flag, path) in [
+            ("--config-tenants", &config_tenants),
             ("--auth-file", &self.auth_file),
             ("--tls-cert", &self.tls_cert),
             ("--tls-key", &self.tls_key),
@@ -230,7 +293,15 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .init();
-    let args = Args::parse();
+    let args = match Args::parse_with_config(std::env::args_os().collect()) {
+        Ok(args) => args,
+        // --help and --version too.
+        Err(ArgsError::Command(e)) => e.exit(),
+        Err(ArgsError::Config(e)) => {
+            eprintln!("rcud-server: {e}");
+            return ExitCode::from(2);
+        }
+    };
     match args.agent_fd {
         Some(fd) => {
             let span = tracing::info_span!("agent", pid = std::process::id());
@@ -319,6 +390,23 @@ fn listener_main(args: &Args) -> ExitCode {
             }
         };
     }
+    if let Some(addr) = &args.metrics {
+        let served = std::net::TcpListener::bind(addr)
+            .map_err(|e| format!("cannot listen on {addr}: {e}"))
+            .and_then(|l| {
+                let metrics = Metrics::enable(server.metrics_probe())
+                    .map_err(|e| format!("cannot set up: {e}"))?;
+                rcud_server::metrics::serve(l, metrics).map_err(|e| e.to_string())
+            });
+        match served {
+            Ok(()) => tracing::info!("metrics at http://{addr}/metrics"),
+            Err(e) => {
+                eprintln!("rcud-server: metrics: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    let reload = server.tenants_reload();
     let stopper = match server.stop_handle() {
         Ok(s) => s,
         Err(e) => {
@@ -326,18 +414,24 @@ fn listener_main(args: &Args) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let mut signals = match Signals::new([SIGINT, SIGTERM]) {
+    let mut signals = match Signals::new([SIGINT, SIGTERM, SIGHUP]) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("rcud-server: cannot handle signals: {e}");
             return ExitCode::FAILURE;
         }
     };
+    let argv: Vec<OsString> = std::env::args_os().collect();
+    let started = args.limits();
     let watcher = std::thread::Builder::new()
         .name("rcud-signals".into())
         .spawn(move || {
             let mut received = 0;
             for signal in signals.forever() {
+                if signal == SIGHUP {
+                    reload_config(&argv, &started, &reload);
+                    continue;
+                }
                 received += 1;
                 let name = if signal == SIGINT {
                     "SIGINT"
@@ -364,6 +458,41 @@ fn listener_main(args: &Args) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// SIGHUP: reads the configuration (or tenant file) again and puts its
+/// tenants (secrets, limits, service classes) in force for new connections.
+/// A file that does not parse changes nothing.
+fn reload_config(
+    argv: &[OsString],
+    started: &Limits,
+    reload: &rcud_server::listener::TenantsReload,
+) {
+    let outcome = Args::parse_with_config(argv.to_vec())
+        .map_err(|e| e.to_string())
+        .and_then(|args| {
+            if args.limits() != *started {
+                tracing::warn!(
+                    "SIGHUP: the server's own limits (max_clients, client_memory, timeouts, ...) \
+                 changed; they take effect at the next start"
+                );
+            }
+            match args.tenants()? {
+                Some(tenants) => {
+                    let count = tenants.len();
+                    reload.replace(Arc::unwrap_or_clone(tenants))?;
+                    Ok(count)
+                }
+                None => Err("no tenants in the files now: the server keeps its tenants".into()),
+            }
+        });
+    if let Some(m) = rcud_server::metrics::listener() {
+        m.reloaded(outcome.is_ok());
+    }
+    match outcome {
+        Ok(count) => tracing::info!("SIGHUP: reloaded {count} tenant(s); new connections get them"),
+        Err(e) => tracing::error!("SIGHUP: reload failed, nothing changed: {}", e.trim_end()),
+    }
+}
+
 /// The agent process: serves the one client whose connection it inherited.
 fn agent_main(fd: i32, args: &Args) -> ExitCode {
     // Take the descriptor before anything else can open one.
@@ -388,6 +517,17 @@ fn agent_main(fd: i32, args: &Args) -> ExitCode {
         }
     };
     backend.own_process();
+    if let Some(fd) = args.stats {
+        match adopt_fd(fd, "/memfd:")
+            .and_then(|fd| SharedStats::open(fd).map_err(|e| format!("metrics table: {e}")))
+        {
+            Ok(stats) => rcud_server::metrics::install(Arc::new(stats)),
+            Err(e) => {
+                tracing::error!("{e}");
+                return ExitCode::from(AGENT_SETUP_FAILED);
+            }
+        }
+    }
     let admission = match admission_of(args) {
         Ok(a) => a,
         Err(e) => {
