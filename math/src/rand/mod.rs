@@ -1,7 +1,7 @@
 //! cuRAND on the CPU: the host API's generators, bit for bit as the
 //! device API (`curand_kernel.h`) defines them.
 //!
-//! XORWOW and Philox4_32_10 run as 4096 parallel streams, stream `s` being
+//! XORWOW, MRG32k3a and Philox4_32_10 run as 4096 parallel streams, stream `s` being
 //! `curand_init(seed, s, 0)`: output unit `u` (counted from the generator's
 //! offset, across calls) comes from stream `u mod 4096`, each stream handing
 //! out its values in order. A unit is one value, or the pair of a
@@ -12,6 +12,7 @@
 //! `n` from position `(n mod 4096)·2^67 + ⌊n/4096⌋`). MT19937 is one
 //! sequential stream.
 
+mod mrg32k3a;
 mod mt19937;
 mod philox;
 mod xorwow;
@@ -22,6 +23,7 @@ use rcud_proto::math::rand::{Call, Distribution};
 
 use crate::{DeviceMemory, MathError, Reply};
 
+pub use mrg32k3a::Mrg32k3a;
 pub use mt19937::Mt19937;
 pub use philox::{philox4x32_10, Philox};
 pub use xorwow::Xorwow;
@@ -40,6 +42,8 @@ pub const LENGTH_NOT_MULTIPLE: i32 = 105;
 pub const RNG_PSEUDO_DEFAULT: u32 = 100;
 /// `CURAND_RNG_PSEUDO_XORWOW`.
 pub const RNG_XORWOW: u32 = 101;
+/// `CURAND_RNG_PSEUDO_MRG32K3A`.
+pub const RNG_MRG32K3A: u32 = 121;
 /// `CURAND_RNG_PSEUDO_MT19937`.
 pub const RNG_MT19937: u32 = 142;
 /// `CURAND_RNG_PSEUDO_PHILOX4_32_10`.
@@ -96,6 +100,7 @@ impl<E: Engine> Parallel<E> {
 enum Source {
     Xorwow(Parallel<Xorwow>),
     Philox(Parallel<Philox>),
+    Mrg32k3a(Parallel<Mrg32k3a>),
     Mt19937(Mt19937),
 }
 
@@ -108,6 +113,10 @@ impl Source {
                 std::array::from_fn(|_| e.next())
             }
             Source::Philox(p) => {
+                let e = p.next_unit();
+                std::array::from_fn(|_| e.next())
+            }
+            Source::Mrg32k3a(p) => {
                 let e = p.next_unit();
                 std::array::from_fn(|_| e.next())
             }
@@ -130,6 +139,7 @@ impl Generator {
             let source = match self.rng_type {
                 RNG_XORWOW => Source::Xorwow(Parallel::new(self.seed, self.offset)),
                 RNG_PHILOX => Source::Philox(Parallel::new(self.seed, self.offset)),
+                RNG_MRG32K3A => Source::Mrg32k3a(Parallel::new(self.seed, self.offset)),
                 _ => {
                     if self.offset > MAX_MT_OFFSET {
                         return Err(OUT_OF_RANGE);
@@ -230,7 +240,7 @@ impl State {
     fn create(&mut self, rng_type: u32) -> Reply {
         let rng_type = match rng_type {
             RNG_PSEUDO_DEFAULT => RNG_XORWOW,
-            RNG_XORWOW | RNG_PHILOX | RNG_MT19937 => rng_type,
+            RNG_XORWOW | RNG_PHILOX | RNG_MRG32K3A | RNG_MT19937 => rng_type,
             other => {
                 tracing::warn!(
                     rng_type = other,
@@ -316,6 +326,9 @@ fn generate(
     mean: f64,
     stddev: f64,
 ) -> Vec<u8> {
+    if let Source::Mrg32k3a(p) = source {
+        return generate_mrg(p, distribution, n, mean, stddev);
+    }
     let mut out = Vec::with_capacity((n * distribution.value_size()) as usize);
     let (mean32, stddev32) = (mean as f32, stddev as f32);
     match distribution {
@@ -371,6 +384,73 @@ fn generate(
     }
     out
 }
+
+/// MRG32k3a's own transforms (`curand_uniform`, `curand_box_muller_mrg`,
+/// ... for `curandStateMRG32k3a_t`), from its draws in (0, m1].
+fn generate_mrg(
+    p: &mut Parallel<Mrg32k3a>,
+    distribution: Distribution,
+    n: u64,
+    mean: f64,
+    stddev: f64,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity((n * distribution.value_size()) as usize);
+    let (mean32, stddev32) = (mean as f32, stddev as f32);
+    let log = matches!(
+        distribution,
+        Distribution::LogNormal | Distribution::LogNormalDouble
+    );
+    match distribution {
+        Distribution::Bits => {
+            for _ in 0..n {
+                out.extend_from_slice(&p.next_unit().next().to_le_bytes());
+            }
+        }
+        Distribution::Uniform => {
+            for _ in 0..n {
+                let u = (p.next_unit().draw() * mrg32k3a::NORM) as f32;
+                out.extend_from_slice(&u.to_le_bytes());
+            }
+        }
+        Distribution::UniformDouble => {
+            for _ in 0..n {
+                let u = p.next_unit().draw() * mrg32k3a::NORM;
+                out.extend_from_slice(&u.to_le_bytes());
+            }
+        }
+        Distribution::Normal | Distribution::LogNormal => {
+            for _ in 0..n / 2 {
+                let e = p.next_unit();
+                let x = (e.draw() * mrg32k3a::NORM) as f32;
+                let y = (e.draw() * mrg32k3a::NORM) as f32 * TWO_PI_F32;
+                let s = (-2.0f32 * x.ln()).sqrt();
+                for z in [y.sin() * s, y.cos() * s] {
+                    let value = stddev32.mul_add(z, mean32);
+                    let value = if log { value.exp() } else { value };
+                    out.extend_from_slice(&value.to_le_bytes());
+                }
+            }
+        }
+        Distribution::NormalDouble | Distribution::LogNormalDouble => {
+            for _ in 0..n / 2 {
+                let e = p.next_unit();
+                let x = e.draw() * mrg32k3a::NORM;
+                let y = e.draw() * mrg32k3a::NORM * 2.0;
+                let s = (-2.0 * x.ln()).sqrt();
+                let (sin, cos) = (y * std::f64::consts::PI).sin_cos();
+                for z in [sin * s, cos * s] {
+                    let value = stddev.mul_add(z, mean);
+                    let value = if log { value.exp() } else { value };
+                    out.extend_from_slice(&value.to_le_bytes());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// 2π in single precision (`CURAND_2PI`).
+const TWO_PI_F32: f32 = 6.283_185_5;
 
 #[cfg(test)]
 mod tests;

@@ -68,7 +68,7 @@ fn legacy<E: Engine>(seed: u64, n: u64) -> u32 {
 fn bits_follow_the_documented_order_across_calls() {
     let mut memory = Memory(vec![0; 64]);
     let mut state = State::default();
-    for rng in [RNG_XORWOW, RNG_PHILOX] {
+    for rng in [RNG_XORWOW, RNG_PHILOX, RNG_MRG32K3A] {
         let g = create(&mut state, &mut memory, rng);
         state
             .call(
@@ -93,10 +93,10 @@ fn bits_follow_the_documented_order_across_calls() {
         let all: Vec<u32> = first.into_iter().chain(second).collect();
         for (i, &x) in all.iter().enumerate() {
             let n = 100 + i as u64;
-            let want = if rng == RNG_XORWOW {
-                legacy::<Xorwow>(1234, n)
-            } else {
-                legacy::<Philox>(1234, n)
+            let want = match rng {
+                RNG_XORWOW => legacy::<Xorwow>(1234, n),
+                RNG_PHILOX => legacy::<Philox>(1234, n),
+                _ => legacy::<Mrg32k3a>(1234, n),
             };
             assert_eq!(x, want, "rng {rng} value {i}");
         }
