@@ -41,6 +41,7 @@ static int unit_words(curandRngType_t rng, int kind) {
     bool pair = kind >= NORMAL;
     bool dbl = kind == UNIFORM_DOUBLE || kind == NORMAL_DOUBLE || kind == LOG_NORMAL_DOUBLE;
     if (rng == CURAND_RNG_PSEUDO_MRG32K3A) return pair ? 2 : 1;
+    if (rng == CURAND_RNG_PSEUDO_PHILOX4_32_10 && kind == UNIFORM_DOUBLE) return 1;
     return (pair ? 2 : 1) * (dbl ? 2 : 1);
 }
 static int unit_values(int kind) { return kind >= NORMAL ? 2 : 1; }

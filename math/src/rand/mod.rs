@@ -1,16 +1,17 @@
 //! cuRAND on the CPU: the host API's generators, bit for bit as the
 //! device API (`curand_kernel.h`) defines them.
 //!
-//! XORWOW, MRG32k3a and Philox4_32_10 run as 4096 parallel streams, stream `s` being
-//! `curand_init(seed, s, 0)`: output unit `u` (counted from the generator's
-//! offset, across calls) comes from stream `u mod 4096`, each stream handing
-//! out its values in order. A unit is one value, or the pair of a
-//! Box–Muller transform; a unit takes as many 32-bit words from its stream
-//! as the device API's function for it (`curand_uniform_double` two,
-//! `curand_normal2` two, `curand_normal2_double` four). For 32-bit output
-//! this is the order cuRAND documents for XORWOW's legacy ordering (value
-//! `n` from position `(n mod 4096)·2^67 + ⌊n/4096⌋`). MT19937 is one
-//! sequential stream.
+//! XORWOW, MRG32k3a and Philox4_32_10 run as 4096 parallel streams,
+//! stream `s` being `curand_init(seed, s, 0)`: output unit `u` (counted
+//! from the generator's offset, across calls) comes from stream
+//! `u mod 4096`, each stream handing out its values in order. A unit is one
+//! value, or the pair of a Box–Muller transform; it takes as many values
+//! from its stream as the device API's function for it does
+//! (`curand_uniform_double` two 32-bit words, one for Philox;
+//! `curand_normal2` two; `curand_normal2_double` four; MRG32k3a one draw
+//! per value). For 32-bit output this is the order cuRAND documents for
+//! XORWOW's legacy ordering (value `n` from position
+//! `(n mod 4096)·2^67 + ⌊n/4096⌋`). MT19937 is one sequential stream.
 
 mod mrg32k3a;
 mod mt19937;
@@ -300,6 +301,13 @@ pub fn uniform_double(x: u32, y: u32) -> f64 {
     (z as f64).mul_add(TWO_POW_M53, TWO_POW_M53 / 2.0)
 }
 
+/// `_curand_uniform_double` of one word (Philox's `curand_uniform_double`):
+/// 32 bits, (0, 1].
+pub fn uniform_double_32(x: u32) -> f64 {
+    let two_pow_m32 = 2f64.powi(-32);
+    f64::from(x).mul_add(two_pow_m32, two_pow_m32)
+}
+
 /// `_curand_box_muller`: two standard normals from two words.
 pub fn box_muller(x: u32, y: u32) -> (f32, f32) {
     let u = uniform(x);
@@ -342,6 +350,13 @@ fn generate(
             for _ in 0..n {
                 let [x] = source.unit::<1>();
                 out.extend_from_slice(&uniform(x).to_le_bytes());
+            }
+        }
+        Distribution::UniformDouble if matches!(source, Source::Philox(_)) => {
+            // Philox's curand_uniform_double takes one word.
+            for _ in 0..n {
+                let [x] = source.unit::<1>();
+                out.extend_from_slice(&uniform_double_32(x).to_le_bytes());
             }
         }
         Distribution::UniformDouble => {

@@ -5,7 +5,7 @@
 //! host generator's values come back in the answer and are copied into the
 //! application's buffer before the call returns.
 
-#![allow(non_snake_case)]
+#![allow(non_snake_case, unreachable_pub)]
 
 use std::collections::HashMap;
 use std::os::raw::{c_int, c_uint, c_ulonglong, c_void};
