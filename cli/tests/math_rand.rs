@@ -34,7 +34,9 @@ fn run_build(cudart: &str) {
             "log_normal",
             "log_normal_double",
         ] {
-            run.assert_contains(&format!("{generator} {kind}: 5000 values match curand_kernel.h"));
+            run.assert_contains(&format!(
+                "{generator} {kind}: 5000 values match curand_kernel.h"
+            ));
         }
         run.assert_line(&format!(
             "{generator}: offset 1000 and two calls: 8000 values match curand_kernel.h"
