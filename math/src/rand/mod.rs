@@ -121,7 +121,7 @@ impl Source {
                 let e = p.next_unit();
                 std::array::from_fn(|_| e.next())
             }
-            Source::Mt19937(m) => std::array::from_fn(|_| m.next()),
+            Source::Mt19937(m) => std::array::from_fn(|_| m.next_u32()),
         }
     }
 }
@@ -148,7 +148,7 @@ impl Generator {
                     // cuRAND's seed is 64 bits; MT19937's reference seeding takes 32.
                     let mut mt = Mt19937::new(self.seed as u32);
                     for _ in 0..self.offset {
-                        mt.next();
+                        mt.next_u32();
                     }
                     Source::Mt19937(mt)
                 }

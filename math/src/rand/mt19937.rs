@@ -35,7 +35,7 @@ impl Mt19937 {
     }
 
     /// The next tempered output.
-    pub fn next(&mut self) -> u32 {
+    pub fn next_u32(&mut self) -> u32 {
         if self.index >= N {
             self.twist();
         }
@@ -57,10 +57,10 @@ mod tests {
         // The first output for the reference default seed 5489, and the
         // 10000th (C++11 requires it of std::mt19937).
         let mut mt = Mt19937::new(5489);
-        assert_eq!(mt.next(), 3_499_211_612);
+        assert_eq!(mt.next_u32(), 3_499_211_612);
         for _ in 1..9999 {
-            mt.next();
+            mt.next_u32();
         }
-        assert_eq!(mt.next(), 4_123_659_995);
+        assert_eq!(mt.next_u32(), 4_123_659_995);
     }
 }

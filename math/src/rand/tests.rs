@@ -120,7 +120,7 @@ fn mt19937_is_the_reference_sequence() {
     let out = words(&generate(&mut state, &mut memory, g, Distribution::Bits, 3).out);
     let mut mt = Mt19937::new(5489);
     assert_eq!(out[0], 3_499_211_612);
-    assert_eq!(out, (0..3).map(|_| mt.next()).collect::<Vec<_>>());
+    assert_eq!(out, (0..3).map(|_| mt.next_u32()).collect::<Vec<_>>());
 }
 
 #[test]
