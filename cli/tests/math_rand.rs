@@ -1,0 +1,58 @@
+//! cuRAND end to end: `tests/cuda/math_rand.cu` under `rcud run`, built with
+//! the shared and the static CUDA runtime. The program compares the host
+//! API (device and host generators) with `curand_kernel.h` run in kernels
+//! by the emulated device, MT19937 with
+//! `std::mt19937`, and checks cuRAND's documented statuses.
+//!
+//! Requirements and skipping as in `e2e.rs` (see `common/mod.rs`).
+
+mod common;
+
+use std::time::Duration;
+
+use common::{build_as, math_args, rcud_run_within, setup};
+
+/// The emulated device interprets the device-API kernels on the CPU.
+const TIMEOUT: Duration = Duration::from_secs(600);
+
+fn run_build(cudart: &str) {
+    let name = format!("math_rand_{cudart}");
+    let Some(env) = setup(&name) else { return };
+    let mut extra = math_args();
+    extra.extend(["-arch=sm_80", "-cudart", cudart, "-lcurand"].map(String::from));
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let bin = build_as(env, "math_rand", &name, &extra);
+    let run = rcud_run_within(env, None, &bin, &[], TIMEOUT);
+    run.assert_pass(None);
+    for generator in ["XORWOW", "Philox4_32_10", "MRG32k3a"] {
+        for kind in [
+            "bits",
+            "uniform",
+            "uniform_double",
+            "normal",
+            "normal_double",
+            "log_normal",
+            "log_normal_double",
+        ] {
+            run.assert_contains(&format!(
+                "{generator} {kind}: 5000 values match curand_kernel.h"
+            ));
+        }
+        run.assert_line(&format!(
+            "{generator}: offset 1000 and two calls: 8000 values match curand_kernel.h"
+        ));
+    }
+    run.assert_line("MT19937: 2000 values match std::mt19937");
+    run.assert_line("curandGenerateNormal(gen, d, 63, 0.0f, 1.0f) -> 105");
+    run.assert_line("curandDestroyGenerator(gen) -> 101");
+}
+
+#[test]
+fn math_rand_shared_runtime() {
+    run_build("shared");
+}
+
+#[test]
+fn math_rand_static_runtime() {
+    run_build("static");
+}

@@ -1,0 +1,471 @@
+//! cuRAND on the CPU: the host API's generators, bit for bit as the
+//! device API (`curand_kernel.h`) defines them.
+//!
+//! XORWOW, MRG32k3a and Philox4_32_10 run as 4096 parallel streams,
+//! stream `s` being `curand_init(seed, s, 0)`: output unit `u` (counted
+//! from the generator's offset, across calls) comes from stream
+//! `u mod 4096`, each stream handing out its values in order. A unit is one
+//! value, or the pair of a Box–Muller transform; it takes as many values
+//! from its stream as the device API's function for it does
+//! (`curand_uniform_double` two 32-bit words, one for Philox;
+//! `curand_normal2` two; `curand_normal2_double` four; MRG32k3a one draw
+//! per value). For 32-bit output this is the order cuRAND documents for
+//! XORWOW's legacy ordering (value `n` from position
+//! `(n mod 4096)·2^67 + ⌊n/4096⌋`). MT19937 is one sequential stream.
+
+mod mrg32k3a;
+mod mt19937;
+mod philox;
+mod xorwow;
+
+use std::collections::HashMap;
+
+use rcud_proto::math::rand::{Call, Distribution};
+
+use crate::{DeviceMemory, MathError, Reply};
+
+pub use mrg32k3a::Mrg32k3a;
+pub use mt19937::Mt19937;
+pub use philox::{philox4x32_10, Philox};
+pub use xorwow::Xorwow;
+
+/// `CURAND_STATUS_NOT_INITIALIZED`: an unknown or destroyed generator.
+pub const NOT_INITIALIZED: i32 = 101;
+/// `CURAND_STATUS_TYPE_ERROR`: a generator type rcud does not run, or a
+/// call the generator's type does not allow.
+pub const TYPE_ERROR: i32 = 103;
+/// `CURAND_STATUS_OUT_OF_RANGE`.
+pub const OUT_OF_RANGE: i32 = 104;
+/// `CURAND_STATUS_LENGTH_NOT_MULTIPLE`: an odd count of normals.
+pub const LENGTH_NOT_MULTIPLE: i32 = 105;
+
+/// `CURAND_RNG_PSEUDO_DEFAULT`.
+pub const RNG_PSEUDO_DEFAULT: u32 = 100;
+/// `CURAND_RNG_PSEUDO_XORWOW`.
+pub const RNG_XORWOW: u32 = 101;
+/// `CURAND_RNG_PSEUDO_MRG32K3A`.
+pub const RNG_MRG32K3A: u32 = 121;
+/// `CURAND_RNG_PSEUDO_MT19937`.
+pub const RNG_MT19937: u32 = 142;
+/// `CURAND_RNG_PSEUDO_PHILOX4_32_10`.
+pub const RNG_PHILOX: u32 = 161;
+
+/// Parallel streams of XORWOW and Philox.
+pub const STREAMS: u64 = 4096;
+/// Most bytes one host-generator call answers (the client splits larger
+/// requests).
+pub const MAX_HOST_BYTES: u64 = 1 << 19;
+/// Most values an MT19937 offset may skip (it is skipped by stepping).
+const MAX_MT_OFFSET: u64 = 1 << 28;
+
+/// One generator of the device API: its state at a position of one of its
+/// subsequences.
+pub trait Engine: Sized {
+    /// The state `curand_init(seed, subsequence, position)` sets.
+    fn at(seed: u64, subsequence: u64, position: u64) -> Self;
+    /// `curand(state)`.
+    fn next(&mut self) -> u32;
+}
+
+/// 4096 streams of one engine, created when first used.
+struct Parallel<E> {
+    seed: u64,
+    offset: u64,
+    /// Units handed out so far, counted from 0 before the offset.
+    units: u64,
+    streams: Vec<Option<E>>,
+}
+
+impl<E: Engine> Parallel<E> {
+    fn new(seed: u64, offset: u64) -> Self {
+        Self {
+            seed,
+            offset,
+            units: offset,
+            streams: (0..STREAMS).map(|_| None).collect(),
+        }
+    }
+
+    /// The stream of the next unit.
+    fn next_unit(&mut self) -> &mut E {
+        let s = self.units % STREAMS;
+        self.units += 1;
+        let (seed, offset) = (self.seed, self.offset);
+        // The offset's units went to the streams round-robin, one value each.
+        let start = offset / STREAMS + u64::from(s < offset % STREAMS);
+        self.streams[s as usize].get_or_insert_with(|| E::at(seed, s, start))
+    }
+}
+
+/// Where a generator's words come from.
+enum Source {
+    Xorwow(Parallel<Xorwow>),
+    Philox(Parallel<Philox>),
+    Mrg32k3a(Parallel<Mrg32k3a>),
+    Mt19937(Mt19937),
+}
+
+impl Source {
+    /// The `W` words of the next unit.
+    fn unit<const W: usize>(&mut self) -> [u32; W] {
+        match self {
+            Source::Xorwow(p) => {
+                let e = p.next_unit();
+                std::array::from_fn(|_| e.next())
+            }
+            Source::Philox(p) => {
+                let e = p.next_unit();
+                std::array::from_fn(|_| e.next())
+            }
+            Source::Mrg32k3a(p) => {
+                let e = p.next_unit();
+                std::array::from_fn(|_| e.next())
+            }
+            Source::Mt19937(m) => std::array::from_fn(|_| m.next_u32()),
+        }
+    }
+}
+
+/// A generator: its settings, and its streams once it has generated.
+struct Generator {
+    rng_type: u32,
+    seed: u64,
+    offset: u64,
+    source: Option<Source>,
+}
+
+impl Generator {
+    fn source(&mut self) -> Result<&mut Source, i32> {
+        if self.source.is_none() {
+            let source = match self.rng_type {
+                RNG_XORWOW => Source::Xorwow(Parallel::new(self.seed, self.offset)),
+                RNG_PHILOX => Source::Philox(Parallel::new(self.seed, self.offset)),
+                RNG_MRG32K3A => Source::Mrg32k3a(Parallel::new(self.seed, self.offset)),
+                _ => {
+                    if self.offset > MAX_MT_OFFSET {
+                        return Err(OUT_OF_RANGE);
+                    }
+                    // cuRAND's seed is 64 bits; MT19937's reference seeding takes 32.
+                    let mut mt = Mt19937::new(self.seed as u32);
+                    for _ in 0..self.offset {
+                        mt.next_u32();
+                    }
+                    Source::Mt19937(mt)
+                }
+            };
+            self.source = Some(source);
+        }
+        self.source.as_mut().ok_or(OUT_OF_RANGE)
+    }
+}
+
+/// The cuRAND generators of one client context.
+#[derive(Default)]
+pub struct State {
+    generators: HashMap<u64, Generator>,
+    last_id: u64,
+}
+
+impl State {
+    /// Runs one cuRAND call.
+    pub fn call(&mut self, memory: &mut dyn DeviceMemory, call: Call) -> Result<Reply, MathError> {
+        match call {
+            Call::Create { rng_type } => Ok(self.create(rng_type)),
+            Call::Destroy { generator } => Ok(match self.generators.remove(&generator) {
+                Some(_) => Reply::ok(Vec::new()),
+                None => Reply::status(NOT_INITIALIZED),
+            }),
+            Call::SetSeed { generator, seed } => Ok(self.update(generator, |g| {
+                g.seed = seed;
+                Ok(())
+            })),
+            Call::SetOffset { generator, offset } => Ok(self.update(generator, |g| {
+                g.offset = offset;
+                Ok(())
+            })),
+            Call::SetOrdering {
+                generator,
+                ordering,
+            } => Ok(self.update(generator, |_| {
+                // BEST, DEFAULT, SEEDED, LEGACY and DYNAMIC all give the
+                // one documented order here.
+                if (100..=104).contains(&ordering) {
+                    Ok(())
+                } else {
+                    Err(OUT_OF_RANGE)
+                }
+            })),
+            Call::Generate {
+                generator,
+                distribution,
+                ptr,
+                n,
+                mean,
+                stddev,
+            } => {
+                let Some(g) = self.generators.get_mut(&generator) else {
+                    return Ok(Reply::status(NOT_INITIALIZED));
+                };
+                let Some(distribution) = Distribution::from_wire(distribution) else {
+                    return Ok(Reply::status(TYPE_ERROR));
+                };
+                if distribution.is_pairwise() && n % 2 == 1 {
+                    return Ok(Reply::status(LENGTH_NOT_MULTIPLE));
+                }
+                let Some(bytes) = n.checked_mul(distribution.value_size()) else {
+                    return Ok(Reply::status(OUT_OF_RANGE));
+                };
+                if ptr == 0 {
+                    if bytes > MAX_HOST_BYTES {
+                        return Ok(Reply::status(OUT_OF_RANGE));
+                    }
+                } else {
+                    // Bounds first, so a bogus length allocates nothing.
+                    memory.read(ptr, bytes)?;
+                }
+                let source = match g.source() {
+                    Ok(s) => s,
+                    Err(status) => return Ok(Reply::status(status)),
+                };
+                let out = generate(source, distribution, n, mean, stddev);
+                if ptr == 0 {
+                    Ok(Reply::ok(out))
+                } else {
+                    memory.write(ptr, &out)?;
+                    Ok(Reply::ok(Vec::new()))
+                }
+            }
+        }
+    }
+
+    fn create(&mut self, rng_type: u32) -> Reply {
+        let rng_type = match rng_type {
+            RNG_PSEUDO_DEFAULT => RNG_XORWOW,
+            RNG_XORWOW | RNG_PHILOX | RNG_MRG32K3A | RNG_MT19937 => rng_type,
+            other => {
+                tracing::warn!(
+                    rng_type = other,
+                    "cuRAND generator type not implemented by rcud"
+                );
+                return Reply::status(TYPE_ERROR);
+            }
+        };
+        self.last_id += 1;
+        self.generators.insert(
+            self.last_id,
+            Generator {
+                rng_type,
+                seed: 0,
+                offset: 0,
+                source: None,
+            },
+        );
+        Reply::ok(self.last_id.to_le_bytes().to_vec())
+    }
+
+    /// Changes a setting of `generator`; its streams start again from the
+    /// new settings.
+    fn update(
+        &mut self,
+        generator: u64,
+        change: impl FnOnce(&mut Generator) -> Result<(), i32>,
+    ) -> Reply {
+        let Some(g) = self.generators.get_mut(&generator) else {
+            return Reply::status(NOT_INITIALIZED);
+        };
+        match change(g) {
+            Ok(()) => {
+                g.source = None;
+                Reply::ok(Vec::new())
+            }
+            Err(status) => Reply::status(status),
+        }
+    }
+}
+
+/// 2^-32 (`CURAND_2POW32_INV`).
+const TWO_POW_M32: f32 = 2.328_306_4e-10;
+/// 2^-32 · 2π in single precision (`CURAND_2POW32_INV_2PI`).
+const TWO_POW_M32_2PI: f32 = 2.328_306_4e-10 * 6.283_185_5;
+/// 2^-53 (`CURAND_2POW53_INV_DOUBLE`).
+const TWO_POW_M53: f64 = 1.110_223_024_625_156_5e-16;
+
+/// `_curand_uniform`: (0, 1].
+pub fn uniform(x: u32) -> f32 {
+    (x as f32).mul_add(TWO_POW_M32, TWO_POW_M32 / 2.0)
+}
+
+/// `_curand_uniform_double_hq`: 53 bits from two words, (0, 1].
+pub fn uniform_double(x: u32, y: u32) -> f64 {
+    let z = u64::from(x) ^ (u64::from(y) << 21);
+    (z as f64).mul_add(TWO_POW_M53, TWO_POW_M53 / 2.0)
+}
+
+/// `_curand_uniform_double` of one word (Philox's `curand_uniform_double`):
+/// 32 bits, (0, 1].
+pub fn uniform_double_32(x: u32) -> f64 {
+    let two_pow_m32 = 2f64.powi(-32);
+    f64::from(x).mul_add(two_pow_m32, two_pow_m32)
+}
+
+/// `_curand_box_muller`: two standard normals from two words.
+pub fn box_muller(x: u32, y: u32) -> (f32, f32) {
+    let u = uniform(x);
+    let v = (y as f32).mul_add(TWO_POW_M32_2PI, TWO_POW_M32_2PI / 2.0);
+    let s = (-2.0f32 * u.ln()).sqrt();
+    (v.sin() * s, v.cos() * s)
+}
+
+/// `_curand_box_muller_double`: two standard normals from four words.
+pub fn box_muller_double(x0: u32, x1: u32, y0: u32, y1: u32) -> (f64, f64) {
+    let u = uniform_double(x0, x1);
+    let zy = u64::from(y0) ^ (u64::from(y1) << 21);
+    let v = (zy as f64).mul_add(TWO_POW_M53 * 2.0, TWO_POW_M53);
+    let s = (-2.0 * u.ln()).sqrt();
+    let (sin, cos) = (v * std::f64::consts::PI).sin_cos();
+    (sin * s, cos * s)
+}
+
+/// `n` values of `distribution` from `source`, as little-endian bytes.
+fn generate(
+    source: &mut Source,
+    distribution: Distribution,
+    n: u64,
+    mean: f64,
+    stddev: f64,
+) -> Vec<u8> {
+    if let Source::Mrg32k3a(p) = source {
+        return generate_mrg(p, distribution, n, mean, stddev);
+    }
+    let mut out = Vec::with_capacity((n * distribution.value_size()) as usize);
+    let (mean32, stddev32) = (mean as f32, stddev as f32);
+    match distribution {
+        Distribution::Bits => {
+            for _ in 0..n {
+                let [x] = source.unit::<1>();
+                out.extend_from_slice(&x.to_le_bytes());
+            }
+        }
+        Distribution::Uniform => {
+            for _ in 0..n {
+                let [x] = source.unit::<1>();
+                out.extend_from_slice(&uniform(x).to_le_bytes());
+            }
+        }
+        Distribution::UniformDouble if matches!(source, Source::Philox(_)) => {
+            // Philox's curand_uniform_double takes one word.
+            for _ in 0..n {
+                let [x] = source.unit::<1>();
+                out.extend_from_slice(&uniform_double_32(x).to_le_bytes());
+            }
+        }
+        Distribution::UniformDouble => {
+            for _ in 0..n {
+                let [x, y] = source.unit::<2>();
+                out.extend_from_slice(&uniform_double(x, y).to_le_bytes());
+            }
+        }
+        Distribution::Normal | Distribution::LogNormal => {
+            for _ in 0..n / 2 {
+                let [x, y] = source.unit::<2>();
+                let (a, b) = box_muller(x, y);
+                for z in [a, b] {
+                    // mean + stddev·z, fused as the device code is.
+                    let value = stddev32.mul_add(z, mean32);
+                    let value = if distribution == Distribution::LogNormal {
+                        value.exp()
+                    } else {
+                        value
+                    };
+                    out.extend_from_slice(&value.to_le_bytes());
+                }
+            }
+        }
+        Distribution::NormalDouble | Distribution::LogNormalDouble => {
+            for _ in 0..n / 2 {
+                let [x0, x1, y0, y1] = source.unit::<4>();
+                let (a, b) = box_muller_double(x0, x1, y0, y1);
+                for z in [a, b] {
+                    let value = stddev.mul_add(z, mean);
+                    let value = if distribution == Distribution::LogNormalDouble {
+                        value.exp()
+                    } else {
+                        value
+                    };
+                    out.extend_from_slice(&value.to_le_bytes());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// MRG32k3a's own transforms (`curand_uniform`, `curand_box_muller_mrg`,
+/// ... for `curandStateMRG32k3a_t`), from its draws in (0, m1].
+fn generate_mrg(
+    p: &mut Parallel<Mrg32k3a>,
+    distribution: Distribution,
+    n: u64,
+    mean: f64,
+    stddev: f64,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity((n * distribution.value_size()) as usize);
+    let (mean32, stddev32) = (mean as f32, stddev as f32);
+    let log = matches!(
+        distribution,
+        Distribution::LogNormal | Distribution::LogNormalDouble
+    );
+    match distribution {
+        Distribution::Bits => {
+            for _ in 0..n {
+                out.extend_from_slice(&p.next_unit().next().to_le_bytes());
+            }
+        }
+        Distribution::Uniform => {
+            for _ in 0..n {
+                let u = (p.next_unit().draw() * mrg32k3a::NORM) as f32;
+                out.extend_from_slice(&u.to_le_bytes());
+            }
+        }
+        Distribution::UniformDouble => {
+            for _ in 0..n {
+                let u = p.next_unit().draw() * mrg32k3a::NORM;
+                out.extend_from_slice(&u.to_le_bytes());
+            }
+        }
+        Distribution::Normal | Distribution::LogNormal => {
+            for _ in 0..n / 2 {
+                let e = p.next_unit();
+                let x = (e.draw() * mrg32k3a::NORM) as f32;
+                let y = (e.draw() * mrg32k3a::NORM) as f32 * TWO_PI_F32;
+                let s = (-2.0f32 * x.ln()).sqrt();
+                for z in [y.sin() * s, y.cos() * s] {
+                    let value = stddev32.mul_add(z, mean32);
+                    let value = if log { value.exp() } else { value };
+                    out.extend_from_slice(&value.to_le_bytes());
+                }
+            }
+        }
+        Distribution::NormalDouble | Distribution::LogNormalDouble => {
+            for _ in 0..n / 2 {
+                let e = p.next_unit();
+                let x = e.draw() * mrg32k3a::NORM;
+                let y = e.draw() * mrg32k3a::NORM * 2.0;
+                let s = (-2.0 * x.ln()).sqrt();
+                let (sin, cos) = (y * std::f64::consts::PI).sin_cos();
+                for z in [sin * s, cos * s] {
+                    let value = stddev.mul_add(z, mean);
+                    let value = if log { value.exp() } else { value };
+                    out.extend_from_slice(&value.to_le_bytes());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// 2π in single precision (`CURAND_2PI`).
+const TWO_PI_F32: f32 = 6.283_185_5;
+
+#[cfg(test)]
+mod tests;

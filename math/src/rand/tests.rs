@@ -1,0 +1,238 @@
+use super::*;
+use crate::Fault;
+
+/// One allocation of device memory at [`BASE`].
+struct Memory(Vec<u8>);
+
+const BASE: u64 = 0x10_0000;
+
+impl DeviceMemory for Memory {
+    fn read(&self, ptr: u64, len: u64) -> Result<&[u8], Fault> {
+        let start = ptr.checked_sub(BASE).ok_or(Fault { ptr, len })? as usize;
+        self.0
+            .get(start..start + len as usize)
+            .ok_or(Fault { ptr, len })
+    }
+    fn write(&mut self, ptr: u64, data: &[u8]) -> Result<(), Fault> {
+        let len = data.len() as u64;
+        let start = ptr.checked_sub(BASE).ok_or(Fault { ptr, len })? as usize;
+        self.0
+            .get_mut(start..start + data.len())
+            .ok_or(Fault { ptr, len })?
+            .copy_from_slice(data);
+        Ok(())
+    }
+}
+
+fn create(state: &mut State, memory: &mut Memory, rng_type: u32) -> u64 {
+    let reply = state.call(memory, Call::Create { rng_type }).unwrap();
+    assert_eq!(reply.status, 0);
+    u64::from_le_bytes(reply.out.try_into().unwrap())
+}
+
+fn generate(
+    state: &mut State,
+    memory: &mut Memory,
+    generator: u64,
+    distribution: Distribution,
+    n: u64,
+) -> Reply {
+    state
+        .call(
+            memory,
+            Call::Generate {
+                generator,
+                distribution: distribution as u32,
+                ptr: 0,
+                n,
+                mean: 0.0,
+                stddev: 1.0,
+            },
+        )
+        .unwrap()
+}
+
+fn words(bytes: &[u8]) -> Vec<u32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+/// Value `n` of the documented order: stream `n mod 4096`, position `n / 4096`.
+fn legacy<E: Engine>(seed: u64, n: u64) -> u32 {
+    E::at(seed, n % STREAMS, n / STREAMS).next()
+}
+
+#[test]
+fn bits_follow_the_documented_order_across_calls() {
+    let mut memory = Memory(vec![0; 64]);
+    let mut state = State::default();
+    for rng in [RNG_XORWOW, RNG_PHILOX, RNG_MRG32K3A] {
+        let g = create(&mut state, &mut memory, rng);
+        state
+            .call(
+                &mut memory,
+                Call::SetSeed {
+                    generator: g,
+                    seed: 1234,
+                },
+            )
+            .unwrap();
+        state
+            .call(
+                &mut memory,
+                Call::SetOffset {
+                    generator: g,
+                    offset: 100,
+                },
+            )
+            .unwrap();
+        let first = words(&generate(&mut state, &mut memory, g, Distribution::Bits, 5000).out);
+        let second = words(&generate(&mut state, &mut memory, g, Distribution::Bits, 4000).out);
+        let all: Vec<u32> = first.into_iter().chain(second).collect();
+        for (i, &x) in all.iter().enumerate() {
+            let n = 100 + i as u64;
+            let want = match rng {
+                RNG_XORWOW => legacy::<Xorwow>(1234, n),
+                RNG_PHILOX => legacy::<Philox>(1234, n),
+                _ => legacy::<Mrg32k3a>(1234, n),
+            };
+            assert_eq!(x, want, "rng {rng} value {i}");
+        }
+    }
+}
+
+#[test]
+fn mt19937_is_the_reference_sequence() {
+    let mut memory = Memory(vec![0; 64]);
+    let mut state = State::default();
+    let g = create(&mut state, &mut memory, RNG_MT19937);
+    state
+        .call(
+            &mut memory,
+            Call::SetSeed {
+                generator: g,
+                seed: 5489,
+            },
+        )
+        .unwrap();
+    let out = words(&generate(&mut state, &mut memory, g, Distribution::Bits, 3).out);
+    let mut mt = Mt19937::new(5489);
+    assert_eq!(out[0], 3_499_211_612);
+    assert_eq!(out, (0..3).map(|_| mt.next_u32()).collect::<Vec<_>>());
+}
+
+#[test]
+fn distributions_have_their_moments() {
+    let mut memory = Memory(vec![0; 64]);
+    let mut state = State::default();
+    let g = create(&mut state, &mut memory, RNG_PHILOX);
+    let n = 100_000;
+    let floats = |bytes: Vec<u8>| -> Vec<f64> {
+        words(&bytes)
+            .into_iter()
+            .map(|w| f64::from(f32::from_bits(w)))
+            .collect()
+    };
+    let u = floats(generate(&mut state, &mut memory, g, Distribution::Uniform, n).out);
+    assert!(u.iter().all(|&x| x > 0.0 && x <= 1.0));
+    let mean = u.iter().sum::<f64>() / n as f64;
+    assert!((mean - 0.5).abs() < 0.01, "uniform mean {mean}");
+    let z = floats(generate(&mut state, &mut memory, g, Distribution::Normal, n).out);
+    let mean = z.iter().sum::<f64>() / n as f64;
+    let var = z.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n as f64;
+    assert!(
+        mean.abs() < 0.02 && (var - 1.0).abs() < 0.02,
+        "normal {mean} {var}"
+    );
+}
+
+#[test]
+fn transforms_match_curand_formulas() {
+    assert_eq!(uniform(0), 2f32.powi(-33));
+    assert_eq!(uniform(u32::MAX), 1.0);
+    assert_eq!(uniform_double(0, 0), 2f64.powi(-54));
+    // u = 2^-33 (x = 0), v = π (y = 2^31): sin π·s ≈ 0, cos π·s = -s.
+    let (a, b) = box_muller(0, 1 << 31);
+    let s = (-2.0f32 * 2f32.powi(-33).ln()).sqrt();
+    assert!(a.abs() < 1e-5 * s && (b + s).abs() < 1e-5 * s, "{a} {b}");
+}
+
+#[test]
+fn statuses() {
+    let mut memory = Memory(vec![0; 64]);
+    let mut state = State::default();
+    assert_eq!(
+        state
+            .call(&mut memory, Call::Create { rng_type: 999 })
+            .unwrap()
+            .status,
+        TYPE_ERROR
+    );
+    let g = create(&mut state, &mut memory, RNG_PSEUDO_DEFAULT);
+    assert_eq!(
+        generate(&mut state, &mut memory, g, Distribution::Normal, 3).status,
+        LENGTH_NOT_MULTIPLE
+    );
+    assert_eq!(
+        generate(
+            &mut state,
+            &mut memory,
+            g,
+            Distribution::Bits,
+            MAX_HOST_BYTES
+        )
+        .status,
+        OUT_OF_RANGE
+    );
+    let ordering = Call::SetOrdering {
+        generator: g,
+        ordering: 201,
+    };
+    assert_eq!(
+        state.call(&mut memory, ordering).unwrap().status,
+        OUT_OF_RANGE
+    );
+    // A device range past the allocation faults before anything is generated.
+    let past_end = Call::Generate {
+        generator: g,
+        distribution: Distribution::Bits as u32,
+        ptr: BASE + 32,
+        n: 16,
+        mean: 0.0,
+        stddev: 1.0,
+    };
+    assert!(matches!(
+        state.call(&mut memory, past_end),
+        Err(MathError::Fault(_))
+    ));
+    let inside = Call::Generate {
+        generator: g,
+        distribution: Distribution::Bits as u32,
+        ptr: BASE,
+        n: 16,
+        mean: 0.0,
+        stddev: 1.0,
+    };
+    assert_eq!(state.call(&mut memory, inside).unwrap().status, 0);
+    assert_eq!(words(&memory.0)[0], legacy::<Xorwow>(0, 0));
+    assert_eq!(
+        state
+            .call(&mut memory, Call::Destroy { generator: g })
+            .unwrap()
+            .status,
+        0
+    );
+    assert_eq!(
+        state
+            .call(&mut memory, Call::Destroy { generator: g })
+            .unwrap()
+            .status,
+        NOT_INITIALIZED
+    );
+    assert_eq!(
+        generate(&mut state, &mut memory, g, Distribution::Bits, 4).status,
+        NOT_INITIALIZED
+    );
+}

@@ -1,0 +1,272 @@
+// cuRAND's host API against its device API (curand_kernel.h, run in
+// kernels by the emulated device): the host API's
+// value n comes from stream n mod 4096, i.e. curand_init(seed, n mod 4096,
+// position) with the stream's values handed out in order (see
+// docs/math/rand.md); plus MT19937 against std::mt19937 and the documented
+// statuses.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <curand.h>
+#include <curand_kernel.h>
+
+#include "check.h"
+
+#define CURAND_CHECK(call)                                                          \
+    do {                                                                            \
+        curandStatus_t st_ = (call);                                                \
+        EXPECT(st_ == CURAND_STATUS_SUCCESS, "%s returned %d", #call, (int)st_);    \
+    } while (0)
+
+#define EXPECT_STATUS(call, expected)                                               \
+    do {                                                                            \
+        curandStatus_t st_ = (call);                                                \
+        printf("%s -> %d\n", #call, (int)st_);                                      \
+        EXPECT(st_ == (expected), "%s returned %d, expected %d", #call, (int)st_,   \
+               (int)(expected));                                                    \
+    } while (0)
+
+static const unsigned long long STREAMS = 4096;
+
+enum Kind { BITS, UNIFORM, UNIFORM_DOUBLE, NORMAL, NORMAL_DOUBLE, LOG_NORMAL, LOG_NORMAL_DOUBLE };
+static const char *KIND_NAMES[] = {"bits", "uniform", "uniform_double", "normal",
+                                   "normal_double", "log_normal", "log_normal_double"};
+
+// 32-bit words (MRG32k3a: draws) one output unit takes from its stream, as
+// the device API's function for it does; values it gives; bytes per value.
+static int unit_words(curandRngType_t rng, int kind) {
+    bool pair = kind >= NORMAL;
+    bool dbl = kind == UNIFORM_DOUBLE || kind == NORMAL_DOUBLE || kind == LOG_NORMAL_DOUBLE;
+    if (rng == CURAND_RNG_PSEUDO_MRG32K3A) return pair ? 2 : 1;
+    if (rng == CURAND_RNG_PSEUDO_PHILOX4_32_10 && kind == UNIFORM_DOUBLE) return 1;
+    return (pair ? 2 : 1) * (dbl ? 2 : 1);
+}
+static int unit_values(int kind) { return kind >= NORMAL ? 2 : 1; }
+static int value_size(int kind) {
+    return (kind == UNIFORM_DOUBLE || kind == NORMAL_DOUBLE || kind == LOG_NORMAL_DOUBLE) ? 8 : 4;
+}
+
+// One thread per output unit u = first + j: stream u mod 4096 at word
+// position words * (u / 4096), as the host API's order defines it.
+template <class State>
+__global__ void mirror(unsigned long long seed, unsigned long long first, int kind, int words,
+                       size_t units, void *out, float mean, float stddev, double meand,
+                       double stddevd) {
+    size_t j = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (j >= units) return;
+    unsigned long long u = first + j;
+    State st;
+    curand_init(seed, u % 4096, words * (u / 4096), &st);
+    switch (kind) {
+    case BITS: ((unsigned *)out)[j] = curand(&st); break;
+    case UNIFORM: ((float *)out)[j] = curand_uniform(&st); break;
+    case UNIFORM_DOUBLE: ((double *)out)[j] = curand_uniform_double(&st); break;
+    case NORMAL: {
+        float2 z = curand_normal2(&st);
+        ((float *)out)[2 * j] = mean + stddev * z.x;
+        ((float *)out)[2 * j + 1] = mean + stddev * z.y;
+        break;
+    }
+    case LOG_NORMAL: {
+        float2 z = curand_log_normal2(&st, mean, stddev);
+        ((float *)out)[2 * j] = z.x;
+        ((float *)out)[2 * j + 1] = z.y;
+        break;
+    }
+    case NORMAL_DOUBLE: {
+        double2 z = curand_normal2_double(&st);
+        ((double *)out)[2 * j] = meand + stddevd * z.x;
+        ((double *)out)[2 * j + 1] = meand + stddevd * z.y;
+        break;
+    }
+    case LOG_NORMAL_DOUBLE: {
+        double2 z = curand_log_normal2_double(&st, meand, stddevd);
+        ((double *)out)[2 * j] = z.x;
+        ((double *)out)[2 * j + 1] = z.y;
+        break;
+    }
+    }
+}
+
+// Whether a and b agree: bit for bit for integers and uniforms; within a
+// few ulps where the device's logf/expf/log/sincospi (libdevice) and the
+// server's (Rust's libm) may round differently.
+static bool close(int kind, const unsigned char *a, const unsigned char *b, size_t i) {
+    if (kind <= UNIFORM_DOUBLE) return memcmp(a + i * value_size(kind), b + i * value_size(kind), value_size(kind)) == 0;
+    if (value_size(kind) == 4) {
+        float x = ((const float *)a)[i], y = ((const float *)b)[i];
+        return fabsf(x - y) <= 4e-6f * fmaxf(1.0f, fabsf(y));
+    }
+    double x = ((const double *)a)[i], y = ((const double *)b)[i];
+    return fabs(x - y) <= 1e-13 * fmax(1.0, fabs(y));
+}
+
+static curandStatus_t host_generate(curandGenerator_t g, int kind, void *out, size_t n) {
+    switch (kind) {
+    case BITS: return curandGenerate(g, (unsigned *)out, n);
+    case UNIFORM: return curandGenerateUniform(g, (float *)out, n);
+    case UNIFORM_DOUBLE: return curandGenerateUniformDouble(g, (double *)out, n);
+    case NORMAL: return curandGenerateNormal(g, (float *)out, n, 1.5f, 2.0f);
+    case NORMAL_DOUBLE: return curandGenerateNormalDouble(g, (double *)out, n, 1.5, 2.0);
+    case LOG_NORMAL: return curandGenerateLogNormal(g, (float *)out, n, 0.25f, 0.5f);
+    default: return curandGenerateLogNormalDouble(g, (double *)out, n, 0.25, 0.5);
+    }
+}
+
+// Host API (device and host generators) against the mirror kernel.
+template <class State>
+static void compare(curandRngType_t rng, const char *rng_name, int kind, size_t n,
+                    unsigned long long seed) {
+    size_t bytes = n * value_size(kind);
+    void *d_api = nullptr, *d_mirror = nullptr;
+    CHECK(cudaMalloc(&d_api, bytes));
+    CHECK(cudaMalloc(&d_mirror, bytes));
+
+    curandGenerator_t gen, host_gen;
+    CURAND_CHECK(curandCreateGenerator(&gen, rng));
+    CURAND_CHECK(curandSetPseudoRandomGeneratorSeed(gen, seed));
+    CURAND_CHECK(host_generate(gen, kind, d_api, n));
+    CURAND_CHECK(curandCreateGeneratorHost(&host_gen, rng));
+    CURAND_CHECK(curandSetPseudoRandomGeneratorSeed(host_gen, seed));
+    std::vector<unsigned char> from_host(bytes), api(bytes), mirrored(bytes);
+    CURAND_CHECK(host_generate(host_gen, kind, from_host.data(), n));
+
+    size_t units = n / unit_values(kind);
+    int words = unit_words(rng, kind);
+    if (kind == LOG_NORMAL || kind == LOG_NORMAL_DOUBLE)
+        mirror<State><<<(units + 127) / 128, 128>>>(seed, 0, kind, words, units, d_mirror,
+                                                     0.25f, 0.5f, 0.25, 0.5);
+    else
+        mirror<State><<<(units + 127) / 128, 128>>>(seed, 0, kind, words, units, d_mirror,
+                                                     1.5f, 2.0f, 1.5, 2.0);
+    CHECK(cudaGetLastError());
+    CHECK(cudaMemcpy(api.data(), d_api, bytes, cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(mirrored.data(), d_mirror, bytes, cudaMemcpyDeviceToHost));
+    EXPECT(memcmp(api.data(), from_host.data(), bytes) == 0,
+           "%s %s: the host generator differs from the device generator", rng_name,
+           KIND_NAMES[kind]);
+    size_t worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        EXPECT(close(kind, api.data(), mirrored.data(), i),
+               "%s %s: value %zu differs from curand_kernel.h", rng_name, KIND_NAMES[kind], i);
+        if (kind > UNIFORM_DOUBLE && memcmp(api.data() + i * value_size(kind),
+                                            mirrored.data() + i * value_size(kind),
+                                            value_size(kind)) != 0)
+            worst++;
+    }
+    printf("%s %s: %zu values match curand_kernel.h (%zu within rounding, the rest bit for bit)\n",
+           rng_name, KIND_NAMES[kind], n, worst);
+    CURAND_CHECK(curandDestroyGenerator(gen));
+    CURAND_CHECK(curandDestroyGenerator(host_gen));
+    CHECK(cudaFree(d_api));
+    CHECK(cudaFree(d_mirror));
+}
+
+// Offset and successive calls: 32-bit values continue the one order.
+template <class State>
+static void offsets(curandRngType_t rng, const char *rng_name) {
+    const unsigned long long seed = 42, offset = 1000;
+    const size_t first = 3000, second = 5000;
+    unsigned *d = nullptr, *m = nullptr;
+    CHECK(cudaMalloc(&d, (first + second) * 4));
+    CHECK(cudaMalloc(&m, (first + second) * 4));
+    curandGenerator_t gen;
+    CURAND_CHECK(curandCreateGenerator(&gen, rng));
+    CURAND_CHECK(curandSetPseudoRandomGeneratorSeed(gen, seed));
+    CURAND_CHECK(curandSetGeneratorOffset(gen, offset));
+    CURAND_CHECK(curandSetGeneratorOrdering(gen, CURAND_ORDERING_PSEUDO_LEGACY));
+    cudaStream_t stream;
+    CHECK(cudaStreamCreate(&stream));
+    CURAND_CHECK(curandSetStream(gen, stream));
+    CURAND_CHECK(curandGenerate(gen, d, first));
+    CURAND_CHECK(curandGenerate(gen, d + first, second));
+    CHECK(cudaStreamSynchronize(stream));
+    mirror<State><<<(first + second + 127) / 128, 128>>>(seed, offset, BITS, 1, first + second,
+                                                        m, 0, 1, 0, 1);
+    std::vector<unsigned> api(first + second), mirrored(first + second);
+    CHECK(cudaMemcpy(api.data(), d, api.size() * 4, cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(mirrored.data(), m, api.size() * 4, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < api.size(); i++)
+        EXPECT(api[i] == mirrored[i], "%s offset %llu: value %zu is %u, curand_kernel.h gives %u",
+               rng_name, offset, i, api[i], mirrored[i]);
+    printf("%s: offset %llu and two calls: %zu values match curand_kernel.h\n", rng_name, offset,
+           api.size());
+    CURAND_CHECK(curandDestroyGenerator(gen));
+    CHECK(cudaStreamDestroy(stream));
+    CHECK(cudaFree(d));
+    CHECK(cudaFree(m));
+}
+
+static void mt19937() {
+    curandGenerator_t gen;
+    CURAND_CHECK(curandCreateGeneratorHost(&gen, CURAND_RNG_PSEUDO_MT19937));
+    CURAND_CHECK(curandSetPseudoRandomGeneratorSeed(gen, 5489));
+    std::vector<unsigned> out(2000);
+    CURAND_CHECK(curandGenerate(gen, out.data(), 1000));
+    CURAND_CHECK(curandGenerate(gen, out.data() + 1000, 1000));
+    std::mt19937 reference(5489);
+    EXPECT(out[0] == 3499211612u, "MT19937 seed 5489 starts with %u", out[0]);
+    for (size_t i = 0; i < out.size(); i++)
+        EXPECT(out[i] == reference(), "MT19937 value %zu differs from std::mt19937", i);
+    CURAND_CHECK(curandDestroyGenerator(gen));
+    // The device generator gives the same.
+    unsigned *d = nullptr;
+    CHECK(cudaMalloc(&d, 1000 * 4));
+    CURAND_CHECK(curandCreateGenerator(&gen, CURAND_RNG_PSEUDO_MT19937));
+    CURAND_CHECK(curandSetPseudoRandomGeneratorSeed(gen, 5489));
+    CURAND_CHECK(curandGenerate(gen, d, 1000));
+    std::vector<unsigned> dev(1000);
+    CHECK(cudaMemcpy(dev.data(), d, 1000 * 4, cudaMemcpyDeviceToHost));
+    EXPECT(memcmp(dev.data(), out.data(), 1000 * 4) == 0, "MT19937 device and host differ");
+    CURAND_CHECK(curandDestroyGenerator(gen));
+    CHECK(cudaFree(d));
+    printf("MT19937: 2000 values match std::mt19937\n");
+}
+
+static void statuses() {
+    int version = 0;
+    CURAND_CHECK(curandGetVersion(&version));
+    EXPECT(version == CURAND_VERSION, "curandGetVersion gave %d", version);
+    int major = 0;
+    CURAND_CHECK(curandGetProperty(MAJOR_VERSION, &major));
+    EXPECT(major == CURAND_VER_MAJOR, "major version %d", major);
+
+    curandGenerator_t gen;
+    float *d = nullptr;
+    CHECK(cudaMalloc(&d, 64 * sizeof(float)));
+    CURAND_CHECK(curandCreateGenerator(&gen, CURAND_RNG_PSEUDO_DEFAULT));
+    EXPECT_STATUS(curandGenerateNormal(gen, d, 63, 0.0f, 1.0f), CURAND_STATUS_LENGTH_NOT_MULTIPLE);
+    EXPECT_STATUS(curandGenerateLongLong(gen, (unsigned long long *)d, 8), CURAND_STATUS_TYPE_ERROR);
+    EXPECT_STATUS(curandSetQuasiRandomGeneratorDimensions(gen, 2), CURAND_STATUS_TYPE_ERROR);
+    EXPECT_STATUS(curandSetGeneratorOrdering(gen, CURAND_ORDERING_QUASI_DEFAULT), CURAND_STATUS_OUT_OF_RANGE);
+    // Past the end of the allocation: refused before anything is launched.
+    EXPECT_STATUS(curandGenerateUniform(gen, d, 65), CURAND_STATUS_LAUNCH_FAILURE);
+    CURAND_CHECK(curandGenerateUniform(gen, d, 64));
+    CURAND_CHECK(curandGenerateSeeds(gen));
+    CURAND_CHECK(curandDestroyGenerator(gen));
+    EXPECT_STATUS(curandGenerateUniform(gen, d, 64), CURAND_STATUS_NOT_INITIALIZED);
+    EXPECT_STATUS(curandSetPseudoRandomGeneratorSeed(gen, 1), CURAND_STATUS_NOT_INITIALIZED);
+    EXPECT_STATUS(curandDestroyGenerator(gen), CURAND_STATUS_NOT_INITIALIZED);
+    EXPECT_STATUS(curandCreateGenerator(&gen, (curandRngType_t)12345), CURAND_STATUS_TYPE_ERROR);
+    CHECK(cudaDeviceSynchronize());
+    CHECK(cudaFree(d));
+}
+
+int main() {
+    const size_t n = 5000;  // more than 4096: every stream, and some twice
+    for (int kind = BITS; kind <= LOG_NORMAL_DOUBLE; kind++) {
+        compare<curandStateXORWOW_t>(CURAND_RNG_PSEUDO_XORWOW, "XORWOW", kind, n, 1234);
+        compare<curandStatePhilox4_32_10_t>(CURAND_RNG_PSEUDO_PHILOX4_32_10, "Philox4_32_10", kind, n, 0x123456789abcull);
+        compare<curandStateMRG32k3a_t>(CURAND_RNG_PSEUDO_MRG32K3A, "MRG32k3a", kind, n, 987654321);
+    }
+    offsets<curandStateXORWOW_t>(CURAND_RNG_PSEUDO_XORWOW, "XORWOW");
+    offsets<curandStatePhilox4_32_10_t>(CURAND_RNG_PSEUDO_PHILOX4_32_10, "Philox4_32_10");
+    offsets<curandStateMRG32k3a_t>(CURAND_RNG_PSEUDO_MRG32K3A, "MRG32k3a");
+    mt19937();
+    statuses();
+    printf("PASS\n");
+    return 0;
+}
