@@ -239,7 +239,11 @@ impl<T: Wire> Wire for Option<T> {
         }
     }
     fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
-        Ok(if bool::decode(r)? { Some(T::decode(r)?) } else { None })
+        Ok(if bool::decode(r)? {
+            Some(T::decode(r)?)
+        } else {
+            None
+        })
     }
 }
 
