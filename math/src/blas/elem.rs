@@ -262,18 +262,38 @@ impl<T: Elem> Matrix<T> {
         dtype: u8,
         ptr: u64,
     ) -> Result<(), Failure> {
+        self.write_to(memory, dtype, ptr, self.ld as i64)
+    }
+
+    /// Writes the matrix to `ptr` as `dtype` with leading dimension `ld`
+    /// (at least its rows), touching only its columns.
+    pub(crate) fn write_to(
+        &self,
+        memory: &mut dyn DeviceMemory,
+        dtype: u8,
+        ptr: u64,
+        ld: i64,
+    ) -> Result<(), Failure> {
         if self.data.is_empty() {
             return Ok(());
         }
+        let ld = dim(ld)?;
+        if ld < self.rows {
+            return Err(Failure::Status(INVALID_VALUE));
+        }
         let size = dtype::size(dtype).ok_or(Failure::Status(NOT_SUPPORTED))?;
-        if self.ld == self.rows {
+        if self.ld == self.rows && ld == self.rows {
             memory.write(ptr, &store(dtype, &self.data)?)?;
             return Ok(());
         }
         for j in 0..self.cols {
             let start = j * self.ld;
             let column = store(dtype, &self.data[start..start + self.rows])?;
-            memory.write(ptr + start as u64 * size, &column)?;
+            let at = (j as u64)
+                .checked_mul(ld as u64 * size)
+                .and_then(|o| ptr.checked_add(o))
+                .ok_or(Failure::Status(INVALID_VALUE))?;
+            memory.write(at, &column)?;
         }
         Ok(())
     }

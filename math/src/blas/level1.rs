@@ -6,6 +6,9 @@ use super::elem::{dim, scalar, store, Elem, Vector};
 use super::{Failure, INVALID_VALUE};
 use crate::DeviceMemory;
 
+/// `CUDA_R_64I`.
+const R64I: u8 = 24;
+
 pub(crate) struct Args {
     pub(crate) op: u8,
     pub(crate) scalar_dtype: u8,
@@ -89,8 +92,15 @@ pub(crate) fn run<T: Elem>(memory: &mut dyn DeviceMemory, a: Args) -> Result<Vec
                 }
             }
             // 1-based, as Fortran BLAS; 0 for an empty vector.
-            let index = best.map_or(0, |(i, _)| i as i32 + 1);
-            reduction(memory, index.to_le_bytes().to_vec())
+            // `scalar_dtype` names the result's integer type: CUDA_R_64I
+            // for the `_64` forms' int64_t, else int.
+            let index = best.map_or(0, |(i, _)| i as i64 + 1);
+            let bytes = if a.scalar_dtype == R64I {
+                index.to_le_bytes().to_vec()
+            } else {
+                (index as i32).to_le_bytes().to_vec()
+            };
+            reduction(memory, bytes)
         }
         op::COPY => {
             let x = Vector::<T>::read(memory, dt, a.x, n)?;

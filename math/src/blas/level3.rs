@@ -3,6 +3,7 @@
 use ndarray::linalg::general_mat_mul;
 use ndarray::{ArrayView2, ArrayViewMut2, ShapeBuilder};
 use rcud_proto::math::blas::{dtype, Operand, Scalar};
+use rcud_proto::math::blaslt::epilogue;
 
 use super::elem::{dim, load, mul, scalar, Elem, Matrix, Vector};
 use super::level2::{check_ld, op_tri, solve_tri, sym_elem};
@@ -11,7 +12,7 @@ use crate::DeviceMemory;
 
 /// `c = alpha op(a) op(b) + beta c` with ndarray's GEMM. `beta = 0`
 /// ignores `c`'s old values (NaN does not propagate), as in BLAS.
-fn product<T: Elem>(
+pub(crate) fn product<T: Elem>(
     alpha: T,
     a: &Matrix<T>,
     transa: i32,
@@ -464,5 +465,113 @@ pub(crate) fn dgmm<T: Elem>(
         }
     }
     cm.write(memory, dt, c.ptr)?;
+    Ok(Vec::new())
+}
+
+/// The arguments of [`matmul`] (one cuBLASLt
+/// [`Call::Matmul`](rcud_proto::math::blaslt::Call::Matmul)).
+pub(crate) struct MatmulArgs {
+    pub(crate) gemm: GemmArgs,
+    pub(crate) d: Operand,
+    pub(crate) epilogue: i32,
+    pub(crate) bias: u64,
+    pub(crate) bias_stride: i64,
+}
+
+/// GELU, tanh approximation (as cuBLASLt's epilogue).
+fn gelu(x: f64) -> f64 {
+    const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
+    0.5 * x * (1.0 + (SQRT_2_OVER_PI * (x + 0.044_715 * x * x * x)).tanh())
+}
+
+/// cuBLASLt's matmul: `D = epilogue(alpha op(A) op(B) + beta C)`, strided
+/// batches, D with a layout of its own.
+pub(crate) fn matmul<T: Elem>(
+    memory: &mut dyn DeviceMemory,
+    args: MatmulArgs,
+) -> Result<Vec<u8>, Failure> {
+    let g = &args.gemm;
+    let [ta, tb, tc, ts] = g.types;
+    let transa = one_of(g.transa, &[OP_N, OP_T, OP_C])?;
+    let transb = one_of(g.transb, &[OP_N, OP_T, OP_C])?;
+    let (m, n, k, batch) = (dim(g.m)?, dim(g.n)?, dim(g.k)?, dim(g.batch)?);
+    let (ar, ac) = if transa == OP_N { (m, k) } else { (k, m) };
+    let (br, bc) = if transb == OP_N { (k, n) } else { (n, k) };
+    check_ld(g.a.ld, ar)?;
+    check_ld(g.b.ld, br)?;
+    check_ld(g.c.ld, m)?;
+    check_ld(args.d.ld, m)?;
+    let (with_bias, relu, gelu_on) = match args.epilogue {
+        epilogue::DEFAULT => (false, false, false),
+        epilogue::RELU => (false, true, false),
+        epilogue::BIAS => (true, false, false),
+        epilogue::RELU_BIAS => (true, true, false),
+        epilogue::GELU => (false, false, true),
+        epilogue::GELU_BIAS => (true, false, true),
+        _ => return Err(Failure::Status(super::NOT_SUPPORTED)),
+    };
+    if args.epilogue != epilogue::DEFAULT && dtype::is_complex(tc) {
+        return Err(Failure::Status(super::NOT_SUPPORTED));
+    }
+    let alpha: T = scalar(memory, g.alpha, ts)?;
+    let beta: T = scalar(memory, g.beta, ts)?;
+    if m == 0 || n == 0 || batch == 0 {
+        return Ok(Vec::new());
+    }
+    let pa = batch_pointers(memory, g.a, ta, batch, false)?;
+    let pb = batch_pointers(memory, g.b, tb, batch, false)?;
+    let pc = batch_pointers(memory, g.c, tc, batch, false)?;
+    let pd = batch_pointers(memory, args.d, tc, batch, false)?;
+    let bias_at = Operand {
+        ptr: args.bias,
+        ld: 1,
+        stride: args.bias_stride,
+    };
+    let pbias = batch_pointers(memory, bias_at, tc, batch, false)?;
+    let needs_ab = alpha != T::zero() && k > 0;
+    for i in 0..batch {
+        let (a, b) = if needs_ab {
+            (
+                Matrix::<T>::read(memory, ta, pa[i], ar, ac, g.a.ld)?,
+                Matrix::<T>::read(memory, tb, pb[i], br, bc, g.b.ld)?,
+            )
+        } else {
+            (Matrix::zeros(ar, ac), Matrix::zeros(br, bc))
+        };
+        let mut acc = Matrix::zeros(m, n);
+        if beta != T::zero() {
+            let c = Matrix::<T>::read(memory, tc, pc[i], m, n, g.c.ld)?;
+            for j in 0..n {
+                for r in 0..m {
+                    acc.set(r, j, c.get(r, j));
+                }
+            }
+        }
+        product(alpha, &a, transa, &b, transb, beta, &mut acc);
+        if args.epilogue != epilogue::DEFAULT {
+            let bias = if with_bias {
+                let size = dtype::size(tc).ok_or(Failure::Status(super::NOT_SUPPORTED))?;
+                load::<T>(tc, memory.read(pbias[i], size * m as u64)?)?
+            } else {
+                Vec::new()
+            };
+            for j in 0..n {
+                for r in 0..m {
+                    let mut x = acc.get(r, j).re();
+                    if let Some(b) = bias.get(r) {
+                        x += b.re();
+                    }
+                    if relu {
+                        x = x.max(0.0);
+                    }
+                    if gelu_on {
+                        x = gelu(x);
+                    }
+                    acc.set(r, j, T::from_parts(x, 0.0));
+                }
+            }
+        }
+        acc.write_to(memory, tc, pd[i], args.d.ld)?;
+    }
     Ok(Vec::new())
 }

@@ -21,13 +21,14 @@ use rcud_proto::math::blas::{dtype, Call};
 use crate::{DeviceMemory, Fault, MathError, Reply};
 
 pub use level3::gemm_direct;
+pub(crate) use level3::{matmul, GemmArgs, MatmulArgs};
 
 /// `CUBLAS_STATUS_NOT_INITIALIZED`: an unknown or destroyed handle.
-const NOT_INITIALIZED: i32 = 1;
+pub(crate) const NOT_INITIALIZED: i32 = 1;
 /// `CUBLAS_STATUS_INVALID_VALUE`.
 const INVALID_VALUE: i32 = 7;
 /// `CUBLAS_STATUS_NOT_SUPPORTED`.
-const NOT_SUPPORTED: i32 = 15;
+pub(crate) const NOT_SUPPORTED: i32 = 15;
 
 /// Why a call stopped: a cuBLAS status, or a fault in device memory.
 #[derive(Debug)]
@@ -73,6 +74,7 @@ macro_rules! with_type {
         }
     };
 }
+pub(crate) use with_type;
 
 impl State {
     /// Runs one cuBLAS call.

@@ -82,7 +82,8 @@ pub mod level1 {
     pub const NRM2: u8 = 4;
     /// Sum of `|re| + |im|`.
     pub const ASUM: u8 = 5;
-    /// 1-based index of the first largest `|re| + |im|`.
+    /// 1-based index of the first largest `|re| + |im|`, as `int`, or as
+    /// `int64_t` with `scalar_dtype` `CUDA_R_64I` (24).
     pub const AMAX: u8 = 6;
     /// 1-based index of the first smallest `|re| + |im|`.
     pub const AMIN: u8 = 7;
