@@ -50,7 +50,11 @@ static Z from_host(float v) { return Z(v, 0); }
 static Z from_host(double v) { return Z(v, 0); }
 static Z from_host(cuComplex v) { return Z(v.x, v.y); }
 static Z from_host(cuDoubleComplex v) { return Z(v.x, v.y); }
-template <typename T> static bool is_complex() { return sizeof(T) == 2 * sizeof(float) || sizeof(T) == 16; }
+template <typename T> static bool is_complex();
+template <> bool is_complex<float>() { return false; }
+template <> bool is_complex<double>() { return false; }
+template <> bool is_complex<cuComplex>() { return true; }
+template <> bool is_complex<cuDoubleComplex>() { return true; }
 
 // Random values of T (imaginary parts only for complex T), as references.
 template <typename T> static std::vector<Z> random_values(size_t n) {
@@ -471,7 +475,7 @@ static void test_level3_others(cublasHandle_t h) {
     expect_close(host_copy(dtc, tb.size()), tb, 1e-10, "Dtrsm");
 
     // Sgeam (C = 2 A^T - B), in place of nothing; Ddgmm (C = A diag(x)).
-    auto ga = random_values<float>((size_t)ld * m), gb = random_values<float>((size_t)ld * n);
+    auto ga = random_values<float>((size_t)ld * m), gb = random_values<float>((size_t)ld * m);
     float *dga = device_copy<float>(ga), *dgb = device_copy<float>(gb), *dgc = device_copy<float>(gb);
     float minus = -1.0f;
     CHECK_BLAS(cublasSgeam(h, CUBLAS_OP_T, CUBLAS_OP_N, n, m, &two, dga, ld, &minus, dgb, ld, dgc, ld));
