@@ -233,6 +233,8 @@ pub(crate) fn trmv<T: Elem>(
 /// Solves `T x = b` for an `n` x `n` triangular `T` given by `at`, lower
 /// (forward substitution) or upper (backward). A zero pivot gives inf/NaN,
 /// as cuBLAS (which does not check for singularity) does.
+// Substitution reads as the textbook formula with indices.
+#[allow(clippy::needless_range_loop)]
 pub(crate) fn solve_tri<T: Elem>(
     n: usize,
     lower: bool,

@@ -277,6 +277,7 @@ fn gemm_batched_strided_pointer_arrays_and_half_inputs() {
     assert_close(&memory.get(dt, pc, m * n * batch), &want, 1e-12);
 }
 
+#[allow(clippy::too_many_arguments)]
 fn level1(
     state: &mut State,
     memory: &mut Memory,
