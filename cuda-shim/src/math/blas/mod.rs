@@ -409,7 +409,8 @@ macro_rules! both {
             use super::*;
             type Int = std::os::raw::c_int;
             #[no_mangle]
-            #[allow(clippy::too_many_arguments)]
+            // One body for both widths: `.into()` is the identity in `_64`.
+            #[allow(clippy::too_many_arguments, clippy::useless_conversion)]
             pub extern "C" fn $name($($arg: $ty),*) -> std::os::raw::c_int {
                 $crate::math::blas::run(|| $body)
             }
@@ -420,7 +421,8 @@ macro_rules! both {
             use super::*;
             type Int = i64;
             #[no_mangle]
-            #[allow(clippy::too_many_arguments)]
+            // One body for both widths: `.into()` is the identity in `_64`.
+            #[allow(clippy::too_many_arguments, clippy::useless_conversion)]
             pub extern "C" fn $name64($($arg: $ty),*) -> std::os::raw::c_int {
                 $crate::math::blas::run(|| $body)
             }
