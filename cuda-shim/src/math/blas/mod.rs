@@ -561,7 +561,7 @@ pub extern "C" fn cublasSetWorkspace_v2(h: Handle, workspace: *mut c_void, size:
         let address = workspace as u64;
         if size > 0 {
             // cuBLAS wants the workspace 256-byte aligned, in device memory.
-            if address % 256 != 0 || !super::is_device_range(address, size as u64) {
+            if !address.is_multiple_of(256) || !super::is_device_range(address, size as u64) {
                 return Err(INVALID_VALUE);
             }
         }

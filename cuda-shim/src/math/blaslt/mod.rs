@@ -181,13 +181,13 @@ fn get_attribute(
 fn destroy(kind: Option<Kind>, obj: *mut c_void) -> c_int {
     run(|| {
         let mut table = objects().lock();
-        let matches = match (table.get(&(obj as usize)), kind) {
+        let matches = matches!(
+            (table.get(&(obj as usize)), kind),
             (Some(Object::Desc(_)), Some(Kind::Desc))
-            | (Some(Object::Layout(_)), Some(Kind::Layout))
-            | (Some(Object::Preference(_)), Some(Kind::Preference))
-            | (Some(Object::Handle(_)), None) => true,
-            _ => false,
-        };
+                | (Some(Object::Layout(_)), Some(Kind::Layout))
+                | (Some(Object::Preference(_)), Some(Kind::Preference))
+                | (Some(Object::Handle(_)), None)
+        );
         if !matches {
             return Err(if kind.is_none() {
                 NOT_INITIALIZED
