@@ -3,6 +3,7 @@
 //! the same run, so the ratios hold on a shared, noisy machine.
 
 mod bandwidth;
+mod blas;
 mod chunks;
 // Calls the client library's C functions, as an application does.
 #[allow(unsafe_code)]
@@ -71,6 +72,9 @@ pub(crate) struct BenchArgs {
 enum What {
     /// Host<->device and device<->device bandwidth, like NVIDIA's bandwidthTest.
     Bandwidth(bandwidth::BandwidthArgs),
+    /// SGEMM, DGEMM and a batched small GEMM through rcud's cuBLAS next to
+    /// the same CPU GEMM called directly.
+    Blas(blas::BlasArgs),
     /// Round trip of a small synchronous call next to a raw ping-pong.
     Latency {
         /// Round trips to time.
@@ -266,6 +270,7 @@ pub(crate) fn bench(args: BenchArgs) -> BenchResult<ExitCode> {
     let setup = Setup::new(args.server.clone(), args.pin)?;
     match &args.what {
         What::Bandwidth(b) => bandwidth::run(&setup, &transports(&tcp), b, args.format),
+        What::Blas(b) => blas::run(&setup, &transports(&tcp), b, args.format),
         What::Latency { iterations } => {
             latency::run(&setup, &transports(&tcp), *iterations, args.format)
         }

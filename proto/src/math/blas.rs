@@ -1,10 +1,274 @@
 //! cuBLAS calls on the wire.
+//!
+//! Handles live on the server ([`Call::Create`] answers the new handle's id
+//! as a `u64`); the handle's stream, pointer mode and workspace stay with
+//! the client, which queues each call on the handle's stream. Element types
+//! are `cudaDataType` values ([`dtype`]); matrices are column-major, named
+//! by device address and leading dimension, as in cuBLAS. Enumerations
+//! (`cublasOperation_t`, `cublasFillMode_t`, ...) travel as cuBLAS's own
+//! values.
+
+crate::wire_enum! {
+    /// A scalar argument (`alpha`, `beta`, a rotation's `c` and `s`).
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub enum Scalar {
+        /// Host pointer mode: the client read the value at call time (real
+        /// and imaginary part; real types leave `im` at 0).
+        0 Host { re: f64, im: f64 },
+        /// Device pointer mode: the server reads the value, of the call's
+        /// scalar type, at this device address when the call runs.
+        1 Device { ptr: u64 },
+    }
+}
+
+crate::wire_struct! {
+    /// One operand matrix (or vector, with `ld` as its increment).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct Operand {
+        /// Device address (of the first matrix, or of the device array of
+        /// per-batch pointers in [`Call::Gemm`] with `pointer_arrays`).
+        pub ptr: u64,
+        /// Leading dimension (column stride) in elements, or increment.
+        pub ld: i64,
+        /// Element distance between consecutive matrices of a strided batch.
+        pub stride: i64,
+    }
+}
+
+/// `cudaDataType` values of the element types cuBLAS computes in.
+pub mod dtype {
+    /// `CUDA_R_32F`: float.
+    pub const R32F: u8 = 0;
+    /// `CUDA_R_64F`: double.
+    pub const R64F: u8 = 1;
+    /// `CUDA_R_16F`: IEEE half.
+    pub const R16F: u8 = 2;
+    /// `CUDA_C_32F`: cuComplex.
+    pub const C32F: u8 = 4;
+    /// `CUDA_C_64F`: cuDoubleComplex.
+    pub const C64F: u8 = 5;
+    /// `CUDA_R_16BF`: bfloat16.
+    pub const R16BF: u8 = 14;
+
+    /// Bytes per element of `dtype`, or `None` for a type cuBLAS on rcud
+    /// does not handle.
+    pub fn size(dtype: u8) -> Option<u64> {
+        Some(match dtype {
+            R16F | R16BF => 2,
+            R32F => 4,
+            R64F | C32F => 8,
+            C64F => 16,
+            _ => return None,
+        })
+    }
+
+    /// Whether `dtype` is complex.
+    pub fn is_complex(dtype: u8) -> bool {
+        matches!(dtype, C32F | C64F)
+    }
+}
+
+/// Level-1 operations of [`Call::Level1`].
+pub mod level1 {
+    /// `y = alpha x + y`.
+    pub const AXPY: u8 = 0;
+    /// `x = alpha x` (`alpha` real for Csscal/Zdscal: `scalar_dtype`).
+    pub const SCAL: u8 = 1;
+    /// `x . y` without conjugation (dot, dotu).
+    pub const DOTU: u8 = 2;
+    /// `conj(x) . y` (dotc).
+    pub const DOTC: u8 = 3;
+    /// Euclidean norm.
+    pub const NRM2: u8 = 4;
+    /// Sum of `|re| + |im|`.
+    pub const ASUM: u8 = 5;
+    /// 1-based index of the first largest `|re| + |im|`, as `int`, or as
+    /// `int64_t` with `scalar_dtype` `CUDA_R_64I` (24).
+    pub const AMAX: u8 = 6;
+    /// 1-based index of the first smallest `|re| + |im|`.
+    pub const AMIN: u8 = 7;
+    /// `y = x`.
+    pub const COPY: u8 = 8;
+    /// `x <-> y`.
+    pub const SWAP: u8 = 9;
+    /// Plane rotation: `x = c x + s y`, `y = c y - conj(s) x` (`alpha` = c,
+    /// `beta` = s, of `scalar_dtype`).
+    pub const ROT: u8 = 10;
+}
 
 crate::wire_enum! {
     /// A cuBLAS call.
+    // Decoded once and consumed at once; the size of the GEMM variants
+    // costs nothing there.
+    #[allow(clippy::large_enum_variant)]
     #[derive(Debug, Clone, PartialEq)]
     pub enum Call {
-        /// Placeholder until the library's calls are declared; never sent.
-        0 Unused {},
+        /// `cublasCreate_v2`: answers the handle's id (`u64`).
+        1 Create {},
+        /// `cublasDestroy_v2`.
+        2 Destroy { handle: u64 },
+        /// Level 1 ([`level1`]) on vectors `x` (and `y`) of `n` elements.
+        /// `scalar_dtype` is the type of `alpha`/`beta` (real for the
+        /// real-scaled complex forms). `result` is where a reduction's
+        /// result goes: its device address in device pointer mode, 0 in host
+        /// pointer mode (the reply's `out` carries its bytes).
+        3 Level1 {
+            handle: u64,
+            op: u8,
+            dtype: u8,
+            scalar_dtype: u8,
+            n: i64,
+            x: Operand,
+            y: Operand,
+            alpha: Scalar,
+            beta: Scalar,
+            result: u64,
+        },
+        /// `y = alpha op(A) x + beta y` (gemv).
+        4 Gemv {
+            handle: u64,
+            dtype: u8,
+            trans: i32,
+            m: i64,
+            n: i64,
+            alpha: Scalar,
+            a: Operand,
+            x: Operand,
+            beta: Scalar,
+            y: Operand,
+        },
+        /// `A = alpha x y^T + A` (ger, geru), or `x y^H` with `conj` (gerc).
+        5 Ger {
+            handle: u64,
+            dtype: u8,
+            conj: bool,
+            m: i64,
+            n: i64,
+            alpha: Scalar,
+            x: Operand,
+            y: Operand,
+            a: Operand,
+        },
+        /// `y = alpha A x + beta y` with `A` symmetric (symv) or Hermitian
+        /// (hemv), stored in its `uplo` triangle.
+        6 Symv {
+            handle: u64,
+            dtype: u8,
+            hermitian: bool,
+            uplo: i32,
+            n: i64,
+            alpha: Scalar,
+            a: Operand,
+            x: Operand,
+            beta: Scalar,
+            y: Operand,
+        },
+        /// `x = op(A) x` (trmv) or `x = op(A)^-1 x` (trsv, with `solve`).
+        7 Trmv {
+            handle: u64,
+            dtype: u8,
+            solve: bool,
+            uplo: i32,
+            trans: i32,
+            diag: i32,
+            n: i64,
+            a: Operand,
+            x: Operand,
+        },
+        /// `C = alpha op(A) op(B) + beta C`, for `batch` products: strided
+        /// (`Operand::stride`) or, with `pointer_arrays`, the operands'
+        /// `ptr` name device arrays of per-batch device pointers. `types`
+        /// are the `cudaDataType`s of A, B, C and of the computation (and
+        /// of alpha and beta).
+        8 Gemm {
+            handle: u64,
+            types: [u8; 4],
+            transa: i32,
+            transb: i32,
+            m: i64,
+            n: i64,
+            k: i64,
+            alpha: Scalar,
+            a: Operand,
+            b: Operand,
+            beta: Scalar,
+            c: Operand,
+            batch: i64,
+            pointer_arrays: bool,
+        },
+        /// `C = alpha A B + beta C` (side left) or `alpha B A + beta C`
+        /// with `A` symmetric (symm) or Hermitian (hemm).
+        9 Symm {
+            handle: u64,
+            dtype: u8,
+            hermitian: bool,
+            side: i32,
+            uplo: i32,
+            m: i64,
+            n: i64,
+            alpha: Scalar,
+            a: Operand,
+            b: Operand,
+            beta: Scalar,
+            c: Operand,
+        },
+        /// `C = alpha op(A) op(A)^T + beta C` (syrk) or `op(A) op(A)^H`
+        /// (herk, real alpha and beta), updating the `uplo` triangle.
+        10 Syrk {
+            handle: u64,
+            dtype: u8,
+            hermitian: bool,
+            uplo: i32,
+            trans: i32,
+            n: i64,
+            k: i64,
+            alpha: Scalar,
+            a: Operand,
+            beta: Scalar,
+            c: Operand,
+        },
+        /// `C = alpha op(A) B` (side left) or `alpha B op(A)` (trmm, out of
+        /// place into C), or `B = alpha op(A)^-1 B` / `alpha B op(A)^-1`
+        /// in place (trsm, with `solve`; `c` is ignored).
+        11 Trmm {
+            handle: u64,
+            dtype: u8,
+            solve: bool,
+            side: i32,
+            uplo: i32,
+            trans: i32,
+            diag: i32,
+            m: i64,
+            n: i64,
+            alpha: Scalar,
+            a: Operand,
+            b: Operand,
+            c: Operand,
+        },
+        /// `C = alpha op(A) + beta op(B)` (geam).
+        12 Geam {
+            handle: u64,
+            dtype: u8,
+            transa: i32,
+            transb: i32,
+            m: i64,
+            n: i64,
+            alpha: Scalar,
+            a: Operand,
+            beta: Scalar,
+            b: Operand,
+            c: Operand,
+        },
+        /// `C = A diag(x)` (side right) or `diag(x) A` (side left) (dgmm).
+        13 Dgmm {
+            handle: u64,
+            dtype: u8,
+            side: i32,
+            m: i64,
+            n: i64,
+            a: Operand,
+            x: Operand,
+            c: Operand,
+        },
     }
 }

@@ -1,0 +1,86 @@
+//! cuBLAS end to end: `tests/cuda/math_blas.cu`, linked against NVIDIA's
+//! `libcublas.so.13` (link stubs; `rcud run` provides the library), run on
+//! the emulated device. The program checks every result against a host
+//! reference and prints `PASS`.
+//!
+//! Needs nvcc and the math headers as `cli/tests/common/mod.rs` describes.
+
+mod common;
+
+use common::{build_as, math_args, rcud_run, setup};
+
+fn run(out_name: &str, cudart: &str) {
+    let Some(env) = setup(out_name) else {
+        return;
+    };
+    let mut extra = math_args();
+    extra.extend(["-cudart", cudart, "-lcublas"].map(String::from));
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let bin = build_as(env, "math_blas", out_name, &extra);
+    let run = rcud_run(env, None, &bin, &[]);
+    run.assert_pass(None);
+    for line in [
+        "handle and copies ok",
+        "Sgemm: 9 transpose combinations ok",
+        "Dgemm: 9 transpose combinations ok",
+        "Cgemm: 9 transpose combinations ok",
+        "Zgemm: 9 transpose combinations ok",
+        "level 1 ok",
+        "level 2 ok",
+        "level 3 (symm, herk, trmm, trsm, geam, dgmm) ok",
+        "batched and mixed-precision GEMM ok",
+        "errors ok",
+    ] {
+        run.assert_line(line);
+    }
+    // The statuses of the bad calls are cuBLAS's own.
+    run.assert_contains("-> CUBLAS_STATUS_NOT_INITIALIZED");
+    run.assert_contains("-> CUBLAS_STATUS_INVALID_VALUE");
+    run.assert_contains("-> CUBLAS_STATUS_NOT_SUPPORTED");
+}
+
+#[test]
+fn math_blas_shared_cudart() {
+    run("math_blas_shared", "shared");
+}
+
+#[test]
+fn math_blas_static_cudart() {
+    run("math_blas_static", "static");
+}
+
+/// cuBLASLt: `tests/cuda/math_blaslt.cu`.
+fn run_lt(out_name: &str, cudart: &str) {
+    let Some(env) = setup(out_name) else {
+        return;
+    };
+    let mut extra = math_args();
+    extra.extend(["-cudart", cudart, "-lcublasLt"].map(String::from));
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let bin = build_as(env, "math_blaslt", out_name, &extra);
+    let run = rcud_run(env, None, &bin, &[]);
+    run.assert_pass(None);
+    for line in [
+        "default NN ok",
+        "bias TN ok",
+        "relu NT ok",
+        "relu+bias TT ok",
+        "gelu NN ok",
+        "gelu+bias NN ok",
+        "half matmul and errors ok",
+    ] {
+        run.assert_line(line);
+    }
+    run.assert_contains("-> CUBLAS_STATUS_NOT_SUPPORTED");
+    run.assert_contains("-> CUBLAS_STATUS_NOT_INITIALIZED");
+}
+
+#[test]
+fn math_blaslt_shared_cudart() {
+    run_lt("math_blaslt_shared", "shared");
+}
+
+#[test]
+fn math_blaslt_static_cudart() {
+    run_lt("math_blaslt_static", "static");
+}

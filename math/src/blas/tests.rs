@@ -1,0 +1,988 @@
+//! cuBLAS on the CPU against naive reference loops.
+
+use num_complex::Complex64 as Z;
+use rcud_proto::math::blas::{dtype, level1, Call, Operand, Scalar};
+
+use super::elem::{load, store};
+use super::State;
+use crate::{DeviceMemory, Fault, MathError};
+
+/// Device memory of separate allocations, as the server checks it.
+#[derive(Default)]
+struct Memory {
+    allocations: Vec<(u64, Vec<u8>)>,
+}
+
+impl DeviceMemory for Memory {
+    fn read(&self, ptr: u64, len: u64) -> Result<&[u8], Fault> {
+        for (base, data) in &self.allocations {
+            if ptr >= *base && ptr + len <= base + data.len() as u64 {
+                let at = (ptr - base) as usize;
+                return Ok(&data[at..at + len as usize]);
+            }
+        }
+        Err(Fault { ptr, len })
+    }
+    fn write(&mut self, ptr: u64, bytes: &[u8]) -> Result<(), Fault> {
+        for (base, data) in &mut self.allocations {
+            if ptr >= *base && ptr + bytes.len() as u64 <= *base + data.len() as u64 {
+                let at = (ptr - *base) as usize;
+                data[at..at + bytes.len()].copy_from_slice(bytes);
+                return Ok(());
+            }
+        }
+        Err(Fault {
+            ptr,
+            len: bytes.len() as u64,
+        })
+    }
+}
+
+impl Memory {
+    /// Allocates `values` stored as `dt` and answers the address.
+    fn put(&mut self, dt: u8, values: &[Z]) -> u64 {
+        let base = 0x1000_0000 * (self.allocations.len() as u64 + 1);
+        self.allocations
+            .push((base, store(dt, values).expect("type")));
+        base
+    }
+    fn get(&self, dt: u8, ptr: u64, len: usize) -> Vec<Z> {
+        let size = dtype::size(dt).expect("type");
+        load(dt, self.read(ptr, len as u64 * size).expect("range")).expect("type")
+    }
+}
+
+/// Deterministic test values (complex parts dropped for real types when
+/// stored).
+fn values(n: usize, seed: u64, complex: bool) -> Vec<Z> {
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    let mut next = || {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((s >> 33) % 2001) as f64 / 1000.0 - 1.0
+    };
+    (0..n)
+        .map(|_| {
+            let re = next();
+            let im = if complex { next() } else { 0.0 };
+            Z::new(re, im)
+        })
+        .collect()
+}
+
+fn host(v: Z) -> Scalar {
+    Scalar::Host { re: v.re, im: v.im }
+}
+
+fn op(ptr: u64, ld: i64) -> Operand {
+    Operand { ptr, ld, stride: 0 }
+}
+
+fn assert_close(got: &[Z], want: &[Z], tol: f64) {
+    assert_eq!(got.len(), want.len());
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g - w).norm() <= tol * (1.0 + w.norm()),
+            "element {i}: got {g}, want {w}"
+        );
+    }
+}
+
+const TYPES: [(u8, f64); 4] = [
+    (dtype::R32F, 1e-5),
+    (dtype::R64F, 1e-12),
+    (dtype::C32F, 1e-5),
+    (dtype::C64F, 1e-12),
+];
+
+fn new_handle(state: &mut State, memory: &mut Memory) -> u64 {
+    let reply = state.call(memory, Call::Create {}).expect("create");
+    u64::from_le_bytes(reply.out.try_into().expect("8 bytes"))
+}
+
+/// `op(X)(i, j)` for a column-major matrix with leading dimension `ld`.
+fn op_elem(x: &[Z], ld: usize, trans: i32, i: usize, j: usize) -> Z {
+    match trans {
+        0 => x[i + j * ld],
+        1 => x[j + i * ld],
+        _ => x[j + i * ld].conj(),
+    }
+}
+
+#[test]
+fn gemm_all_types_transposes_and_leading_dimensions() {
+    let (m, n, k) = (5, 4, 3);
+    for (dt, tol) in TYPES {
+        let complex = dtype::is_complex(dt);
+        for transa in [0, 1, 2] {
+            for transb in [0, 1, 2] {
+                let mut memory = Memory::default();
+                let mut state = State::default();
+                let handle = new_handle(&mut state, &mut memory);
+                let (ar, ac) = if transa == 0 { (m, k) } else { (k, m) };
+                let (br, bc) = if transb == 0 { (k, n) } else { (n, k) };
+                let (lda, ldb, ldc) = (ar + 2, br + 1, m + 3);
+                let round = |v: Vec<Z>| load::<Z>(dt, &store(dt, &v).unwrap()).unwrap();
+                let a = round(values(lda * ac, 1, complex));
+                let b = round(values(ldb * bc, 2, complex));
+                let c = round(values(ldc * n, 3, complex));
+                let (pa, pb, pc) = (memory.put(dt, &a), memory.put(dt, &b), memory.put(dt, &c));
+                let alpha = if complex {
+                    Z::new(0.5, -1.25)
+                } else {
+                    Z::new(1.5, 0.0)
+                };
+                let beta = if complex {
+                    Z::new(-0.75, 0.5)
+                } else {
+                    Z::new(-2.0, 0.0)
+                };
+                let reply = state
+                    .call(
+                        &mut memory,
+                        Call::Gemm {
+                            handle,
+                            types: [dt; 4],
+                            transa,
+                            transb,
+                            m: m as i64,
+                            n: n as i64,
+                            k: k as i64,
+                            alpha: host(alpha),
+                            a: op(pa, lda as i64),
+                            b: op(pb, ldb as i64),
+                            beta: host(beta),
+                            c: op(pc, ldc as i64),
+                            batch: 1,
+                            pointer_arrays: false,
+                        },
+                    )
+                    .expect("gemm");
+                assert_eq!(reply.status, 0);
+                let mut want = c.clone();
+                for j in 0..n {
+                    for i in 0..m {
+                        let s: Z = (0..k)
+                            .map(|l| {
+                                op_elem(&a, lda, transa, i, l) * op_elem(&b, ldb, transb, l, j)
+                            })
+                            .sum();
+                        want[i + j * ldc] = alpha * s + beta * c[i + j * ldc];
+                    }
+                }
+                // Padding rows between the columns stay as they were.
+                assert_close(&memory.get(dt, pc, ldc * n), &want, tol);
+            }
+        }
+    }
+}
+
+#[test]
+fn gemm_batched_strided_pointer_arrays_and_half_inputs() {
+    let (m, n, k, batch) = (3, 2, 4, 3);
+    let mut memory = Memory::default();
+    let mut state = State::default();
+    let handle = new_handle(&mut state, &mut memory);
+    // FP16 A and B, FP32 C and compute, strided.
+    let round16 = |v: Vec<Z>| load::<Z>(dtype::R16F, &store(dtype::R16F, &v).unwrap()).unwrap();
+    let a = round16(values(m * k * batch, 4, false));
+    let b = round16(values(k * n * batch, 5, false));
+    let pa = memory.put(dtype::R16F, &a);
+    let pb = memory.put(dtype::R16F, &b);
+    let pc = memory.put(dtype::R32F, &vec![Z::new(f64::NAN, 0.0); m * n * batch]);
+    let strided = |ptr, ld, stride| Operand { ptr, ld, stride };
+    let reply = state
+        .call(
+            &mut memory,
+            Call::Gemm {
+                handle,
+                types: [dtype::R16F, dtype::R16F, dtype::R32F, dtype::R32F],
+                transa: 0,
+                transb: 0,
+                m: m as i64,
+                n: n as i64,
+                k: k as i64,
+                alpha: host(Z::new(1.0, 0.0)),
+                a: strided(pa, m as i64, (m * k) as i64),
+                b: strided(pb, k as i64, (k * n) as i64),
+                // beta = 0: the NaNs in C must not propagate.
+                beta: host(Z::new(0.0, 0.0)),
+                c: strided(pc, m as i64, (m * n) as i64),
+                batch: batch as i64,
+                pointer_arrays: false,
+            },
+        )
+        .expect("gemm");
+    assert_eq!(reply.status, 0);
+    let mut want = vec![Z::new(0.0, 0.0); m * n * batch];
+    for p in 0..batch {
+        for j in 0..n {
+            for i in 0..m {
+                want[p * m * n + i + j * m] = (0..k)
+                    .map(|l| a[p * m * k + i + l * m] * b[p * k * n + l + j * k])
+                    .sum();
+            }
+        }
+    }
+    assert_close(&memory.get(dtype::R32F, pc, m * n * batch), &want, 1e-5);
+
+    // The same products through device arrays of pointers (batched), in
+    // f64 with alpha and beta read from device memory.
+    let dt = dtype::R64F;
+    let pa = memory.put(dt, &a);
+    let pb = memory.put(dt, &b);
+    let c0 = values(m * n * batch, 6, false);
+    let pc = memory.put(dt, &c0);
+    let ptrs = |base: u64, each: usize| -> Vec<u8> {
+        (0..batch)
+            .flat_map(|p| (base + (p * each * 8) as u64).to_le_bytes())
+            .collect()
+    };
+    let base = 0x1000_0000 * (memory.allocations.len() as u64 + 1);
+    memory.allocations.push((base, ptrs(pa, m * k)));
+    let arr_a = base;
+    let base = base + 0x1000_0000;
+    memory.allocations.push((base, ptrs(pb, k * n)));
+    let arr_b = base;
+    let base = base + 0x1000_0000;
+    memory.allocations.push((base, ptrs(pc, m * n)));
+    let arr_c = base;
+    let scalars = memory.put(dt, &[Z::new(2.0, 0.0), Z::new(1.0, 0.0)]);
+    let reply = state
+        .call(
+            &mut memory,
+            Call::Gemm {
+                handle,
+                types: [dt; 4],
+                transa: 0,
+                transb: 0,
+                m: m as i64,
+                n: n as i64,
+                k: k as i64,
+                alpha: Scalar::Device { ptr: scalars },
+                a: op(arr_a, m as i64),
+                b: op(arr_b, k as i64),
+                beta: Scalar::Device { ptr: scalars + 8 },
+                c: op(arr_c, m as i64),
+                batch: batch as i64,
+                pointer_arrays: true,
+            },
+        )
+        .expect("gemm");
+    assert_eq!(reply.status, 0);
+    let want: Vec<Z> = want.iter().zip(&c0).map(|(p, c)| 2.0 * p + c).collect();
+    assert_close(&memory.get(dt, pc, m * n * batch), &want, 1e-12);
+}
+
+#[allow(clippy::too_many_arguments)]
+fn level1(
+    state: &mut State,
+    memory: &mut Memory,
+    handle: u64,
+    op_: u8,
+    dt: u8,
+    n: i64,
+    x: Operand,
+    y: Operand,
+    alpha: Z,
+    beta: Z,
+) -> Vec<u8> {
+    let reply = state
+        .call(
+            memory,
+            Call::Level1 {
+                handle,
+                op: op_,
+                dtype: dt,
+                scalar_dtype: dt,
+                n,
+                x,
+                y,
+                alpha: host(alpha),
+                beta: host(beta),
+                result: 0,
+            },
+        )
+        .expect("level 1");
+    assert_eq!(reply.status, 0);
+    reply.out
+}
+
+#[test]
+fn level1_reductions_and_updates_with_increments() {
+    for (dt, tol) in TYPES {
+        let complex = dtype::is_complex(dt);
+        let mut memory = Memory::default();
+        let mut state = State::default();
+        let handle = new_handle(&mut state, &mut memory);
+        let n = 6;
+        let round = |v: Vec<Z>| load::<Z>(dt, &store(dt, &v).unwrap()).unwrap();
+        let x = round(values(n * 2, 7, complex));
+        let y = round(values(n * 3, 8, complex));
+        let (px, py) = (memory.put(dt, &x), memory.put(dt, &y));
+        // x with increment 2, y with -3 (from its end, as in BLAS).
+        let xi = |i: usize| x[i * 2];
+        let yi = |i: usize| y[(n - 1 - i) * 3];
+        let (ox, oy) = (op(px, 2), op(py, -3));
+        let scalar = |out: Vec<u8>, d| load::<Z>(d, &out).unwrap()[0];
+        let real = if dt == dtype::R32F || dt == dtype::C32F {
+            dtype::R32F
+        } else {
+            dtype::R64F
+        };
+
+        let dotc = scalar(
+            level1(
+                &mut state,
+                &mut memory,
+                handle,
+                level1::DOTC,
+                dt,
+                n as i64,
+                ox,
+                oy,
+                Z::default(),
+                Z::default(),
+            ),
+            dt,
+        );
+        let want: Z = (0..n).map(|i| xi(i).conj() * yi(i)).sum();
+        assert_close(&[dotc], &[want], tol);
+        let dotu = scalar(
+            level1(
+                &mut state,
+                &mut memory,
+                handle,
+                level1::DOTU,
+                dt,
+                n as i64,
+                ox,
+                oy,
+                Z::default(),
+                Z::default(),
+            ),
+            dt,
+        );
+        let want: Z = (0..n).map(|i| xi(i) * yi(i)).sum();
+        assert_close(&[dotu], &[want], tol);
+        let nrm2 = scalar(
+            level1(
+                &mut state,
+                &mut memory,
+                handle,
+                level1::NRM2,
+                dt,
+                n as i64,
+                ox,
+                oy,
+                Z::default(),
+                Z::default(),
+            ),
+            real,
+        );
+        let want = (0..n).map(|i| xi(i).norm_sqr()).sum::<f64>().sqrt();
+        assert_close(&[nrm2], &[Z::new(want, 0.0)], tol);
+        let asum = scalar(
+            level1(
+                &mut state,
+                &mut memory,
+                handle,
+                level1::ASUM,
+                dt,
+                n as i64,
+                ox,
+                oy,
+                Z::default(),
+                Z::default(),
+            ),
+            real,
+        );
+        let want: f64 = (0..n).map(|i| xi(i).re.abs() + xi(i).im.abs()).sum();
+        assert_close(&[asum], &[Z::new(want, 0.0)], tol);
+        let mag: Vec<f64> = (0..n).map(|i| xi(i).re.abs() + xi(i).im.abs()).collect();
+        let amax = i32::from_le_bytes(
+            level1(
+                &mut state,
+                &mut memory,
+                handle,
+                level1::AMAX,
+                dt,
+                n as i64,
+                ox,
+                oy,
+                Z::default(),
+                Z::default(),
+            )
+            .try_into()
+            .unwrap(),
+        );
+        let best = (0..n).fold(0, |b, i| if mag[i] > mag[b] { i } else { b });
+        assert_eq!(amax as usize, best + 1);
+        let amin = i32::from_le_bytes(
+            level1(
+                &mut state,
+                &mut memory,
+                handle,
+                level1::AMIN,
+                dt,
+                n as i64,
+                ox,
+                oy,
+                Z::default(),
+                Z::default(),
+            )
+            .try_into()
+            .unwrap(),
+        );
+        let best = (0..n).fold(0, |b, i| if mag[i] < mag[b] { i } else { b });
+        assert_eq!(amin as usize, best + 1);
+
+        // axpy into y (increment -3), then rot of x and y.
+        let alpha = if complex {
+            Z::new(0.5, 2.0)
+        } else {
+            Z::new(0.5, 0.0)
+        };
+        level1(
+            &mut state,
+            &mut memory,
+            handle,
+            level1::AXPY,
+            dt,
+            n as i64,
+            ox,
+            oy,
+            alpha,
+            Z::default(),
+        );
+        let y_now = memory.get(dt, py, n * 3);
+        let mut want = y.clone();
+        for i in 0..n {
+            want[(n - 1 - i) * 3] = alpha * xi(i) + yi(i);
+        }
+        assert_close(&y_now, &want, tol);
+        let (c, s) = (
+            Z::new(0.6, 0.0),
+            if complex {
+                Z::new(0.0, 0.8)
+            } else {
+                Z::new(0.8, 0.0)
+            },
+        );
+        level1(
+            &mut state,
+            &mut memory,
+            handle,
+            level1::ROT,
+            dt,
+            n as i64,
+            ox,
+            oy,
+            c,
+            s,
+        );
+        let (x_rot, y_rot) = (memory.get(dt, px, n * 2), memory.get(dt, py, n * 3));
+        for i in 0..n {
+            let (a, b) = (xi(i), y_now[(n - 1 - i) * 3]);
+            assert_close(&[x_rot[i * 2]], &[c * a + s * b], tol);
+            assert_close(&[y_rot[(n - 1 - i) * 3]], &[c * b - s.conj() * a], tol);
+        }
+        // scal and swap leave the elements between the strides alone.
+        level1(
+            &mut state,
+            &mut memory,
+            handle,
+            level1::SCAL,
+            dt,
+            n as i64,
+            ox,
+            oy,
+            Z::new(2.0, 0.0),
+            Z::default(),
+        );
+        let scaled = memory.get(dt, px, n * 2);
+        for i in 0..n * 2 {
+            let want = if i % 2 == 0 { 2.0 * x_rot[i] } else { x_rot[i] };
+            assert_close(&[scaled[i]], &[want], tol);
+        }
+        level1(
+            &mut state,
+            &mut memory,
+            handle,
+            level1::SWAP,
+            dt,
+            n as i64,
+            ox,
+            oy,
+            Z::default(),
+            Z::default(),
+        );
+        let (xs, ys) = (memory.get(dt, px, n * 2), memory.get(dt, py, n * 3));
+        for i in 0..n {
+            assert_close(&[xs[i * 2]], &[y_rot[(n - 1 - i) * 3]], tol);
+            assert_close(&[ys[(n - 1 - i) * 3]], &[scaled[i * 2]], tol);
+        }
+    }
+}
+
+#[test]
+fn level2_gemv_ger_symv_hemv_trmv_trsv() {
+    for (dt, tol) in TYPES {
+        let complex = dtype::is_complex(dt);
+        let mut memory = Memory::default();
+        let mut state = State::default();
+        let handle = new_handle(&mut state, &mut memory);
+        let round = |v: Vec<Z>| load::<Z>(dt, &store(dt, &v).unwrap()).unwrap();
+        let (m, n, lda) = (4, 3, 6);
+        let a = round(values(lda * n, 9, complex));
+        let pa = memory.put(dt, &a);
+        for trans in [0, 1, 2] {
+            let (lx, ly) = if trans == 0 { (n, m) } else { (m, n) };
+            let x = round(values(lx, 10, complex));
+            let y = round(values(ly, 11, complex));
+            let (px, py) = (memory.put(dt, &x), memory.put(dt, &y));
+            let (alpha, beta) = (Z::new(1.5, -0.5), Z::new(0.25, 1.0));
+            let (alpha, beta) = if complex {
+                (alpha, beta)
+            } else {
+                (Z::new(alpha.re, 0.0), Z::new(beta.re, 0.0))
+            };
+            let reply = state
+                .call(
+                    &mut memory,
+                    Call::Gemv {
+                        handle,
+                        dtype: dt,
+                        trans,
+                        m: m as i64,
+                        n: n as i64,
+                        alpha: host(alpha),
+                        a: op(pa, lda as i64),
+                        x: op(px, 1),
+                        beta: host(beta),
+                        y: op(py, 1),
+                    },
+                )
+                .expect("gemv");
+            assert_eq!(reply.status, 0);
+            let want: Vec<Z> = (0..ly)
+                .map(|i| {
+                    alpha
+                        * (0..lx)
+                            .map(|j| op_elem(&a, lda, trans, i, j) * x[j])
+                            .sum::<Z>()
+                        + beta * y[i]
+                })
+                .collect();
+            assert_close(&memory.get(dt, py, ly), &want, tol);
+        }
+        // gerc: A += alpha x y^H.
+        let x = round(values(m, 12, complex));
+        let y = round(values(n, 13, complex));
+        let (px, py) = (memory.put(dt, &x), memory.put(dt, &y));
+        let alpha = if complex {
+            Z::new(0.5, 0.5)
+        } else {
+            Z::new(0.5, 0.0)
+        };
+        let a_before = memory.get(dt, pa, lda * n);
+        state
+            .call(
+                &mut memory,
+                Call::Ger {
+                    handle,
+                    dtype: dt,
+                    conj: true,
+                    m: m as i64,
+                    n: n as i64,
+                    alpha: host(alpha),
+                    x: op(px, 1),
+                    y: op(py, 1),
+                    a: op(pa, lda as i64),
+                },
+            )
+            .expect("ger");
+        let mut want = a_before.clone();
+        for j in 0..n {
+            for i in 0..m {
+                want[i + j * lda] += alpha * x[i] * y[j].conj();
+            }
+        }
+        assert_close(&memory.get(dt, pa, lda * n), &want, tol);
+
+        // symv / hemv from the lower triangle.
+        let nn = 3;
+        let s = round(values(lda * nn, 14, complex));
+        let ps = memory.put(dt, &s);
+        let x = round(values(nn, 15, complex));
+        let y = round(values(nn, 16, complex));
+        let (px, py) = (memory.put(dt, &x), memory.put(dt, &y));
+        let hermitian = complex;
+        state
+            .call(
+                &mut memory,
+                Call::Symv {
+                    handle,
+                    dtype: dt,
+                    hermitian,
+                    uplo: 0,
+                    n: nn as i64,
+                    alpha: host(Z::new(1.0, 0.0)),
+                    a: op(ps, lda as i64),
+                    x: op(px, 1),
+                    beta: host(Z::new(1.0, 0.0)),
+                    y: op(py, 1),
+                },
+            )
+            .expect("symv");
+        let full = |i: usize, j: usize| {
+            if i == j && hermitian {
+                Z::new(s[i + i * lda].re, 0.0)
+            } else if i >= j {
+                s[i + j * lda]
+            } else if hermitian {
+                s[j + i * lda].conj()
+            } else {
+                s[j + i * lda]
+            }
+        };
+        let want: Vec<Z> = (0..nn)
+            .map(|i| (0..nn).map(|j| full(i, j) * x[j]).sum::<Z>() + y[i])
+            .collect();
+        assert_close(&memory.get(dt, py, nn), &want, tol);
+
+        // trmv then trsv with the same triangle gives x back.
+        for (uplo, trans, diag) in [(0, 0, 0), (1, 1, 0), (0, 2, 1), (1, 0, 1)] {
+            let mut t = round(values(lda * nn, 17, complex));
+            for i in 0..nn {
+                t[i + i * lda] += Z::new(3.0, 0.0); // well conditioned
+            }
+            let pt = memory.put(dt, &t);
+            let x = round(values(nn, 18, complex));
+            let px = memory.put(dt, &x);
+            for solve in [false, true] {
+                state
+                    .call(
+                        &mut memory,
+                        Call::Trmv {
+                            handle,
+                            dtype: dt,
+                            solve,
+                            uplo,
+                            trans,
+                            diag,
+                            n: nn as i64,
+                            a: op(pt, lda as i64),
+                            x: op(px, 1),
+                        },
+                    )
+                    .expect("trmv");
+            }
+            assert_close(&memory.get(dt, px, nn), &x, tol * 10.0);
+        }
+    }
+}
+
+#[test]
+fn level3_symm_syrk_herk_trmm_trsm_geam_dgmm() {
+    for (dt, tol) in TYPES {
+        let complex = dtype::is_complex(dt);
+        let mut memory = Memory::default();
+        let mut state = State::default();
+        let handle = new_handle(&mut state, &mut memory);
+        let round = |v: Vec<Z>| load::<Z>(dt, &store(dt, &v).unwrap()).unwrap();
+        let (m, n, ld) = (4usize, 3usize, 5usize);
+        let one = Z::new(1.0, 0.0);
+
+        // syrk / herk (upper triangle), trans N: C = A A^T (A^H).
+        let k = 2;
+        let a = round(values(ld * k, 20, complex));
+        let c = round(values(ld * n, 21, complex));
+        let (pa, pc) = (memory.put(dt, &a), memory.put(dt, &c));
+        let hermitian = complex;
+        state
+            .call(
+                &mut memory,
+                Call::Syrk {
+                    handle,
+                    dtype: dt,
+                    hermitian,
+                    uplo: 1,
+                    trans: 0,
+                    n: n as i64,
+                    k: k as i64,
+                    alpha: host(one),
+                    a: op(pa, ld as i64),
+                    beta: host(one),
+                    c: op(pc, ld as i64),
+                },
+            )
+            .expect("syrk");
+        let got = memory.get(dt, pc, ld * n);
+        for j in 0..n {
+            for i in 0..n {
+                let p: Z = (0..k)
+                    .map(|l| {
+                        a[i + l * ld]
+                            * if hermitian {
+                                a[j + l * ld].conj()
+                            } else {
+                                a[j + l * ld]
+                            }
+                    })
+                    .sum();
+                let mut want = if i <= j {
+                    p + c[i + j * ld]
+                } else {
+                    c[i + j * ld]
+                };
+                if hermitian && i == j {
+                    want.im = 0.0;
+                }
+                assert_close(&[got[i + j * ld]], &[want], tol);
+            }
+        }
+
+        // symm side right: C = B A_sym (A n x n lower).
+        let s = round(values(ld * n, 22, complex));
+        let b = round(values(ld * n, 23, complex));
+        let (ps, pb) = (memory.put(dt, &s), memory.put(dt, &b));
+        let pc = memory.put(dt, &vec![Z::default(); ld * n]);
+        state
+            .call(
+                &mut memory,
+                Call::Symm {
+                    handle,
+                    dtype: dt,
+                    hermitian: false,
+                    side: 1,
+                    uplo: 0,
+                    m: m as i64,
+                    n: n as i64,
+                    alpha: host(one),
+                    a: op(ps, ld as i64),
+                    b: op(pb, ld as i64),
+                    beta: host(Z::default()),
+                    c: op(pc, ld as i64),
+                },
+            )
+            .expect("symm");
+        let sym = |i: usize, j: usize| if i >= j { s[i + j * ld] } else { s[j + i * ld] };
+        let got = memory.get(dt, pc, ld * n);
+        for j in 0..n {
+            for i in 0..m {
+                let want: Z = (0..n).map(|l| b[i + l * ld] * sym(l, j)).sum();
+                assert_close(&[got[i + j * ld]], &[want], tol);
+            }
+        }
+
+        // trmm (left, upper, op T) into C, then trsm of C gives B back.
+        let mut t = round(values(ld * m, 24, complex));
+        for i in 0..m {
+            t[i + i * ld] += Z::new(3.0, 0.0);
+        }
+        let pt = memory.put(dt, &t);
+        let b = round(values(ld * m, 25, complex));
+        let pb = memory.put(dt, &b);
+        let pc = memory.put(dt, &vec![Z::default(); ld * m]);
+        for (side, trans) in [(0, 1), (0, 2), (1, 0)] {
+            let (rows, cols) = (m, if side == 0 { n } else { m });
+            let alpha = Z::new(2.0, 0.0);
+            state
+                .call(
+                    &mut memory,
+                    Call::Trmm {
+                        handle,
+                        dtype: dt,
+                        solve: false,
+                        side,
+                        uplo: 1,
+                        trans,
+                        diag: 0,
+                        m: rows as i64,
+                        n: cols as i64,
+                        alpha: host(alpha),
+                        a: op(pt, ld as i64),
+                        b: op(pb, ld as i64),
+                        c: op(pc, ld as i64),
+                    },
+                )
+                .expect("trmm");
+            let tri = |i: usize, j: usize| if i <= j { t[i + j * ld] } else { Z::default() };
+            let opt = |i: usize, j: usize| match trans {
+                0 => tri(i, j),
+                1 => tri(j, i),
+                _ => tri(j, i).conj(),
+            };
+            let got = memory.get(dt, pc, ld * cols);
+            for j in 0..cols {
+                for i in 0..rows {
+                    let want: Z = if side == 0 {
+                        (0..m).map(|l| opt(i, l) * b[l + j * ld]).sum()
+                    } else {
+                        (0..cols).map(|l| b[i + l * ld] * opt(l, j)).sum()
+                    };
+                    assert_close(&[got[i + j * ld]], &[alpha * want], tol * 10.0);
+                }
+            }
+            state
+                .call(
+                    &mut memory,
+                    Call::Trmm {
+                        handle,
+                        dtype: dt,
+                        solve: true,
+                        side,
+                        uplo: 1,
+                        trans,
+                        diag: 0,
+                        m: rows as i64,
+                        n: cols as i64,
+                        alpha: host(Z::new(0.5, 0.0)),
+                        a: op(pt, ld as i64),
+                        b: op(pc, ld as i64),
+                        c: op(0, 1),
+                    },
+                )
+                .expect("trsm");
+            let back = memory.get(dt, pc, ld * cols);
+            for j in 0..cols {
+                for i in 0..rows {
+                    assert_close(&[back[i + j * ld]], &[b[i + j * ld]], tol * 100.0);
+                }
+            }
+        }
+
+        // geam C = alpha A^T + beta B, dgmm C = diag(x) A.
+        let a = round(values(ld * m, 26, complex));
+        let b = round(values(ld * n, 27, complex));
+        let (pa, pb) = (memory.put(dt, &a), memory.put(dt, &b));
+        let pc = memory.put(dt, &vec![Z::default(); ld * n]);
+        let (alpha, beta) = (Z::new(2.0, 0.0), Z::new(-1.0, 0.0));
+        state
+            .call(
+                &mut memory,
+                Call::Geam {
+                    handle,
+                    dtype: dt,
+                    transa: 1,
+                    transb: 0,
+                    m: m as i64,
+                    n: n as i64,
+                    alpha: host(alpha),
+                    a: op(pa, ld as i64),
+                    beta: host(beta),
+                    b: op(pb, ld as i64),
+                    c: op(pc, ld as i64),
+                },
+            )
+            .expect("geam");
+        let got = memory.get(dt, pc, ld * n);
+        for j in 0..n {
+            for i in 0..m {
+                assert_close(
+                    &[got[i + j * ld]],
+                    &[alpha * a[j + i * ld] + beta * b[i + j * ld]],
+                    tol,
+                );
+            }
+        }
+        let x = round(values(m, 28, complex));
+        let px = memory.put(dt, &x);
+        state
+            .call(
+                &mut memory,
+                Call::Dgmm {
+                    handle,
+                    dtype: dt,
+                    side: 0,
+                    m: m as i64,
+                    n: n as i64,
+                    a: op(pb, ld as i64),
+                    x: op(px, 1),
+                    c: op(pc, ld as i64),
+                },
+            )
+            .expect("dgmm");
+        let got = memory.get(dt, pc, ld * n);
+        for j in 0..n {
+            for i in 0..m {
+                assert_close(&[got[i + j * ld]], &[x[i] * b[i + j * ld]], tol);
+            }
+        }
+    }
+}
+
+#[test]
+fn errors_get_cublas_statuses_and_faults() {
+    let mut memory = Memory::default();
+    let mut state = State::default();
+    let handle = new_handle(&mut state, &mut memory);
+    let a = memory.put(dtype::R32F, &values(16, 1, false));
+    let gemm = |handle, lda, a: u64| Call::Gemm {
+        handle,
+        types: [dtype::R32F; 4],
+        transa: 0,
+        transb: 0,
+        m: 4,
+        n: 4,
+        k: 4,
+        alpha: host(Z::new(1.0, 0.0)),
+        a: op(a, lda),
+        b: op(a, 4),
+        beta: host(Z::new(0.0, 0.0)),
+        c: op(a, 4),
+        batch: 1,
+        pointer_arrays: false,
+    };
+    assert_eq!(
+        state.call(&mut memory, gemm(handle, 4, a)).unwrap().status,
+        0
+    );
+    // Leading dimension below the rows: CUBLAS_STATUS_INVALID_VALUE.
+    assert_eq!(
+        state.call(&mut memory, gemm(handle, 3, a)).unwrap().status,
+        7
+    );
+    // A range past the allocation faults (cudaErrorIllegalAddress on the server).
+    assert!(matches!(
+        state.call(&mut memory, gemm(handle, 4, a + 8)),
+        Err(MathError::Fault(_))
+    ));
+    // Unknown handle, destroy, then use after destroy: NOT_INITIALIZED.
+    assert_eq!(
+        state
+            .call(&mut memory, gemm(handle + 7, 4, a))
+            .unwrap()
+            .status,
+        1
+    );
+    assert_eq!(
+        state
+            .call(&mut memory, Call::Destroy { handle })
+            .unwrap()
+            .status,
+        0
+    );
+    assert_eq!(
+        state.call(&mut memory, gemm(handle, 4, a)).unwrap().status,
+        1
+    );
+    assert_eq!(
+        state
+            .call(&mut memory, Call::Destroy { handle })
+            .unwrap()
+            .status,
+        1
+    );
+    // An unknown element type: NOT_SUPPORTED.
+    let handle = new_handle(&mut state, &mut memory);
+    let mut call = gemm(handle, 4, a);
+    if let Call::Gemm { types, .. } = &mut call {
+        *types = [3; 4];
+    }
+    assert_eq!(state.call(&mut memory, call).unwrap().status, 15);
+}
