@@ -7,6 +7,10 @@
 //!
 //! - `cupy13_smoke`, `cupy12_smoke`: `tests/python/cupy_smoke.py` (pytest),
 //!   every test passes;
+//! - `cupy13_math_libraries`, `cupy12_math_libraries`:
+//!   `tests/python/cupy_math.py`: matrix products, `linalg`, FFT, random
+//!   numbers and sparse matrices through rcud's cuBLAS, cuSOLVER, cuFFT,
+//!   cuRAND and cuSPARSE, checked against numpy; every test passes;
 //! - `cupy13_suite_subset`, `cupy12_suite_subset`: files of CuPy's own test
 //!   suite (`tests/python/cupy_suite`, from CuPy 14.2.0), at least the
 //!   measured number of tests pass and none errors.
@@ -91,14 +95,14 @@ const CUPY13: Flavour = Flavour {
     name: "cupy13",
     var: "RCUD_CUPY13_PYTHON",
     venv: ".venv-cupy13",
-    suite_floor: 462,
+    suite_floor: 500,
 };
 
 const CUPY12: Flavour = Flavour {
     name: "cupy12",
     var: "RCUD_CUPY12_PYTHON",
     venv: ".venv-cupy12",
-    suite_floor: 462,
+    suite_floor: 500,
 };
 
 struct Python {
@@ -238,10 +242,15 @@ fn pytest_summary(run: &Run) -> String {
 }
 
 fn smoke(test: &str, flavour: &'static Flavour) {
+    every_test_passes(test, flavour, "tests/python/cupy_smoke.py");
+}
+
+/// Runs pytest module `module`; every test in it must pass.
+fn every_test_passes(test: &str, flavour: &'static Flavour, module: &str) {
     let Some(py) = setup(test, flavour) else {
         return;
     };
-    let run = rcud_pytest(&py, &["tests/python/cupy_smoke.py"], &[], SMOKE_TIMEOUT);
+    let run = rcud_pytest(&py, &[module], &[], SMOKE_TIMEOUT);
     let summary = pytest_summary(&run);
     let passed = pytest_count(&summary, "passed");
     let bad = ["failed", "error", "errors", "skipped"]
@@ -250,7 +259,7 @@ fn smoke(test: &str, flavour: &'static Flavour) {
         .sum::<u64>();
     if !run.status.success() || passed == 0 || bad != 0 {
         run.fail(
-            &format!("cupy_smoke.py: every test must pass (summary: {summary:?})"),
+            &format!("{module}: every test must pass (summary: {summary:?})"),
             None,
         );
     }
@@ -320,6 +329,24 @@ fn cupy13_smoke() {
 #[test]
 fn cupy12_smoke() {
     smoke("cupy12_smoke", &CUPY12);
+}
+
+#[test]
+fn cupy13_math_libraries() {
+    every_test_passes(
+        "cupy13_math_libraries",
+        &CUPY13,
+        "tests/python/cupy_math.py",
+    );
+}
+
+#[test]
+fn cupy12_math_libraries() {
+    every_test_passes(
+        "cupy12_math_libraries",
+        &CUPY12,
+        "tests/python/cupy_math.py",
+    );
 }
 
 #[test]

@@ -7,7 +7,7 @@ call here reaches rcud through its libcuda.so.1: NVIDIA's runtime with its
 private export tables, CuPy's own driver calls (modules from NVRTC's PTX,
 cuLaunchKernel), and the CUB and Thrust kernels precompiled into the wheel.
 Works with cupy-cuda13x and cupy-cuda12x (scripts/ensure-cupy.sh installs
-both). What needs cuBLAS, cuFFT, cuRAND, cuSOLVER or cuSPARSE is not tested.
+both). The math libraries are tested by tests/python/cupy_math.py.
 """
 
 import ctypes
