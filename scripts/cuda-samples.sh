@@ -166,7 +166,10 @@ function(_rcud_fix_targets)
         INTERFACE_INCLUDE_DIRECTORIES "${RCUD_MATH_INCLUDE}")
     endif()
   endforeach()
-  foreach(lib nvjpeg npp nppc nppial nppicc nppidei nppif nppig nppim nppist nppisu nppitc npps nvJitLink)
+  # Static math libraries (cuFFT callbacks need cufft_static): rcud's are
+  # shared only.
+  foreach(lib nvjpeg npp nppc nppial nppicc nppidei nppif nppig nppim nppist nppisu nppitc npps nvJitLink
+          cublas_static cublasLt_static cufft_static curand_static cusparse_static cusolver_static)
     if(NOT TARGET CUDA::${lib})
       add_library(CUDA::${lib} INTERFACE IMPORTED)
       set_target_properties(CUDA::${lib} PROPERTIES INTERFACE_LINK_LIBRARIES "rcud_missing_${lib}")
@@ -228,6 +231,7 @@ build_config() {
         -DCMAKE_PROJECT_INCLUDE="$wrap/rcud-hook.cmake" \
         -DCUDA_cuda_driver_LIBRARY="$stubs/libcuda.so" \
         -DRCUD_MATH_STUBS="$stubs" -DRCUD_MATH_INCLUDE="$math_inc" \
+        -DNVJITLINK_LIB=-lrcud_missing_nvJitLink \
         -DCUDA_nvrtc_LIBRARY="$cuda_root/lib/libnvrtc.so.13" \
         >"$out/configure-rdc-$cfg.log" 2>&1 || { log "configure failed: $out/configure-rdc-$cfg.log"; return 1; }
     log "building rdc $rdc (log: $out/build-rdc-$cfg.log)"
