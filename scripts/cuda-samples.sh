@@ -135,6 +135,14 @@ for spec in "cublas libcublas.so.13 cublas.txt" "cublasLt libcublasLt.so.13 cubl
     fi
 done
 
+# nvJitLink, which jitLto finds with find_library: an empty library with its
+# soname, so that the sample builds; rcud does not provide nvJitLink, and the
+# sample fails at run time saying so.
+if [[ ! -e "$stubs/libnvJitLink.so" ]]; then
+    echo 'void rcud_no_nvjitlink(void) {}' >"$stubs/nvjitlink.c"
+    cc -shared -fPIC -Wl,-soname,libnvJitLink.so.13 -o "$stubs/libnvJitLink.so" "$stubs/nvjitlink.c"
+fi
+
 # Wrapper project and the per-directory hook (see the header for why).
 wrap="$out/wrapper"
 mkdir -p "$wrap"
@@ -231,7 +239,7 @@ build_config() {
         -DCMAKE_PROJECT_INCLUDE="$wrap/rcud-hook.cmake" \
         -DCUDA_cuda_driver_LIBRARY="$stubs/libcuda.so" \
         -DRCUD_MATH_STUBS="$stubs" -DRCUD_MATH_INCLUDE="$math_inc" \
-        -DNVJITLINK_LIB=-lrcud_missing_nvJitLink \
+        -DNVJITLINK_LIB="$stubs/libnvJitLink.so" \
         -DCUDA_nvrtc_LIBRARY="$cuda_root/lib/libnvrtc.so.13" \
         >"$out/configure-rdc-$cfg.log" 2>&1 || { log "configure failed: $out/configure-rdc-$cfg.log"; return 1; }
     log "building rdc $rdc (log: $out/build-rdc-$cfg.log)"
