@@ -424,15 +424,17 @@ fn unimplemented_functions_fail_loudly_and_are_logged_once() {
         .arg(&program);
     let run = run_with_timeout(cmd, RUN_TIMEOUT);
     run.assert_pass(None);
-    run.assert_line("cudaDeviceGetExecutionCtx(&ctx, 0) -> cudaErrorNotSupported");
+    run.assert_line(
+        "cudaDeviceGetDevResource(0, &res, cudaDevResourceTypeSm) -> cudaErrorNotSupported",
+    );
     let mentions = run
         .stderr
-        .matches("cudaDeviceGetExecutionCtx is not supported by rcud: ")
+        .matches("cudaDeviceGetDevResource is not supported by rcud: ")
         .count();
     if mentions != 1 {
         run.fail(
             &format!(
-                "expected the log to name cudaDeviceGetExecutionCtx once, it did {mentions} times"
+                "expected the log to name cudaDeviceGetDevResource once, it did {mentions} times"
             ),
             None,
         );

@@ -79,6 +79,77 @@ fn driver_functions() -> Vec<&'static str> {
     list(include_str!("../exports/cuda.txt"), "libcuda.so.1")
 }
 
+/// The math libraries: (CUDA 13 soname, CUDA 12 soname where it differs,
+/// export list).
+const MATH_LIBRARIES: &[(&str, Option<&str>, &str)] = &[
+    (
+        "libcublas.so.13",
+        Some("libcublas.so.12"),
+        include_str!("../exports/cublas.txt"),
+    ),
+    (
+        "libcublasLt.so.13",
+        Some("libcublasLt.so.12"),
+        include_str!("../exports/cublasLt.txt"),
+    ),
+    (
+        "libcufft.so.12",
+        Some("libcufft.so.11"),
+        include_str!("../exports/cufft.txt"),
+    ),
+    (
+        "libcurand.so.10",
+        None,
+        include_str!("../exports/curand.txt"),
+    ),
+    (
+        "libcusparse.so.12",
+        None,
+        include_str!("../exports/cusparse.txt"),
+    ),
+    (
+        "libcusolver.so.12",
+        Some("libcusolver.so.11"),
+        include_str!("../exports/cusolver.txt"),
+    ),
+];
+
+/// Every versioned name the math libraries export: `name@@<CUDA 13 soname>`
+/// for each listed function, and `name@<CUDA 12 soname>` where that differs.
+fn math_symbols() -> HashSet<String> {
+    let mut symbols = HashSet::new();
+    for (node, cuda12, text) in MATH_LIBRARIES {
+        for line in list(text, node) {
+            let name = line.split_whitespace().next().unwrap_or_default();
+            symbols.insert(format!("{name}@@{node}"));
+            if let Some(old) = cuda12 {
+                symbols.insert(format!("{name}@{old}"));
+            }
+        }
+    }
+    symbols
+}
+
+#[test]
+fn every_math_function_is_exported_with_both_versions() {
+    let syms = readelf(&["-W", "--dyn-syms"]);
+    let exported: HashSet<&str> = syms
+        .lines()
+        .filter(|l| l.contains(" FUNC ") && !l.contains(" UND "))
+        .filter_map(|l| l.split_whitespace().last())
+        .collect();
+    let expected = math_symbols();
+    assert!(expected.len() > 3000, "{} math symbols", expected.len());
+    let missing: Vec<_> = expected
+        .iter()
+        .filter(|s| !exported.contains(s.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "math functions not exported: {missing:?}"
+    );
+}
+
 #[test]
 fn every_driver_function_is_exported_unversioned() {
     let syms = readelf(&["-W", "--dyn-syms"]);
@@ -101,17 +172,16 @@ fn an_unimplemented_driver_function_says_not_supported() {
     let lib = library();
     // SAFETY: loading our own library; its initializers only set up state.
     let lib = unsafe { libloading::Library::new(&lib) }.expect("load the library");
-    // Conditional graph nodes are not implemented; the call takes
-    // (CUgraphConditionalHandle*, CUgraph, CUcontext, unsigned, unsigned).
-    type Create = unsafe extern "C" fn(*mut u64, *mut u8, *mut u8, u32, u32) -> i32;
+    // Device resources (green contexts) are not implemented; the call takes
+    // (CUdevice, CUdevResource*, CUdevResourceType).
+    type GetResource = unsafe extern "C" fn(i32, *mut u8, i32) -> i32;
     // SAFETY: the symbol is a C function of that signature.
-    let create: libloading::Symbol<Create> =
-        unsafe { lib.get(b"cuGraphConditionalHandleCreate\0") }
-            .expect("cuGraphConditionalHandleCreate exported");
-    let mut handle = 0u64;
-    let null = std::ptr::null_mut();
-    // SAFETY: a valid output pointer; the stub reads nothing else.
-    let status = unsafe { create(&mut handle, null, null, 0, 0) };
+    let get: libloading::Symbol<GetResource> =
+        unsafe { lib.get(b"cuDeviceGetDevResource\0") }.expect("cuDeviceGetDevResource exported");
+    let mut resource = [0u8; 256];
+    // SAFETY: a valid output buffer larger than a CUdevResource; the stub
+    // reads nothing.
+    let status = unsafe { get(0, resource.as_mut_ptr(), 1) };
     assert_eq!(status, 801, "CUDA_ERROR_NOT_SUPPORTED");
 }
 
@@ -119,11 +189,12 @@ fn an_unimplemented_driver_function_says_not_supported() {
 fn nothing_but_the_cuda_api_is_exported() {
     let syms = readelf(&["-W", "--dyn-syms"]);
     let driver: HashSet<&str> = driver_functions().into_iter().collect();
+    let math = math_symbols();
     let leaked: Vec<&str> = syms
         .lines()
         .filter(|l| (l.contains(" FUNC ") || l.contains(" OBJECT ")) && !l.contains(" UND "))
         .filter_map(|l| l.split_whitespace().last())
-        .filter(|s| !s.ends_with("@@libcudart.so.13") && !driver.contains(s))
+        .filter(|s| !s.ends_with("@@libcudart.so.13") && !driver.contains(s) && !math.contains(*s))
         .collect();
     assert!(
         leaked.is_empty(),

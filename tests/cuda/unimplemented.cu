@@ -13,10 +13,12 @@
     } while (0)
 
 int main() {
-    // Execution contexts (CUDA 13's runtime face of green contexts).
-    cudaExecutionContext_t ctx;
-    EXPECT_CODE(cudaDeviceGetExecutionCtx(&ctx, 0), cudaErrorNotSupported);
-    EXPECT_CODE(cudaDeviceGetExecutionCtx(&ctx, 0), cudaErrorNotSupported);
+    // Device resources (CUDA 13's partitioning of a GPU's SMs). NVIDIA's
+    // static runtime passes the call to the driver's cuDeviceGetDevResource,
+    // a stub of rcud's libcuda.so.1 too.
+    cudaDevResource res;
+    EXPECT_CODE(cudaDeviceGetDevResource(0, &res, cudaDevResourceTypeSm), cudaErrorNotSupported);
+    EXPECT_CODE(cudaDeviceGetDevResource(0, &res, cudaDevResourceTypeSm), cudaErrorNotSupported);
     EXPECT_CODE(cudaGetLastError(), cudaErrorNotSupported);
     EXPECT_CODE(cudaGetLastError(), cudaSuccess);
     void *p = nullptr;
