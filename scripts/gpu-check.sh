@@ -205,19 +205,24 @@ wanted() { [[ -z "$only" || "$only" == *" $1 "* ]]; }
 # The program a build variant belongs to.
 base_name() { local n="${1%-ptds}"; echo "${n%-static}"; }
 
-declare -a built=()
+# Builds run in parallel, one per core: nvcc is single-threaded and the
+# programs are many. A failed build leaves no binary (is_built below).
+build_jobs="${BUILD_JOBS:-$(nproc 2>/dev/null || echo 4)}"
+throttle() { while [[ "$(jobs -rp | wc -l)" -ge "$build_jobs" ]]; do wait -n; done; }
 build() { # name source [extra nvcc args...]: -cudart shared unless they name one
     local name="$1" src="$2" runtime=(-cudart shared) a
     shift 2
     wanted "$(base_name "$name")" || return 0
     for a in "$@"; do [[ "$a" == -cudart ]] && runtime=(); done
-    if "$nvcc" "${runtime[@]}" -arch="$arch" -I "$root/tests/cuda" -o "$work/bin/$name" "$src" "$@" \
-        >"$work/out/$name.build.log" 2>&1; then
-        built+=("$name")
-    else
-        log "build of $name failed:"
-        sed 's/^/    /' "$work/out/$name.build.log" | head -n 20 >&2
-    fi
+    throttle
+    (
+        if ! "$nvcc" "${runtime[@]}" -arch="$arch" -I "$root/tests/cuda" -o "$work/bin/$name" "$src" "$@" \
+            >"$work/out/$name.build.log" 2>&1; then
+            rm -f "$work/bin/$name"
+            log "build of $name failed:"
+            sed 's/^/    /' "$work/out/$name.build.log" | head -n 20 >&2
+        fi
+    ) &
 }
 log "building tests/cuda/*.cu with $nvcc -cudart shared -arch=$arch"
 for src in "$root"/tests/cuda/*.cu; do
@@ -244,8 +249,9 @@ fi
 nvkernels() { # out source args...
     local out="$1" src="$2"
     shift 2
-    "$nvcc" "$@" -o "$work/bin/$out" "$src" >"$work/out/$out.build.log" 2>&1 \
-        || log "build of $out failed: $(head -n1 "$work/out/$out.build.log")"
+    throttle
+    { "$nvcc" "$@" -o "$work/bin/$out" "$src" >"$work/out/$out.build.log" 2>&1 \
+        || log "build of $out failed: $(head -n1 "$work/out/$out.build.log")"; } &
 }
 if wanted d_vector_add || wanted d_contexts || wanted d_dlopen || wanted d_mixed; then
     nvkernels kernels.ptx "$driver_src/kernels.cu" -ptx -arch=compute_80
@@ -259,7 +265,9 @@ done
 build d_dlopen "$driver_src/d_dlopen.c" -cudart none -ldl
 build d_mixed "$driver_src/d_mixed.cu" -L"$stubs" -lcuda
 build d_nvrtc "$driver_src/d_nvrtc.c" -cudart none -L"$stubs" -lcuda -lnvrtc
-is_built() { local b; for b in "${built[@]}"; do [[ "$b" == "$1" ]] && return 0; done; return 1; }
+wait
+log "built $(find "$work/bin" -maxdepth 1 -type f ! -name '.*' | wc -l) files in $work/bin"
+is_built() { [[ -x "$work/bin/$1" ]]; }
 
 # ---- server -----------------------------------------------------------------
 
