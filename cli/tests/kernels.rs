@@ -381,7 +381,8 @@ fn device_limits() {
         "malloc heap: 8388608",
         "32 MiB malloc in a 64 MiB heap: ok",
         "heap size after a malloc kernel -> cudaErrorInvalidValue",
-        "L2 fetch granularity after asking 256: 128",
+        "L2 fetch granularity of 256 -> cudaErrorInvalidValue",
+        "L2 fetch granularity after asking 128: 128",
         "an unknown limit -> cudaErrorUnsupportedLimit",
     ]);
     run_and_expect("device_limits", &lines);
@@ -396,7 +397,7 @@ fn k_mempool() {
         "released at synchronization",
         "destroy the default pool -> cudaErrorInvalidValue",
         "free a pointer no pool gave -> cudaErrorInvalidValue",
-        "a pool on no device -> cudaErrorInvalidDevice",
+        "a pool on no device -> cudaErrorInvalidValue",
     ]);
     run_and_expect("k_mempool", &lines);
 }
@@ -472,21 +473,21 @@ fn k_printf() {
 fn k_errors() {
     let fault = owned(&[
         "launch -> cudaSuccess",
-        "cudaDeviceSynchronize -> cudaErrorIllegalAddress",
-        "cudaMalloc after the fault -> cudaErrorIllegalAddress",
-        "cudaMemcpy after the fault -> cudaErrorIllegalAddress",
-        "cudaMemset after the fault -> cudaErrorIllegalAddress",
-        "cudaDeviceSynchronize again -> cudaErrorIllegalAddress",
+        "cudaDeviceSynchronize -> a memory fault",
+        "cudaMalloc after the fault -> the same fault",
+        "cudaMemcpy after the fault -> the same fault",
+        "cudaMemset after the fault -> the same fault",
+        "cudaDeviceSynchronize again -> the same fault",
     ]);
     let config = owned(&[
         "before the invalid configurations: launch ok",
-        "block of 2048 threads -> cudaErrorInvalidConfiguration",
+        "block of 2048 threads -> cudaErrorInvalidValue",
         "cudaGetLastError again -> cudaSuccess",
         "cudaDeviceSynchronize -> cudaSuccess",
-        "block z of 65 -> cudaErrorInvalidConfiguration",
-        "grid y of 65536 -> cudaErrorInvalidConfiguration",
-        "empty grid -> cudaErrorInvalidConfiguration",
-        "cudaLaunchKernel with 2048 threads -> cudaErrorInvalidConfiguration",
+        "block z of 65 -> cudaErrorInvalidValue",
+        "grid y of 65536 -> cudaErrorInvalidValue",
+        "empty grid -> cudaErrorInvalidValue",
+        "cudaLaunchKernel with 2048 threads -> cudaErrorInvalidValue",
         "after the invalid configurations: launch ok",
     ]);
     run_variants("k_errors", &[&["fault"], &["config"]], |args, run| {
@@ -728,7 +729,7 @@ fn a_faulting_client_does_not_disturb_others() {
     for run in &runs {
         run.assert_pass(Some(&server));
     }
-    runs[0].assert_line("cudaDeviceSynchronize -> cudaErrorIllegalAddress");
+    runs[0].assert_line("cudaDeviceSynchronize -> a memory fault");
     server.assert_running();
 }
 
@@ -935,9 +936,10 @@ fn k_graphs() {
         "DOT output: ok",
         "captured graph: stream a: ok",
         "captured graph: stream b joined back: ok",
-        "cudaEventQuery on a captured event -> cudaErrorCapturedEvent",
         "cudaMalloc while capturing (global) -> cudaErrorStreamCaptureUnsupported",
         "end an invalidated capture -> cudaErrorStreamCaptureInvalidated",
+        "cudaEventQuery on a captured event -> cudaErrorCapturedEvent",
+        "end after querying a captured event -> cudaErrorStreamCaptureInvalidated",
         "capture modes: ok",
         "synchronize a capturing stream -> cudaErrorStreamCaptureUnsupported",
         "end after the invalidation -> cudaErrorStreamCaptureInvalidated",
@@ -1007,7 +1009,7 @@ fn k_textures() {
         "tex1Dfetch on linear memory: ok",
         "texture on pitched memory: ok",
         "surf2Dread/surf2Dwrite: ok",
-        "surface on an array without the load/store flag -> cudaErrorInvalidValue",
+        "surface on an array without the load/store flag -> cudaSuccess",
         "tex2DLayered: ok",
         "3-D array and tex3D: ok",
         "texCubemap: ok",
@@ -1094,11 +1096,11 @@ fn ipc() {
     let lines = owned(&[
         "an interprocess event with timing -> cudaErrorInvalidValue",
         "the handle of an event that is not interprocess -> cudaErrorInvalidResourceHandle",
-        "open a handle in the process that exported it -> cudaErrorDeviceUninitialized",
+        "open a handle in the process that exported it -> cudaErrorInvalidValue",
         "child: opened the parent's allocation and event, read it after the event and ran a kernel on it: ok",
         "child: cudaFree of opened memory -> cudaErrorInvalidValue",
         "child: close it twice -> cudaErrorInvalidValue",
-        "child: a forged handle -> cudaErrorInvalidResourceHandle",
+        "child: a forged handle -> cudaErrorInvalidValue",
         "child: unknown flags -> cudaErrorInvalidValue",
         "parent: sees the child's writes: ok",
         "export memory that is not device memory -> cudaErrorInvalidValue",
@@ -1122,7 +1124,7 @@ fn memcpy3d() {
     let lines = owned(&[
         "cudaMemcpy3D host, device and positions: ok",
         "cudaMemcpy3DAsync, peer and captured: ok",
-        "cudaMemcpy3D to a made-up CUDA array -> cudaErrorInvalidResourceHandle",
+        "cudaMemcpy3D to no destination -> cudaErrorInvalidValue",
         "PASS",
     ]);
     run_and_expect("memcpy3d", &lines);
@@ -1166,7 +1168,7 @@ fn graph_params() {
         "cudaGraphAddNode and cudaGraphNodeGetParams: ok",
         "cudaGraphNodeSetParams of another type -> cudaErrorInvalidValue",
         "cudaGraphNodeSetParams and cudaGraphExecNodeSetParams: ok",
-        "a child graph of another shape -> cudaErrorInvalidValue",
+        "a child graph of another shape -> cudaErrorGraphExecUpdateFailure",
         "cudaGraphExecChildGraphNodeSetParams: ok",
         "hitRatio -0.5 -> cudaErrorInvalidValue",
         "a stream's synchronization policy on a kernel node -> cudaErrorInvalidValue",
@@ -1204,7 +1206,6 @@ fn api_misc() {
         "a pool at an invalid location -> cudaErrorInvalidValue",
         "exporting a pool without handle types -> cudaErrorInvalidValue",
         "memory pools by location: ok",
-        "unregistering twice -> cudaErrorInvalidValue",
         "a notification on no device -> cudaErrorInvalidDevice",
         "cudaLogsCurrent with flags -> cudaErrorInvalidValue",
         "notifications and logs: ok",
@@ -1225,29 +1226,22 @@ fn api_misc() {
 #[test]
 fn interop() {
     let lines = owned(&[
-        "cudaGLGetDevices -> cudaErrorInvalidGraphicsContext",
-        "cudaGraphicsGLRegisterBuffer -> cudaErrorInvalidGraphicsContext",
+        "cudaGLGetDevices -> cudaErrorOperatingSystem",
+        "cudaGraphicsGLRegisterBuffer -> cudaErrorOperatingSystem",
         "cudaGraphicsGLRegisterImage with unknown flags -> cudaErrorInvalidValue",
         "cudaGLSetGLDevice of no device -> cudaErrorInvalidDevice",
-        "cudaGLMapBufferObject -> cudaErrorMapBufferObjectFailed",
-        "cudaGLUnmapBufferObject -> cudaErrorUnmapBufferObjectFailed",
-        "cudaGraphicsEGLRegisterImage of no image -> cudaErrorInvalidValue",
-        "cudaEGLStreamConsumerConnect -> cudaErrorInvalidValue",
+        "cudaGLMapBufferObject -> cudaErrorInvalidValue",
+        "cudaGLUnmapBufferObject -> cudaErrorInvalidValue",
+        "cudaGraphicsEGLRegisterImage of no image -> cudaErrorUnknown",
+        "cudaEGLStreamConsumerConnect -> cudaErrorUnknown",
         "cudaEventCreateFromEGLSync -> cudaErrorNotSupported",
         "cudaVDPAUSetVDPAUDevice of no device -> cudaErrorInvalidDevice",
-        "cudaGraphicsVDPAURegisterVideoSurface -> cudaErrorInvalidDevice",
-        "cudaGraphicsMapResources -> cudaErrorInvalidResourceHandle",
+        "cudaGraphicsVDPAURegisterVideoSurface -> cudaErrorDeviceUninitialized",
         "cudaGraphicsUnmapResources of none -> cudaErrorInvalidValue",
-        "cudaGraphicsResourceGetMappedPointer -> cudaErrorInvalidResourceHandle",
-        "cudaGraphicsResourceSetMapFlags with flags 9 -> cudaErrorInvalidResourceHandle",
-        "cudaGraphicsUnregisterResource -> cudaErrorInvalidResourceHandle",
-        "cudaImportExternalMemory of stdin -> cudaErrorInvalidValue",
+        "cudaImportExternalMemory of stdin -> cudaErrorUnknown",
         "cudaImportExternalMemory of type 77 -> cudaErrorInvalidValue",
-        "cudaImportExternalSemaphore of stdin -> cudaErrorInvalidValue",
-        "cudaSignalExternalSemaphoresAsync -> cudaErrorInvalidResourceHandle",
-        "cudaDestroyExternalSemaphore -> cudaErrorInvalidResourceHandle",
-        "cudaDestroyExternalMemory -> cudaErrorInvalidResourceHandle",
-        "cudaGraphAddExternalSemaphoresSignalNode -> cudaErrorInvalidResourceHandle",
+        "cudaImportExternalSemaphore of stdin -> cudaErrorUnknown",
+        "cudaSignalExternalSemaphoresAsync of none -> cudaErrorInvalidValue",
         "cudaGraphExternalSemaphoresSignalNodeGetParams of an empty node -> cudaErrorInvalidValue",
         "PASS",
     ]);

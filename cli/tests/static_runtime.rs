@@ -21,14 +21,7 @@ const COMMON_ARGS: &[&str] = &["-arch=sm_80"];
 
 /// Known differences: (program, arguments, why). Each is in
 /// docs/compatibility.md.
-const KNOWN_DIFFERENT: &[(&str, &[&str], &str)] = &[(
-    "k_errors",
-    &["config"],
-    "NVIDIA's runtime turns the driver's answer to an invalid launch configuration into \
-     cudaErrorInvalidValue; which answer of the real driver it reports as \
-     cudaErrorInvalidConfiguration needs a GPU to learn",
-)];
-
+const KNOWN_DIFFERENT: &[(&str, &[&str], &str)] = &[];
 /// nvcc's arguments for the static build.
 fn static_args() -> Vec<&'static str> {
     COMMON_ARGS

@@ -728,8 +728,9 @@ impl Context {
         self.inner.bind()?;
         let mut raw: CUmodule = std::ptr::null_mut();
         // SAFETY: `image` is a fat binary whose headers `Image::fatbin`
-        // checked against its length, so the driver reads only inside the
-        // buffer (plus zero padding after it); the buffer is 64-byte aligned.
+        // checked against its length, or the PTX text or cubin of a one-entry
+        // one, so the driver reads only inside the buffer (plus zero padding
+        // after it, which ends PTX text); the buffer is 64-byte aligned.
         let status = unsafe { (self.api().module_load_data)(&mut raw, image.as_ptr()) };
         self.api().check(status, "cuModuleLoadData")?;
         Ok(Module {
@@ -1125,9 +1126,19 @@ impl Image {
                 found: u32::from_le_bytes(found),
             });
         }
-        rcud_fatbin::FatBinary::parse_with_limit(bytes, max_decompressed)?;
-        let mut blocks = vec![Block([0u8; 64]); bytes.len() / 64 + 2];
-        for (block, piece) in blocks.iter_mut().zip(bytes.chunks(64)) {
+        let parsed = rcud_fatbin::FatBinary::parse_with_limit(bytes, max_decompressed)?;
+        // The client wraps PTX text and bare cubins into one-entry containers
+        // of its own making; the driver takes those forms directly, and is
+        // given them so (its fatbin parser crashed on such a container on a
+        // real GPU). The padding after the payload ends PTX text with a NUL.
+        let loaded: &[u8] = match (&parsed.entries[..], &parsed.skipped[..]) {
+            ([entry], []) if rcud_fatbin::containers_len(bytes).ok() == Some(bytes.len()) => {
+                &entry.payload
+            }
+            _ => bytes,
+        };
+        let mut blocks = vec![Block([0u8; 64]); loaded.len() / 64 + 2];
+        for (block, piece) in blocks.iter_mut().zip(loaded.chunks(64)) {
             block.0[..piece.len()].copy_from_slice(piece);
         }
         Ok(Self {
@@ -1336,6 +1347,29 @@ mod tests {
         // Truncated: the header promises more than there is.
         bytes[8] = 64;
         assert!(Image::fatbin(&bytes, 1 << 20).is_err());
+    }
+
+    fn loaded(image: &Image) -> Vec<u8> {
+        image.blocks.iter().flat_map(|b| b.0).collect()
+    }
+
+    #[test]
+    fn one_entry_containers_are_loaded_as_ptx_text_or_cubin() {
+        let ptx =
+            ".version 8.5\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\n\tret;\n}\n";
+        let image = Image::fatbin(&rcud_fatbin::image::wrap_ptx(ptx.as_bytes()), 1 << 20).unwrap();
+        let bytes = loaded(&image);
+        assert_eq!(&bytes[..ptx.len()], ptx.as_bytes());
+        assert_eq!(bytes[ptx.len()], 0, "PTX text ends with a NUL");
+        let mut elf = b"\x7fELF\x02\x01\x01\x33\x08".to_vec();
+        elf.resize(200, 0);
+        let image = Image::fatbin(&rcud_fatbin::image::wrap_cubin(&elf), 1 << 20).unwrap();
+        assert_eq!(&loaded(&image)[..elf.len()], &elf[..]);
+        // Two containers stay a fat binary.
+        let mut two = rcud_fatbin::image::wrap_ptx(ptx.as_bytes());
+        two.extend(rcud_fatbin::image::wrap_ptx(ptx.as_bytes()));
+        let image = Image::fatbin(&two, 1 << 20).unwrap();
+        assert_eq!(&loaded(&image)[..two.len()], &two[..]);
     }
 
     #[test]

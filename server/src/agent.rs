@@ -992,15 +992,17 @@ impl Agent {
     /// `cudaIpcOpenMemHandle`: fetches the exporter's memory and maps it.
     fn ipc_open(&mut self, handle: &[u8]) -> Result<rep::IpcOpenMemHandle, Failure> {
         self.ctx()?;
+        // Both refusals are CUDA_ERROR_INVALID_VALUE, as NVIDIA's driver
+        // answers them (seen on an H200).
         let handle = MemHandle::decode(handle).ok_or_else(|| {
             Failure::new(
-                CudaError::INVALID_RESOURCE_HANDLE,
+                CudaError::INVALID_VALUE,
                 "cudaIpcOpenMemHandle: not a handle of an rcud server",
             )
         })?;
         if self.ipc_port.as_ref().is_some_and(|p| p.owns(&handle)) {
             // CUDA refuses a handle in the process that exported it.
-            return Err(CudaError::INVALID_CONTEXT.into());
+            return Err(CudaError::INVALID_VALUE.into());
         }
         let (memory, len) = ipc::fetch(&handle, self.instance, &self.tenant)?;
         let ptr = self.ctx_mut()?.ipc_import(memory, len)?;

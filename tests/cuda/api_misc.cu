@@ -99,16 +99,29 @@ int main() {
     CHECK(cudaOccupancyMaxActiveClusters(&clusters, (const void *)kernel, &cfg));
     CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 128, 0));
     CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    EXPECT(clusters == per_sm * sms, "clusters of one block: %d, expected %d", clusters,
-           per_sm * sms);
+    int cluster_launch = 0;
+    CHECK(cudaDeviceGetAttribute(&cluster_launch, cudaDevAttrClusterLaunch, dev));
     cluster.val.clusterDim.x = 2;
     cfg.gridDim = dim3(8);
-    EXPECT_ERR_AS("clusters of two blocks",
-                  cudaOccupancyMaxActiveClusters(&clusters, (const void *)kernel, &cfg),
-                  cudaErrorInvalidClusterSize);
     int size = 0;
-    CHECK(cudaOccupancyMaxPotentialClusterSize(&size, (const void *)kernel, &cfg));
-    EXPECT(size == 1, "potential cluster size %d", size);
+    if (cluster_launch) {
+        // A GPU with thread block clusters (Hopper on): its own occupancy.
+        EXPECT(clusters > 0 && clusters <= per_sm * sms, "clusters of one block: %d of %d blocks",
+               clusters, per_sm * sms);
+        CHECK(cudaOccupancyMaxActiveClusters(&clusters, (const void *)kernel, &cfg));
+        EXPECT(clusters > 0, "clusters of two blocks: %d", clusters);
+        CHECK(cudaOccupancyMaxPotentialClusterSize(&size, (const void *)kernel, &cfg));
+        EXPECT(size >= 2, "potential cluster size %d", size);
+    } else {
+        // No clusters (rcud): every block is a cluster of one.
+        EXPECT(clusters == per_sm * sms, "clusters of one block: %d, expected %d", clusters,
+               per_sm * sms);
+        EXPECT_ERR_AS("clusters of two blocks",
+                      cudaOccupancyMaxActiveClusters(&clusters, (const void *)kernel, &cfg),
+                      cudaErrorInvalidClusterSize);
+        CHECK(cudaOccupancyMaxPotentialClusterSize(&size, (const void *)kernel, &cfg));
+        EXPECT(size == 1, "potential cluster size %d", size);
+    }
     printf("texture and cluster limits: ok\n");
 
     // Memory pools by location.
@@ -143,12 +156,11 @@ int main() {
     CHECK(cudaMemPoolDestroy(mine));
     printf("memory pools by location: ok\n");
 
-    // Asynchronous notifications: registered, then unregistered once.
+    // Asynchronous notifications: registered, then unregistered. (Not
+    // twice: NVIDIA's runtime reads the freed handle and crashes.)
     cudaAsyncCallbackHandle_t nh;
     CHECK(cudaDeviceRegisterAsyncNotification(dev, on_notification, nullptr, &nh));
     CHECK(cudaDeviceUnregisterAsyncNotification(dev, nh));
-    EXPECT_ERR_AS("unregistering twice", cudaDeviceUnregisterAsyncNotification(dev, nh),
-                  cudaErrorInvalidValue);
     EXPECT_ERR_AS("a notification on no device",
                   cudaDeviceRegisterAsyncNotification(count, on_notification, nullptr, &nh),
                   cudaErrorInvalidDevice);

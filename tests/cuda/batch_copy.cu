@@ -45,7 +45,11 @@ static void batch_3d(cudaStream_t s) {
     op.dst = array_operand(array, 0, 0, 0);
     op.extent = make_cudaExtent(W, H, D);
     op.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+#if CUDART_VERSION > 13000  // not in CUDA 13.0's runtime
     CHECK(cudaMemcpy3DWithAttributesAsync(&op, 0, s));
+#else
+    CHECK(cudaMemcpy3DBatchAsync(1, &op, 0, s));
+#endif
 
     cudaMemcpy3DBatchOp ops[1] = {};
     ops[0].src = array_operand(array, 2, 1, 1);
@@ -137,6 +141,7 @@ int main() {
     }
     printf("cudaMemcpyBatchAsync: ok\n");
 
+#if CUDART_VERSION > 13000  // not in CUDA 13.0's runtime
     int stack_value = 77, back = 0;
     CHECK(cudaMemcpyWithAttributesAsync(d1, &stack_value, sizeof(int), &attrs[1], s));
     stack_value = 0;
@@ -144,6 +149,7 @@ int main() {
     CHECK(cudaStreamSynchronize(s));
     EXPECT(back == 77, "back = %d", back);
     printf("cudaMemcpyWithAttributesAsync: ok\n");
+#endif
 
     EXPECT_ERR_AS("batch on the legacy stream",
                   cudaMemcpyBatchAsync(dsts2, srcs2, sizes2, 2, &any, &zero, 1, 0),

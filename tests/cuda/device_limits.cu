@@ -45,10 +45,21 @@ int main() {
                   cudaDeviceSetLimit(cudaLimitMallocHeapSize, 16 << 20), cudaErrorInvalidValue);
 
     // Limits without a meaning on a remote device are kept and reported.
-    CHECK(cudaDeviceSetLimit(cudaLimitDevRuntimeSyncDepth, 4));
-    EXPECT(limit(cudaLimitDevRuntimeSyncDepth) == 4, "sync depth kept");
-    CHECK(cudaDeviceSetLimit(cudaLimitMaxL2FetchGranularity, 256));
-    printf("L2 fetch granularity after asking 256: %zu\n", limit(cudaLimitMaxL2FetchGranularity));
+    int major = 0;
+    CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+    if (major >= 9) {
+        // No device-side synchronization to bound from Hopper on.
+        cudaError_t e = cudaDeviceSetLimit(cudaLimitDevRuntimeSyncDepth, 4);
+        (void)cudaGetLastError();
+        EXPECT(e == cudaErrorUnsupportedLimit, "sync depth on sm_%d0: %s", major, cudaGetErrorName(e));
+    } else {
+        CHECK(cudaDeviceSetLimit(cudaLimitDevRuntimeSyncDepth, 4));
+        EXPECT(limit(cudaLimitDevRuntimeSyncDepth) == 4, "sync depth kept");
+    }
+    EXPECT_ERR_AS("L2 fetch granularity of 256",
+                  cudaDeviceSetLimit(cudaLimitMaxL2FetchGranularity, 256), cudaErrorInvalidValue);
+    CHECK(cudaDeviceSetLimit(cudaLimitMaxL2FetchGranularity, 128));
+    printf("L2 fetch granularity after asking 128: %zu\n", limit(cudaLimitMaxL2FetchGranularity));
     CHECK(cudaDeviceSetLimit(cudaLimitStackSize, 4096));
     EXPECT(limit(cudaLimitStackSize) == 4096, "stack size kept");
     EXPECT_ERR_AS("an unknown limit", cudaDeviceSetLimit((cudaLimit)99, 1), cudaErrorUnsupportedLimit);

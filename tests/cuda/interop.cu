@@ -1,7 +1,9 @@
 // Graphics interoperability and external memory and semaphores on a
 // machine whose graphics and handles belong to no CUDA device (rcud's GPUs
-// are remote): every call answers CUDA's error for that case, never
-// cudaErrorNotSupported, and the runtime stays usable.
+// are remote), and no OpenGL, EGL or VDPAU library loaded: every call
+// answers what NVIDIA's runtime answers on a headless GPU machine (seen on
+// an H200), never cudaErrorNotSupported, and the runtime stays usable.
+// Made-up handles are no test: NVIDIA's runtime dereferences them.
 #include <cuda_runtime.h>
 
 #include "check.h"
@@ -29,14 +31,14 @@ int main() {
     int count = 0;
     CHECK(cudaGetDeviceCount(&count));
 
-    // OpenGL: no context is current in this program.
+    // OpenGL: no OpenGL library is loaded in this program.
     unsigned gl_count = 7;
     int gl_devices[4];
     EXPECT_ERR_AS("cudaGLGetDevices", cudaGLGetDevices(&gl_count, gl_devices, 4, 1),
-                  cudaErrorInvalidGraphicsContext);
+                  cudaErrorOperatingSystem);
     cudaGraphicsResource *res = nullptr;
     EXPECT_ERR_AS("cudaGraphicsGLRegisterBuffer", cudaGraphicsGLRegisterBuffer(&res, 1, 0),
-                  cudaErrorInvalidGraphicsContext);
+                  cudaErrorOperatingSystem);
     EXPECT_ERR_AS("cudaGraphicsGLRegisterImage with unknown flags",
                   cudaGraphicsGLRegisterImage(&res, 1, 0x0DE1, 0x100), cudaErrorInvalidValue);
     // (cudaGLSetGLDevice and cudaVDPAUSetVDPAUDevice of a valid device:
@@ -46,16 +48,15 @@ int main() {
                   cudaErrorInvalidDevice);
     void *ptr = nullptr;
     EXPECT_ERR_AS("cudaGLMapBufferObject", cudaGLMapBufferObject(&ptr, 1),
-                  cudaErrorMapBufferObjectFailed);
-    EXPECT_ERR_AS("cudaGLUnmapBufferObject", cudaGLUnmapBufferObject(1),
-                  cudaErrorUnmapBufferObjectFailed);
+                  cudaErrorInvalidValue);
+    EXPECT_ERR_AS("cudaGLUnmapBufferObject", cudaGLUnmapBufferObject(1), cudaErrorInvalidValue);
 
     // EGL and VDPAU objects name nothing CUDA can use.
     EXPECT_ERR_AS("cudaGraphicsEGLRegisterImage of no image",
-                  cudaGraphicsEGLRegisterImage(&res, nullptr, 0), cudaErrorInvalidValue);
+                  cudaGraphicsEGLRegisterImage(&res, nullptr, 0), cudaErrorUnknown);
     char conn[64];
     EXPECT_ERR_AS("cudaEGLStreamConsumerConnect", cudaEGLStreamConsumerConnect(conn, conn),
-                  cudaErrorInvalidValue);
+                  cudaErrorUnknown);
     cudaEvent_t ev;
     // EGL sync objects become events on Tegra only.
     EXPECT_ERR_AS("cudaEventCreateFromEGLSync", cudaEventCreateFromEGLSync(&ev, nullptr, 0),
@@ -63,22 +64,12 @@ int main() {
     EXPECT_ERR_AS("cudaVDPAUSetVDPAUDevice of no device", cudaVDPAUSetVDPAUDevice(count, 1, conn),
                   cudaErrorInvalidDevice);
     EXPECT_ERR_AS("cudaGraphicsVDPAURegisterVideoSurface",
-                  cudaGraphicsVDPAURegisterVideoSurface(&res, 1, 0), cudaErrorInvalidDevice);
+                  cudaGraphicsVDPAURegisterVideoSurface(&res, 1, 0), cudaErrorDeviceUninitialized);
 
-    // Graphics resources: none exists.
-    cudaGraphicsResource_t bogus = (cudaGraphicsResource_t)conn;
-    EXPECT_ERR_AS("cudaGraphicsMapResources", cudaGraphicsMapResources(1, &bogus, 0),
-                  cudaErrorInvalidResourceHandle);
-    EXPECT_ERR_AS("cudaGraphicsUnmapResources of none", cudaGraphicsUnmapResources(0, &bogus, 0),
+    // Graphics resources: unmapping none.
+    cudaGraphicsResource_t none = nullptr;
+    EXPECT_ERR_AS("cudaGraphicsUnmapResources of none", cudaGraphicsUnmapResources(0, &none, 0),
                   cudaErrorInvalidValue);
-    size_t size = 0;
-    EXPECT_ERR_AS("cudaGraphicsResourceGetMappedPointer",
-                  cudaGraphicsResourceGetMappedPointer(&ptr, &size, bogus),
-                  cudaErrorInvalidResourceHandle);
-    EXPECT_ERR_AS("cudaGraphicsResourceSetMapFlags with flags 9",
-                  cudaGraphicsResourceSetMapFlags(bogus, 9), cudaErrorInvalidResourceHandle);
-    EXPECT_ERR_AS("cudaGraphicsUnregisterResource", cudaGraphicsUnregisterResource(bogus),
-                  cudaErrorInvalidResourceHandle);
 
     // External memory and semaphores: no handle names a CUDA device's.
     cudaExternalMemoryHandleDesc md = {};
@@ -87,7 +78,7 @@ int main() {
     md.size = 4096;
     cudaExternalMemory_t mem;
     EXPECT_ERR_AS("cudaImportExternalMemory of stdin", cudaImportExternalMemory(&mem, &md),
-                  cudaErrorInvalidValue);
+                  cudaErrorUnknown);
     md.type = (cudaExternalMemoryHandleType)77;
     EXPECT_ERR_AS("cudaImportExternalMemory of type 77", cudaImportExternalMemory(&mem, &md),
                   cudaErrorInvalidValue);
@@ -96,30 +87,17 @@ int main() {
     sd.handle.fd = 0;
     cudaExternalSemaphore_t sem;
     EXPECT_ERR_AS("cudaImportExternalSemaphore of stdin", cudaImportExternalSemaphore(&sem, &sd),
-                  cudaErrorInvalidValue);
-    sem = (cudaExternalSemaphore_t)conn;
+                  cudaErrorUnknown);
+    sem = nullptr;
     cudaExternalSemaphoreSignalParams sp = {};
-    EXPECT_ERR_AS("cudaSignalExternalSemaphoresAsync",
-                  cudaSignalExternalSemaphoresAsync(&sem, &sp, 1, 0),
-                  cudaErrorInvalidResourceHandle);
-    CHECK(cudaSignalExternalSemaphoresAsync(&sem, &sp, 0, 0));
-    EXPECT_ERR_AS("cudaDestroyExternalSemaphore", cudaDestroyExternalSemaphore(sem),
-                  cudaErrorInvalidResourceHandle);
-    EXPECT_ERR_AS("cudaDestroyExternalMemory",
-                  cudaDestroyExternalMemory((cudaExternalMemory_t)conn),
-                  cudaErrorInvalidResourceHandle);
+    EXPECT_ERR_AS("cudaSignalExternalSemaphoresAsync of none",
+                  cudaSignalExternalSemaphoresAsync(&sem, &sp, 0, 0), cudaErrorInvalidValue);
 
-    // A graph cannot hold an external semaphore node.
+    // An empty node is no external semaphore node.
     cudaGraph_t g;
     CHECK(cudaGraphCreate(&g, 0));
     cudaExternalSemaphoreSignalNodeParams np = {};
-    np.extSemArray = &sem;
-    np.paramsArray = &sp;
-    np.numExtSems = 1;
     cudaGraphNode_t node;
-    EXPECT_ERR_AS("cudaGraphAddExternalSemaphoresSignalNode",
-                  cudaGraphAddExternalSemaphoresSignalNode(&node, g, nullptr, 0, &np),
-                  cudaErrorInvalidResourceHandle);
     CHECK(cudaGraphAddEmptyNode(&node, g, nullptr, 0));
     EXPECT_ERR_AS("cudaGraphExternalSemaphoresSignalNodeGetParams of an empty node",
                   cudaGraphExternalSemaphoresSignalNodeGetParams(node, &np),

@@ -128,7 +128,7 @@ int main() {
     EXPECT_ERR_AS("destroy the default pool", cudaMemPoolDestroy(pool), cudaErrorInvalidValue);
     EXPECT_ERR_AS("free a pointer no pool gave", cudaFreeAsync((void *)0x1234, s1), cudaErrorInvalidValue);
     props.location.id = 99;
-    EXPECT_ERR_AS("a pool on no device", cudaMemPoolCreate(&mine, &props), cudaErrorInvalidDevice);
+    EXPECT_ERR_AS("a pool on no device", cudaMemPoolCreate(&mine, &props), cudaErrorInvalidValue);
 
     CHECK(cudaStreamDestroy(s1));
     CHECK(cudaStreamDestroy(s2));

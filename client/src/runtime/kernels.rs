@@ -213,8 +213,10 @@ impl Runtime {
             || gy > max_grid[1]
             || gz > max_grid[2]
             || threads > max_threads;
+        // CUDA 13's runtime reports the driver's CUDA_ERROR_INVALID_VALUE
+        // here, not cudaErrorInvalidConfiguration (seen on an H200).
         if bad {
-            return Err(CudaError::INVALID_CONFIGURATION);
+            return Err(CudaError::INVALID_VALUE);
         }
         if c.shared_mem > kernel.attributes.max_dynamic_shared_size_bytes.max(0) as u64 {
             return Err(CudaError::INVALID_VALUE);

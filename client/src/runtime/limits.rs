@@ -47,13 +47,23 @@ impl Runtime {
     pub fn device_set_limit(&self, limit: i32, value: u64) -> Result<(), CudaError> {
         let d = self.current_device()?;
         default_limit(limit)?;
+        if limit == LIMIT_SYNC_DEPTH {
+            // Devices of compute capability 9.0 and later have no device-side
+            // synchronization to bound: CUDA refuses the limit there.
+            let major = self.attribute(DeviceAttr::COMPUTE_CAPABILITY_MAJOR.0, d as i32)?;
+            if major >= 9 {
+                return Err(CudaError::UNSUPPORTED_LIMIT);
+            }
+        }
         let in_force = match limit {
             LIMIT_STACK_SIZE | LIMIT_PRINTF_FIFO_SIZE | LIMIT_MALLOC_HEAP_SIZE => {
                 self.call(d, &req::SetLimit { limit, value }, &[], &mut [])?
                     .value
             }
-            // A hint between 0 and 128 bytes.
-            LIMIT_L2_FETCH => value.min(128),
+            // A hint of at most 128 bytes: more is refused, as NVIDIA's
+            // driver does (seen on an H200).
+            LIMIT_L2_FETCH if value > 128 => return Err(CudaError::INVALID_VALUE),
+            LIMIT_L2_FETCH => value,
             // No more than the device sets aside for persisting lines.
             LIMIT_PERSISTING_L2 => {
                 let most = self

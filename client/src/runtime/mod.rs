@@ -567,8 +567,11 @@ impl Runtime {
 
     /// `cudaGetDeviceFlags` of the current device.
     pub fn device_flags(&self) -> Result<u32, CudaError> {
+        /// `cudaDeviceMapHost`: CUDA always maps page-locked memory now, and
+        /// reports the flag whatever was set.
+        const MAP_HOST: u32 = 0x08;
         let d = self.current_device()?;
-        Ok(self.states[d].lock().flags)
+        Ok(self.states[d].lock().flags | MAP_HOST)
     }
 
     // ---- errors --------------------------------------------------------

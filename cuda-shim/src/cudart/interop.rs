@@ -29,26 +29,36 @@ type GlUint = c_uint;
 /// thread: the functions are looked up, not linked, so a program without
 /// OpenGL needs no OpenGL library.
 fn graphics_context_current() -> bool {
-    ["glXGetCurrentContext\0", "eglGetCurrentContext\0"]
-        .iter()
-        .any(|name| {
-            // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name only
-            // searches the loaded objects.
-            let f = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr() as *const c_char) };
-            if f.is_null() {
-                return false;
-            }
-            // SAFETY: both functions take no arguments and return the
-            // current context (NULL for none), as their headers declare.
-            let current: extern "C" fn() -> *mut c_void = unsafe { std::mem::transmute(f) };
-            !current().is_null()
-        })
+    gl_context_functions().iter().any(|&f| {
+        // SAFETY: both functions take no arguments and return the current
+        // context (NULL for none), as their headers declare.
+        let current: extern "C" fn() -> *mut c_void = unsafe { std::mem::transmute(f) };
+        !current().is_null()
+    })
 }
 
-/// The error for an OpenGL object: none without a current context; with
-/// one, the context's GPU is not a CUDA device of this process.
+/// `glXGetCurrentContext` and `eglGetCurrentContext`, of the libraries the
+/// process has loaded.
+fn gl_context_functions() -> Vec<*mut c_void> {
+    ["glXGetCurrentContext\0", "eglGetCurrentContext\0"]
+        .iter()
+        .map(|name| {
+            // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name only
+            // searches the loaded objects.
+            unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr() as *const c_char) }
+        })
+        .filter(|f| !f.is_null())
+        .collect()
+}
+
+/// The error for an OpenGL object. Without an OpenGL library in the process
+/// NVIDIA's runtime answers `cudaErrorOperatingSystem` (seen on a headless
+/// H200); with one but no current context, `cudaErrorInvalidGraphicsContext`;
+/// with a context, its GPU is not a CUDA device of this process.
 fn gl_unavailable() -> CudaError {
-    if graphics_context_current() {
+    if gl_context_functions().is_empty() {
+        CudaError::OPERATING_SYSTEM
+    } else if graphics_context_current() {
         CudaError::INVALID_DEVICE
     } else {
         CudaError::INVALID_GRAPHICS_CONTEXT
@@ -73,7 +83,7 @@ fn not_null<T>(p: *const T) -> Result<(), CudaError> {
 pub(crate) fn gl_get_devices(count: *mut c_uint) -> Result<(), CudaError> {
     not_null(count)?;
     if !graphics_context_current() {
-        return Err(CudaError::INVALID_GRAPHICS_CONTEXT);
+        return Err(gl_unavailable());
     }
     crate::ffi::write_out(count, 0)?;
     Err(CudaError::NO_DEVICE)
@@ -88,21 +98,23 @@ pub(crate) fn gl_register(resource: *mut Resource, flags: c_uint) -> Result<(), 
     Err(gl_unavailable())
 }
 
-/// The deprecated buffer-object functions: no buffer can be registered.
+/// The deprecated buffer-object functions: no buffer can be registered, so
+/// none can be mapped or unmapped (`cudaErrorInvalidValue`, as NVIDIA's
+/// runtime answers).
 pub(crate) fn gl_buffer_object(map: Option<bool>) -> Result<(), CudaError> {
     match map {
-        Some(true) => Err(CudaError::MAP_BUFFER_OBJECT_FAILED),
-        Some(false) => Err(CudaError::UNMAP_BUFFER_OBJECT_FAILED),
+        Some(_) => Err(CudaError::INVALID_VALUE),
         None => Err(gl_unavailable()),
     }
 }
 
 /// `cudaGraphicsEGLRegisterImage` and the EGL stream connections: the EGL
-/// object names nothing CUDA can use.
-pub(crate) fn egl_object(out: *const c_void, object: *const c_void) -> Result<(), CudaError> {
+/// object names nothing CUDA can use. NVIDIA's runtime answers
+/// `cudaErrorUnknown` before it looks at the object (seen on a headless
+/// H200, for a NULL image too).
+pub(crate) fn egl_object(out: *const c_void, _object: *const c_void) -> Result<(), CudaError> {
     not_null(out)?;
-    not_null(object)?;
-    Err(CudaError::INVALID_VALUE)
+    Err(CudaError::UNKNOWN)
 }
 
 /// `cudaVDPAUSetVDPAUDevice` / `cudaGraphicsVDPAURegister*Surface`: the
@@ -113,8 +125,11 @@ pub(crate) fn vdpau(device: Option<c_int>, out: *const c_void) -> Result<(), Cud
         Runtime::global()
             .props(d)
             .map_err(|_| CudaError::INVALID_DEVICE)?;
+        return Err(CudaError::INVALID_DEVICE);
     }
-    Err(CudaError::INVALID_DEVICE)
+    // Registering a surface with no VDPAU device set: NVIDIA's runtime
+    // answers `cudaErrorDeviceUninitialized`.
+    Err(CudaError::DEVICE_UNINITIALIZED)
 }
 
 /// `cudaVDPAUGetDevice`: no CUDA device drives the VDPAU device.
@@ -157,15 +172,23 @@ pub(crate) fn resource_query(out: *const c_void, r: Resource) -> Result<(), Cuda
 /// `cudaImportExternalMemory` and `cudaImportExternalSemaphore`: whatever
 /// the descriptor's type, its handle (a file descriptor, an NvSci object, a
 /// Windows handle, which Linux lacks) names memory or a semaphore of no
-/// CUDA device here, an invalid argument.
+/// CUDA device here. An unknown type is an invalid argument; a handle of a
+/// known type that names nothing the driver can import, `cudaErrorUnknown`,
+/// as NVIDIA's driver answers (seen on an H200).
 pub(crate) fn import(out: *mut *mut c_void, desc: *const c_void) -> Result<(), CudaError> {
     not_null(out)?;
-    not_null(desc)?;
-    Err(CudaError::INVALID_VALUE)
+    // Both descriptors start with their handle type: memory 1..=8,
+    // semaphores 1..=10.
+    let kind = super::mempool::read_in(desc as *const c_uint)?;
+    if !(1..=10).contains(&kind) {
+        return Err(CudaError::INVALID_VALUE);
+    }
+    Err(CudaError::UNKNOWN)
 }
 
 /// `cudaSignalExternalSemaphoresAsync` / `Wait`: no semaphore exists, so
-/// any named one is an invalid handle.
+/// any named one is an invalid handle; none at all is an invalid argument,
+/// as NVIDIA's runtime answers.
 pub(crate) fn semaphores_async(
     sems: *const *mut c_void,
     params: *const c_void,
@@ -174,7 +197,7 @@ pub(crate) fn semaphores_async(
 ) -> Result<(), CudaError> {
     Runtime::global().stream_device(stream as u64)?;
     if count == 0 {
-        return Ok(());
+        return Err(CudaError::INVALID_VALUE);
     }
     not_null(sems)?;
     not_null(params)?;

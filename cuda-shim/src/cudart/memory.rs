@@ -419,10 +419,14 @@ pub extern "C" fn cudaHostGetDevicePointer(
 #[no_mangle]
 pub extern "C" fn cudaHostGetFlags(flags: *mut c_uint, host: *mut c_void) -> CudaErrorT {
     guard(|| {
+        /// `cudaHostAllocMapped`: page-locked memory is always mapped now, and
+        /// NVIDIA's runtime reports the flag whatever was asked (seen on an
+        /// H200).
+        const MAPPED: c_uint = 0x02;
         let (_, _, f) = rt()
             .host_region(host as u64)
             .ok_or(CudaError::INVALID_VALUE)?;
-        write_out(flags, f)
+        write_out(flags, f | MAPPED)
     })
 }
 

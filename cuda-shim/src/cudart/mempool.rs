@@ -49,7 +49,7 @@ pub(crate) struct MemAccessDesc {
 }
 
 /// Reads what `ptr` points to, or fails for NULL.
-fn read_in<T: Copy>(ptr: *const T) -> Result<T, CudaError> {
+pub(crate) fn read_in<T: Copy>(ptr: *const T) -> Result<T, CudaError> {
     if ptr.is_null() {
         return Err(CudaError::INVALID_VALUE);
     }
@@ -89,6 +89,9 @@ pub(crate) fn pool_create(props: *const MemPoolProps) -> Result<u64, CudaError> 
         return Err(CudaError::NOT_SUPPORTED);
     }
     let device = location_device(location)?;
+    // A device that does not exist is an invalid location, as NVIDIA's
+    // driver answers (not cudaErrorInvalidDevice).
+    rt().props(device).map_err(|_| CudaError::INVALID_VALUE)?;
     rt().mem_pool_create(device, max_size as u64)
 }
 

@@ -94,11 +94,9 @@ pub(crate) fn event_record(event: Event, stream: Stream) -> Result<(), CudaError
 }
 
 /// `cudaEventSynchronize` and `cudaEventQuery`: not on an event of a
-/// capture under way.
+/// capture under way (which that invalidates).
 pub(crate) fn event_synchronize(event: Event) -> Result<(), CudaError> {
-    if capture::event_captured(event as u64) {
-        return Err(CudaError::CAPTURED_EVENT);
-    }
+    capture::refuse_captured_event(event as u64)?;
     rt().event_synchronize(event as u64)
 }
 
@@ -197,9 +195,7 @@ pub extern "C" fn cudaEventQuery(event: Event) -> CudaErrorT {
 /// `cudaEventQuery`: `cudaErrorNotReady` until the work before the event
 /// is done.
 pub(crate) fn event_query(event: Event) -> Result<(), CudaError> {
-    if capture::event_captured(event as u64) {
-        return Err(CudaError::CAPTURED_EVENT);
-    }
+    capture::refuse_captured_event(event as u64)?;
     rt().event_query(event as u64)
 }
 

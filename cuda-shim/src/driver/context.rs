@@ -82,8 +82,12 @@ driver_fn! { cuCtxGetDevice_v2 (dev: *mut c_int, ctx: u64) {
 } }
 
 driver_fn! { cuCtxGetFlags (flags: *mut c_uint) {
+    /// `CU_CTX_MAP_HOST`: contexts always map page-locked memory now, and
+    /// NVIDIA's driver reports it (NVIDIA's static runtime builds
+    /// `cudaGetDeviceFlags` on this call).
+    const MAP_HOST: c_uint = 0x08;
     let info = rt().context_info(context_or_current(0)?)?;
-    out(flags, info.flags)
+    out(flags, info.flags | MAP_HOST)
 } }
 
 driver_fn! { cuCtxSetFlags (flags: c_uint) {

@@ -209,8 +209,10 @@ driver_fn! { cuMemHostGetDevicePointer_v2 (dptr: *mut u64, p: *mut c_void, flags
 
 driver_fn! { cuMemHostGetFlags (flags: *mut c_uint, p: *mut c_void) {
     context_device()?;
+    /// `CU_MEMHOSTALLOC_DEVICEMAP`: page-locked memory is always mapped now.
+    const DEVICEMAP: c_uint = 0x02;
     let (_, _, f) = rt().host_region(p as u64).ok_or(DriverError::INVALID_VALUE)?;
-    out(flags, f)
+    out(flags, f | DEVICEMAP)
 } }
 
 // ---- copies ----------------------------------------------------------------

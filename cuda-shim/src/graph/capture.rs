@@ -380,10 +380,17 @@ pub(crate) fn wait_event(stream: u64, event: u64) -> Result<bool, CudaError> {
     }
 }
 
-/// Whether `event` was recorded in a capture under way (its status and
-/// synchronization are then not allowed).
-pub(crate) fn event_captured(event: u64) -> bool {
-    captures().lock().events.contains_key(&event)
+/// Waiting for or querying an event of a capture under way: refused, and,
+/// as with NVIDIA's driver, the capture the event belongs to is invalidated.
+pub(crate) fn refuse_captured_event(event: u64) -> Result<(), CudaError> {
+    let mut caps = captures().lock();
+    let Some(&(id, _)) = caps.events.get(&event) else {
+        return Ok(());
+    };
+    if let Some(cap) = caps.by_id.get_mut(&id) {
+        cap.invalidated = true;
+    }
+    Err(CudaError::CAPTURED_EVENT)
 }
 
 /// `cudaStreamUpdateCaptureDependencies`: add (flags 0) or set (1) the

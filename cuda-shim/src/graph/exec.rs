@@ -698,7 +698,8 @@ pub(crate) fn set_child(h: Handle, node: Handle, child: Handle) -> Result<(), Cu
         shape(&all, current, &mut old_shape)?;
         shape(&all, child, &mut new_shape)?;
         if old_shape != new_shape {
-            return Err(CudaError::INVALID_VALUE);
+            // As NVIDIA's runtime answers (seen on an H200).
+            return Err(CudaError::GRAPH_EXEC_UPDATE_FAILURE);
         }
         let (mut old, mut new) = (Vec::new(), Vec::new());
         flatten(&all, current, &mut old)?;

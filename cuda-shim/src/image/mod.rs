@@ -667,9 +667,6 @@ fn create_object(device: usize, object: Object, what: &str) -> Result<u64, CudaE
         if a.device != device {
             return Err(CudaError::INVALID_VALUE);
         }
-        if object.sampling.is_none() && a.flags & ARRAY_SURFACE_LDST == 0 {
-            return Err(CudaError::INVALID_VALUE);
-        }
     } else if object.sampling.is_none() {
         return Err(CudaError::INVALID_VALUE);
     }
@@ -719,8 +716,10 @@ pub(crate) fn create_texture(
     )
 }
 
-/// `cudaCreateSurfaceObject` / `cuSurfObjectCreate`: arrays made with the
-/// surface load/store flag only.
+/// `cudaCreateSurfaceObject` / `cuSurfObjectCreate`: of an array. One made
+/// without the surface load/store flag is accepted too, as NVIDIA's driver
+/// accepts it (seen on an H200); what a kernel's access to it does is
+/// undefined there.
 pub(crate) fn create_surface(device: usize, resource: Resource) -> Result<u64, CudaError> {
     create_object(
         device,

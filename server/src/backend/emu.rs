@@ -241,7 +241,7 @@ fn kernel_failure(e: KernelError) -> Failure {
     let code = match &e {
         KernelError::IllegalAddress(_) => CudaError::ILLEGAL_ADDRESS,
         KernelError::MisalignedAddress(_) => CudaError::MISALIGNED_ADDRESS,
-        KernelError::InvalidConfiguration(_) => CudaError::INVALID_CONFIGURATION,
+        KernelError::InvalidConfiguration(_) => CudaError::INVALID_VALUE,
         KernelError::InvalidValue(_) => CudaError::INVALID_VALUE,
         KernelError::Timeout(_) => CudaError::LAUNCH_TIMEOUT,
         KernelError::Trap(_) => CudaError::LAUNCH_FAILURE,

@@ -320,10 +320,10 @@ struct Limits {
 }
 
 impl Limits {
-    /// `cudaErrorInvalidConfiguration` for an empty or oversized grid or block,
-    /// as the runtime reports it before the driver sees the launch.
+    /// `cudaErrorInvalidValue` for an empty or oversized grid or block, as
+    /// the driver (`cuLaunchKernel`) and CUDA 13's runtime report it.
     fn check(&self, grid: [u32; 3], block: [u32; 3]) -> Result<(), Failure> {
-        let bad = |what: String| Err(Failure::new(CudaError::INVALID_CONFIGURATION, what));
+        let bad = |what: String| Err(Failure::new(CudaError::INVALID_VALUE, what));
         for (i, axis) in ["x", "y", "z"].iter().enumerate() {
             if grid[i] == 0 || i64::from(grid[i]) > i64::from(self.max_grid[i]) {
                 return bad(format!(
