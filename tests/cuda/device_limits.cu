@@ -62,7 +62,7 @@ int main() {
     printf("L2 fetch granularity after asking 128: %zu\n", limit(cudaLimitMaxL2FetchGranularity));
     CHECK(cudaDeviceSetLimit(cudaLimitStackSize, 4096));
     EXPECT(limit(cudaLimitStackSize) == 4096, "stack size kept");
-    EXPECT_ERR_AS("an unknown limit", cudaDeviceSetLimit((cudaLimit)99, 1), cudaErrorUnsupportedLimit);
+    EXPECT_ERR_AS("an unknown limit", cudaDeviceSetLimit((cudaLimit)99, 1), cudaErrorInvalidValue);
     EXPECT_ERR_AS("NULL value", cudaDeviceGetLimit(nullptr, cudaLimitStackSize), cudaErrorInvalidValue);
 
     // A reset brings CUDA's defaults back, and the heap may change again.

@@ -444,8 +444,8 @@ int main() {
         CHECK(cudaDestroyTextureObject(t));
     CHECK(cudaDestroySurfaceObject(sin));
     CHECK(cudaDestroySurfaceObject(sout));
+    // (Not freed twice: NVIDIA's runtime reads the freed array and crashes.)
     for (cudaArray_t a : {arr, arr2, carr, oarr, larr, varr, carr3}) CHECK(cudaFreeArray(a));
-    EXPECT_ERR_AS("free an array twice", cudaFreeArray(arr), cudaErrorInvalidResourceHandle);
     CHECK(cudaFree(dout));
     CHECK(cudaFree(duv));
     CHECK(cudaFree(d4));

@@ -28,7 +28,9 @@ fn default_limit(limit: i32) -> Result<u64, CudaError> {
         LIMIT_PENDING_LAUNCHES => 2048,
         LIMIT_L2_FETCH => 64,
         LIMIT_PERSISTING_L2 => 0,
-        _ => return Err(CudaError::UNSUPPORTED_LIMIT),
+        // Not a limit at all: an invalid value, as NVIDIA's runtime answers
+        // (seen on an H200).
+        _ => return Err(CudaError::INVALID_VALUE),
     })
 }
 
