@@ -34,8 +34,8 @@ use common::{repo_root, run_with_timeout, Run};
 /// Limit for the smoke module (about 30 s with an empty kernel cache).
 const SMOKE_TIMEOUT: Duration = Duration::from_secs(300);
 /// Limit for the suite subset (70 s with an empty kernel cache, on 2 cores
-/// shared with another run).
-const SUITE_TIMEOUT: Duration = Duration::from_secs(420);
+/// shared with another run; over 400 s on 2 cores shared with four builds).
+const SUITE_TIMEOUT: Duration = Duration::from_secs(900);
 
 /// The files of CuPy's test suite run by the `*_suite_subset` tests, under
 /// `tests/python/cupy_suite/cupy_tests/`: elementwise and reduction

@@ -210,6 +210,11 @@ struct Api {
     /// CUDA 11.7 and later.
     mem_get_handle_for_address_range:
         Option<unsafe extern "C" fn(*mut c_void, CUdeviceptr, usize, c_int, u64) -> Status>,
+    /// Interprocess memory handles (absent from drivers without IPC, e.g. WSL).
+    ipc_get_mem_handle: Option<unsafe extern "C" fn(*mut IpcMemHandle, CUdeviceptr) -> Status>,
+    ipc_open_mem_handle:
+        Option<unsafe extern "C" fn(*mut CUdeviceptr, IpcMemHandle, c_uint) -> Status>,
+    ipc_close_mem_handle: Option<unsafe extern "C" fn(CUdeviceptr) -> Status>,
     /// Keeps the code behind the pointers above mapped; declared last so that
     /// it is dropped last.
     _library: libloading::Library,
@@ -318,6 +323,9 @@ impl Api {
                 launch_kernel: symbol(lib, "cuLaunchKernel")?,
                 launch_kernel_ex: optional(lib, "cuLaunchKernelEx"),
                 mem_get_handle_for_address_range: optional(lib, "cuMemGetHandleForAddressRange"),
+                ipc_get_mem_handle: optional(lib, "cuIpcGetMemHandle"),
+                ipc_open_mem_handle: optional(lib, "cuIpcOpenMemHandle_v2"),
+                ipc_close_mem_handle: optional(lib, "cuIpcCloseMemHandle"),
                 _library: library,
             })
         }
@@ -866,7 +874,62 @@ impl Context {
         // nothing else owns.
         Ok(unsafe { OwnedFd::from_raw_fd(fd) })
     }
+
+    /// `cuIpcGetMemHandle` of the allocation that starts at `ptr`, for
+    /// another process to open.
+    pub fn ipc_mem_handle(&self, ptr: u64) -> Result<IpcMemHandle, DriverError> {
+        const CALL: &str = "cuIpcGetMemHandle";
+        let get = self
+            .api()
+            .ipc_get_mem_handle
+            .ok_or(DriverError::local(ERROR_NOT_SUPPORTED, CALL))?;
+        self.inner.bind()?;
+        let mut handle = IpcMemHandle([0; 64]);
+        // SAFETY: `handle` is a valid out-pointer of the struct's size; the
+        // driver checks `ptr`.
+        let status = unsafe { get(&mut handle, ptr) };
+        self.api().check(status, CALL)?;
+        Ok(handle)
+    }
+
+    /// `cuIpcOpenMemHandle_v2`: maps another process's allocation into
+    /// this context; its address here.
+    pub fn ipc_open(&self, handle: IpcMemHandle) -> Result<u64, DriverError> {
+        const CALL: &str = "cuIpcOpenMemHandle";
+        let open = self
+            .api()
+            .ipc_open_mem_handle
+            .ok_or(DriverError::local(ERROR_NOT_SUPPORTED, CALL))?;
+        self.inner.bind()?;
+        let mut ptr: CUdeviceptr = 0;
+        // SAFETY: `ptr` is a valid out-pointer; the handle is plain bytes,
+        // which the driver validates.
+        let status = unsafe { open(&mut ptr, handle, IPC_MEM_LAZY_ENABLE_PEER_ACCESS) };
+        self.api().check(status, CALL)?;
+        Ok(ptr)
+    }
+
+    /// `cuIpcCloseMemHandle` of an address [`Context::ipc_open`] returned.
+    pub fn ipc_close(&self, ptr: u64) -> Result<(), DriverError> {
+        const CALL: &str = "cuIpcCloseMemHandle";
+        let close = self
+            .api()
+            .ipc_close_mem_handle
+            .ok_or(DriverError::local(ERROR_NOT_SUPPORTED, CALL))?;
+        self.inner.bind()?;
+        // SAFETY: the driver checks that `ptr` is a mapping it made.
+        let status = unsafe { close(ptr) };
+        self.api().check(status, CALL)
+    }
 }
+
+/// `CUipcMemHandle`: 64 opaque bytes, passed by value as C passes the struct.
+#[derive(Clone, Copy)]
+#[repr(C)]
+pub struct IpcMemHandle(pub [u8; 64]);
+
+/// `CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS`.
+const IPC_MEM_LAZY_ENABLE_PEER_ACCESS: c_uint = 1;
 
 /// One page-locked chunk and the event recorded after the last copy that used it.
 struct Slot {

@@ -210,6 +210,23 @@ pub(crate) fn instantiate(g: Handle, flags: u64) -> Result<Handle, CudaError> {
         conditional::handles_of(&all, g, &mut handles);
         (items, sh, all.graph(g)?.user_objects.clone(), handles)
     };
+    // A graph with memory nodes has one executable graph at a time: its
+    // allocations have one address each (CUDA answers cudaErrorNotSupported,
+    // as an H200 did).
+    let allocs: Vec<u64> = items
+        .iter()
+        .filter_map(|it| match it.kind {
+            NodeKind::MemAlloc { ptr, .. } => Some(ptr),
+            _ => None,
+        })
+        .collect();
+    {
+        let mut live = instantiated_allocations().lock();
+        if allocs.iter().any(|p| live.contains(p)) {
+            return Err(CudaError::NOT_SUPPORTED);
+        }
+        live.extend(allocs.iter().copied());
+    }
     cond_handles.sort_unstable();
     cond_handles.dedup();
     // The conditions outlive the graph while the executable graph exists.
@@ -235,11 +252,30 @@ pub(crate) fn instantiate(g: Handle, flags: u64) -> Result<Handle, CudaError> {
         user_objects,
         cond_handles,
     };
-    let d = rt().current_device()?;
-    exec.ensure_plan(d)?;
+    let planned = rt().current_device().and_then(|d| exec.ensure_plan(d));
+    if let Err(e) = planned {
+        forget_allocations(&exec.items);
+        return Err(e);
+    }
     let h = new_handle();
     execs().lock().insert(h, Arc::new(Mutex::new(exec)));
     Ok(h)
+}
+
+/// The alloc nodes (by address) of the executable graphs that exist.
+fn instantiated_allocations() -> &'static Mutex<std::collections::HashSet<u64>> {
+    static LIVE: std::sync::OnceLock<Mutex<std::collections::HashSet<u64>>> =
+        std::sync::OnceLock::new();
+    LIVE.get_or_init(Default::default)
+}
+
+fn forget_allocations(items: &[Item]) {
+    let mut live = instantiated_allocations().lock();
+    for it in items {
+        if let NodeKind::MemAlloc { ptr, .. } = it.kind {
+            live.remove(&ptr);
+        }
+    }
 }
 
 /// `cudaGraphExecDestroy`.
@@ -247,6 +283,7 @@ pub(crate) fn destroy(h: Handle) -> Result<(), CudaError> {
     let exec = execs().lock().remove(&h).ok_or(CudaError::INVALID_VALUE)?;
     let mut exec = exec.lock();
     exec.drop_plan();
+    forget_allocations(&exec.items);
     for item in &exec.items {
         item.kind.dropped();
     }

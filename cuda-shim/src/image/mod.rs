@@ -473,16 +473,21 @@ pub(crate) fn destroy_array(handle: u64) -> Result<(), CudaError> {
     if handle == 0 {
         return Ok(());
     }
-    // A mipmap level goes with its mipmapped array.
+    // A mipmap level goes with its mipmapped array: freeing it alone
+    // succeeds and does nothing, as NVIDIA's runtime answers (on an H200).
     let a = with_registry(|r| match r.arrays.get(&handle) {
-        Some(a) if a.level_of.is_some() => Err(CudaError::INVALID_VALUE),
+        Some(a) if a.level_of.is_some() => Ok(None),
         Some(_) => r
             .arrays
             .remove(&handle)
+            .map(Some)
             .ok_or(CudaError::INVALID_RESOURCE_HANDLE),
         None => Err(CudaError::INVALID_RESOURCE_HANDLE),
     })?;
-    rt().free(a.base)
+    match a {
+        Some(a) => rt().free(a.base),
+        None => Ok(()),
+    }
 }
 
 /// The address of texel byte `x_bytes` of row `y` of slice `z` of an

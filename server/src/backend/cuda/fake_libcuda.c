@@ -74,6 +74,7 @@ struct alloc {
     unsigned char *base;
     size_t size;
     int pinned;
+    int imported;  // another context's memory opened through IPC: not ours to free
     struct alloc *next;
 };
 
@@ -220,7 +221,7 @@ CUresult cuCtxDestroy_v2(struct ctx *c) {
         if ((*a)->ctx == c) {
             struct alloc *dead = *a;
             *a = dead->next;
-            free(dead->base);
+            if (!dead->imported) free(dead->base);
             free(dead);
         } else {
             a = &(*a)->next;
@@ -282,7 +283,7 @@ static CUresult release(void *p, int pinned) {
         if ((*a)->ctx == c && (*a)->base == p && (*a)->pinned == pinned) {
             struct alloc *dead = *a;
             *a = dead->next;
-            free(dead->base);
+            if (!dead->imported) free(dead->base);
             free(dead);
             goto out;
         }
@@ -478,5 +479,54 @@ CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr p, size_t size,
     ENTER
     if (type != 1 || flags || !find(c, dev(p), size, 0)) FAIL(INVALID_VALUE);
     *(int *)handle = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    LEAVE
+}
+
+// IPC: the handle names the allocation's address; another context may open
+// it (the real driver: another process), the exporting one may not.
+typedef struct {
+    char reserved[64];
+} fake_ipc_handle;
+static const char ipc_magic[8] = "fakeIPC";
+
+CUresult cuIpcGetMemHandle(fake_ipc_handle *handle, CUdeviceptr p) {
+    ENTER
+    struct alloc *a = find(c, dev(p), 0, 0);
+    if (!a || a->base != dev(p)) FAIL(INVALID_VALUE);
+    memset(handle, 0, sizeof *handle);
+    memcpy(handle->reserved, ipc_magic, 8);
+    memcpy(handle->reserved + 8, &p, 8);
+    LEAVE
+}
+
+CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *out, fake_ipc_handle handle, unsigned flags) {
+    ENTER
+    CUdeviceptr p;
+    memcpy(&p, handle.reserved + 8, 8);
+    if (memcmp(handle.reserved, ipc_magic, 8) || flags > 1) FAIL(INVALID_VALUE);
+    struct alloc *owner = NULL;
+    for (struct alloc *a = allocs; a; a = a->next)
+        if (!a->pinned && a->base == dev(p)) owner = a;
+    if (!owner) FAIL(INVALID_VALUE);
+    if (owner->ctx == c) FAIL(INVALID_CONTEXT);
+    struct alloc *m = calloc(1, sizeof *m);
+    if (!m) FAIL(OUT_OF_MEMORY);
+    *m = (struct alloc){c, owner->base, owner->size, 0, 1, allocs};
+    allocs = m;
+    *out = p;
+    LEAVE
+}
+
+CUresult cuIpcCloseMemHandle(CUdeviceptr p) {
+    ENTER
+    for (struct alloc **a = &allocs; *a; a = &(*a)->next) {
+        if ((*a)->ctx == c && (*a)->imported && (*a)->base == dev(p)) {
+            struct alloc *dead = *a;
+            *a = dead->next;
+            free(dead);
+            goto out;
+        }
+    }
+    FAIL(INVALID_VALUE);
     LEAVE
 }

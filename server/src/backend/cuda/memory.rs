@@ -15,6 +15,10 @@ pub(crate) enum RegionKind {
     /// A `__device__`/`__constant__` variable of a loaded module: copies may
     /// target it, `cudaFree` may not.
     Global,
+    /// Another client's allocation opened through CUDA IPC: copies and
+    /// kernels may use it, only `cudaIpcCloseMemHandle` lets it go, and its
+    /// owner pays for it.
+    Imported,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -51,6 +55,28 @@ impl AllocTable {
             size,
             kind: RegionKind::Global,
         });
+    }
+
+    /// Records another client's allocation opened here through CUDA IPC.
+    pub(crate) fn insert_imported(&mut self, ptr: u64, size: u64) {
+        self.regions.insert(
+            ptr,
+            Region {
+                size,
+                kind: RegionKind::Imported,
+            },
+        );
+    }
+
+    /// Forgets the imported allocation that starts exactly at `ptr`.
+    pub(crate) fn remove_imported(&mut self, ptr: u64) -> Result<(), CudaError> {
+        match self.regions.get(&ptr) {
+            Some(r) if r.kind == RegionKind::Imported => {
+                self.regions.remove(&ptr);
+                Ok(())
+            }
+            _ => Err(CudaError::INVALID_VALUE),
+        }
     }
 
     /// Forgets the allocation that starts exactly at `ptr`, which must be one
@@ -97,9 +123,14 @@ impl AllocTable {
         self.regions.clear();
     }
 
-    /// Bytes of every region: allocations and the module variables looked up.
+    /// Bytes of every region the client pays for: allocations and the module
+    /// variables looked up (not other clients' allocations it opened).
     pub(crate) fn held_bytes(&self) -> u64 {
-        self.regions.values().map(|r| r.size).sum()
+        self.regions
+            .values()
+            .filter(|r| r.kind != RegionKind::Imported)
+            .map(|r| r.size)
+            .sum()
     }
 }
 

@@ -519,6 +519,37 @@ fn check_image(bytes: &[u8]) -> Result<driver::Image, Failure> {
         .map_err(|e| Failure::new(CudaError::INVALID_KERNEL_IMAGE, format!("fat binary: {e}")))
 }
 
+/// Marks a memory file that carries a driver IPC handle.
+const IPC_FILE_MAGIC: &[u8; 8] = b"rcudCIPC";
+
+/// A memory file holding `handle` after [`IPC_FILE_MAGIC`], for the IPC
+/// port to pass to the opening agent.
+fn ipc_handle_file(handle: &driver::IpcMemHandle) -> std::io::Result<std::fs::File> {
+    use nix::sys::memfd::{memfd_create, MFdFlags};
+    use std::io::{Seek, Write};
+    let fd = memfd_create("rcud-cuda-ipc", MFdFlags::MFD_CLOEXEC)?;
+    let mut file = std::fs::File::from(fd);
+    file.write_all(IPC_FILE_MAGIC)?;
+    file.write_all(&handle.0)?;
+    file.rewind()?;
+    Ok(file)
+}
+
+/// The driver IPC handle in a file [`ipc_handle_file`] wrote, or `None` for
+/// any other file.
+fn read_ipc_handle_file(file: std::fs::File) -> Option<driver::IpcMemHandle> {
+    use std::os::unix::fs::FileExt;
+    let mut bytes = [0u8; 8 + 64];
+    file.read_exact_at(&mut bytes, 0).ok()?;
+    let (magic, handle) = bytes.split_at(8);
+    if magic != IPC_FILE_MAGIC {
+        return None;
+    }
+    let mut h = [0u8; 64];
+    h.copy_from_slice(handle);
+    Some(driver::IpcMemHandle(h))
+}
+
 /// A name from the wire as the C string the driver wants.
 fn c_name(name: &str, code: CudaError) -> Result<CString, Failure> {
     CString::new(name).map_err(|_| Failure::new(code, "the name contains a NUL byte"))
@@ -551,6 +582,37 @@ impl DeviceContext for CudaDeviceContext {
             return Err(self.note(&e).code);
         }
         Ok(())
+    }
+
+    /// The file carries the driver's IPC handle of the allocation (the
+    /// memory stays on the GPU): the opening agent, another process, maps
+    /// it with `cuIpcOpenMemHandle`.
+    fn ipc_export(&mut self, ptr: u64) -> Result<(std::fs::File, u64, u64), CudaError> {
+        let ctx = self.live().map_err(|f| f.code)?.clone();
+        let (base, len) = self.memory.region_of(ptr).ok_or(CudaError::INVALID_VALUE)?;
+        if self.memory.check(base, len)? != memory::RegionKind::Malloc {
+            return Err(CudaError::INVALID_VALUE);
+        }
+        let handle = ctx.ipc_mem_handle(base).map_err(|e| self.note(&e).code)?;
+        let file = ipc_handle_file(&handle).map_err(|e| {
+            tracing::warn!("cudaIpcGetMemHandle: a memory file for the handle: {e}");
+            CudaError::OPERATING_SYSTEM
+        })?;
+        Ok((file, base, len))
+    }
+
+    fn ipc_import(&mut self, memory: std::fs::File, len: u64) -> Result<u64, CudaError> {
+        let ctx = self.live().map_err(|f| f.code)?.clone();
+        let handle = read_ipc_handle_file(memory).ok_or(CudaError::INVALID_VALUE)?;
+        let ptr = ctx.ipc_open(handle).map_err(|e| self.note(&e).code)?;
+        self.memory.insert_imported(ptr, len);
+        Ok(ptr)
+    }
+
+    fn ipc_close(&mut self, ptr: u64) -> Result<(), CudaError> {
+        let ctx = self.live().map_err(|f| f.code)?.clone();
+        self.memory.remove_imported(ptr)?;
+        ctx.ipc_close(ptr).map_err(|e| self.note(&e).code)
     }
 
     fn mem_info(&self) -> (u64, u64) {

@@ -585,6 +585,44 @@ fn fake_driver_device_memory_exports_as_a_dma_buf() {
     assert_eq!(err.code, CudaError::INVALID_VALUE);
 }
 
+#[test]
+fn fake_driver_ipc_handles_travel_in_a_memory_file() {
+    let Some(b) = fake_backend("fake_driver_ipc_handles_travel_in_a_memory_file") else {
+        return;
+    };
+    let mut owner = b.open_cuda(0).unwrap();
+    let mut other = b.open_cuda(0).unwrap();
+    let p = owner.malloc(4096).unwrap();
+    // An address inside the allocation names all of it.
+    let (file, base, len) = owner.ipc_export(p + 100).unwrap();
+    assert_eq!((base, len), (p, 4096));
+    assert_eq!(
+        owner.ipc_export(p + 4096).unwrap_err(),
+        CudaError::INVALID_VALUE,
+        "past the allocation"
+    );
+    let held = other.memory_held();
+    let q = other.ipc_import(file, len).unwrap();
+    assert_eq!(q, p);
+    assert_eq!(
+        other.memory_held(),
+        held,
+        "the owner pays for opened memory"
+    );
+    // Usable for copies, not freed by cudaFree, closed once.
+    other.memset(q, 7, 4096).unwrap();
+    assert_eq!(other.free(q).unwrap_err(), CudaError::INVALID_VALUE);
+    other.ipc_close(q).unwrap();
+    assert_eq!(other.ipc_close(q).unwrap_err(), CudaError::INVALID_VALUE);
+    assert_eq!(other.memset(q, 7, 1).unwrap_err(), CudaError::INVALID_VALUE);
+    // A file that holds no driver handle.
+    let junk = tempfile::tempfile().unwrap();
+    assert_eq!(
+        other.ipc_import(junk, 16).unwrap_err(),
+        CudaError::INVALID_VALUE
+    );
+}
+
 // ---- GPU --------------------------------------------------------------
 
 #[test]
