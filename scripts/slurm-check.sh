@@ -8,6 +8,8 @@
 #   - `--gres=rgpu:1` runs tests/cuda/k_vector_add under `rcud run`, which
 #     prints PASS, with RCUD_SERVERS naming GPU #0 of the server;
 #   - `--gres=rgpu:2` sees both GPUs (`rcud info`);
+#   - `srun --gres=rgpu:1` and an srun step started with --export=NONE get
+#     their GPUs from the TaskProlog;
 #   - two jobs holding one GPU each get different GPUs, a third waits
 #     (Reason=Resources) until one is cancelled and then gets its GPU;
 #   - a failing job and cancelled jobs free their GPUs;
@@ -313,14 +315,33 @@ grep -qE "server: +$srv \(GPU #1," "$work/out/two.out" || fail "no GPU #1: $(cat
 expect_ledger_empty "job $j"
 log "rgpu:2 job $j: rcud info shows 2 GPUs, released"
 
+# 2b. An interactive job (srun), and a step inside a batch job that starts
+# without the batch script's environment: each task's environment comes from
+# the TaskProlog.
+out=$(cd "$work/out" && timeout 120 runuser -u "$job_user" -- srun --gres=rgpu:1 \
+    sh -c 'echo "RCUD_SERVERS=$RCUD_SERVERS"') || fail "srun --gres=rgpu:1: $out"
+[[ $out == "RCUD_SERVERS=$srv#0" ]] || fail "srun --gres=rgpu:1 printed \`$out\`"
+# srun returns before the job's epilog has run.
+ledger_empty() { [[ $(ledger_gpus) == 0 ]]; }
+wait_for 30 "the srun job's GPU to be released" ledger_empty
+j=$(submit --gres=rgpu:2 -o "$work/out/step.out" \
+    --wrap "export RCUD_CHECK_MARK=batch; srun -n1 --export=NONE /bin/sh -c \
+        'echo \"step RCUD_SERVERS=\$RCUD_SERVERS mark=\${RCUD_CHECK_MARK-unset}\"'")
+wait_done "$j" 120
+expect_state "$j" COMPLETED
+# mark=unset: the step did not inherit the batch script's environment.
+expect_line "$work/out/step.out" "step RCUD_SERVERS=$srv#0,$srv#1 mark=unset"
+expect_ledger_empty "job $j"
+log "srun job and a step with --export=NONE got their GPUs, released"
+
 # 3. Two holders get different GPUs; a third waits, then takes a freed one.
 hold="echo \"RCUD_SERVERS=\$RCUD_SERVERS\"; exec sleep 300"
 h1=$(submit --gres=rgpu:1 -o "$work/out/h1.out" --wrap "$hold")
 h2=$(submit --gres=rgpu:1 -o "$work/out/h2.out" --wrap "$hold")
 wait_state "$h1" RUNNING 60
 wait_state "$h2" RUNNING 60
-wait_for 30 "the holders' output" grep -q RCUD_SERVERS= "$work/out/h1.out"
-wait_for 30 "the holders' output" grep -q RCUD_SERVERS= "$work/out/h2.out"
+wait_for 30 "the holders' output" grep -qs RCUD_SERVERS= "$work/out/h1.out"
+wait_for 30 "the holders' output" grep -qs RCUD_SERVERS= "$work/out/h2.out"
 g1=$(grep -oE 'RCUD_SERVERS=.*' "$work/out/h1.out" | cut -d= -f2)
 g2=$(grep -oE 'RCUD_SERVERS=.*' "$work/out/h2.out" | cut -d= -f2)
 [[ $g1 != "$g2" && $g1 == "$srv#"[01] && $g2 == "$srv#"[01] ]] ||
