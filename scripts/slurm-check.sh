@@ -28,6 +28,9 @@
 # `$RCUD_SLURM_PROGRAM`. `RCUD_SLURM_KEEP=1` keeps the temporary directory.
 #
 # Usage: scripts/slurm-check.sh      (prints `slurm-check: PASS` at the end)
+
+# Single-quoted `$...` in job commands is meant for the job's shell.
+# shellcheck disable=SC2016
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -189,6 +192,22 @@ log = $work/rcud-slurm.log
 EOF
 chmod 644 "$work/hooks/rcud-slurm.conf"
 
+# 0. A configuration with a typo is refused, with its line.
+mkdir -p "$work/badconf"
+cp "$root/deploy/slurm/rcud-slurm" "$work/badconf/rcud-slurm"
+bad_config() { # text, expected message
+    local out
+    printf '%s\n' "$1" >"$work/badconf/rcud-slurm.conf"
+    if out=$("$work/badconf/rcud-slurm" status 2>&1); then
+        fail "rcud-slurm accepted \`$1\`"
+    fi
+    [[ $out == *"$2"* ]] || fail "rcud-slurm on \`$1\`: $out"
+}
+bad_config $'gpu = 127.0.0.1:1#0\ngpus = 127.0.0.1:1#1' 'rcud-slurm.conf:2: unknown key `gpus`'
+bad_config 'gpu = 127.0.0.1#0' 'gpu `127.0.0.1#0` is not host:port#gpu'
+bad_config 'gpu 127.0.0.1:1' 'rcud-slurm.conf:1: expected `key = value`'
+log "rcud-slurm refuses bad configurations"
+
 cat >"$SLURM_CONF" <<EOF
 ClusterName=rcudcheck
 SlurmctldHost=localhost
@@ -295,11 +314,15 @@ srv=127.0.0.1:$server_port
 
 # 1. One GPU, a CUDA program under rcud.
 t=$SECONDS
+connected() { grep -c 'client connected' "$work/log/rcud-server.log" || true; }
+before=$(connected)
 j=$(submit --gres=rgpu:1 -o "$work/out/one.out" \
     --wrap "echo \"RCUD_SERVERS=\$RCUD_SERVERS\"; $bin/rcud run -- $work/k_vector_add")
 wait_done "$j" 300
 expect_state "$j" COMPLETED
 expect_line "$work/out/one.out" "RCUD_SERVERS=$srv#0"
+# The program ran on the cluster's server, not on one `rcud run` embeds.
+(($(connected) > before)) || fail "rcud-server saw no client during job $j"
 [[ $(tail -n 1 "$work/out/one.out") == PASS ]] || fail "k_vector_add did not pass: $(cat "$work/out/one.out")"
 expect_ledger_empty "job $j"
 log "rgpu:1 job $j: k_vector_add PASS on $srv#0 in $((SECONDS - t)) s, GPU released"

@@ -122,6 +122,7 @@ fn slurm_jobs_get_and_release_rcud_gpus() {
     // Each of the script's checks reports itself; a check that was skipped
     // would be missing here.
     for step in [
+        "rcud-slurm refuses bad configurations",
         "k_vector_add PASS on 127.0.0.1:",
         "rcud info shows 2 GPUs, released",
         "srun job and a step with --export=NONE got their GPUs, released",
