@@ -4,9 +4,11 @@
 # their own, so that a Slurm already installed on the machine is left alone)
 # whose node offers the rcud GPUs of an `rcud-server --backend emu
 # --emu-gpus 2` as the GRES `rgpu:2`, with deploy/slurm/rcud-slurm as its
-# Prolog, Epilog and TaskProlog. Jobs submitted as `nobody` then check:
+# Prolog, Epilog and TaskProlog. First, a configuration with a typo is
+# refused. Jobs submitted as `nobody` then check:
 #   - `--gres=rgpu:1` runs tests/cuda/k_vector_add under `rcud run`, which
-#     prints PASS, with RCUD_SERVERS naming GPU #0 of the server;
+#     prints PASS, with RCUD_SERVERS naming GPU #0 of the server, whose log
+#     shows the client;
 #   - `--gres=rgpu:2` sees both GPUs (`rcud info`);
 #   - `srun --gres=rgpu:1` and an srun step started with --export=NONE get
 #     their GPUs from the TaskProlog;
