@@ -2,24 +2,25 @@
 # End-to-end check of deploy/slurm: a one-node Slurm cluster on loopback
 # (munged, slurmctld, slurmd, all under a temporary directory, with ports of
 # their own, so that a Slurm already installed on the machine is left alone)
-# whose node offers the rcud GPUs of an `rcud-server --backend emu
-# --emu-gpus 2` as the GRES `rgpu:2`, with deploy/slurm/rcud-slurm as its
-# Prolog, Epilog and TaskProlog. First, a configuration with a typo is
-# refused. Jobs submitted as `nobody` then check:
+# whose node offers the GPUs of two emulated `rcud-server`s (A with two
+# GPUs, B with one, handed out whole) as the GRES `rgpu:3`, with
+# deploy/slurm/rcud-slurm as its Prolog, Epilog and TaskProlog. First, a
+# configuration with a typo is refused. Jobs submitted as `nobody` then
+# check:
 #   - `--gres=rgpu:1` runs tests/cuda/k_vector_add under `rcud run`, which
-#     prints PASS, with RCUD_SERVERS naming GPU #0 of the server, whose log
+#     prints PASS, with RCUD_SERVERS naming GPU #0 of server A, whose log
 #     shows the client;
-#   - `--gres=rgpu:2` sees both GPUs (`rcud info`);
+#   - `--gres=rgpu:3` sees the three GPUs of both servers (`rcud info`);
 #   - `srun --gres=rgpu:1` and an srun step started with --export=NONE get
 #     their GPUs from the TaskProlog;
-#   - two jobs holding one GPU each get different GPUs, a third waits
+#   - three jobs holding one GPU each get different GPUs, a fourth waits
 #     (Reason=Resources) until one is cancelled and then gets its GPU;
 #   - a failing job and cancelled jobs free their GPUs;
 #   - a GPU marked by a job that no longer exists (an epilog that never ran)
 #     is reclaimed;
 #   - a job without rgpu runs with RCUD_SERVERS unset, whatever the
 #     submitter's environment held;
-#   - `--gres=rgpu:3` is refused at submission;
+#   - `--gres=rgpu:4` is refused at submission;
 # and after every job the ledger holds no GPU. All daemons are stopped on
 # exit, also on failure.
 #
@@ -173,13 +174,21 @@ munged -F --force --socket="$work/munge/munge.socket" \
 pids+=($!)
 wait_for 10 "munged socket" test -S "$work/munge/munge.socket"
 
+# Two servers: A with two GPUs handed out one by one, B with one GPU handed
+# out as a whole server (an entry without `#gpu`).
+start_server() { # name, GPUs, port
+    "$bin/rcud-server" --backend emu --emu-gpus "$2" --emu-memory 1GiB \
+        --listen "127.0.0.1:$3" >"$work/log/rcud-server-$1.log" 2>&1 &
+    pids+=($!)
+}
+listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 server_port=$(free_port)
-"$bin/rcud-server" --backend emu --emu-gpus 2 --emu-memory 1GiB \
-    --listen "127.0.0.1:$server_port" >"$work/log/rcud-server.log" 2>&1 &
-pids+=($!)
-server_listening() { (exec 3<>"/dev/tcp/127.0.0.1/$server_port") 2>/dev/null; }
-wait_for 30 "rcud-server on port $server_port" server_listening
-log "rcud-server (emu, 2 GPUs) on 127.0.0.1:$server_port"
+start_server a 2 "$server_port"
+wait_for 30 "rcud-server A on port $server_port" listening "$server_port"
+server_b_port=$(free_port)
+start_server b 1 "$server_b_port"
+wait_for 30 "rcud-server B on port $server_b_port" listening "$server_b_port"
+log "rcud-server A (emu, 2 GPUs) on 127.0.0.1:$server_port, B (1 GPU) on 127.0.0.1:$server_b_port"
 
 # The hook as operators install it, with its configuration beside it.
 cp "$root/deploy/slurm/rcud-slurm" "$work/hooks/rcud-slurm"
@@ -188,6 +197,7 @@ ledger=$work/ledger
 cat >"$work/hooks/rcud-slurm.conf" <<EOF
 gpu = 127.0.0.1:$server_port#0
 gpu = 127.0.0.1:$server_port#1
+gpu = 127.0.0.1:$server_b_port
 gres = rgpu
 ledger = $ledger
 log = $work/rcud-slurm.log
@@ -245,11 +255,11 @@ Prolog=$work/hooks/rcud-slurm
 Epilog=$work/hooks/rcud-slurm
 TaskProlog=$work/hooks/rcud-slurm
 PrologFlags=Alloc
-NodeName=localhost NodeAddr=127.0.0.1 CPUs=4 Gres=rgpu:2 State=UNKNOWN
+NodeName=localhost NodeAddr=127.0.0.1 CPUs=4 Gres=rgpu:3 State=UNKNOWN
 PartitionName=main Nodes=localhost Default=YES MaxTime=INFINITE State=UP
 EOF
 cat >"$work/gres.conf" <<EOF
-NodeName=localhost Name=rgpu Count=2
+NodeName=localhost Name=rgpu Count=3
 EOF
 
 slurmctld -D -i >"$work/log/slurmctld.out" 2>&1 &
@@ -313,10 +323,11 @@ expect_line() { # file, line
 }
 
 srv=127.0.0.1:$server_port
+srvb=127.0.0.1:$server_b_port
 
 # 1. One GPU, a CUDA program under rcud.
 t=$SECONDS
-connected() { grep -c 'client connected' "$work/log/rcud-server.log" || true; }
+connected() { grep -c 'client connected' "$work/log/rcud-server-a.log" || true; }
 before=$(connected)
 j=$(submit --gres=rgpu:1 -o "$work/out/one.out" \
     --wrap "echo \"RCUD_SERVERS=\$RCUD_SERVERS\"; $bin/rcud run -- $work/k_vector_add")
@@ -329,16 +340,18 @@ expect_line "$work/out/one.out" "RCUD_SERVERS=$srv#0"
 expect_ledger_empty "job $j"
 log "rgpu:1 job $j: k_vector_add PASS on $srv#0 in $((SECONDS - t)) s, GPU released"
 
-# 2. Both GPUs, as the job's devices 0 and 1.
-j=$(submit --gres=rgpu:2 -o "$work/out/two.out" \
+# 2. All three GPUs of both servers, as the job's devices 0, 1 and 2.
+j=$(submit --gres=rgpu:3 -o "$work/out/three.out" \
     --wrap "echo \"RCUD_SERVERS=\$RCUD_SERVERS\"; $bin/rcud info")
 wait_done "$j" 120
 expect_state "$j" COMPLETED
-expect_line "$work/out/two.out" "RCUD_SERVERS=$srv#0,$srv#1"
-grep -q '^2 remote GPU(s)' "$work/out/two.out" || fail "rcud info: $(cat "$work/out/two.out")"
-grep -qE "server: +$srv \(GPU #1," "$work/out/two.out" || fail "no GPU #1: $(cat "$work/out/two.out")"
+expect_line "$work/out/three.out" "RCUD_SERVERS=$srv#0,$srv#1,$srvb"
+info=$(cat "$work/out/three.out")
+grep -q '^3 remote GPU(s)' <<<"$info" || fail "rcud info: $info"
+grep -qE "server: +$srv \(GPU #1," <<<"$info" || fail "no GPU #1 of A: $info"
+grep -qE "server: +$srvb \(GPU #0," <<<"$info" || fail "no GPU of B: $info"
 expect_ledger_empty "job $j"
-log "rgpu:2 job $j: rcud info shows 2 GPUs, released"
+log "rgpu:3 job $j: rcud info shows 3 GPUs on 2 servers, released"
 
 # 2b. An interactive job (srun), and a step inside a batch job that starts
 # without the batch script's environment: each task's environment comes from
@@ -359,45 +372,49 @@ expect_line "$work/out/step.out" "step RCUD_SERVERS=$srv#0,$srv#1 mark=unset"
 expect_ledger_empty "job $j"
 log "srun job and a step with --export=NONE got their GPUs, released"
 
-# 3. Two holders get different GPUs; a third waits, then takes a freed one.
+# 3. Three holders get different GPUs; a fourth waits, then takes a freed
+# one.
 hold="echo \"RCUD_SERVERS=\$RCUD_SERVERS\"; exec sleep 300"
-h1=$(submit --gres=rgpu:1 -o "$work/out/h1.out" --wrap "$hold")
-h2=$(submit --gres=rgpu:1 -o "$work/out/h2.out" --wrap "$hold")
-wait_state "$h1" RUNNING 60
-wait_state "$h2" RUNNING 60
-wait_for 30 "the holders' output" grep -qs RCUD_SERVERS= "$work/out/h1.out"
-wait_for 30 "the holders' output" grep -qs RCUD_SERVERS= "$work/out/h2.out"
-g1=$(grep -oE 'RCUD_SERVERS=.*' "$work/out/h1.out" | cut -d= -f2)
-g2=$(grep -oE 'RCUD_SERVERS=.*' "$work/out/h2.out" | cut -d= -f2)
-[[ $g1 != "$g2" && $g1 == "$srv#"[01] && $g2 == "$srv#"[01] ]] ||
-    fail "holders got \`$g1\` and \`$g2\`"
-[[ $("$work/hooks/rcud-slurm" status | sort) == "$(printf '%s %s\n%s %s\n' "$g1" "$h1" "$g2" "$h2" | sort)" ]] ||
+holders=() held=() expected_status=""
+for i in 0 1 2; do
+    holders+=("$(submit --gres=rgpu:1 -o "$work/out/hold$i.out" --wrap "$hold")")
+done
+for i in 0 1 2; do
+    wait_state "${holders[i]}" RUNNING 60
+    wait_for 30 "holder ${holders[i]}'s output" grep -qs RCUD_SERVERS= "$work/out/hold$i.out"
+    held+=("$(grep -oE 'RCUD_SERVERS=.*' "$work/out/hold$i.out" | cut -d= -f2)")
+    expected_status+="${held[i]} ${holders[i]}"$'\n'
+done
+[[ $(printf '%s\n' "${held[@]}" | sort) == "$(printf '%s\n' "$srv#0" "$srv#1" "$srvb" | sort)" ]] ||
+    fail "holders got ${held[*]}"
+[[ $("$work/hooks/rcud-slurm" status | sort) == "$(printf '%s' "$expected_status" | sort)" ]] ||
     fail "ledger: $("$work/hooks/rcud-slurm" status)"
-h3=$(submit --gres=rgpu:1 -o "$work/out/h3.out" --wrap 'echo "RCUD_SERVERS=$RCUD_SERVERS"')
+waiter=$(submit --gres=rgpu:1 -o "$work/out/waiter.out" --wrap 'echo "RCUD_SERVERS=$RCUD_SERVERS"')
 # The scheduler gives the reason once it has looked at the job; until then
 # it is PENDING for Reason=None.
 waiting_for_resources() {
     local s
-    s=$(state "$h3")
-    [[ $s == PENDING ]] || fail "job $h3 is $s while both GPUs are held"
-    scontrol show job "$h3" | grep -q 'Reason=Resources'
+    s=$(state "$waiter")
+    [[ $s == PENDING ]] || fail "job $waiter is $s while every GPU is held"
+    scontrol show job "$waiter" | grep -q 'Reason=Resources'
 }
-wait_for 30 "job $h3 to wait for Resources" waiting_for_resources
+wait_for 30 "job $waiter to wait for Resources" waiting_for_resources
 sleep 2
-[[ $(state "$h3") == PENDING ]] || fail "job $h3 is $(state "$h3") while both GPUs are held"
-scancel "$h1"
-wait_done "$h1" 60
-expect_state "$h1" CANCELLED
-wait_done "$h3" 60
-expect_state "$h3" COMPLETED
-expect_line "$work/out/h3.out" "RCUD_SERVERS=$g1"
-scancel "$h2"
-wait_done "$h2" 60
-expect_ledger_empty "cancelling jobs $h1 and $h2"
-log "holders $h1 ($g1) and $h2 ($g2); $h3 waited for Resources, then got $g1; all released"
+[[ $(state "$waiter") == PENDING ]] || fail "job $waiter is $(state "$waiter") while every GPU is held"
+scancel "${holders[1]}"
+wait_done "${holders[1]}" 60
+expect_state "${holders[1]}" CANCELLED
+wait_done "$waiter" 60
+expect_state "$waiter" COMPLETED
+expect_line "$work/out/waiter.out" "RCUD_SERVERS=${held[1]}"
+scancel "${holders[0]}" "${holders[2]}"
+wait_done "${holders[0]}" 60
+wait_done "${holders[2]}" 60
+expect_ledger_empty "cancelling jobs ${holders[*]}"
+log "holders ${holders[*]} got ${held[*]}; $waiter waited for Resources, then got ${held[1]}; all released"
 
 # 4. A failing job frees its GPUs.
-j=$(submit --gres=rgpu:2 -o "$work/out/fail.out" --wrap 'exit 3')
+j=$(submit --gres=rgpu:3 -o "$work/out/fail.out" --wrap 'exit 3')
 wait_done "$j" 60
 expect_state "$j" FAILED
 expect_ledger_empty "failed job $j"
@@ -405,10 +422,10 @@ log "failed job $j: GPUs released"
 
 # 5. A mark left by a job that is gone is reclaimed.
 printf '999999\n' >"$ledger/gpus/0"
-j=$(submit --gres=rgpu:2 -o "$work/out/stale.out" --wrap 'echo "RCUD_SERVERS=$RCUD_SERVERS"')
+j=$(submit --gres=rgpu:3 -o "$work/out/stale.out" --wrap 'echo "RCUD_SERVERS=$RCUD_SERVERS"')
 wait_done "$j" 60
 expect_state "$j" COMPLETED
-expect_line "$work/out/stale.out" "RCUD_SERVERS=$srv#0,$srv#1"
+expect_line "$work/out/stale.out" "RCUD_SERVERS=$srv#0,$srv#1,$srvb"
 grep -q 'reclaiming GPU .* from job 999999' "$work/rcud-slurm.log" || fail "no reclaim logged"
 expect_ledger_empty "job $j"
 log "stale mark of job 999999 reclaimed by job $j"
@@ -421,11 +438,11 @@ expect_line "$work/out/none.out" "RCUD_SERVERS=unset"
 log "job $j without rgpu: RCUD_SERVERS unset"
 
 # 7. More GPUs than the node has: refused at submission.
-if out=$(submit --gres=rgpu:3 --wrap true 2>&1); then
-    fail "rgpu:3 was accepted as job $out"
+if out=$(submit --gres=rgpu:4 --wrap true 2>&1); then
+    fail "rgpu:4 was accepted as job $out"
 fi
-grep -q 'Requested node configuration is not available' <<<"$out" || fail "rgpu:3: $out"
-log "rgpu:3 refused: ${out##*error: }"
+grep -q 'Requested node configuration is not available' <<<"$out" || fail "rgpu:4: $out"
+log "rgpu:4 refused: ${out##*error: }"
 
 expect_ledger_empty "all jobs"
 log "PASS in $((SECONDS - started)) s"

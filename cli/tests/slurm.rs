@@ -1,6 +1,6 @@
 //! rcud GPUs handed out by Slurm (`deploy/slurm`): runs
 //! `scripts/slurm-check.sh`, which starts a one-node Slurm cluster on
-//! loopback with an emulated `rcud-server`, submits jobs asking for the
+//! loopback with two emulated `rcud-server`s, submits jobs asking for the
 //! `rgpu` GRES (one runs `tests/cuda/k_vector_add` under `rcud run`), and
 //! checks their RCUD_SERVERS, their output and that every GPU is released.
 //!
@@ -124,13 +124,13 @@ fn slurm_jobs_get_and_release_rcud_gpus() {
     for step in [
         "rcud-slurm refuses bad configurations",
         "k_vector_add PASS on 127.0.0.1:",
-        "rcud info shows 2 GPUs, released",
+        "rcud info shows 3 GPUs on 2 servers, released",
         "srun job and a step with --export=NONE got their GPUs, released",
         "waited for Resources, then got",
         "GPUs released",
         "reclaimed by job",
         "without rgpu: RCUD_SERVERS unset",
-        "rgpu:3 refused",
+        "rgpu:4 refused",
     ] {
         if !run.stderr.contains(step) {
             run.fail(&format!("the check did not report `{step}`"), None);
