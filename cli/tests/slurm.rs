@@ -5,7 +5,7 @@
 //! checks their RCUD_SERVERS, their output and that every GPU is released.
 //!
 //! The script needs root (passwordless sudo will do), and installs Debian's
-//! `slurm-wlm` and `munge` with apt-get when they are missing (16 to 21 s on
+//! `slurm-wlm` and `munge` with apt-get when they are missing (16 to 22 s on
 //! the development machine; the cluster and its jobs take 25 s more). Hence it
 //! runs:
 //! - always with `RCUD_SLURM=1` (then a missing prerequisite is a failure);
