@@ -26,6 +26,9 @@ export RCUD_REQUIRE_CUDA=1
 # OpenSM and a simulated fabric (ibsim) for cli/tests/qos.rs, from Debian.
 export RCUD_OPENSM="$(scripts/ensure-opensm.sh)"
 export RCUD_REQUIRE_OPENSM=1
+# A one-node Slurm cluster on loopback for cli/tests/slurm.rs (slurm-wlm and
+# munge from Debian, installed by scripts/slurm-check.sh): must not skip.
+export RCUD_SLURM=1
 
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --release -- -D warnings
