@@ -6,8 +6,9 @@
 # `rcud run`, as well as CuPy, numba-cuda and cuda-python with chosen subsets
 # of their own test suites. Installs the CUDA compiler (into .venv-cuda, when
 # `nvcc` is not on PATH) and the Python libraries (.venv-cupy13,
-# .venv-cupy12, .venv-numba) from PyPI, and OpenSM with the ibsim fabric
-# simulator from Debian. No GPU or RDMA hardware is needed.
+# .venv-cupy12, .venv-numba) from PyPI, OpenSM with the ibsim fabric
+# simulator from Debian, and cargo-deb (into target/tools) from crates.io.
+# No GPU or RDMA hardware is needed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -26,6 +27,9 @@ export RCUD_REQUIRE_CUDA=1
 # OpenSM and a simulated fabric (ibsim) for cli/tests/qos.rs, from Debian.
 export RCUD_OPENSM="$(scripts/ensure-opensm.sh)"
 export RCUD_REQUIRE_OPENSM=1
+# cargo-deb for cli/tests/package.rs (built once into target/tools).
+export RCUD_CARGO_DEB="$(scripts/ensure-cargo-deb.sh)"
+export RCUD_REQUIRE_DEB=1
 
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --release -- -D warnings
