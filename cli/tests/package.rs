@@ -42,6 +42,13 @@ const FILES: &[(&str, u32)] = &[
 /// `dpkg-deb` is missing and `RCUD_REQUIRE_DEB` is not `1`.
 fn cargo_deb(test: &str) -> Option<PathBuf> {
     let explicit = std::env::var_os("RCUD_CARGO_DEB").filter(|v| !v.is_empty());
+    if let Some(path) = explicit.as_ref().map(PathBuf::from) {
+        assert!(
+            path.is_file(),
+            "RCUD_CARGO_DEB={} is not a file",
+            path.display()
+        );
+    }
     let found = explicit.map(PathBuf::from).or_else(|| {
         let on_path = std::env::var_os("PATH")
             .into_iter()
