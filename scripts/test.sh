@@ -6,8 +6,10 @@
 # `rcud run`, as well as CuPy, numba-cuda and cuda-python with chosen subsets
 # of their own test suites. Installs the CUDA compiler (into .venv-cuda, when
 # `nvcc` is not on PATH) and the Python libraries (.venv-cupy13,
-# .venv-cupy12, .venv-numba) from PyPI, and OpenSM with the ibsim fabric
-# simulator from Debian. No GPU or RDMA hardware is needed.
+# .venv-cupy12, .venv-numba) from PyPI, OpenSM with the ibsim fabric
+# simulator and Slurm (slurm-wlm, munge) from Debian, and cargo-deb (into
+# target/tools) from crates.io.
+# No GPU or RDMA hardware is needed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -29,6 +31,9 @@ export RCUD_REQUIRE_OPENSM=1
 # A one-node Slurm cluster on loopback for cli/tests/slurm.rs (slurm-wlm and
 # munge from Debian, installed by scripts/slurm-check.sh): must not skip.
 export RCUD_SLURM=1
+# cargo-deb for cli/tests/package.rs (built once into target/tools).
+export RCUD_CARGO_DEB="$(scripts/ensure-cargo-deb.sh)"
+export RCUD_REQUIRE_DEB=1
 
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --release -- -D warnings

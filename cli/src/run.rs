@@ -167,11 +167,21 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode, Box<dyn std::error::Error>>
     Ok(exit_code(status))
 }
 
-/// The library next to the running `rcud` executable (`target/<profile>/`).
+/// Where the library lies relative to the directory of the running `rcud`:
+/// beside it (cargo's `target/<profile>/`), or in `../lib/rcud/` (the Debian
+/// package: `/usr/bin/rcud`, `/usr/lib/rcud/librcudart.so`).
+const LIBRARY_DIRS: &[&str] = &[".", "../lib/rcud"];
+
+/// The first library found in [`LIBRARY_DIRS`], else the one beside the
+/// executable (which the caller reports as missing).
 pub(crate) fn default_library() -> Result<PathBuf, std::io::Error> {
     let exe = std::env::current_exe()?;
     let dir = exe.parent().unwrap_or(Path::new("."));
-    Ok(dir.join(LIBRARY_FILE))
+    Ok(LIBRARY_DIRS
+        .iter()
+        .map(|d| dir.join(d).join(LIBRARY_FILE))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| dir.join(LIBRARY_FILE)))
 }
 
 /// The one-time credentials of an embedded server: a tenant whose random
