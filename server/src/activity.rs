@@ -1,205 +1,331 @@
 //! What `rcud smi` and NVML see of a server: which clients hold which GPU,
 //! how much device memory each holds, and how busy each GPU has been.
 //!
-//! One table per server process. Agent threads register here; with
-//! process isolation every agent process has a table of its own, so a
-//! client sees itself only (see docs/nvml.md).
+//! One table per server in shared memory (`rcud-shm`), made by the
+//! listener and handed to every agent process (or shared by the agent
+//! threads), so that the agent answering `DeviceStatus` sees every client.
+//! Layout, in 64-bit words: per GPU ([`GPUS`]) [`GPU_WORDS`] words of busy
+//! time, then per client slot ([`SLOTS`]) [`SLOT_WORDS`] words.
 
-use std::collections::BTreeMap;
+use std::io;
+use std::os::fd::{BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use rcud_shm::SharedWords;
+
+/// GPUs whose busy time is counted (more are listed without utilisation).
+pub const GPUS: u64 = 64;
+/// Clients listed at once; more are served but not listed.
+pub const SLOTS: u64 = 1024;
+const GPU_WORDS: u64 = 8;
+const SLOT_WORDS: u64 = 16;
+/// Bytes of a client's description and of its tenant's name kept.
+const CLIENT_BYTES: usize = 64;
+const TENANT_BYTES: usize = 32;
+
+// GPU words.
+const BUSY_TOTAL: u64 = 0;
+const MEMORY_TOTAL: u64 = 1;
+const WINDOW_START: u64 = 2;
+const BUSY_AT_START: u64 = 3;
+const MEMORY_AT_START: u64 = 4;
+/// The last complete window's percents: `LAST_SET | gpu << 32 | memory`.
+const LAST: u64 = 5;
+const LAST_SET: u64 = 1 << 63;
+
+// Slot words: state (0 free, 1 taken, 2 + gpu attached), memory, pid,
+// then the client's description and tenant, NUL-padded, and the pid of the
+// agent's process (a killed agent process leaves its slot taken: the
+// slot is freed when that process is found gone).
+const STATE: u64 = 0;
+const MEMORY: u64 = 1;
+const PID: u64 = 2;
+const CLIENT: u64 = 3;
+const TENANT: u64 = CLIENT + (CLIENT_BYTES / 8) as u64;
+const AGENT: u64 = TENANT + (TENANT_BYTES / 8) as u64;
+const FREE: u64 = 0;
+const TAKEN: u64 = 1;
+const ATTACHED: u64 = 2;
 
 /// Utilisation is the busy share of the last complete window of this
-/// length (NVML samples over 1/6 s to 1 s), or of the current one when
-/// the last ended long ago.
+/// length (NVML samples over 1/6 s to 1 s), or of the current one while
+/// none is complete.
 const WINDOW: Duration = Duration::from_secs(1);
 
-/// "No GPU attached" in [`ClientSlot::gpu`].
-const NO_GPU: u64 = u64::MAX;
-
-/// One connected client, updated by its agent without taking the lock.
+/// The shared table.
 #[derive(Debug)]
-pub struct ClientSlot {
-    /// The client's self-description from its hello ("program (pid N)").
-    pub client: String,
-    /// Its tenant; empty on a server without tenants.
-    pub tenant: String,
-    gpu: AtomicU64,
-    memory: AtomicU64,
+pub struct Activity {
+    words: SharedWords,
 }
 
-impl ClientSlot {
-    /// The GPU the client attached to, if any.
-    pub fn gpu(&self) -> Option<u32> {
-        u32::try_from(self.gpu.load(Ordering::Relaxed)).ok()
+impl Activity {
+    const LEN: u64 = GPUS * GPU_WORDS + SLOTS * SLOT_WORDS;
+
+    fn create() -> io::Result<Self> {
+        Ok(Self {
+            words: SharedWords::create(c"rcud-activity", Self::LEN)?,
+        })
     }
 
-    /// Device memory its context holds, in bytes.
-    pub fn memory(&self) -> u64 {
-        self.memory.load(Ordering::Relaxed)
+    /// The descriptor to hand to agent processes.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.words.fd()
     }
 
-    /// The process id in the client's description, 0 if it names none.
-    pub fn pid(&self) -> u32 {
-        self.client
-            .rsplit_once("(pid ")
-            .and_then(|(_, rest)| rest.strip_suffix(')'))
-            .and_then(|pid| pid.parse().ok())
-            .unwrap_or(0)
+    fn gpu_word(&self, gpu: u32, word: u64) -> Option<&AtomicU64> {
+        (u64::from(gpu) < GPUS).then(|| self.words.word(u64::from(gpu) * GPU_WORDS + word))
+    }
+
+    fn slot_word(&self, slot: u64, word: u64) -> &AtomicU64 {
+        self.words.word(GPUS * GPU_WORDS + slot * SLOT_WORDS + word)
+    }
+
+    fn write_text(&self, slot: u64, first: u64, bytes: usize, text: &str) {
+        let mut padded = vec![0u8; bytes];
+        // Cut at a character boundary, keeping a NUL.
+        let mut end = text.len().min(bytes - 1);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        padded[..end].copy_from_slice(&text.as_bytes()[..end]);
+        for (i, chunk) in padded.chunks_exact(8).enumerate() {
+            let word = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+            self.slot_word(slot, first + i as u64)
+                .store(word, Ordering::Relaxed);
+        }
+    }
+
+    fn read_text(&self, slot: u64, first: u64, bytes: usize) -> String {
+        let raw: Vec<u8> = (0..bytes as u64 / 8)
+            .flat_map(|i| {
+                self.slot_word(slot, first + i)
+                    .load(Ordering::Relaxed)
+                    .to_le_bytes()
+            })
+            .collect();
+        let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
+        String::from_utf8_lossy(&raw[..end]).into_owned()
+    }
+
+    /// Closes GPU `gpu`'s window if it is over; whoever wins the race
+    /// closes it.
+    fn roll(&self, gpu: u32, now: u64) {
+        let word = |w| self.gpu_word(gpu, w);
+        let (Some(start), Some(busy), Some(memory)) =
+            (word(WINDOW_START), word(BUSY_TOTAL), word(MEMORY_TOTAL))
+        else {
+            return;
+        };
+        let (Some(busy_at), Some(memory_at), Some(last)) =
+            (word(BUSY_AT_START), word(MEMORY_AT_START), word(LAST))
+        else {
+            return;
+        };
+        let began = start.load(Ordering::Acquire);
+        let elapsed = now.saturating_sub(began);
+        if began != 0 && elapsed < WINDOW.as_nanos() as u64 {
+            return;
+        }
+        if start
+            .compare_exchange(began, now, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return;
+        }
+        let (b, m) = (busy.load(Ordering::Acquire), memory.load(Ordering::Acquire));
+        let (b0, m0) = (
+            busy_at.swap(b, Ordering::AcqRel),
+            memory_at.swap(m, Ordering::AcqRel),
+        );
+        if began == 0 {
+            return;
+        }
+        // A window that ended long ago says nothing about now.
+        let (gpu_pct, memory_pct) = if elapsed >= 2 * WINDOW.as_nanos() as u64 {
+            (0, 0)
+        } else {
+            (percent(b - b0, elapsed), percent(m - m0, elapsed))
+        };
+        last.store(LAST_SET | gpu_pct << 32 | memory_pct, Ordering::Release);
     }
 }
 
-/// A client's entry in the table; dropping it removes the entry.
+/// `part` of `whole` nanoseconds in whole percents, at most 100.
+fn percent(part: u64, whole: u64) -> u64 {
+    if whole == 0 {
+        return 0;
+    }
+    ((part as f64 / whole as f64 * 100.0).round() as u64).min(100)
+}
+
+/// Nanoseconds since the epoch: a clock every process of the server
+/// reads alike (a step of the system clock only skews one window).
+fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+static TABLE: OnceLock<Option<Activity>> = OnceLock::new();
+
+/// The server's table: made on first use in the listener, adopted from the
+/// listener in an agent process ([`adopt`]). `None` when no shared memory
+/// could be had; then nothing is listed.
+pub fn table() -> Option<&'static Activity> {
+    TABLE
+        .get_or_init(|| match Activity::create() {
+            Ok(t) => Some(t),
+            Err(e) => {
+                tracing::warn!("no table of clients for rcud smi and NVML: {e}");
+                None
+            }
+        })
+        .as_ref()
+}
+
+/// In an agent process: uses the listener's table behind `fd`.
+pub fn adopt(fd: OwnedFd) -> io::Result<()> {
+    let words = SharedWords::open(fd, Activity::LEN)?;
+    TABLE
+        .set(Some(Activity { words }))
+        .map_err(|_| io::Error::other("the table of clients is set already"))
+}
+
+/// A client listed in the table until dropped.
 #[derive(Debug)]
 pub struct Registration {
-    id: u64,
-    slot: Arc<ClientSlot>,
+    slot: Option<u64>,
+}
+
+/// Enters a client in the table; `client` is its self-description
+/// ("program (pid N)").
+pub fn register(client: &str, tenant: &str) -> Registration {
+    let Some(t) = table() else {
+        return Registration { slot: None };
+    };
+    let slot = (0..SLOTS).find(|&s| {
+        t.slot_word(s, STATE)
+            .compare_exchange(FREE, TAKEN, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    });
+    if let Some(s) = slot {
+        t.slot_word(s, MEMORY).store(0, Ordering::Relaxed);
+        t.slot_word(s, PID)
+            .store(u64::from(pid_of(client)), Ordering::Relaxed);
+        t.write_text(s, CLIENT, CLIENT_BYTES, client);
+        t.write_text(s, TENANT, TENANT_BYTES, tenant);
+        t.slot_word(s, AGENT)
+            .store(u64::from(std::process::id()), Ordering::Relaxed);
+    } else {
+        tracing::warn!(
+            client,
+            "the table of clients is full: rcud smi and NVML will not list this one"
+        );
+    }
+    Registration { slot }
 }
 
 impl Registration {
+    fn word(&self, word: u64) -> Option<&'static AtomicU64> {
+        Some(table()?.slot_word(self.slot?, word))
+    }
+
     /// Records that the client attached to `gpu`.
     pub fn attach(&self, gpu: u32) {
-        self.slot.gpu.store(u64::from(gpu), Ordering::Relaxed);
+        if let Some(state) = self.word(STATE) {
+            state.store(ATTACHED + u64::from(gpu), Ordering::Release);
+        }
     }
 
     /// Records the device memory the client's context holds.
     pub fn set_memory(&self, bytes: u64) {
-        self.slot.memory.store(bytes, Ordering::Relaxed);
+        if let Some(memory) = self.word(MEMORY) {
+            memory.store(bytes, Ordering::Relaxed);
+        }
     }
 
     /// Adds `busy` time spent on a request of this client to its GPU;
     /// `memory` if the request copied or set memory.
     pub fn record(&self, busy: Duration, memory: bool) {
-        if let Some(gpu) = self.slot.gpu() {
-            table().busy(gpu).add(Instant::now(), busy, memory);
+        let (Some(t), Some(state)) = (table(), self.word(STATE)) else {
+            return;
+        };
+        let Some(gpu) = state.load(Ordering::Acquire).checked_sub(ATTACHED) else {
+            return;
+        };
+        let gpu = gpu as u32;
+        t.roll(gpu, now_ns());
+        let ns = busy.as_nanos() as u64;
+        if let Some(w) = t.gpu_word(gpu, BUSY_TOTAL) {
+            w.fetch_add(ns, Ordering::AcqRel);
+        }
+        if memory {
+            if let Some(w) = t.gpu_word(gpu, MEMORY_TOTAL) {
+                w.fetch_add(ns, Ordering::AcqRel);
+            }
         }
     }
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        lock(&table().clients).remove(&self.id);
-    }
-}
-
-/// Busy time of one GPU in the current and the last window.
-#[derive(Debug, Default)]
-struct BusyWindow {
-    start: Option<Instant>,
-    busy: Duration,
-    memory: Duration,
-    /// Busy and memory shares (0..=1) of the last complete window.
-    last: Option<(f64, f64)>,
-}
-
-impl BusyWindow {
-    /// Closes the current window if it is over.
-    fn roll(&mut self, now: Instant) {
-        let start = *self.start.get_or_insert(now);
-        let elapsed = now.saturating_duration_since(start);
-        if elapsed >= WINDOW {
-            let secs = elapsed.as_secs_f64();
-            self.last = Some((
-                (self.busy.as_secs_f64() / secs).min(1.0),
-                (self.memory.as_secs_f64() / secs).min(1.0),
-            ));
-            // A window that ended long ago says nothing about now.
-            if elapsed >= 2 * WINDOW {
-                self.last = Some((0.0, 0.0));
-            }
-            self.start = Some(now);
-            self.busy = Duration::ZERO;
-            self.memory = Duration::ZERO;
+        if let Some(state) = self.word(STATE) {
+            state.store(FREE, Ordering::Release);
         }
     }
+}
 
-    fn add(&mut self, now: Instant, busy: Duration, memory: bool) {
-        self.roll(now);
-        self.busy += busy;
-        if memory {
-            self.memory += busy;
-        }
-    }
+/// The process id in a client's description, 0 if it names none.
+fn pid_of(client: &str) -> u32 {
+    client
+        .rsplit_once("(pid ")
+        .and_then(|(_, rest)| rest.strip_suffix(')'))
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or(0)
+}
 
-    /// (GPU, memory) utilisation in percent.
-    fn percent(&mut self, now: Instant) -> (u32, u32) {
-        self.roll(now);
-        let (busy, memory) = self.last.unwrap_or_else(|| {
-            // Not a full window yet: the share of the time so far.
-            let secs = self
-                .start
-                .map_or(0.0, |s| now.saturating_duration_since(s).as_secs_f64());
-            if secs <= 0.0 {
-                (0.0, 0.0)
-            } else {
-                (
-                    (self.busy.as_secs_f64() / secs).min(1.0),
-                    (self.memory.as_secs_f64() / secs).min(1.0),
-                )
+/// A client holding a GPU, as the table lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientInfo {
+    /// Its process id on its host (0 if unknown).
+    pub pid: u32,
+    /// Device memory its context holds.
+    pub memory: u64,
+    /// Its self-description.
+    pub client: String,
+    /// Its tenant; empty without tenants.
+    pub tenant: String,
+}
+
+/// The clients attached to `gpu`, by slot.
+pub fn clients_of(gpu: u32) -> Vec<ClientInfo> {
+    let Some(t) = table() else {
+        return Vec::new();
+    };
+    let state = ATTACHED + u64::from(gpu);
+    (0..SLOTS)
+        .filter(|&s| t.slot_word(s, STATE).load(Ordering::Acquire) == state)
+        .filter(|&s| {
+            let agent = t.slot_word(s, AGENT).load(Ordering::Relaxed);
+            let alive = std::path::Path::new(&format!("/proc/{agent}")).exists();
+            if !alive {
+                let _ = t.slot_word(s, STATE).compare_exchange(
+                    state,
+                    FREE,
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                );
             }
-        });
-        // Whole percents, as NVML reports them.
-        (
-            (busy * 100.0).round() as u32,
-            (memory * 100.0).round() as u32,
-        )
-    }
-}
-
-/// Per-GPU busy time, shared by the agents.
-#[derive(Debug, Default)]
-struct GpuBusy(Mutex<BusyWindow>);
-
-impl GpuBusy {
-    fn add(&self, now: Instant, busy: Duration, memory: bool) {
-        lock(&self.0).add(now, busy, memory);
-    }
-}
-
-#[derive(Debug, Default)]
-struct Table {
-    next: AtomicU64,
-    clients: Mutex<BTreeMap<u64, Arc<ClientSlot>>>,
-    gpus: Mutex<BTreeMap<u32, Arc<GpuBusy>>>,
-}
-
-impl Table {
-    fn busy(&self, gpu: u32) -> Arc<GpuBusy> {
-        lock(&self.gpus).entry(gpu).or_default().clone()
-    }
-}
-
-fn table() -> &'static Table {
-    static TABLE: OnceLock<Table> = OnceLock::new();
-    TABLE.get_or_init(Table::default)
-}
-
-/// A poisoned lock only means a panicking agent; the data stay usable.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Enters a client in the table until the returned registration drops.
-pub fn register(client: &str, tenant: &str) -> Registration {
-    let t = table();
-    let id = t.next.fetch_add(1, Ordering::Relaxed);
-    let slot = Arc::new(ClientSlot {
-        client: client.to_string(),
-        tenant: tenant.to_string(),
-        gpu: AtomicU64::new(NO_GPU),
-        memory: AtomicU64::new(0),
-    });
-    lock(&t.clients).insert(id, slot.clone());
-    Registration { id, slot }
-}
-
-/// The clients attached to `gpu`, oldest first.
-pub fn clients_of(gpu: u32) -> Vec<Arc<ClientSlot>> {
-    lock(&table().clients)
-        .values()
-        .filter(|c| c.gpu() == Some(gpu))
-        .cloned()
+            alive
+        })
+        .map(|s| ClientInfo {
+            pid: t.slot_word(s, PID).load(Ordering::Relaxed) as u32,
+            memory: t.slot_word(s, MEMORY).load(Ordering::Relaxed),
+            client: t.read_text(s, CLIENT, CLIENT_BYTES),
+            tenant: t.read_text(s, TENANT, TENANT_BYTES),
+        })
         .collect()
 }
 
@@ -207,7 +333,25 @@ pub fn clients_of(gpu: u32) -> Vec<Arc<ClientSlot>> {
 /// second during which the server ran requests of its clients (kernels,
 /// synchronisations, copies), and of that, copies and memsets.
 pub fn utilisation(gpu: u32) -> (u32, u32) {
-    lock(&table().busy(gpu).0).percent(Instant::now())
+    let Some(t) = table() else {
+        return (0, 0);
+    };
+    let now = now_ns();
+    t.roll(gpu, now);
+    let (Some(last), Some(start)) = (t.gpu_word(gpu, LAST), t.gpu_word(gpu, WINDOW_START)) else {
+        return (0, 0);
+    };
+    let last = last.load(Ordering::Acquire);
+    if last & LAST_SET != 0 {
+        return (((last >> 32) & 0xffff) as u32, (last & 0xffff) as u32);
+    }
+    // No complete window yet: the share of the current one.
+    let elapsed = now.saturating_sub(start.load(Ordering::Acquire));
+    let word = |w| t.gpu_word(gpu, w).map_or(0, |a| a.load(Ordering::Acquire));
+    (
+        percent(word(BUSY_TOTAL) - word(BUSY_AT_START), elapsed) as u32,
+        percent(word(MEMORY_TOTAL) - word(MEMORY_AT_START), elapsed) as u32,
+    )
 }
 
 #[cfg(test)]
@@ -216,38 +360,69 @@ mod tests {
 
     #[test]
     fn pid_comes_from_the_client_description() {
-        let r = register("/usr/bin/python3 (pid 4242)", "");
-        assert_eq!(r.slot.pid(), 4242);
-        let other = register("a tool", "");
-        assert_eq!(other.slot.pid(), 0);
+        assert_eq!(pid_of("/usr/bin/python3 (pid 4242)"), 4242);
+        assert_eq!(pid_of("a tool"), 0);
     }
 
     #[test]
     fn clients_are_listed_by_gpu_until_they_leave() {
         let a = register("a (pid 1)", "t1");
-        a.attach(7001);
+        a.attach(61);
         a.set_memory(4096);
         let b = register("b (pid 2)", "t2");
-        b.attach(7002);
-        let on = clients_of(7001);
-        assert_eq!(on.len(), 1);
-        assert_eq!((on[0].pid(), on[0].memory()), (1, 4096));
+        b.attach(62);
+        let on = clients_of(61);
+        assert_eq!(
+            on,
+            [ClientInfo {
+                pid: 1,
+                memory: 4096,
+                client: "a (pid 1)".into(),
+                tenant: "t1".into()
+            }]
+        );
         drop(a);
-        assert!(clients_of(7001).is_empty());
-        assert_eq!(clients_of(7002).len(), 1);
+        assert!(clients_of(61).is_empty());
+        assert_eq!(clients_of(62).len(), 1);
+    }
+
+    #[test]
+    fn long_names_are_cut_at_a_character_boundary() {
+        let name = "é".repeat(40);
+        let r = register(&name, "");
+        r.attach(60);
+        let listed = &clients_of(60)[0].client;
+        assert!(
+            name.starts_with(listed.as_str()) && listed.len() == 62,
+            "{listed}"
+        );
     }
 
     #[test]
     fn utilisation_is_the_busy_share_of_the_last_window() {
-        let mut w = BusyWindow::default();
-        let t0 = Instant::now();
-        w.add(t0, Duration::ZERO, false);
-        w.add(t0 + WINDOW / 4, WINDOW / 4, false);
-        w.add(t0 + WINDOW / 2, WINDOW / 4, true);
-        assert_eq!(w.percent(t0 + WINDOW), (50, 25));
-        // The next window, idle so far, does not hide the last one.
-        assert_eq!(w.percent(t0 + WINDOW + WINDOW / 2), (50, 25));
+        let t = table().expect("shared memory");
+        let gpu = 63;
+        let w = WINDOW.as_nanos() as u64;
+        let t0 = 1_000 * w;
+        let add = |at: u64, busy: u64, memory: bool| {
+            t.roll(gpu, at);
+            t.gpu_word(gpu, BUSY_TOTAL)
+                .unwrap()
+                .fetch_add(busy, Ordering::AcqRel);
+            if memory {
+                t.gpu_word(gpu, MEMORY_TOTAL)
+                    .unwrap()
+                    .fetch_add(busy, Ordering::AcqRel);
+            }
+        };
+        let last = || t.gpu_word(gpu, LAST).unwrap().load(Ordering::Acquire);
+        add(t0, 0, false);
+        add(t0 + w / 4, w / 4, false);
+        add(t0 + w / 2, w / 4, true);
+        t.roll(gpu, t0 + w);
+        assert_eq!(last(), LAST_SET | 50 << 32 | 25);
         // Long idle: nothing.
-        assert_eq!(w.percent(t0 + 5 * WINDOW), (0, 0));
+        t.roll(gpu, t0 + 5 * w);
+        assert_eq!(last(), LAST_SET);
     }
 }

@@ -323,22 +323,20 @@ impl Agent {
     fn device_status(&self, gpu: u32) -> Result<rep::DeviceStatus, CudaError> {
         let (props, _) = self.backend.device_info(gpu)?;
         let processes: Vec<ops::ProcessStatus> = activity::clients_of(gpu)
-            .iter()
+            .into_iter()
             .map(|c| {
-                let visible = self.tenant.is_empty() || c.tenant == self.tenant;
-                ops::ProcessStatus {
-                    pid: if visible { c.pid() } else { 0 },
-                    memory: c.memory(),
-                    client: if visible {
-                        c.client.clone()
-                    } else {
-                        String::new()
-                    },
-                    tenant: if visible {
-                        c.tenant.clone()
-                    } else {
-                        String::new()
-                    },
+                if self.tenant.is_empty() || c.tenant == self.tenant {
+                    ops::ProcessStatus {
+                        pid: c.pid,
+                        memory: c.memory,
+                        client: c.client,
+                        tenant: c.tenant,
+                    }
+                } else {
+                    ops::ProcessStatus {
+                        memory: c.memory,
+                        ..ops::ProcessStatus::default()
+                    }
                 }
             })
             .collect();
