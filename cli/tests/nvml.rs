@@ -27,10 +27,20 @@ const NVIDIA_ML_PY: &str = "nvidia-ml-py==13.615.71";
 
 /// `rcud smi --server ADDR`: its table.
 fn smi(env: &Env, server: &Server) -> String {
+    smi_as(env, server, None)
+}
+
+/// `rcud smi --server ADDR` with the credentials `token` (`tenant:secret`).
+fn smi_as(env: &Env, server: &Server, token: Option<&str>) -> String {
     let mut cmd = Command::new(&env.rcud);
     cmd.env_remove("RCUD_SERVERS")
+        .env_remove("RCUD_TOKEN_FILE")
         .args(["smi", "--server"])
         .arg(server.addr.to_string());
+    match token {
+        Some(t) => cmd.env("RCUD_TOKEN", t),
+        None => cmd.env_remove("RCUD_TOKEN"),
+    };
     let run = run_with_timeout(cmd, SMI_TIMEOUT);
     assert!(
         run.status.success(),
@@ -76,25 +86,8 @@ fn smi_with(cudart: &str) {
     }
     assert!(idle.contains("Processes:\n  none"), "{idle}");
 
-    let mut holder = Command::new(&env.rcud)
-        .env_remove("RCUD_SERVERS")
-        .env_remove("LD_PRELOAD")
-        .args(["run", "--server"])
-        .arg(server.addr.to_string())
-        .arg("--")
-        .arg(&program)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start hold_memory under rcud run");
-    let mut out = BufReader::new(holder.stdout.take().expect("stdout"));
-    let mut line = String::new();
-    out.read_line(&mut line).expect("read hold_memory");
-    let pid = line
-        .trim()
-        .strip_prefix("holding 67108864 pid ")
-        .unwrap_or_else(|| panic!("hold_memory said {line:?}"))
-        .to_string();
+    let holder = Holder::start(env, &server, &program, None);
+    let pid = holder.pid.clone();
 
     let busy = smi(env, &server);
     let row = device_row(&busy, 0);
@@ -112,14 +105,7 @@ fn smi_with(cudart: &str) {
         "{process}"
     );
 
-    drop(holder.stdin.take());
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut out, &mut rest).expect("read hold_memory");
-    let status = holder.wait().expect("wait for hold_memory");
-    assert!(
-        status.success() && rest.contains("PASS"),
-        "hold_memory: {status} {rest}"
-    );
+    holder.finish();
     // The agent ends with the connection, at once or nearly.
     let mut after = smi(env, &server);
     for _ in 0..50 {
@@ -131,6 +117,122 @@ fn smi_with(cudart: &str) {
     }
     assert!(after.contains("Processes:\n  none"), "{after}");
     assert!(device_row(&after, 0).contains("0 B / 8.0 GiB"), "{after}");
+}
+
+/// `hold_memory` running under `rcud run`, holding its 64 MiB.
+struct Holder {
+    child: std::process::Child,
+    out: BufReader<std::process::ChildStdout>,
+    pid: String,
+}
+
+impl Holder {
+    fn start(
+        env: &Env,
+        server: &Server,
+        program: &std::path::Path,
+        token_file: Option<&std::path::Path>,
+    ) -> Holder {
+        let mut cmd = Command::new(&env.rcud);
+        cmd.env_remove("RCUD_SERVERS")
+            .env_remove("LD_PRELOAD")
+            .env_remove("RCUD_TOKEN")
+            .env_remove("RCUD_TOKEN_FILE")
+            .args(["run", "--server"])
+            .arg(server.addr.to_string());
+        if let Some(file) = token_file {
+            cmd.arg("--token-file").arg(file);
+        }
+        let mut child = cmd
+            .arg("--")
+            .arg(program)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start hold_memory under rcud run");
+        let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut line = String::new();
+        out.read_line(&mut line).expect("read hold_memory");
+        let pid = line
+            .trim()
+            .strip_prefix("holding 67108864 pid ")
+            .unwrap_or_else(|| panic!("hold_memory said {line:?}"))
+            .to_string();
+        Holder { child, out, pid }
+    }
+
+    /// Lets the program free its memory and end; checks it passed.
+    fn finish(mut self) {
+        drop(self.child.stdin.take());
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut self.out, &mut rest).expect("read hold_memory");
+        let status = self.child.wait().expect("wait for hold_memory");
+        assert!(
+            status.success() && rest.contains("PASS"),
+            "hold_memory: {status} {rest}"
+        );
+    }
+}
+
+#[test]
+fn smi_hides_other_tenants_programs() {
+    let Some(env) = setup("smi_hides_other_tenants_programs") else {
+        return;
+    };
+    let program = build_as(
+        env,
+        "hold_memory",
+        "hold_memory_shared",
+        &["-cudart", "shared"],
+    );
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let auth = dir.path().join("tenants.toml");
+    std::fs::write(
+        &auth,
+        "[tenants.alpha]\nsecret = \"alpha-secret-0123456789\"\n\n\
+         [tenants.beta]\nsecret = \"beta-secret-0123456789a\"\n",
+    )
+    .expect("write the tenants");
+    // The server and the client refuse secrets others can read.
+    let private = |path: &std::path::Path| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).expect("chmod 600");
+    };
+    private(&auth);
+    let alpha_token = dir.path().join("alpha.token");
+    std::fs::write(&alpha_token, "alpha:alpha-secret-0123456789").expect("write the token");
+    private(&alpha_token);
+    let auth_arg = auth.to_string_lossy().into_owned();
+    let server = Server::start_with(env, &["--auth-file", &auth_arg]);
+    let holder = Holder::start(env, &server, &program, Some(&alpha_token));
+
+    let own = smi_as(env, &server, Some("alpha:alpha-secret-0123456789"));
+    let row = device_row(&own, 0);
+    assert!(
+        row.ends_with("alpha") && row.contains("64.0 MiB / 8.0 GiB"),
+        "{own}"
+    );
+    assert!(own.contains(&format!("(pid {})", holder.pid)), "{own}");
+
+    let other = smi_as(env, &server, Some("beta:beta-secret-0123456789a"));
+    let row = device_row(&other, 0);
+    // The totals are shared; the program is not named.
+    assert!(
+        row.ends_with("beta") && row.contains("64.0 MiB / 8.0 GiB"),
+        "{other}"
+    );
+    assert_eq!(clients_of(row), 1, "{other}");
+    assert!(
+        !other.contains(&holder.pid) && !other.contains("hold_memory"),
+        "{other}"
+    );
+    let hidden = other
+        .lines()
+        .find(|l| l.contains("(another tenant's client)"))
+        .unwrap_or_else(|| panic!("no hidden client:\n{other}"));
+    let fields: Vec<&str> = hidden.split_whitespace().collect();
+    assert_eq!(&fields[..5], ["0", "-", "64.0", "MiB", "-"], "{hidden}");
+    holder.finish();
 }
 
 #[test]
