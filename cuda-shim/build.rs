@@ -127,6 +127,17 @@ const LIBRARIES: &[Library] = &[
         "math/solver",
         "crate::math::solver::not_supported",
     ),
+    // NVML: NVIDIA's library versions no symbol; programs bind to ours
+    // through the default version, as to libcuda's.
+    Library {
+        node: "libnvidia-ml.so.1",
+        list: "nvml.txt",
+        sources: "nvml",
+        not_supported: "crate::nvml::not_supported",
+        symver: false,
+        extra: &[],
+        cuda12: None,
+    },
 ];
 
 fn main() {

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Fetches the C headers of NVIDIA's math libraries (cuBLAS, cuBLASLt, cuFFT,
-cuRAND, cuSPARSE, cuSOLVER) from their PyPI wheels into `.cuda-libs/include`
+cuRAND, cuSPARSE, cuSOLVER) and of NVML (`nvml.h`) from their PyPI wheels into `.cuda-libs/include`
 and prints that directory.
 
 The wheels hold the libraries too (over a gigabyte together), which rcud
@@ -31,6 +31,7 @@ WHEELS = {
     "nvidia-curand": "10.4.5.25",
     "nvidia-cusparse": "12.9.4.2",
     "nvidia-cusolver": "12.4.1.2",
+    "nvidia-nvml-dev": "13.4.92",
 }
 INDEX = "https://pypi.org/pypi/{name}/json"
 

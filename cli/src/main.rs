@@ -7,6 +7,7 @@ mod fabric;
 mod info;
 mod qos;
 mod run;
+mod smi;
 
 use std::process::ExitCode;
 
@@ -26,6 +27,8 @@ enum Command {
     Run(run::RunArgs),
     /// Show the GPUs a server offers.
     Info(info::InfoArgs),
+    /// Memory, utilisation and clients of the remote GPUs, like nvidia-smi.
+    Smi(smi::SmiArgs),
     /// Measure bandwidth and latency, next to the raw transport.
     Bench(bench::BenchArgs),
     /// Arbitration tables: simulate management models and the VL arbiter, plan OpenSM settings.
@@ -46,6 +49,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::run(args),
         Command::Info(args) => info::info(args),
+        Command::Smi(args) => smi::smi(args),
         Command::Bench(args) => bench::bench(args),
         Command::Qos(args) => qos::qos(args),
         Command::Fabric(args) => fabric::fabric(args),

@@ -68,8 +68,9 @@ pub(crate) enum RunError {
 const LIBRARY_FILE: &str = "librcudart.so";
 /// The names programs load the library by: the runtime's soname (programs
 /// linked with `-cudart shared`), the driver's (everything else: nvcc's
-/// static runtime, driver-API programs, CuPy, Numba, cuda-python), and the
-/// math libraries' of CUDA 13 and 12.
+/// static runtime, driver-API programs, CuPy, Numba, cuda-python), the
+/// math libraries' of CUDA 13 and 12, and NVML's (monitoring tools,
+/// `pynvml`).
 const SONAMES: &[&str] = &[
     "libcudart.so.13",
     "libcuda.so.1",
@@ -83,6 +84,7 @@ const SONAMES: &[&str] = &[
     "libcusparse.so.12",
     "libcusolver.so.12",
     "libcusolver.so.11",
+    "libnvidia-ml.so.1",
     // NVIDIA's cuSPARSE links nvJitLink, so CuPy's loader (cuda.pathfinder)
     // loads it before cuSPARSE; rcud's cuSPARSE needs none, and this name
     // only has to resolve.

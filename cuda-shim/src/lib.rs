@@ -14,6 +14,7 @@ mod ffi;
 mod graph;
 mod image;
 mod math;
+mod nvml;
 
 /// Functions of the CUDA runtime that rcud does not implement yet.
 #[allow(

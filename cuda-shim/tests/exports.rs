@@ -2,8 +2,8 @@
 //! default version `libcudart.so.13`, under the soname `libcudart.so.13`: the
 //! three things the dynamic linker checks when a program linked against
 //! NVIDIA's library loads ours instead. It also exports every function of
-//! libcuda.so.1, unversioned as NVIDIA's are, and an unimplemented one
-//! answers `CUDA_ERROR_NOT_SUPPORTED`.
+//! libcuda.so.1 and of libnvidia-ml.so.1, unversioned as NVIDIA's are, and
+//! an unimplemented one answers its library's "not supported".
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -185,10 +185,79 @@ fn an_unimplemented_driver_function_says_not_supported() {
     assert_eq!(status, 801, "CUDA_ERROR_NOT_SUPPORTED");
 }
 
+fn nvml_functions() -> Vec<&'static str> {
+    list(include_str!("../exports/nvml.txt"), "libnvidia-ml.so.1")
+        .into_iter()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect()
+}
+
+#[test]
+fn every_nvml_function_is_exported_unversioned_under_both_names() {
+    let syms = readelf(&["-W", "--dyn-syms"]);
+    let exported: HashSet<&str> = syms
+        .lines()
+        .filter(|l| l.contains(" FUNC ") && !l.contains(" UND "))
+        .filter_map(|l| l.split_whitespace().last())
+        .collect();
+    let expected = nvml_functions();
+    assert!(expected.len() > 400, "{} NVML functions", expected.len());
+    // nvml.h's macros name the versioned ones; older programs and
+    // pynvml's fallbacks the plain ones.
+    for name in [
+        "nvmlInit",
+        "nvmlInit_v2",
+        "nvmlInitWithFlags",
+        "nvmlDeviceGetCount",
+        "nvmlDeviceGetCount_v2",
+        "nvmlDeviceGetHandleByIndex",
+        "nvmlDeviceGetHandleByIndex_v2",
+        "nvmlDeviceGetPciInfo_v3",
+        "nvmlDeviceGetMemoryInfo_v2",
+        "nvmlDeviceGetComputeRunningProcesses",
+        "nvmlDeviceGetComputeRunningProcesses_v3",
+    ] {
+        assert!(expected.contains(&name), "nvml.txt lacks {name}");
+    }
+    let missing: Vec<_> = expected.iter().filter(|s| !exported.contains(*s)).collect();
+    assert!(
+        missing.is_empty(),
+        "libnvidia-ml.so.1 functions not exported: {missing:?}"
+    );
+}
+
+#[test]
+fn nvml_needs_init_and_its_stubs_say_not_supported() {
+    let lib = library();
+    // SAFETY: loading our own library; its initializers only set up state.
+    let lib = unsafe { libloading::Library::new(&lib) }.expect("load the library");
+    type GetCount = unsafe extern "C" fn(*mut u32) -> i32;
+    // SAFETY: `nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *)`.
+    let count: libloading::Symbol<GetCount> =
+        unsafe { lib.get(b"nvmlDeviceGetCount_v2\0") }.expect("nvmlDeviceGetCount_v2 exported");
+    let mut n = 7u32;
+    // SAFETY: a valid output pointer.
+    assert_eq!(unsafe { count(&mut n) }, 1, "NVML_ERROR_UNINITIALIZED");
+    assert_eq!(n, 7, "written before nvmlInit");
+    // Sensors are not reported: (nvmlDevice_t, sensor, unsigned int *).
+    type GetTemperature = unsafe extern "C" fn(*mut u8, i32, *mut u32) -> i32;
+    // SAFETY: the symbol is a C function of that signature.
+    let temperature: libloading::Symbol<GetTemperature> =
+        unsafe { lib.get(b"nvmlDeviceGetTemperature\0") }
+            .expect("nvmlDeviceGetTemperature exported");
+    let mut t = 0u32;
+    // SAFETY: the stub reads nothing.
+    let status = unsafe { temperature(std::ptr::null_mut(), 0, &mut t) };
+    assert_eq!(status, 3, "NVML_ERROR_NOT_SUPPORTED");
+}
+
 #[test]
 fn nothing_but_the_cuda_api_is_exported() {
     let syms = readelf(&["-W", "--dyn-syms"]);
-    let driver: HashSet<&str> = driver_functions().into_iter().collect();
+    let driver: HashSet<&str> = driver_functions()
+        .into_iter()
+        .chain(nvml_functions())
+        .collect();
     let math = math_symbols();
     let leaked: Vec<&str> = syms
         .lines()

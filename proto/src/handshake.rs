@@ -32,7 +32,7 @@ pub const MAGIC: [u8; 4] = *b"RCUD";
 /// `GraphLaunch`, `GraphDestroy`) and `MemsetElements`; 7: cooperative
 /// launches (`LaunchCooperative`); 8: CUDA IPC (`IpcGetMemHandle`,
 /// `IpcOpenMemHandle`, `IpcCloseMemHandle`).
-pub const PROTOCOL_VERSION: u16 = 10;
+pub const PROTOCOL_VERSION: u16 = 11;
 /// Largest hello accepted, so garbage cannot make the server wait for megabytes.
 pub const MAX_HELLO: u32 = 4096;
 /// First byte of a TLS record carrying a handshake: what a TLS client sends

@@ -25,6 +25,22 @@ pub const LIMIT_PRINTF_FIFO_SIZE: i32 = 1;
 pub const LIMIT_MALLOC_HEAP_SIZE: i32 = 2;
 
 crate::wire_struct! {
+    /// A client holding a GPU, as [`req::DeviceStatus`] reports it.
+    #[derive(Debug, Clone, PartialEq, Eq, Default)]
+    pub struct ProcessStatus {
+        /// The client's process id on its own host (0 if unknown or hidden).
+        pub pid: u32,
+        /// Device memory its context holds, in bytes.
+        pub memory: u64,
+        /// Its self-description, e.g. `python3 (pid 42)`; empty when hidden
+        /// from a client of another tenant.
+        pub client: String,
+        /// Its tenant; empty without tenants or when hidden.
+        pub tenant: String,
+    }
+}
+
+crate::wire_struct! {
     /// What `cudaFuncGetAttributes` reports about a kernel.
     #[derive(Debug, Clone, PartialEq, Eq, Default)]
     pub struct FuncAttributes {
@@ -207,6 +223,18 @@ ops! {
     0x0004 DeviceSynchronize {} -> {} bulk None;
     /// Release everything this client holds on the attached GPU.
     0x0005 DeviceReset {} -> {} bulk None;
+    /// What `rcud smi` and NVML show of one GPU (no attach needed): memory
+    /// used by the server's clients and the device's total, utilisation in
+    /// percent over the last second, the clients attached to it, and the
+    /// asking client's tenant.
+    0x0006 DeviceStatus { gpu: u32 } -> {
+        memory_used: u64,
+        memory_total: u64,
+        utilisation_gpu: u32,
+        utilisation_memory: u32,
+        processes: Vec<ProcessStatus>,
+        tenant: String
+    } bulk None;
     /// Allocate device memory.
     0x0010 Malloc { size: u64 } -> { ptr: u64 } bulk None;
     /// Free device memory; `ptr` must be the start of an allocation.

@@ -22,6 +22,7 @@ use rcud_proto::CudaError;
 use rcud_transport::{Channel, TransportError};
 use thiserror::Error;
 
+use crate::activity;
 use crate::backend::{Backend, CopyError, DeviceContext, HostSource, KernelLaunch, VirtualMemory};
 use crate::ipc::{self, IpcPort, MemHandle};
 use crate::peer::{self, InstanceId, PeerPort};
@@ -111,6 +112,12 @@ pub struct Agent {
     graphs: HashMap<u32, Arc<UploadedGraph>>,
     graph_bytes: u64,
     next_graph: u32,
+    /// Its entry in the server's table of clients (`rcud smi`, NVML),
+    /// once it says who it is ([`Agent::with_client`]).
+    registration: Option<activity::Registration>,
+    /// Whether the request being served copies or sets memory (counted as
+    /// memory activity).
+    memory_request: bool,
 }
 
 impl Agent {
@@ -140,7 +147,16 @@ impl Agent {
             graphs: HashMap::new(),
             graph_bytes: 0,
             next_graph: 1,
+            registration: None,
+            memory_request: false,
         }
+    }
+
+    /// Lists the client in the server's table of clients as `client` of
+    /// `tenant` while it is connected, for `DeviceStatus`.
+    pub fn with_client(mut self, client: &str, tenant: &str) -> Self {
+        self.registration = Some(activity::register(client, tenant));
+        self
     }
 
     /// Lets the agent copy to and from other agents of server `instance`.
@@ -183,6 +199,9 @@ impl Agent {
         let held = self.ctx.as_deref().map_or(0, |c| c.memory_held());
         if let Some(account) = &mut self.memory_account {
             account.settle(held);
+        }
+        if let Some(registration) = &self.registration {
+            registration.set_memory(held);
         }
     }
 
@@ -299,6 +318,39 @@ impl Agent {
         }
     }
 
+    /// `DeviceStatus` of `gpu`: clients of other tenants show their memory
+    /// only, so that a tenant learns no other tenant's programs.
+    fn device_status(&self, gpu: u32) -> Result<rep::DeviceStatus, CudaError> {
+        let (props, _) = self.backend.device_info(gpu)?;
+        let processes: Vec<ops::ProcessStatus> = activity::clients_of(gpu)
+            .into_iter()
+            .map(|c| {
+                if self.tenant.is_empty() || c.tenant == self.tenant {
+                    ops::ProcessStatus {
+                        pid: c.pid,
+                        memory: c.memory,
+                        client: c.client,
+                        tenant: c.tenant,
+                    }
+                } else {
+                    ops::ProcessStatus {
+                        memory: c.memory,
+                        ..ops::ProcessStatus::default()
+                    }
+                }
+            })
+            .collect();
+        let (utilisation_gpu, utilisation_memory) = activity::utilisation(gpu);
+        Ok(rep::DeviceStatus {
+            memory_used: processes.iter().map(|p| p.memory).sum(),
+            memory_total: props.total_global_mem,
+            utilisation_gpu,
+            utilisation_memory,
+            processes,
+            tenant: self.tenant.clone(),
+        })
+    }
+
     /// Serves requests until the client disconnects (`Ok`) or fails.
     pub fn run(mut self) -> Result<(), AgentError> {
         loop {
@@ -313,7 +365,11 @@ impl Agent {
                     header.kind.0
                 )));
             }
+            let started = std::time::Instant::now();
             let handled = self.handle(header);
+            if let Some(registration) = &self.registration {
+                registration.record(started.elapsed(), self.memory_request);
+            }
             self.settle_memory();
             handled?;
         }
@@ -337,12 +393,14 @@ impl Agent {
             )));
         }
         tracing::trace!(op = req.name(), id = header.id, "request");
+        self.memory_request = req.name().starts_with("Memcpy") || req.name().starts_with("Memset");
         // A peer copy on a poisoned context still meets its other agent, to
         // tell it the copy is off.
         let exempt = matches!(
             req,
             Request::Attach(_)
                 | Request::GetDeviceInfo(_)
+                | Request::DeviceStatus(_)
                 | Request::DeviceReset(_)
                 | Request::PeerReceive(_)
                 | Request::PeerSend(_)
@@ -361,6 +419,9 @@ impl Agent {
                         .open(r.gpu, r.window)
                         .map(|ctx| self.ctx = Some(ctx))
                 };
+                if let (Ok(()), Some(registration)) = (&res, &self.registration) {
+                    registration.attach(r.gpu);
+                }
                 self.reply(&header, res.map(|()| rep::Attach {}))
             }
             Request::GetDeviceInfo(r) => {
@@ -368,6 +429,10 @@ impl Agent {
                     .backend
                     .device_info(r.gpu)
                     .map(|(props, attributes)| rep::GetDeviceInfo { props, attributes });
+                self.reply(&header, res)
+            }
+            Request::DeviceStatus(r) => {
+                let res = self.device_status(r.gpu);
                 self.reply(&header, res)
             }
             Request::MemGetInfo(_) => {

@@ -112,6 +112,13 @@ pub const STATS_FLAG: &str = "--stats";
 /// The descriptor an agent process finds the metrics table on.
 pub const STATS_FD: i32 = 8;
 
+/// Hidden flag naming the descriptor of the table of clients
+/// (`rcud smi`, NVML; [`crate::activity`]).
+pub const ACTIVITY_FLAG: &str = "--activity";
+
+/// The descriptor an agent process finds the table of clients on.
+pub const ACTIVITY_FD: i32 = 9;
+
 /// Hidden flag naming the descriptor the agent reads its client's
 /// admission from ([`Handover`]).
 pub const HANDOVER_FLAG: &str = "--handover-fd";
@@ -302,6 +309,13 @@ impl AgentLauncher {
             });
             cmd.arg(TENANT_MEMORY_FLAG)
                 .arg(format!("{TENANT_MEMORY_FD}:{}", table.tenants()));
+        }
+        if let Some(table) = crate::activity::table() {
+            fds.push(FdMapping {
+                parent_fd: table.fd().try_clone_to_owned()?,
+                child_fd: ACTIVITY_FD,
+            });
+            cmd.arg(ACTIVITY_FLAG).arg(ACTIVITY_FD.to_string());
         }
         if let Some(stats) = crate::metrics::shared() {
             fds.push(FdMapping {

@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod activity;
 pub mod agent;
 pub mod backend;
 pub mod config;

@@ -694,6 +694,10 @@ pub fn serve_admitted(stream: TcpStream, admission: &Admission, setup: &AgentSet
                 .map(|(arbiter, slot)| Lane::new(arbiter, slot)),
         )
         .with_memory_account(memory_account(admission, setup))
+        .with_client(
+            client,
+            admission.tenant.as_ref().map_or("", |t| t.name.as_str()),
+        )
         .with_instance(setup.instance)
         .run()
     {

@@ -37,6 +37,7 @@ pub mod math;
 mod memory;
 pub mod mempool;
 mod queue;
+mod status;
 mod streams;
 
 /// The CUDA runtime version this library implements (`cudaRuntimeGetVersion`).

@@ -147,6 +147,9 @@ struct Args {
     /// Agent process: the descriptor of the listener's metrics table.
     #[arg(long = "stats", hide = true, requires = "agent_fd")]
     stats: Option<i32>,
+    /// Agent process: the descriptor of the listener's table of clients.
+    #[arg(long = "activity", hide = true, requires = "agent_fd")]
+    activity: Option<i32>,
     /// Agent process: the descriptor its client's admission is read from.
     #[arg(long = "handover-fd", hide = true, requires = "agent_fd")]
     handover_fd: Option<i32>,
@@ -526,6 +529,14 @@ fn agent_main(fd: i32, args: &Args) -> ExitCode {
                 tracing::error!("{e}");
                 return ExitCode::from(AGENT_SETUP_FAILED);
             }
+        }
+    }
+    if let Some(fd) = args.activity {
+        if let Err(e) = adopt_fd(fd, "/memfd:").and_then(|fd| {
+            rcud_server::activity::adopt(fd).map_err(|e| format!("table of clients: {e}"))
+        }) {
+            tracing::error!("{e}");
+            return ExitCode::from(AGENT_SETUP_FAILED);
         }
     }
     let admission = match admission_of(args) {
