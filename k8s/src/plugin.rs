@@ -81,7 +81,7 @@ pub async fn serve(
     // Probe once before registering: the kubelet's first ListAndWatch then
     // lists the GPUs.
     let (devices_tx, devices_rx) = watch::channel(inventory.probe().await);
-    tracing::info!(devices = ?devices_rx.borrow(), "remote GPUs");
+    tracing::info!(devices = ?*devices_rx.borrow(), "remote GPUs");
     let prober = tokio::spawn(watch_servers(inventory, devices_tx, config.probe_interval));
     tokio::pin!(stop);
 

@@ -382,15 +382,27 @@ async fn a_cuda_program_runs_with_what_allocate_hands_out() {
         library.display()
     );
     let work = tempfile::tempdir().expect("temporary directory");
-    let program = work.path().join("k_vector_add");
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/cuda/k_vector_add.cu");
-    let status = Command::new(&nvcc)
-        .args(["-arch=sm_80", "-cudart", "shared", "-o"])
-        .arg(&program)
-        .arg(&source)
-        .status()
-        .expect("run nvcc");
-    assert!(status.success(), "nvcc failed on {}", source.display());
+    // nvcc's two runtimes: libcudart.so.13, and the static one that loads
+    // libcuda.so.1.
+    let programs: Vec<PathBuf> = ["shared", "static"]
+        .iter()
+        .map(|cudart| {
+            let program = work.path().join(format!("k_vector_add_{cudart}"));
+            let status = Command::new(&nvcc)
+                .args(["-arch=sm_80", "-cudart", cudart, "-o"])
+                .arg(&program)
+                .arg(&source)
+                .status()
+                .expect("run nvcc");
+            assert!(
+                status.success(),
+                "nvcc -cudart {cudart} failed on {}",
+                source.display()
+            );
+            program
+        })
+        .collect();
 
     let mut server = EmuServer::start();
     let kubelet_dir = work.path().join("kubelet");
@@ -424,19 +436,22 @@ async fn a_cuda_program_runs_with_what_allocate_hands_out() {
     let container = &response.container_responses[0];
     assert_eq!(Path::new(&container.mounts[0].host_path), library_dir);
 
-    let output = Command::new(&program)
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .envs(&container.envs)
-        .output()
-        .expect("run the CUDA program");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success() && stdout.contains("PASS"),
-        "status {}\n--- stdout ---\n{stdout}\n--- stderr ---\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
+    for program in &programs {
+        let output = Command::new(program)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .envs(&container.envs)
+            .output()
+            .expect("run the CUDA program");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success() && stdout.contains("PASS"),
+            "{}: status {}\n--- stdout ---\n{stdout}\n--- stderr ---\n{}",
+            program.display(),
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
     server.stop();
     stop_tx.send(()).expect("plugin still running");
     plugin.await.expect("plugin task").expect("plugin result");

@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -13,7 +14,14 @@ fn repo_root() -> PathBuf {
         .expect("repository root")
 }
 
+/// The validator, installed once for all the tests of this file (they run
+/// in parallel, and two pip installs into one venv would collide).
 fn validator() -> PathBuf {
+    static VALIDATOR: OnceLock<PathBuf> = OnceLock::new();
+    VALIDATOR.get_or_init(install_validator).clone()
+}
+
+fn install_validator() -> PathBuf {
     let output = Command::new(repo_root().join("scripts/ensure-kubernetes-validate.sh"))
         .output()
         .expect("run scripts/ensure-kubernetes-validate.sh");
