@@ -100,11 +100,15 @@ pub async fn serve(
             container_library_dir: config.container_library_dir.clone(),
         };
         let server = tokio::spawn(
-            Server::builder()
-                .add_service(DevicePluginServer::new(service))
-                .serve_with_incoming_shutdown(UnixListenerStream::new(listener), async {
+            // One service: no router needed (tonic's `router` feature pulls
+            // in axum).
+            Server::builder().serve_with_incoming_shutdown(
+                DevicePluginServer::new(service),
+                UnixListenerStream::new(listener),
+                async {
                     let _ = server_done.await;
-                }),
+                },
+            ),
         );
         let outcome = tokio::select! {
             r = register_until_accepted(&config) => r.map(|()| true),

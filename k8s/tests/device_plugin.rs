@@ -49,11 +49,11 @@ fn start_kubelet(dir: &Path) -> mpsc::UnboundedReceiver<RegisterRequest> {
     let (tx, rx) = mpsc::unbounded_channel();
     let listener =
         tokio::net::UnixListener::bind(dir.join("kubelet.sock")).expect("bind kubelet.sock");
-    tokio::spawn(
-        Server::builder()
-            .add_service(RegistrationServer::new(TestKubelet { registrations: tx }))
-            .serve_with_incoming(UnixListenerStream::new(listener)),
-    );
+    tokio::spawn(Server::builder().serve_with_incoming_shutdown(
+        RegistrationServer::new(TestKubelet { registrations: tx }),
+        UnixListenerStream::new(listener),
+        std::future::pending(),
+    ));
     rx
 }
 
