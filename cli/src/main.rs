@@ -35,6 +35,8 @@ enum Command {
     Qos(qos::QosArgs),
     /// InfiniBand routes: up*/down*, FERa/PIRa tables, reconfiguration plans.
     Fabric(fabric::FabricArgs),
+    /// Kubernetes device plugin: advertise remote GPUs as rcud.io/gpu to the kubelet.
+    K8sDevicePlugin(rcud_k8s::PluginArgs),
 }
 
 fn main() -> ExitCode {
@@ -53,6 +55,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::bench(args),
         Command::Qos(args) => qos::qos(args),
         Command::Fabric(args) => fabric::fabric(args),
+        Command::K8sDevicePlugin(args) => rcud_k8s::main(args),
     };
     match result {
         Ok(code) => code,

@@ -16,6 +16,7 @@ pub mod modules;
 pub mod runtime;
 pub mod security;
 pub mod session;
+pub mod sonames;
 
 pub use error::ClientError;
 pub use runtime::{MemcpyKind, Runtime};
