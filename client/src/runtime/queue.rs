@@ -21,18 +21,13 @@ const MAX_HELD_BYTES: usize = 64 << 20;
 impl Runtime {
     // ---- remote calls --------------------------------------------------
 
-    /// The attached session of device `d`, connecting and attaching on first
-    /// use. Fails with the device's sticky error, if it has one.
-    pub(super) fn ready_session<'a>(
+    /// The session of device `d`, connecting (not attaching) on first use
+    /// and after a fork.
+    pub(super) fn connected_session<'a>(
         &self,
         st: &'a mut DeviceState,
         d: usize,
     ) -> Result<&'a mut Session, CudaError> {
-        if let Some(e) = st.sticky {
-            st.sticky_unseen = false;
-            return Err(e);
-        }
-        let dev = &self.devices[d];
         let pid = std::process::id();
         if st.session.is_some() && st.session_pid != pid {
             // Forked: the connection and everything made over it are the
@@ -43,7 +38,7 @@ impl Runtime {
         }
         if st.session.is_none() {
             match Session::connect_secured(
-                &dev.server,
+                &self.devices[d].server,
                 &self.client_name,
                 self.transport,
                 &self.security,
@@ -55,6 +50,22 @@ impl Runtime {
                 Err(e) => return Err(self.lost(st, d, &e)),
             }
         }
+        st.session.as_mut().ok_or(CudaError::DEVICES_UNAVAILABLE)
+    }
+
+    /// The attached session of device `d`, connecting and attaching on first
+    /// use. Fails with the device's sticky error, if it has one.
+    pub(super) fn ready_session<'a>(
+        &self,
+        st: &'a mut DeviceState,
+        d: usize,
+    ) -> Result<&'a mut Session, CudaError> {
+        if let Some(e) = st.sticky {
+            st.sticky_unseen = false;
+            return Err(e);
+        }
+        self.connected_session(st, d)?;
+        let dev = &self.devices[d];
         if !st.attached {
             let attach = match st.session.as_mut() {
                 // The device ordinal names the address window: allocations

@@ -87,6 +87,13 @@ fn index_of(device: *const Device) -> Result<i32, NvmlReturn> {
     i32::try_from(index).map_err(|_| ERROR_INVALID_ARGUMENT)
 }
 
+/// The properties of device `d`, as the client runtime has them.
+fn props_of(d: i32) -> Result<&'static rcud_proto::DeviceProps, NvmlReturn> {
+    Runtime::global()
+        .props(d)
+        .map_err(|_| ERROR_INVALID_ARGUMENT)
+}
+
 /// Writes `value` through an output pointer, or fails for NULL.
 fn write_out<T>(ptr: *mut T, value: T) -> Result<(), NvmlReturn> {
     if ptr.is_null() {
@@ -142,9 +149,7 @@ fn uuid_text(uuid: &[u8; 16]) -> String {
 
 /// (domain, bus, device) of device `d`.
 fn pci_address(d: i32) -> Result<(u32, u32, u32), NvmlReturn> {
-    let props = Runtime::global()
-        .props(d)
-        .map_err(|_| ERROR_INVALID_ARGUMENT)?;
+    let props = props_of(d)?;
     Ok((
         props.pci_domain_id as u32,
         props.pci_bus_id as u32,
@@ -375,9 +380,7 @@ pub extern "C" fn nvmlDeviceGetName(
     length: c_uint,
 ) -> NvmlReturn {
     guard(|| {
-        let props = Runtime::global()
-            .props(index_of(device)?)
-            .map_err(|_| ERROR_INVALID_ARGUMENT)?;
+        let props = props_of(index_of(device)?)?;
         write_string(name, length, &props.name)
     })
 }
@@ -389,9 +392,7 @@ pub extern "C" fn nvmlDeviceGetUUID(
     length: c_uint,
 ) -> NvmlReturn {
     guard(|| {
-        let props = Runtime::global()
-            .props(index_of(device)?)
-            .map_err(|_| ERROR_INVALID_ARGUMENT)?;
+        let props = props_of(index_of(device)?)?;
         write_string(uuid, length, &uuid_text(&props.uuid))
     })
 }
@@ -403,9 +404,7 @@ pub extern "C" fn nvmlDeviceGetCudaComputeCapability(
     minor: *mut c_int,
 ) -> NvmlReturn {
     guard(|| {
-        let props = Runtime::global()
-            .props(index_of(device)?)
-            .map_err(|_| ERROR_INVALID_ARGUMENT)?;
+        let props = props_of(index_of(device)?)?;
         if major.is_null() || minor.is_null() {
             return Err(ERROR_INVALID_ARGUMENT);
         }
@@ -448,9 +447,7 @@ fn c_array<const N: usize>(text: &str) -> [c_char; N] {
 pub extern "C" fn nvmlDeviceGetPciInfo_v3(device: *const Device, pci: *mut PciInfo) -> NvmlReturn {
     guard(|| {
         let d = index_of(device)?;
-        let props = Runtime::global()
-            .props(d)
-            .map_err(|_| ERROR_INVALID_ARGUMENT)?;
+        let props = props_of(d)?;
         let (domain, bus, dev) = pci_address(d)?;
         write_out(
             pci,
