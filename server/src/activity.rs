@@ -20,9 +20,9 @@ pub const GPUS: u64 = 64;
 /// Clients listed at once; more are served but not listed.
 pub const SLOTS: u64 = 1024;
 const GPU_WORDS: u64 = 8;
-const SLOT_WORDS: u64 = 16;
+const SLOT_WORDS: u64 = 32;
 /// Bytes of a client's description and of its tenant's name kept.
-const CLIENT_BYTES: usize = 64;
+const CLIENT_BYTES: usize = 192;
 const TENANT_BYTES: usize = 32;
 
 // GPU words.
@@ -84,12 +84,8 @@ impl Activity {
 
     fn write_text(&self, slot: u64, first: u64, bytes: usize, text: &str) {
         let mut padded = vec![0u8; bytes];
-        // Cut at a character boundary, keeping a NUL.
-        let mut end = text.len().min(bytes - 1);
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        padded[..end].copy_from_slice(&text.as_bytes()[..end]);
+        let kept = fit(text, bytes - 1);
+        padded[..kept.len()].copy_from_slice(kept.as_bytes());
         for (i, chunk) in padded.chunks_exact(8).enumerate() {
             let word = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
             self.slot_word(slot, first + i as u64)
@@ -153,6 +149,28 @@ impl Activity {
 }
 
 /// `part` of `whole` nanoseconds in whole percents, at most 100.
+/// `text` in at most `bytes` bytes, cut at a character boundary. A long
+/// client description (`/long/path/program (pid N)`) keeps its end, where
+/// the program's name and pid are, behind a `...`; a long tenant name its
+/// start.
+fn fit(text: &str, bytes: usize) -> std::borrow::Cow<'_, str> {
+    if text.len() <= bytes {
+        return text.into();
+    }
+    if text.ends_with(')') && bytes > 3 {
+        let mut start = text.len() - (bytes - 3);
+        while !text.is_char_boundary(start) {
+            start += 1;
+        }
+        return format!("...{}", &text[start..]).into();
+    }
+    let mut end = bytes;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].into()
+}
+
 fn percent(part: u64, whole: u64) -> u64 {
     if whole == 0 {
         return 0;
@@ -388,14 +406,28 @@ mod tests {
 
     #[test]
     fn long_names_are_cut_at_a_character_boundary() {
-        let name = "é".repeat(40);
+        let name = "é".repeat(120);
         let r = register(&name, "");
         r.attach(60);
         let listed = &clients_of(60)[0].client;
         assert!(
-            name.starts_with(listed.as_str()) && listed.len() == 62,
+            name.starts_with(listed.as_str()) && listed.len() == CLIENT_BYTES - 2,
             "{listed}"
         );
+    }
+
+    #[test]
+    fn long_client_paths_keep_the_program_and_pid() {
+        let name = format!("/{}/prögram (pid 77)", "deep/".repeat(60));
+        let r = register(&name, "");
+        r.attach(59);
+        let listed = &clients_of(59)[0].client;
+        assert!(
+            listed.starts_with("...") && name.ends_with(&listed[3..]),
+            "{listed}"
+        );
+        assert!(listed.len() < CLIENT_BYTES && listed.ends_with("prögram (pid 77)"));
+        assert_eq!(clients_of(59)[0].pid, 77);
     }
 
     #[test]
