@@ -19,9 +19,9 @@ pub(crate) fn info(args: InfoArgs) -> Result<ExitCode, Box<dyn std::error::Error
     let (servers, _embedded) = match args.server {
         Some(s) => (s, None),
         None => {
-            let token = crate::run::LocalToken::generate()?;
+            let token = rcud_server::embedded::LocalToken::generate()?;
             token.export_here();
-            let handle = crate::run::embedded_server(
+            let handle = rcud_server::embedded::spawn(
                 BackendKind::Auto,
                 &EmuSettings::default(),
                 &token,

@@ -1,8 +1,6 @@
 //! `rcud`: run unmodified CUDA programs on remote GPUs.
-// Unsafe code only where the benchmark calls the client library's C ABI.
 #![deny(unsafe_code)]
 
-mod bench;
 mod fabric;
 mod info;
 mod qos;
@@ -30,7 +28,7 @@ enum Command {
     /// Memory, utilisation and clients of the remote GPUs, like nvidia-smi.
     Smi(smi::SmiArgs),
     /// Measure bandwidth and latency, next to the raw transport.
-    Bench(bench::BenchArgs),
+    Bench(rcud_bench::BenchArgs),
     /// Arbitration tables: simulate management models and the VL arbiter, plan OpenSM settings.
     Qos(qos::QosArgs),
     /// InfiniBand routes: up*/down*, FERa/PIRa tables, reconfiguration plans.
@@ -52,7 +50,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(args),
         Command::Info(args) => info::info(args),
         Command::Smi(args) => smi::smi(args),
-        Command::Bench(args) => bench::bench(args),
+        Command::Bench(args) => rcud_bench::bench(args),
         Command::Qos(args) => qos::qos(args),
         Command::Fabric(args) => fabric::fabric(args),
         Command::K8sDevicePlugin(args) => rcud_k8s::main(args),

@@ -3,14 +3,11 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
-use std::sync::Arc;
 
-use rcud_client::sonames::{LIBRARY_FILE, SONAMES};
+use rcud_client::sonames::{installed_library, SONAMES};
 use rcud_server::backend::{BackendKind, EmuSettings};
-use rcud_server::gate::Policy;
-use rcud_server::tenants::Tenants;
-use rcud_server::{select_backend, Server, ServerHandle};
-use rcud_transport::tls::ServerTls;
+use rcud_server::embedded::{self, LocalToken};
+use rcud_server::ServerHandle;
 use thiserror::Error;
 
 /// Arguments of `rcud run`.
@@ -54,8 +51,6 @@ pub(crate) struct RunArgs {
 pub(crate) enum RunError {
     #[error("the rcud CUDA runtime library was not found at {0} (build it with `cargo build`, or pass --library)")]
     NoLibrary(PathBuf),
-    #[error("cannot start the embedded server: {0}")]
-    Server(String),
     #[error("cannot prepare the library directory: {0}")]
     LibDir(std::io::Error),
     #[error("cannot start {program}: {source}")]
@@ -68,7 +63,7 @@ pub(crate) enum RunError {
 pub(crate) fn run(args: RunArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
     let library = match args.library {
         Some(p) => p,
-        None => default_library()?,
+        None => installed_library()?,
     };
     if !library.is_file() {
         return Err(RunError::NoLibrary(library).into());
@@ -85,7 +80,7 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode, Box<dyn std::error::Error>>
                 kernel_timeout: std::time::Duration::from_secs(args.kernel_timeout),
             };
             let token = LocalToken::generate()?;
-            let handle = embedded_server(args.backend, &emu, &token, None)?;
+            let handle = embedded::spawn(args.backend, &emu, &token, None)?;
             (handle.addr().to_string(), Some((handle, token)))
         }
     };
@@ -140,81 +135,6 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode, Box<dyn std::error::Error>>
         source,
     })?;
     Ok(exit_code(status))
-}
-
-/// Where the library lies relative to the directory of the running `rcud`:
-/// beside it (cargo's `target/<profile>/`), or in `../lib/rcud/` (the Debian
-/// package: `/usr/bin/rcud`, `/usr/lib/rcud/librcudart.so`).
-const LIBRARY_DIRS: &[&str] = &[".", "../lib/rcud"];
-
-/// The first library found in [`LIBRARY_DIRS`], else the one beside the
-/// executable (which the caller reports as missing).
-pub(crate) fn default_library() -> Result<PathBuf, std::io::Error> {
-    let exe = std::env::current_exe()?;
-    let dir = exe.parent().unwrap_or(Path::new("."));
-    Ok(LIBRARY_DIRS
-        .iter()
-        .map(|d| dir.join(d).join(LIBRARY_FILE))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| dir.join(LIBRARY_FILE)))
-}
-
-/// The one-time credentials of an embedded server: a tenant whose random
-/// secret only the programs `rcud` starts are given, so that other users of
-/// the machine cannot use the server on its loopback port.
-pub(crate) struct LocalToken {
-    secret: String,
-}
-
-/// The embedded server's one tenant.
-const LOCAL_TENANT: &str = "local";
-
-impl LocalToken {
-    pub(crate) fn generate() -> Result<Self, RunError> {
-        let mut raw = [0u8; 32];
-        getrandom::fill(&mut raw).map_err(|e| RunError::Server(format!("random source: {e}")))?;
-        Ok(Self {
-            secret: raw.iter().map(|b| format!("{b:02x}")).collect(),
-        })
-    }
-
-    /// The value of `RCUD_TOKEN` that proves it.
-    pub(crate) fn as_env(&self) -> String {
-        format!("{LOCAL_TENANT}:{}", self.secret)
-    }
-
-    /// Makes this process's own client use the token. Call before any
-    /// thread is started: it changes the environment.
-    pub(crate) fn export_here(&self) {
-        std::env::set_var("RCUD_TOKEN", self.as_env());
-        std::env::remove_var("RCUD_TOKEN_FILE");
-        std::env::remove_var("RCUD_TLS_CA");
-        std::env::remove_var("RCUD_TLS_PIN");
-    }
-}
-
-/// A server on a free loopback port, running on background threads, that
-/// admits the holders of `token` only, over TLS with `tls`.
-pub(crate) fn embedded_server(
-    backend: BackendKind,
-    emu: &EmuSettings,
-    token: &LocalToken,
-    tls: Option<ServerTls>,
-) -> Result<ServerHandle, RunError> {
-    let tenants = Tenants::single(LOCAL_TENANT, token.secret.as_bytes())
-        .map_err(|e| RunError::Server(e.to_string()))?;
-    let backend = select_backend(backend, emu).map_err(|e| RunError::Server(e.to_string()))?;
-    let server = Server::bind("127.0.0.1:0", backend)
-        .map_err(|e| RunError::Server(e.to_string()))?
-        .with_policy(Policy {
-            tenants: Some(Arc::new(tenants)),
-            ..Policy::default()
-        });
-    let server = match tls {
-        Some(tls) => server.with_tls(tls),
-        None => server,
-    };
-    server.spawn().map_err(|e| RunError::Server(e.to_string()))
 }
 
 /// `value` followed by the current contents of the variable `var`.

@@ -1,7 +1,26 @@
 //! The file names the rcud client library is offered under.
 
+use std::path::{Path, PathBuf};
+
 /// File name of the library cargo builds.
 pub const LIBRARY_FILE: &str = "librcudart.so";
+
+/// Where the library lies relative to the directory of the running tool:
+/// beside it (cargo's `target/<profile>/`), or in `../lib/rcud/` (the Debian
+/// package: `/usr/bin/rcud`, `/usr/lib/rcud/librcudart.so`).
+const LIBRARY_DIRS: &[&str] = &[".", "../lib/rcud"];
+
+/// The first library found in [`LIBRARY_DIRS`] of the running executable,
+/// else the one beside it (which the caller reports as missing).
+pub fn installed_library() -> std::io::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    Ok(LIBRARY_DIRS
+        .iter()
+        .map(|d| dir.join(d).join(LIBRARY_FILE))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| dir.join(LIBRARY_FILE)))
+}
 
 /// The names programs load the library by: the runtime's soname (programs
 /// linked with `-cudart shared`), the driver's (everything else: nvcc's

@@ -13,6 +13,7 @@ pub mod activity;
 pub mod agent;
 pub mod backend;
 pub mod config;
+pub mod embedded;
 pub mod gate;
 pub mod ipc;
 pub mod isolation;

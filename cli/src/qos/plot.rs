@@ -8,7 +8,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{QosResult, SawtoothReport};
-use crate::bench::plot::{kind, register_font, Kind, FONT};
+use rcud_bench::plot::{kind, register_font, Kind, FONT};
 
 const FORMULA: RGBColor = RGBColor(31, 119, 180);
 const SIMULATED: RGBColor = RGBColor(255, 127, 14);

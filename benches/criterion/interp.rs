@@ -1,7 +1,7 @@
 //! PTX interpreter throughput: thread-instructions per second on real nvcc
-//! kernels (emu/tests/ptx), on one host thread and on all cores.
+//! kernels (`emu/tests/ptx`), on one host thread and on all cores.
 //!
-//!     CARGO_TARGET_DIR=/tmp/target-ptx cargo bench -p rcud-emu --bench interp
+//!     cargo bench -p rcud-bench --bench interp
 //!
 //! Criterion's "thrpt" figure is in PTX instructions (per thread) per second.
 
@@ -23,7 +23,7 @@ struct Case {
 }
 
 fn load(file: &str) -> Module {
-    let path = format!("{}/tests/ptx/{file}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!("{}/../emu/tests/ptx/{file}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(path).expect("test PTX");
     Module::parse(&text).expect("parse")
 }

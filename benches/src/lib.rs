@@ -1,6 +1,14 @@
 //! `rcud bench`: bandwidthTest-style measurements through the rcud client
 //! runtime, each next to the raw transport and the host's memcpy measured in
 //! the same run, so the ratios hold on a shared, noisy machine.
+//!
+//! This crate is the harness; the `rcud` command parses [`BenchArgs`] and
+//! calls [`bench`]. Points that need a client library of their own run in a
+//! child `rcud bench ...-point` process. The criterion benches of single
+//! components (no server) are in `criterion/`.
+
+// Unsafe code only where a benchmark calls the client library's C ABI.
+#![deny(unsafe_code)]
 
 mod bandwidth;
 mod blas;
@@ -18,7 +26,7 @@ mod output;
 #[allow(unsafe_code)]
 mod overlap;
 mod pin;
-pub(crate) mod plot;
+pub mod plot;
 mod qos;
 mod raw;
 
@@ -30,13 +38,13 @@ use rcud_server::backend::{BackendKind, EmuSettings};
 use rcud_server::ServerHandle;
 use rcud_transport::bootstrap::TransportKind;
 
-pub(crate) use output::Format;
+use output::Format;
 
-type BenchResult<T> = Result<T, Box<dyn std::error::Error>>;
+pub type BenchResult<T> = Result<T, Box<dyn std::error::Error>>;
 
 /// Arguments of `rcud bench`.
 #[derive(Debug, clap::Args)]
-pub(crate) struct BenchArgs {
+pub struct BenchArgs {
     #[command(subcommand)]
     what: What,
     /// Server to measure (`host:port`); without it an embedded server on loopback.
@@ -127,7 +135,7 @@ pub(crate) struct Setup {
     placement: Option<pin::Placement>,
     _embedded: Option<ServerHandle>,
     /// The embedded server's token, for a second server speaking TLS.
-    token: Option<crate::run::LocalToken>,
+    token: Option<rcud_server::embedded::LocalToken>,
     tls_server: std::sync::OnceLock<ServerHandle>,
 }
 
@@ -140,12 +148,12 @@ impl Setup {
         let (embedded, token) = match &server {
             Some(_) => (None, None),
             None => {
-                let token = crate::run::LocalToken::generate()?;
+                let token = rcud_server::embedded::LocalToken::generate()?;
                 token.export_here();
                 if let Some(p) = placement {
                     pin::pin_current(p.server)?;
                 }
-                let handle = crate::run::embedded_server(
+                let handle = rcud_server::embedded::spawn(
                     BackendKind::Auto,
                     &EmuSettings::default(),
                     &token,
@@ -188,7 +196,7 @@ impl Setup {
             if let Some(p) = self.placement {
                 pin::pin_current(p.server)?;
             }
-            let handle = crate::run::embedded_server(
+            let handle = rcud_server::embedded::spawn(
                 BackendKind::Auto,
                 &EmuSettings::default(),
                 token,
@@ -249,7 +257,7 @@ impl Setup {
     }
 }
 
-pub(crate) fn bench(args: BenchArgs) -> BenchResult<ExitCode> {
+pub fn bench(args: BenchArgs) -> BenchResult<ExitCode> {
     let transports = |default: &[TransportKind]| {
         if args.transport.is_empty() {
             default.to_vec()
@@ -359,7 +367,7 @@ fn run_point<T: serde::de::DeserializeOwned>(
 /// application loads it, its servers and transport set as `rcud run` sets
 /// them.
 fn load_client_library(setup: &Setup, kind: TransportKind) -> BenchResult<libloading::Library> {
-    let library = crate::run::default_library()?;
+    let library = rcud_client::sonames::installed_library()?;
     // The library reads where its GPUs are when first called.
     std::env::set_var("RCUD_SERVERS", &setup.servers);
     std::env::set_var("RCUD_TRANSPORT", kind.to_string());

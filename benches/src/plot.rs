@@ -14,7 +14,7 @@ use super::chunks::ChunkRow;
 use super::BenchResult;
 
 /// The bundled font's family name ([`register_font`]).
-pub(crate) const FONT: &str = "sans-serif";
+pub const FONT: &str = "sans-serif";
 /// Width of a panel's plot; its legend is to the right.
 const LEGEND_X: u32 = 800;
 const MEMCPY_COLOR: RGBColor = RGBColor(40, 40, 40);
@@ -61,13 +61,13 @@ fn shade(c: RGBColor, memory: &str) -> RGBColor {
 }
 
 /// The image formats plots are written in, by file extension.
-pub(crate) enum Kind {
+pub enum Kind {
     Svg,
     Png,
 }
 
 /// The format of `path`, from its extension.
-pub(crate) fn kind(path: &Path) -> BenchResult<Kind> {
+pub fn kind(path: &Path) -> BenchResult<Kind> {
     match path.extension().and_then(|e| e.to_str()) {
         Some(e) if e.eq_ignore_ascii_case("svg") => Ok(Kind::Svg),
         Some(e) if e.eq_ignore_ascii_case("png") => Ok(Kind::Png),
@@ -235,7 +235,7 @@ fn mean_points(by_x: BTreeMap<u64, Vec<f64>>) -> Vec<(f64, f64)> {
 }
 
 /// Loads the font compiled into the binary, once per process.
-pub(crate) fn register_font() {
+pub fn register_font() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let loaded = plotters::style::register_font(
