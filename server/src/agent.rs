@@ -318,6 +318,17 @@ impl Agent {
         }
     }
 
+    /// The size of a device of `total` bytes as this client sees it: its
+    /// tenant's or its own memory limit where that is smaller.
+    fn visible_memory(&self, total: u64) -> u64 {
+        let tenant = self.memory_account.as_ref().map(|a| a.limit());
+        [Some(total), tenant, self.limits.memory]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(total)
+    }
+
     /// `DeviceStatus` of `gpu`: clients of other tenants show their memory
     /// only, so that a tenant learns no other tenant's programs.
     fn device_status(&self, gpu: u32) -> Result<rep::DeviceStatus, CudaError> {
@@ -428,7 +439,12 @@ impl Agent {
                 let res = self
                     .backend
                     .device_info(r.gpu)
-                    .map(|(props, attributes)| rep::GetDeviceInfo { props, attributes });
+                    .map(|(mut props, attributes)| {
+                        // The device's size agrees with what
+                        // `cudaMemGetInfo` reports, as on a MIG slice.
+                        props.total_global_mem = self.visible_memory(props.total_global_mem);
+                        rep::GetDeviceInfo { props, attributes }
+                    });
                 self.reply(&header, res)
             }
             Request::DeviceStatus(r) => {

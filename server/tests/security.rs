@@ -244,7 +244,22 @@ fn a_tenants_memory_limit_holds_across_agent_processes() {
     };
     let mut first = attach("first");
     let mut second = attach("second");
+    // The tenant sees a device of its limit's size, as on a MIG slice.
+    let info = first
+        .call(
+            &rcud_proto::ops::req::GetDeviceInfo { gpu: 0 },
+            &[],
+            &mut [],
+        )
+        .expect("transport")
+        .expect("device info");
+    assert_eq!(info.props.total_global_mem, 64 << 20);
     malloc(&mut first, 40 << 20).expect("40 MiB of 64");
+    let mem = second
+        .call(&rcud_proto::ops::req::MemGetInfo {}, &[], &mut [])
+        .expect("transport")
+        .expect("memory info");
+    assert_eq!((mem.free, mem.total), (24 << 20, 64 << 20));
     let over = malloc(&mut second, 40 << 20).expect_err("80 MiB of 64 over two agents");
     assert!(
         over.message.contains("over all its connections"),
@@ -263,4 +278,53 @@ fn a_tenants_memory_limit_holds_across_agent_processes() {
         std::thread::sleep(std::time::Duration::from_millis(25));
     }
     assert!(got, "the first agent's memory was never given back");
+}
+
+#[test]
+fn a_clients_memory_limit_is_the_size_of_its_device() {
+    let server = ServerProc::start(&["--client-memory", "32MiB"]);
+    let mut c = Conn::attached(server.addr(), "limited");
+    let info = c
+        .call(
+            &rcud_proto::ops::req::GetDeviceInfo { gpu: 0 },
+            &[],
+            &mut [],
+        )
+        .expect("transport")
+        .expect("device info");
+    assert_eq!(info.props.total_global_mem, 32 << 20);
+    let p = c.malloc(8 << 20);
+    let mem = c
+        .call(&rcud_proto::ops::req::MemGetInfo {}, &[], &mut [])
+        .expect("transport")
+        .expect("memory info");
+    assert_eq!((mem.free, mem.total), (24 << 20, 32 << 20));
+    let over = c
+        .call(
+            &rcud_proto::ops::req::Malloc { size: 32 << 20 },
+            &[],
+            &mut [],
+        )
+        .expect("transport")
+        .expect_err("40 MiB of 32");
+    assert!(over.message.contains("--client-memory"), "{}", over.message);
+    c.free(p);
+}
+
+#[test]
+fn status_of_a_missing_gpu_is_an_invalid_device() {
+    let server = ServerProc::start(&[]);
+    let mut c = Conn::connect(server.addr(), "monitor").expect("connect");
+    for gpu in [1, 64, u32::MAX] {
+        let err = c
+            .call(&rcud_proto::ops::req::DeviceStatus { gpu }, &[], &mut [])
+            .expect("transport")
+            .expect_err("a GPU the server does not have");
+        assert_eq!(err.code, rcud_proto::CudaError::INVALID_DEVICE, "gpu {gpu}");
+    }
+    let ok = c
+        .call(&rcud_proto::ops::req::DeviceStatus { gpu: 0 }, &[], &mut [])
+        .expect("transport")
+        .expect("GPU 0");
+    assert!(ok.processes.is_empty());
 }
