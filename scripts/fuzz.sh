@@ -19,7 +19,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root="$PWD"
 
-targets=(request handshake fatbin ptx setup agent_ops)
+targets=(request handshake fatbin ptx setup agent_ops math)
 
 # Per target: largest input (bytes), RSS limit and single-allocation limit
 # (MiB). The decoders must never allocate much more than they are given;
@@ -33,11 +33,12 @@ max_len() {
     fatbin) echo 16384 ;;
     ptx) echo 8192 ;;
     agent_ops) echo 16384 ;;
+    math) echo 4096 ;;
   esac
 }
 rss_limit() {
   case "$1" in
-    agent_ops) echo 2048 ;;
+    agent_ops | math) echo 2048 ;;
     *) echo 1024 ;;
   esac
 }
@@ -46,6 +47,8 @@ malloc_limit() {
     request | handshake | setup) echo 16 ;;
     fatbin | ptx) echo 64 ;;
     agent_ops) echo 320 ;;
+    # A math call holds copies of the matrices it reads from its 128 KiB.
+    math) echo 64 ;;
   esac
 }
 
@@ -104,7 +107,7 @@ run_one() {
 corpus_cap_kb() {
   case "$1" in
     request | handshake | setup) echo 32 ;;
-    fatbin | ptx | agent_ops) echo 96 ;;
+    fatbin | ptx | agent_ops | math) echo 96 ;;
   esac
 }
 

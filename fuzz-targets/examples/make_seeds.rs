@@ -27,6 +27,7 @@ fn main() {
     request(&dir.join("request"));
     handshake_seeds(&dir.join("handshake"));
     setup(&dir.join("setup"));
+    math(&dir.join("math"));
     copy_files(
         &root.join("fatbin/tests/fixtures"),
         "fatbin",
@@ -251,4 +252,128 @@ fn setup(dir: &Path) {
     write(dir, "offer-refused", &refused);
     write(dir, "remote-region", &[0x10; 20]);
     write(dir, "transport-code", &[2]);
+}
+
+/// Real calls of each math library, their pointers as the target's
+/// placeholders: a valid sequence, and the same calls aimed at the other
+/// client's buffer or past the end of the caller's.
+fn math(dir: &Path) {
+    use rcud_fuzz_targets::math::{
+        placeholder, record, TAG_FIRST, TAG_FIRST_END, TAG_SECOND, TAG_VICTIM,
+    };
+    use rcud_proto::math::{blas, fft, rand, solver, sparse, Library};
+
+    let lib = |l: Library| l as u8;
+    let at = |tag, offset| placeholder(tag, offset);
+    let gemm = |c: u64| blas::Call::Gemm {
+        handle: 1,
+        types: [blas::dtype::R32F; 4],
+        transa: 0,
+        transb: 0,
+        m: 16,
+        n: 16,
+        k: 16,
+        alpha: blas::Scalar::Host { re: 1.0, im: 0.0 },
+        a: blas::Operand {
+            ptr: at(TAG_FIRST, 0),
+            ld: 16,
+            stride: 0,
+        },
+        b: blas::Operand {
+            ptr: at(TAG_SECOND, 0),
+            ld: 16,
+            stride: 0,
+        },
+        beta: blas::Scalar::Device {
+            ptr: at(TAG_FIRST, 4096),
+        },
+        c: blas::Operand {
+            ptr: c,
+            ld: 16,
+            stride: 0,
+        },
+        batch: 1,
+        pointer_arrays: false,
+    };
+    let blas_create = record(lib(Library::Blas), &to_vec(&blas::Call::Create {}));
+    for (name, target) in [
+        ("blas-gemm", at(TAG_SECOND, 2048)),
+        ("blas-gemm-victim", at(TAG_VICTIM, 0)),
+        ("blas-gemm-end", at(TAG_FIRST_END, 0)),
+    ] {
+        let mut seed = blas_create.clone();
+        seed.extend(record(lib(Library::Blas), &to_vec(&gemm(target))));
+        write(dir, name, &seed);
+    }
+
+    let generate = |ptr: u64, n: u64| rand::Call::Generate {
+        generator: 1,
+        distribution: rand::Distribution::Normal as u32,
+        ptr,
+        n,
+        mean: 0.0,
+        stddev: 1.0,
+    };
+    for (name, ptr, n) in [
+        ("rand-normal", at(TAG_FIRST, 0), 1024),
+        ("rand-victim", at(TAG_VICTIM, 0), 1024),
+        ("rand-overrun", at(TAG_FIRST, 0), 1 << 20),
+    ] {
+        let mut seed = record(
+            lib(Library::Rand),
+            &to_vec(&rand::Call::Create { rng_type: 101 }),
+        );
+        seed.extend(record(
+            lib(Library::Rand),
+            &to_vec(&rand::Call::SetSeed {
+                generator: 1,
+                seed: 7,
+            }),
+        ));
+        seed.extend(record(lib(Library::Rand), &to_vec(&generate(ptr, n))));
+        write(dir, name, &seed);
+    }
+
+    let plan = fft::Call::MakePlan {
+        plan: 1,
+        geometry: fft::Geometry {
+            kind: 0x29, // CUFFT_C2C
+            n: vec![64],
+            batch: 4,
+            advanced: None,
+        },
+    };
+    for (name, output) in [
+        ("fft-c2c", at(TAG_SECOND, 0)),
+        ("fft-victim", at(TAG_VICTIM, 0)),
+    ] {
+        let mut seed = record(lib(Library::Fft), &to_vec(&fft::Call::Create {}));
+        seed.extend(record(lib(Library::Fft), &to_vec(&plan)));
+        seed.extend(record(
+            lib(Library::Fft),
+            &to_vec(&fft::Call::Exec {
+                plan: 1,
+                kind: 0x29,
+                input: at(TAG_FIRST, 0),
+                output,
+                direction: -1,
+            }),
+        ));
+        write(dir, name, &seed);
+    }
+
+    let mut seed = record(lib(Library::Sparse), &to_vec(&sparse::Call::Create {}));
+    seed.extend(record(
+        lib(Library::Sparse),
+        &to_vec(&sparse::Call::Destroy { handle: 1 }),
+    ));
+    seed.extend(record(
+        lib(Library::Solver),
+        &to_vec(&solver::Call::Create {}),
+    ));
+    seed.extend(record(
+        lib(Library::Solver),
+        &to_vec(&solver::Call::Destroy { handle: 1 }),
+    ));
+    write(dir, "sparse-solver-handles", &seed);
 }

@@ -5,8 +5,9 @@
 //! to code that reads data from a peer or from an application: the request
 //! decoder ([`request`]), the handshake ([`handshake`]), the fatbin parser
 //! ([`fatbin`]), the PTX front end of the emulated device ([`ptx`]), the RDMA
-//! set-up messages ([`setup`]), and whole sessions of operations against an
-//! agent on the emulated backend ([`agent`]).
+//! set-up messages ([`setup`]), the math libraries' calls ([`math`]), and
+//! whole sessions of operations against an agent on the emulated backend
+//! ([`agent`]).
 //!
 //! A target returns normally for every input. Besides "no panic", each one
 //! checks properties of what it decoded (a value that decodes re-encodes to
@@ -21,6 +22,7 @@
 pub mod agent;
 pub mod fatbin;
 pub mod handshake;
+pub mod math;
 pub mod ptx;
 pub mod request;
 pub mod setup;
@@ -40,4 +42,5 @@ pub const BYTE_TARGETS: &[(&str, ByteTarget)] = &[
     ("ptx", ptx::ptx),
     ("setup", setup::setup),
     ("agent_ops", agent::session_bytes),
+    ("math", math::math),
 ];

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Once};
 
-use rcud_fuzz_targets::{agent, fatbin, handshake, ptx, request, setup, BYTE_TARGETS};
+use rcud_fuzz_targets::{agent, fatbin, handshake, math, ptx, request, setup, BYTE_TARGETS};
 
 static PANICS: AtomicUsize = AtomicUsize::new(0);
 
@@ -234,6 +234,42 @@ fn setup_corpus() {
         files.iter().any(|f| setup::offer(f)),
         "no offer in the corpus is taken"
     );
+}
+
+#[test]
+fn math_corpus() {
+    let before = math::stats();
+    smoke("math", math::math, 400);
+    let after = math::stats();
+    eprintln!("math corpus: {before:?} -> {after:?}");
+    assert!(after.calls - before.calls >= 1000, "{after:?}");
+    assert!(after.answered - before.answered >= 20, "{after:?}");
+}
+
+/// The seeds' valid calls are answered; the same calls aimed at the other
+/// client's buffer or past the caller's are refused (and the target checks
+/// the other client's bytes are intact).
+#[test]
+fn math_calls_reach_only_the_callers_memory() {
+    let (panics, _turn) = count_panics();
+    let answered = |name: &str| {
+        let file = corpus_dir("math").join(format!("seed-{name}"));
+        let data = std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let before = math::stats();
+        math::math(&data);
+        let after = math::stats();
+        (after.answered - before.answered, after.calls - before.calls)
+    };
+    assert_eq!(answered("blas-gemm"), (2, 2));
+    assert_eq!(answered("blas-gemm-victim"), (1, 2));
+    assert_eq!(answered("blas-gemm-end"), (1, 2));
+    assert_eq!(answered("rand-normal"), (3, 3));
+    assert_eq!(answered("rand-victim"), (2, 3));
+    assert_eq!(answered("rand-overrun"), (2, 3));
+    assert_eq!(answered("fft-c2c"), (3, 3));
+    assert_eq!(answered("fft-victim"), (2, 3));
+    assert_eq!(answered("sparse-solver-handles"), (4, 4));
+    assert_no_panic_since(panics);
 }
 
 #[test]

@@ -85,6 +85,7 @@ impl State {
                     Ok(out) => Ok(Reply::ok(out)),
                     Err(Failure::Status(status)) => Ok(Reply::status(status)),
                     Err(Failure::Fault(fault)) => Err(MathError::Fault(fault)),
+                    Err(Failure::Timeout) => Err(MathError::Timeout),
                 }
             }
         }

@@ -24,6 +24,13 @@ pub trait DeviceMemory {
     fn read(&self, ptr: u64, len: u64) -> Result<&[u8], Fault>;
     /// Writes `data` at device address `ptr`, all inside one allocation.
     fn write(&mut self, ptr: u64, data: &[u8]) -> Result<(), Fault>;
+    /// Whether the call has run past the time the device gives one piece of
+    /// work (the emulated device's kernel timeout). Calls whose work is not
+    /// bounded by the memory they touch (a strided batch of stride 0 reuses
+    /// one matrix any number of times) ask between pieces.
+    fn expired(&self) -> bool {
+        false
+    }
 }
 
 /// A device range outside the client's allocations.
@@ -55,6 +62,10 @@ pub enum MathError {
     /// NVIDIA's library would fault on.
     #[error(transparent)]
     Fault(#[from] Fault),
+    /// The call ran past the device's time for one piece of work, as a
+    /// kernel past the watchdog.
+    #[error("the call ran past the device's time limit and was stopped")]
+    Timeout,
 }
 
 /// What a library call answers: the library's status code (0 is success)

@@ -1270,9 +1270,12 @@ impl Shared {
                     predicted(Some(p));
                 }
                 if let Ok(info) = decode::<rep::GetDeviceInfo>(&reply.body) {
-                    if self.limits.is_none() {
-                        assert_eq!(info.props.total_global_mem, GPU_MEMORY);
-                    }
+                    // A memory limit is the device's size, as in MemGetInfo.
+                    let limit = self.limits.as_ref().and_then(|l| l.memory);
+                    assert_eq!(
+                        info.props.total_global_mem,
+                        limit.map_or(GPU_MEMORY, |l| l.min(GPU_MEMORY))
+                    );
                     assert!(!info.attributes.is_empty());
                 }
             }

@@ -76,36 +76,68 @@ pub(crate) struct GemmArgs {
     pub(crate) pointer_arrays: bool,
 }
 
-/// The device address of each of `batch` matrices: read from the device
-/// array of pointers at `op.ptr`, or `op.ptr + i * stride` elements.
-fn batch_pointers(
-    memory: &dyn DeviceMemory,
-    op: Operand,
-    dtype: u8,
-    batch: usize,
-    pointer_arrays: bool,
-) -> Result<Vec<u64>, Failure> {
-    if pointer_arrays {
-        let bytes = memory.read(op.ptr, mul(batch, 8)? as u64)?;
-        return Ok(bytes
-            .chunks_exact(8)
-            .map(|c| {
-                let mut a = [0; 8];
-                a.copy_from_slice(c);
-                u64::from_le_bytes(a)
-            })
-            .collect());
-    }
-    let size = dtype::size(dtype).ok_or(Failure::Status(INVALID_VALUE))? as i64;
-    (0..batch as i64)
-        .map(|i| {
-            i.checked_mul(op.stride)
-                .and_then(|e| e.checked_mul(size))
-                .and_then(|off| (op.ptr as i64).checked_add(off))
-                .map(|p| p as u64)
-                .ok_or(Failure::Status(INVALID_VALUE))
+/// Where each matrix of a batch lies: in a device array of pointers, or
+/// `stride` elements apart. Strided addresses are computed as they are
+/// needed: a batch count is not bounded by any memory.
+enum BatchPointers {
+    Array(Vec<u64>),
+    Strided { ptr: u64, stride_bytes: i64 },
+}
+
+impl BatchPointers {
+    /// Reads the array of pointers at `op.ptr`, or notes the stride.
+    fn new(
+        memory: &dyn DeviceMemory,
+        op: Operand,
+        dtype: u8,
+        batch: usize,
+        pointer_arrays: bool,
+    ) -> Result<Self, Failure> {
+        if pointer_arrays {
+            let bytes = memory.read(op.ptr, mul(batch, 8)? as u64)?;
+            return Ok(Self::Array(
+                bytes
+                    .chunks_exact(8)
+                    .map(|c| {
+                        let mut a = [0; 8];
+                        a.copy_from_slice(c);
+                        u64::from_le_bytes(a)
+                    })
+                    .collect(),
+            ));
+        }
+        let size = dtype::size(dtype).ok_or(Failure::Status(INVALID_VALUE))? as i64;
+        let stride_bytes = op
+            .stride
+            .checked_mul(size)
+            .ok_or(Failure::Status(INVALID_VALUE))?;
+        Ok(Self::Strided {
+            ptr: op.ptr,
+            stride_bytes,
         })
-        .collect()
+    }
+
+    /// The device address of matrix `i`.
+    fn get(&self, i: usize) -> Result<u64, Failure> {
+        match self {
+            Self::Array(ptrs) => ptrs.get(i).copied().ok_or(Failure::Status(INVALID_VALUE)),
+            Self::Strided { ptr, stride_bytes } => i64::try_from(i)
+                .ok()
+                .and_then(|i| i.checked_mul(*stride_bytes))
+                .and_then(|off| (*ptr as i64).checked_add(off))
+                .map(|p| p as u64)
+                .ok_or(Failure::Status(INVALID_VALUE)),
+        }
+    }
+}
+
+/// Fails when the call has run out of time; asked between matrices.
+fn check_time(memory: &dyn DeviceMemory) -> Result<(), Failure> {
+    if memory.expired() {
+        Err(Failure::Timeout)
+    } else {
+        Ok(())
+    }
 }
 
 /// GEMM, single, strided-batched or batched, in compute type `T` (which
@@ -128,22 +160,23 @@ pub(crate) fn gemm<T: Elem>(
     if m == 0 || n == 0 || batch == 0 {
         return Ok(Vec::new());
     }
-    let pa = batch_pointers(memory, g.a, ta, batch, g.pointer_arrays)?;
-    let pb = batch_pointers(memory, g.b, tb, batch, g.pointer_arrays)?;
-    let pc = batch_pointers(memory, g.c, tc, batch, g.pointer_arrays)?;
+    let pa = BatchPointers::new(memory, g.a, ta, batch, g.pointer_arrays)?;
+    let pb = BatchPointers::new(memory, g.b, tb, batch, g.pointer_arrays)?;
+    let pc = BatchPointers::new(memory, g.c, tc, batch, g.pointer_arrays)?;
     let needs_ab = alpha != T::zero() && k > 0;
     for i in 0..batch {
+        check_time(memory)?;
         let (a, b) = if needs_ab {
             (
-                Matrix::<T>::read(memory, ta, pa[i], ar, ac, g.a.ld)?,
-                Matrix::<T>::read(memory, tb, pb[i], br, bc, g.b.ld)?,
+                Matrix::<T>::read(memory, ta, pa.get(i)?, ar, ac, g.a.ld)?,
+                Matrix::<T>::read(memory, tb, pb.get(i)?, br, bc, g.b.ld)?,
             )
         } else {
             (Matrix::zeros(ar, ac), Matrix::zeros(br, bc))
         };
-        let mut c = Matrix::<T>::read(memory, tc, pc[i], m, n, g.c.ld)?;
+        let mut c = Matrix::<T>::read(memory, tc, pc.get(i)?, m, n, g.c.ld)?;
         product(alpha, &a, transa, &b, transb, beta, &mut c);
-        c.write(memory, tc, pc[i])?;
+        c.write(memory, tc, pc.get(i)?)?;
     }
     Ok(Vec::new())
 }
@@ -518,29 +551,30 @@ pub(crate) fn matmul<T: Elem>(
     if m == 0 || n == 0 || batch == 0 {
         return Ok(Vec::new());
     }
-    let pa = batch_pointers(memory, g.a, ta, batch, false)?;
-    let pb = batch_pointers(memory, g.b, tb, batch, false)?;
-    let pc = batch_pointers(memory, g.c, tc, batch, false)?;
-    let pd = batch_pointers(memory, args.d, tc, batch, false)?;
+    let pa = BatchPointers::new(memory, g.a, ta, batch, false)?;
+    let pb = BatchPointers::new(memory, g.b, tb, batch, false)?;
+    let pc = BatchPointers::new(memory, g.c, tc, batch, false)?;
+    let pd = BatchPointers::new(memory, args.d, tc, batch, false)?;
     let bias_at = Operand {
         ptr: args.bias,
         ld: 1,
         stride: args.bias_stride,
     };
-    let pbias = batch_pointers(memory, bias_at, tc, batch, false)?;
+    let pbias = BatchPointers::new(memory, bias_at, tc, batch, false)?;
     let needs_ab = alpha != T::zero() && k > 0;
     for i in 0..batch {
+        check_time(memory)?;
         let (a, b) = if needs_ab {
             (
-                Matrix::<T>::read(memory, ta, pa[i], ar, ac, g.a.ld)?,
-                Matrix::<T>::read(memory, tb, pb[i], br, bc, g.b.ld)?,
+                Matrix::<T>::read(memory, ta, pa.get(i)?, ar, ac, g.a.ld)?,
+                Matrix::<T>::read(memory, tb, pb.get(i)?, br, bc, g.b.ld)?,
             )
         } else {
             (Matrix::zeros(ar, ac), Matrix::zeros(br, bc))
         };
         let mut acc = Matrix::zeros(m, n);
         if beta != T::zero() {
-            let c = Matrix::<T>::read(memory, tc, pc[i], m, n, g.c.ld)?;
+            let c = Matrix::<T>::read(memory, tc, pc.get(i)?, m, n, g.c.ld)?;
             for j in 0..n {
                 for r in 0..m {
                     acc.set(r, j, c.get(r, j));
@@ -551,7 +585,7 @@ pub(crate) fn matmul<T: Elem>(
         if args.epilogue != epilogue::DEFAULT {
             let bias = if with_bias {
                 let size = dtype::size(tc).ok_or(Failure::Status(super::NOT_SUPPORTED))?;
-                load::<T>(tc, memory.read(pbias[i], size * m as u64)?)?
+                load::<T>(tc, memory.read(pbias.get(i)?, size * m as u64)?)?
             } else {
                 Vec::new()
             };
@@ -571,7 +605,7 @@ pub(crate) fn matmul<T: Elem>(
                 }
             }
         }
-        acc.write_to(memory, tc, pd[i], args.d.ld)?;
+        acc.write_to(memory, tc, pd.get(i)?, args.d.ld)?;
     }
     Ok(Vec::new())
 }

@@ -35,6 +35,8 @@ pub(crate) const NOT_SUPPORTED: i32 = 15;
 pub(crate) enum Failure {
     Status(i32),
     Fault(Fault),
+    /// [`crate::DeviceMemory::expired`] said so between pieces of work.
+    Timeout,
 }
 
 impl From<Fault> for Failure {
@@ -103,6 +105,7 @@ impl State {
             Ok(out) => Ok(Reply::ok(out)),
             Err(Failure::Status(status)) => Ok(Reply::status(status)),
             Err(Failure::Fault(fault)) => Err(MathError::Fault(fault)),
+            Err(Failure::Timeout) => Err(MathError::Timeout),
         }
     }
 }

@@ -11,10 +11,15 @@ use crate::{DeviceMemory, Fault, MathError};
 #[derive(Default)]
 struct Memory {
     allocations: Vec<(u64, Vec<u8>)>,
+    /// Reads after which [`DeviceMemory::expired`] says the time is up.
+    reads_until_expired: Option<std::cell::Cell<u64>>,
 }
 
 impl DeviceMemory for Memory {
     fn read(&self, ptr: u64, len: u64) -> Result<&[u8], Fault> {
+        if let Some(left) = &self.reads_until_expired {
+            left.set(left.get().saturating_sub(1));
+        }
         for (base, data) in &self.allocations {
             if ptr >= *base && ptr + len <= base + data.len() as u64 {
                 let at = (ptr - base) as usize;
@@ -35,6 +40,11 @@ impl DeviceMemory for Memory {
             ptr,
             len: bytes.len() as u64,
         })
+    }
+    fn expired(&self) -> bool {
+        self.reads_until_expired
+            .as_ref()
+            .is_some_and(|r| r.get() == 0)
     }
 }
 
@@ -985,4 +995,42 @@ fn errors_get_cublas_statuses_and_faults() {
         *types = [3; 4];
     }
     assert_eq!(state.call(&mut memory, call).unwrap().status, 15);
+}
+
+/// A strided batch of stride 0 reuses one matrix any number of times: a
+/// batch count far beyond memory costs no memory, and the work stops when
+/// the device's time is up.
+#[test]
+fn a_huge_batch_of_one_matrix_stops_at_the_time_limit() {
+    let mut memory = Memory::default();
+    let mut state = State::default();
+    let handle = new_handle(&mut state, &mut memory);
+    let a = memory.put(dtype::R32F, &values(16, 1, false));
+    let c = memory.put(dtype::R32F, &values(16, 2, false));
+    memory.reads_until_expired = Some(std::cell::Cell::new(1000));
+    let at = |ptr| Operand {
+        ptr,
+        ld: 4,
+        stride: 0,
+    };
+    let call = Call::Gemm {
+        handle,
+        types: [dtype::R32F; 4],
+        transa: 0,
+        transb: 0,
+        m: 4,
+        n: 4,
+        k: 4,
+        alpha: Scalar::Host { re: 1.0, im: 0.0 },
+        a: at(a),
+        b: at(a),
+        beta: Scalar::Host { re: 1.0, im: 0.0 },
+        c: at(c),
+        batch: 1 << 40,
+        pointer_arrays: false,
+    };
+    assert!(matches!(
+        state.call(&mut memory, call),
+        Err(MathError::Timeout)
+    ));
 }

@@ -138,22 +138,32 @@ struct EmuContext {
     limits: Limits,
 }
 
-/// The client's device memory as the math libraries see it.
-struct MathMemory<'a>(&'a mut DeviceMemory);
+/// The client's device memory as the math libraries see it, and the time
+/// the call may take: a kernel's.
+struct MathMemory<'a> {
+    memory: &'a mut DeviceMemory,
+    /// `None`: no limit (a timeout past what an `Instant` holds).
+    deadline: Option<std::time::Instant>,
+}
 
 impl rcud_math::DeviceMemory for MathMemory<'_> {
     fn read(&self, ptr: u64, len: u64) -> Result<&[u8], rcud_math::Fault> {
-        self.0
+        self.memory
             .slice(ptr, len)
             .map_err(|_| rcud_math::Fault { ptr, len })
     }
 
     fn write(&mut self, ptr: u64, data: &[u8]) -> Result<(), rcud_math::Fault> {
         let len = data.len() as u64;
-        self.0
+        self.memory
             .slice_mut(ptr, len)
             .map(|dst| dst.copy_from_slice(data))
             .map_err(|_| rcud_math::Fault { ptr, len })
+    }
+
+    fn expired(&self) -> bool {
+        self.deadline
+            .is_some_and(|d| std::time::Instant::now() >= d)
     }
 }
 
@@ -275,11 +285,16 @@ impl DeviceContext for EmuContext {
     }
 
     fn math_call(&mut self, library: u8, call: &[u8]) -> Result<rcud_math::Reply, Failure> {
+        let mut memory = MathMemory {
+            memory: &mut self.memory,
+            deadline: std::time::Instant::now().checked_add(self.limits.timeout),
+        };
         self.libraries
-            .call(&mut MathMemory(&mut self.memory), library, call)
+            .call(&mut memory, library, call)
             .map_err(|e| {
                 let code = match e {
                     rcud_math::MathError::Fault(_) => CudaError::ILLEGAL_ADDRESS,
+                    rcud_math::MathError::Timeout => CudaError::LAUNCH_TIMEOUT,
                     _ => CudaError::INVALID_VALUE,
                 };
                 Failure::new(code, e.to_string())
