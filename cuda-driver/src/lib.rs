@@ -32,6 +32,8 @@ use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::Arc;
 
 pub use cudarc::driver::sys;
+
+pub mod cublas;
 use sys::{CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUmodule, CUstream};
 
 /// The file name the NVIDIA driver installs its CUDA library under (the

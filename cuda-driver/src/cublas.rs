@@ -1,0 +1,867 @@
+//! NVIDIA's cuBLAS, loaded at run time, for the `cuda` backend's math calls.
+//!
+//! As for the driver, every entry point is resolved once when the library is
+//! opened ([`Blas::load`]), through checked function pointers; a host without
+//! cuBLAS gets a [`LoadError`] value. Device addresses are plain numbers here:
+//! the backend checks every range a call touches against the client's own
+//! allocations before it calls any of these methods. Host pointers (scalars
+//! and results in `CUBLAS_POINTER_MODE_HOST`) never come from the caller:
+//! they point into buffers owned here, sized for the function's types, and
+//! the pointer mode is set for each call from the kind of its scalars, so a
+//! device address is never read as a host pointer or the other way round.
+
+use std::ffi::{c_int, c_void, OsStr};
+use std::fmt;
+use std::sync::Arc;
+
+use crate::{loader_text, symbol, CtxInner, DriverError, LoadError};
+use cudarc::driver::sys::CUstream;
+
+/// The file names NVIDIA's cuBLAS is installed under, newest first.
+pub const LIBRARIES: [&str; 2] = ["libcublas.so.13", "libcublas.so.12"];
+
+type Handle = *mut c_void;
+type Status = c_int;
+type In = *const c_void;
+type Out = *mut c_void;
+
+/// `CUBLAS_POINTER_MODE_HOST` / `_DEVICE`.
+const POINTER_MODE_HOST: c_int = 0;
+const POINTER_MODE_DEVICE: c_int = 1;
+/// `CUBLAS_GEMM_DEFAULT`.
+const GEMM_DEFAULT: c_int = -1;
+
+/// Element precision of the typed (`S`, `D`, `C`, `Z`) entry points.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precision {
+    /// float.
+    S = 0,
+    /// double.
+    D = 1,
+    /// cuComplex.
+    C = 2,
+    /// cuDoubleComplex.
+    Z = 3,
+}
+
+impl Precision {
+    /// Bytes of one element.
+    pub fn size(self) -> usize {
+        match self {
+            Self::S => 4,
+            Self::D | Self::C => 8,
+            Self::Z => 16,
+        }
+    }
+
+    /// Bytes of the real type of the same precision.
+    pub fn real_size(self) -> usize {
+        match self {
+            Self::S | Self::C => 4,
+            Self::D | Self::Z => 8,
+        }
+    }
+}
+
+type Axpy = unsafe extern "C" fn(Handle, c_int, In, In, c_int, Out, c_int) -> Status;
+type Scal = unsafe extern "C" fn(Handle, c_int, In, Out, c_int) -> Status;
+type Dot = unsafe extern "C" fn(Handle, c_int, In, c_int, In, c_int, Out) -> Status;
+type Reduce = unsafe extern "C" fn(Handle, c_int, In, c_int, Out) -> Status;
+type Copy2 = unsafe extern "C" fn(Handle, c_int, In, c_int, Out, c_int) -> Status;
+type Rot = unsafe extern "C" fn(Handle, c_int, Out, c_int, Out, c_int, In, In) -> Status;
+type Gemv = unsafe extern "C" fn(
+    Handle,
+    c_int,
+    c_int,
+    c_int,
+    In,
+    In,
+    c_int,
+    In,
+    c_int,
+    In,
+    Out,
+    c_int,
+) -> Status;
+type GemmEx = unsafe extern "C" fn(
+    Handle,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    In,
+    In,
+    c_int,
+    c_int,
+    In,
+    c_int,
+    c_int,
+    In,
+    Out,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+) -> Status;
+type GemmStridedBatchedEx = unsafe extern "C" fn(
+    Handle,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    In,
+    In,
+    c_int,
+    c_int,
+    i64,
+    In,
+    c_int,
+    c_int,
+    i64,
+    In,
+    Out,
+    c_int,
+    c_int,
+    i64,
+    c_int,
+    c_int,
+    c_int,
+) -> Status;
+type GemmBatchedEx = unsafe extern "C" fn(
+    Handle,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    In,
+    *const In,
+    c_int,
+    c_int,
+    *const In,
+    c_int,
+    c_int,
+    In,
+    *const Out,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+) -> Status;
+
+/// The cuBLAS entry points the backend uses, with the prototypes of
+/// `cublas_api.h` (element pointers as `void *`, enums as `int`).
+struct BlasApi {
+    create: unsafe extern "C" fn(*mut Handle) -> Status,
+    destroy: unsafe extern "C" fn(Handle) -> Status,
+    set_stream: unsafe extern "C" fn(Handle, CUstream) -> Status,
+    set_pointer_mode: unsafe extern "C" fn(Handle, c_int) -> Status,
+    axpy: [Axpy; 4],
+    /// S, D, C, Z, then Cs, Zd (complex vector, real scalar).
+    scal: [Scal; 6],
+    /// S, D, Cdotu, Zdotu.
+    dotu: [Dot; 4],
+    /// Cdotc, Zdotc.
+    dotc: [Dot; 2],
+    nrm2: [Reduce; 4],
+    asum: [Reduce; 4],
+    amax: [Reduce; 4],
+    amin: [Reduce; 4],
+    copy: [Copy2; 4],
+    swap: [Copy2; 4],
+    /// S, D, C, Z, then Cs, Zd (real sine).
+    rot: [Rot; 6],
+    gemv: [Gemv; 4],
+    gemm_ex: GemmEx,
+    gemm_strided_batched_ex: GemmStridedBatchedEx,
+    gemm_batched_ex: GemmBatchedEx,
+    /// Keeps the code behind the pointers mapped; dropped last.
+    _library: libloading::Library,
+}
+
+/// Resolves the four (or more) typed names of one function.
+///
+/// # Safety
+///
+/// As for [`symbol`]: `T` is the prototype of every name.
+unsafe fn typed<T: Copy, const N: usize>(
+    lib: &libloading::Library,
+    names: [&'static str; N],
+) -> Result<[T; N], LoadError> {
+    let mut out = Vec::with_capacity(N);
+    for name in names {
+        // SAFETY: forwarded from the caller.
+        out.push(unsafe { symbol::<T>(lib, name) }?);
+    }
+    out.try_into().map_err(|_| LoadError::Symbol {
+        symbol: "cublas",
+        reason: "internal: wrong number of typed entry points".into(),
+    })
+}
+
+impl BlasApi {
+    fn resolve(library: libloading::Library) -> Result<Self, LoadError> {
+        let lib = &library;
+        // SAFETY: every field's type is the prototype in cublas_api.h of the
+        // entry points it is resolved from (element and scalar pointers as
+        // `void *`, enums as `int`, `int64_t` strides as `i64`); the pointers
+        // are stored next to `library`, which outlives them.
+        unsafe {
+            Ok(Self {
+                create: symbol(lib, "cublasCreate_v2")?,
+                destroy: symbol(lib, "cublasDestroy_v2")?,
+                set_stream: symbol(lib, "cublasSetStream_v2")?,
+                set_pointer_mode: symbol(lib, "cublasSetPointerMode_v2")?,
+                axpy: typed(
+                    lib,
+                    ["cublasSaxpy_v2", "cublasDaxpy_v2", "cublasCaxpy_v2", "cublasZaxpy_v2"],
+                )?,
+                scal: typed(
+                    lib,
+                    [
+                        "cublasSscal_v2",
+                        "cublasDscal_v2",
+                        "cublasCscal_v2",
+                        "cublasZscal_v2",
+                        "cublasCsscal_v2",
+                        "cublasZdscal_v2",
+                    ],
+                )?,
+                dotu: typed(
+                    lib,
+                    ["cublasSdot_v2", "cublasDdot_v2", "cublasCdotu_v2", "cublasZdotu_v2"],
+                )?,
+                dotc: typed(lib, ["cublasCdotc_v2", "cublasZdotc_v2"])?,
+                nrm2: typed(
+                    lib,
+                    ["cublasSnrm2_v2", "cublasDnrm2_v2", "cublasScnrm2_v2", "cublasDznrm2_v2"],
+                )?,
+                asum: typed(
+                    lib,
+                    ["cublasSasum_v2", "cublasDasum_v2", "cublasScasum_v2", "cublasDzasum_v2"],
+                )?,
+                amax: typed(
+                    lib,
+                    ["cublasIsamax_v2", "cublasIdamax_v2", "cublasIcamax_v2", "cublasIzamax_v2"],
+                )?,
+                amin: typed(
+                    lib,
+                    ["cublasIsamin_v2", "cublasIdamin_v2", "cublasIcamin_v2", "cublasIzamin_v2"],
+                )?,
+                copy: typed(
+                    lib,
+                    ["cublasScopy_v2", "cublasDcopy_v2", "cublasCcopy_v2", "cublasZcopy_v2"],
+                )?,
+                swap: typed(
+                    lib,
+                    ["cublasSswap_v2", "cublasDswap_v2", "cublasCswap_v2", "cublasZswap_v2"],
+                )?,
+                rot: typed(
+                    lib,
+                    [
+                        "cublasSrot_v2",
+                        "cublasDrot_v2",
+                        "cublasCrot_v2",
+                        "cublasZrot_v2",
+                        "cublasCsrot_v2",
+                        "cublasZdrot_v2",
+                    ],
+                )?,
+                gemv: typed(
+                    lib,
+                    ["cublasSgemv_v2", "cublasDgemv_v2", "cublasCgemv_v2", "cublasZgemv_v2"],
+                )?,
+                gemm_ex: symbol(lib, "cublasGemmEx")?,
+                gemm_strided_batched_ex: symbol(lib, "cublasGemmStridedBatchedEx")?,
+                gemm_batched_ex: symbol(lib, "cublasGemmBatchedEx")?,
+                _library: library,
+            })
+        }
+    }
+}
+
+/// NVIDIA's cuBLAS, loaded.
+#[derive(Clone)]
+pub struct Blas {
+    api: Arc<BlasApi>,
+    library: String,
+}
+
+impl fmt::Debug for Blas {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Blas")
+            .field("library", &self.library)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Blas {
+    /// Opens the first of [`LIBRARIES`] that loads.
+    pub fn load() -> Result<Self, LoadError> {
+        Self::load_from(&LIBRARIES)
+    }
+
+    /// Opens the first of `candidates` (names or paths) that loads and
+    /// resolves every entry point; the error is the first candidate's.
+    pub fn load_from<S: AsRef<OsStr>>(candidates: &[S]) -> Result<Self, LoadError> {
+        let mut first = None;
+        for name in candidates {
+            let name = name.as_ref();
+            // SAFETY: opening a library runs its initialisers; cuBLAS is
+            // made to be opened by any process that uses CUDA.
+            let opened = unsafe { libloading::Library::new(name) };
+            let result = match opened {
+                Ok(lib) => BlasApi::resolve(lib),
+                Err(e) => Err(LoadError::Library {
+                    library: name.to_string_lossy().into_owned(),
+                    reason: loader_text(&e),
+                }),
+            };
+            match result {
+                Ok(api) => {
+                    return Ok(Self {
+                        api: Arc::new(api),
+                        library: name.to_string_lossy().into_owned(),
+                    })
+                }
+                Err(e) => {
+                    first.get_or_insert(e);
+                }
+            }
+        }
+        Err(first.unwrap_or(LoadError::Library {
+            library: String::new(),
+            reason: "no library name to try".into(),
+        }))
+    }
+
+    /// The name or path it was loaded from.
+    pub fn library(&self) -> &str {
+        &self.library
+    }
+}
+
+/// A cuBLAS call failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BlasError {
+    /// Making the context current failed.
+    Driver(DriverError),
+    /// cuBLAS answered this `cublasStatus_t`.
+    Status {
+        /// The entry point.
+        call: &'static str,
+        /// Its status.
+        status: i32,
+    },
+    /// The arguments do not fit the entry point (e.g. host and device
+    /// scalars in one call); `CUBLAS_STATUS_INVALID_VALUE` for the client.
+    Arguments(&'static str),
+}
+
+impl From<DriverError> for BlasError {
+    fn from(e: DriverError) -> Self {
+        Self::Driver(e)
+    }
+}
+
+impl fmt::Display for BlasError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Driver(e) => e.fmt(f),
+            Self::Status { call, status } => write!(f, "{call} failed: cublasStatus_t {status}"),
+            Self::Arguments(why) => write!(f, "cuBLAS arguments: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for BlasError {}
+
+/// A scalar argument: its value (little-endian bytes of the call's scalar
+/// type, at most a `cuDoubleComplex`) or its device address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScalarArg {
+    /// `CUBLAS_POINTER_MODE_HOST`.
+    Host([u8; 16]),
+    /// `CUBLAS_POINTER_MODE_DEVICE`.
+    Device(u64),
+}
+
+/// Where a reduction's result goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResultArg {
+    /// Back to the caller (host pointer mode).
+    Host,
+    /// To this device address (device pointer mode).
+    Device(u64),
+}
+
+/// A level-1 operation and its operands. `alpha`, `c` and `s` are the
+/// scalars of the operation; `result` is where a reduction's result goes.
+#[allow(missing_docs)] // the fields are named as in the cuBLAS documentation
+#[derive(Debug, Clone, Copy)]
+pub enum Level1 {
+    /// `y = alpha x + y`.
+    Axpy { alpha: ScalarArg },
+    /// `x = alpha x`; `real_alpha` for Csscal/Zdscal.
+    Scal { alpha: ScalarArg, real_alpha: bool },
+    /// `x . y`, conjugating `x` with `conj`.
+    Dot { conj: bool, result: ResultArg },
+    /// Euclidean norm.
+    Nrm2 { result: ResultArg },
+    /// Sum of magnitudes.
+    Asum { result: ResultArg },
+    /// 1-based index of the largest magnitude (`int`).
+    Amax { result: ResultArg },
+    /// 1-based index of the smallest magnitude (`int`).
+    Amin { result: ResultArg },
+    /// `y = x`.
+    Copy,
+    /// `x <-> y`.
+    Swap,
+    /// Plane rotation: `c` real, `s` real with `real_s`.
+    Rot { c: ScalarArg, s: ScalarArg, real_s: bool },
+}
+
+/// A vector operand: device address and increment.
+#[derive(Debug, Clone, Copy)]
+pub struct Vector {
+    /// Device address.
+    pub ptr: u64,
+    /// Increment (may be negative, as cuBLAS documents).
+    pub inc: i32,
+}
+
+/// GEMM arguments of `cublasGemmEx` and its batched forms.
+#[derive(Debug, Clone, Copy)]
+pub struct GemmArgs {
+    /// `cublasOperation_t` of A and B.
+    pub trans: [i32; 2],
+    /// m, n, k.
+    pub dims: [i32; 3],
+    /// `alpha`, `beta`, of the compute type's scalar type.
+    pub alpha: ScalarArg,
+    /// See `alpha`.
+    pub beta: ScalarArg,
+    /// `cudaDataType` of A, B, C.
+    pub types: [i32; 3],
+    /// Leading dimensions of A, B, C.
+    pub ld: [i32; 3],
+    /// `cublasComputeType_t`.
+    pub compute: i32,
+}
+
+/// How the matrices of a GEMM are named.
+#[derive(Debug, Clone, Copy)]
+pub enum GemmOperands {
+    /// One product.
+    Single {
+        /// A, B, C.
+        ptrs: [u64; 3],
+    },
+    /// `batch` products, matrices `stride` elements apart.
+    Strided {
+        /// A, B, C.
+        ptrs: [u64; 3],
+        /// Element strides of A, B, C.
+        strides: [i64; 3],
+        /// Products.
+        batch: i32,
+    },
+    /// `batch` products; device arrays of per-product device pointers.
+    Arrays {
+        /// Device addresses of the arrays of A, B, C.
+        arrays: [u64; 3],
+        /// Products.
+        batch: i32,
+    },
+}
+
+fn pointer_mode(scalars: &[ScalarArg], result: Option<ResultArg>) -> Result<c_int, BlasError> {
+    let host = scalars.iter().all(|s| matches!(s, ScalarArg::Host(_)))
+        && !matches!(result, Some(ResultArg::Device(_)));
+    let device = scalars.iter().all(|s| matches!(s, ScalarArg::Device(_)))
+        && !matches!(result, Some(ResultArg::Host));
+    match (host, device) {
+        (true, _) => Ok(POINTER_MODE_HOST),
+        (false, true) => Ok(POINTER_MODE_DEVICE),
+        (false, false) => Err(BlasError::Arguments(
+            "host and device scalars in one call (one pointer mode per handle)",
+        )),
+    }
+}
+
+/// The pointer cuBLAS reads a scalar from: into `s` itself in host mode.
+fn scalar_ptr(s: &ScalarArg) -> In {
+    match s {
+        ScalarArg::Host(bytes) => bytes.as_ptr().cast(),
+        ScalarArg::Device(ptr) => *ptr as In,
+    }
+}
+
+fn dev(ptr: u64) -> In {
+    ptr as In
+}
+
+fn dev_mut(ptr: u64) -> Out {
+    ptr as Out
+}
+
+/// A cuBLAS handle created in a client's context, bound to its stream;
+/// destroyed (with the context current) when dropped.
+pub struct BlasHandle {
+    api: Arc<BlasApi>,
+    ctx: Arc<CtxInner>,
+    raw: Handle,
+}
+
+// SAFETY: cuBLAS handles may be used from any thread, one call at a time;
+// `&mut self` on every call and the context bound first make it so.
+unsafe impl Send for BlasHandle {}
+
+impl fmt::Debug for BlasHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BlasHandle").finish_non_exhaustive()
+    }
+}
+
+impl Drop for BlasHandle {
+    fn drop(&mut self) {
+        if let Err(e) = self.ctx.bind() {
+            tracing::warn!("releasing a cuBLAS handle: {e}");
+        }
+        // SAFETY: `raw` is a live handle, used by nothing else after this.
+        let status = unsafe { (self.api.destroy)(self.raw) };
+        if status != 0 {
+            tracing::warn!("cublasDestroy failed: cublasStatus_t {status}");
+        }
+    }
+}
+
+impl crate::Context {
+    /// A new cuBLAS handle in this context, on its stream (`cublasCreate`,
+    /// `cublasSetStream`).
+    pub fn blas_handle(&self, blas: &Blas) -> Result<BlasHandle, BlasError> {
+        self.inner.bind()?;
+        let mut raw: Handle = std::ptr::null_mut();
+        // SAFETY: `raw` is a valid out-pointer; the context is current.
+        let status = unsafe { (blas.api.create)(&mut raw) };
+        if status != 0 {
+            return Err(BlasError::Status {
+                call: "cublasCreate",
+                status,
+            });
+        }
+        let handle = BlasHandle {
+            api: blas.api.clone(),
+            ctx: self.inner.clone(),
+            raw,
+        };
+        // SAFETY: a live handle and this context's live stream.
+        let status = unsafe { (blas.api.set_stream)(raw, self.inner.stream) };
+        handle.check(status, "cublasSetStream")?;
+        Ok(handle)
+    }
+}
+
+impl BlasHandle {
+    fn check(&self, status: Status, call: &'static str) -> Result<(), BlasError> {
+        if status == 0 {
+            Ok(())
+        } else {
+            Err(BlasError::Status { call, status })
+        }
+    }
+
+    /// Binds the context and sets the pointer mode for one call.
+    fn prepare(&mut self, mode: c_int) -> Result<(), BlasError> {
+        self.ctx.bind()?;
+        // SAFETY: a live handle; `mode` is one of the two valid values.
+        let status = unsafe { (self.api.set_pointer_mode)(self.raw, mode) };
+        self.check(status, "cublasSetPointerMode")
+    }
+
+    /// Waits for the call's work, so that it is complete when we return.
+    fn finish(&self, status: Status, call: &'static str) -> Result<(), BlasError> {
+        self.check(status, call)?;
+        self.ctx.sync_stream()?;
+        Ok(())
+    }
+
+    /// A level-1 operation on `n` elements of `x` (and `y`). Answers the
+    /// result's bytes for a reduction to the host (the function's result
+    /// type: the element type for a dot product, its real type for norms
+    /// and sums, `int` for indices), else nothing.
+    pub fn level1(
+        &mut self,
+        op: Level1,
+        p: Precision,
+        n: i32,
+        x: Vector,
+        y: Vector,
+    ) -> Result<Vec<u8>, BlasError> {
+        let pi = p as usize;
+        let complex = matches!(p, Precision::C | Precision::Z);
+        let (scalars, result, result_size): (Vec<ScalarArg>, Option<ResultArg>, usize) = match op
+        {
+            Level1::Axpy { alpha } | Level1::Scal { alpha, .. } => (vec![alpha], None, 0),
+            Level1::Rot { c, s, .. } => (vec![c, s], None, 0),
+            Level1::Dot { result, .. } => (vec![], Some(result), p.size()),
+            Level1::Nrm2 { result } | Level1::Asum { result } => {
+                (vec![], Some(result), p.real_size())
+            }
+            Level1::Amax { result } | Level1::Amin { result } => (vec![], Some(result), 4),
+            Level1::Copy | Level1::Swap => (vec![], None, 0),
+        };
+        self.prepare(pointer_mode(&scalars, result)?)?;
+        // Host results land here; 16 bytes hold any result type.
+        let mut host = [0u8; 16];
+        let result_ptr: Out = match result {
+            Some(ResultArg::Device(ptr)) => dev_mut(ptr),
+            _ => host.as_mut_ptr().cast(),
+        };
+        let h = self.raw;
+        let (xp, xm, yp, ym) = (dev(x.ptr), dev_mut(x.ptr), dev(y.ptr), dev_mut(y.ptr));
+        // SAFETY (every call below): the prototypes match (see `resolve`);
+        // device addresses were checked by the caller against the client's
+        // allocations for the ranges these operations touch; host scalars
+        // and results point into `op`'s 16-byte buffers and `host`, which
+        // hold any scalar or result type and outlive the call, which is
+        // complete (stream synchronised) before they go.
+        let (status, call) = unsafe {
+            match op {
+                Level1::Axpy { alpha } => (
+                    (self.api.axpy[pi])(h, n, scalar_ptr(&alpha), xp, x.inc, ym, y.inc),
+                    "cublas<t>axpy",
+                ),
+                Level1::Scal { alpha, real_alpha } => {
+                    let f = if real_alpha && complex {
+                        self.api.scal[pi + 2]
+                    } else {
+                        self.api.scal[pi]
+                    };
+                    (f(h, n, scalar_ptr(&alpha), xm, x.inc), "cublas<t>scal")
+                }
+                Level1::Dot { conj, .. } => {
+                    let f = if conj && complex {
+                        self.api.dotc[pi - 2]
+                    } else {
+                        self.api.dotu[pi]
+                    };
+                    (f(h, n, xp, x.inc, yp, y.inc, result_ptr), "cublas<t>dot")
+                }
+                Level1::Nrm2 { .. } => (
+                    (self.api.nrm2[pi])(h, n, xp, x.inc, result_ptr),
+                    "cublas<t>nrm2",
+                ),
+                Level1::Asum { .. } => (
+                    (self.api.asum[pi])(h, n, xp, x.inc, result_ptr),
+                    "cublas<t>asum",
+                ),
+                Level1::Amax { .. } => (
+                    (self.api.amax[pi])(h, n, xp, x.inc, result_ptr),
+                    "cublasI<t>amax",
+                ),
+                Level1::Amin { .. } => (
+                    (self.api.amin[pi])(h, n, xp, x.inc, result_ptr),
+                    "cublasI<t>amin",
+                ),
+                Level1::Copy => (
+                    (self.api.copy[pi])(h, n, xp, x.inc, ym, y.inc),
+                    "cublas<t>copy",
+                ),
+                Level1::Swap => (
+                    (self.api.swap[pi])(h, n, xm, x.inc, ym, y.inc),
+                    "cublas<t>swap",
+                ),
+                Level1::Rot { c, s, real_s } => {
+                    let f = if real_s && complex {
+                        self.api.rot[pi + 2]
+                    } else {
+                        self.api.rot[pi]
+                    };
+                    (
+                        f(h, n, xm, x.inc, ym, y.inc, scalar_ptr(&c), scalar_ptr(&s)),
+                        "cublas<t>rot",
+                    )
+                }
+            }
+        };
+        self.finish(status, call)?;
+        Ok(match result {
+            Some(ResultArg::Host) => host[..result_size].to_vec(),
+            _ => Vec::new(),
+        })
+    }
+
+    /// `y = alpha op(A) x + beta y` (`cublas<t>gemv`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemv(
+        &mut self,
+        p: Precision,
+        trans: i32,
+        [m, n]: [i32; 2],
+        alpha: ScalarArg,
+        (a, lda): (u64, i32),
+        x: Vector,
+        beta: ScalarArg,
+        y: Vector,
+    ) -> Result<(), BlasError> {
+        self.prepare(pointer_mode(&[alpha, beta], None)?)?;
+        // SAFETY: as in `level1`: checked device ranges, host scalars in
+        // `alpha`/`beta`, which outlive the completed call.
+        let status = unsafe {
+            (self.api.gemv[p as usize])(
+                self.raw,
+                trans,
+                m,
+                n,
+                scalar_ptr(&alpha),
+                dev(a),
+                lda,
+                dev(x.ptr),
+                x.inc,
+                scalar_ptr(&beta),
+                dev_mut(y.ptr),
+                y.inc,
+            )
+        };
+        self.finish(status, "cublas<t>gemv")
+    }
+
+    /// `C = alpha op(A) op(B) + beta C`: `cublasGemmEx`,
+    /// `cublasGemmStridedBatchedEx` or `cublasGemmBatchedEx`. For
+    /// [`GemmOperands::Arrays`] the arrays must be device memory the
+    /// caller filled with checked pointers and that the client cannot
+    /// change during the call.
+    pub fn gemm(&mut self, g: GemmArgs, operands: GemmOperands) -> Result<(), BlasError> {
+        self.prepare(pointer_mode(&[g.alpha, g.beta], None)?)?;
+        let [ta, tb] = g.trans;
+        let [m, n, k] = g.dims;
+        let [at, bt, ct] = g.types;
+        let [lda, ldb, ldc] = g.ld;
+        let (alpha, beta) = (scalar_ptr(&g.alpha), scalar_ptr(&g.beta));
+        // SAFETY: as in `level1`: checked device ranges (every matrix of
+        // every product, the pointer arrays included), host scalars in `g`,
+        // which outlives the completed call.
+        let (status, call) = unsafe {
+            match operands {
+                GemmOperands::Single { ptrs: [a, b, c] } => (
+                    (self.api.gemm_ex)(
+                        self.raw,
+                        ta,
+                        tb,
+                        m,
+                        n,
+                        k,
+                        alpha,
+                        dev(a),
+                        at,
+                        lda,
+                        dev(b),
+                        bt,
+                        ldb,
+                        beta,
+                        dev_mut(c),
+                        ct,
+                        ldc,
+                        g.compute,
+                        GEMM_DEFAULT,
+                    ),
+                    "cublasGemmEx",
+                ),
+                GemmOperands::Strided {
+                    ptrs: [a, b, c],
+                    strides: [sa, sb, sc],
+                    batch,
+                } => (
+                    (self.api.gemm_strided_batched_ex)(
+                        self.raw,
+                        ta,
+                        tb,
+                        m,
+                        n,
+                        k,
+                        alpha,
+                        dev(a),
+                        at,
+                        lda,
+                        sa,
+                        dev(b),
+                        bt,
+                        ldb,
+                        sb,
+                        beta,
+                        dev_mut(c),
+                        ct,
+                        ldc,
+                        sc,
+                        batch,
+                        g.compute,
+                        GEMM_DEFAULT,
+                    ),
+                    "cublasGemmStridedBatchedEx",
+                ),
+                GemmOperands::Arrays {
+                    arrays: [a, b, c],
+                    batch,
+                } => (
+                    (self.api.gemm_batched_ex)(
+                        self.raw,
+                        ta,
+                        tb,
+                        m,
+                        n,
+                        k,
+                        alpha,
+                        a as *const In,
+                        at,
+                        lda,
+                        b as *const In,
+                        bt,
+                        ldb,
+                        beta,
+                        c as *const Out,
+                        ct,
+                        ldc,
+                        batch,
+                        g.compute,
+                        GEMM_DEFAULT,
+                    ),
+                    "cublasGemmBatchedEx",
+                ),
+            }
+        };
+        self.finish(status, call)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_cublas_is_an_error_value_naming_the_first_candidate() {
+        let e = Blas::load_from(&["/nonexistent/libcublas.so.13", "/nonexistent/libcublas.so.12"])
+            .unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("/nonexistent/libcublas.so.13"), "{text}");
+    }
+
+    #[test]
+    fn one_pointer_mode_per_call() {
+        let h = ScalarArg::Host([0; 16]);
+        let d = ScalarArg::Device(0x1000);
+        assert_eq!(pointer_mode(&[h, h], None), Ok(POINTER_MODE_HOST));
+        assert_eq!(pointer_mode(&[d, d], None), Ok(POINTER_MODE_DEVICE));
+        assert_eq!(pointer_mode(&[], Some(ResultArg::Host)), Ok(POINTER_MODE_HOST));
+        assert_eq!(
+            pointer_mode(&[], Some(ResultArg::Device(8))),
+            Ok(POINTER_MODE_DEVICE)
+        );
+        assert!(pointer_mode(&[h, d], None).is_err());
+        assert!(pointer_mode(&[h], Some(ResultArg::Device(8))).is_err());
+    }
+}
