@@ -26,6 +26,7 @@
 //! ([`output`]); with agents as threads it goes to the server's standard
 //! output.
 
+mod blas;
 mod errors;
 mod memory;
 mod output;
@@ -96,6 +97,8 @@ pub struct CudaBackend {
     /// Standard output captured for device `printf`, once this backend serves
     /// one client in a process of its own.
     printf: Arc<OnceLock<output::StdoutCapture>>,
+    /// NVIDIA's cuBLAS, opened on the first cuBLAS call of any client.
+    blas_library: Arc<blas::BlasLibrary>,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -157,7 +160,15 @@ impl CudaBackend {
             gpus,
             images: Arc::default(),
             printf: Arc::default(),
+            blas_library: Arc::default(),
         })
+    }
+
+    /// Opens cuBLAS from the first of `candidates` (names or paths) that
+    /// loads, instead of `libcublas.so.13` or `libcublas.so.12`.
+    pub fn with_blas_libraries(mut self, candidates: Vec<std::ffi::OsString>) -> Self {
+        self.blas_library = Arc::new(blas::BlasLibrary::new(candidates));
+        self
     }
 
     /// One line for logs: the GPUs and the driver.
@@ -196,6 +207,8 @@ impl CudaBackend {
         };
         Ok(CudaDeviceContext {
             gpu,
+            blas: blas::BlasHandles::default(),
+            blas_library: self.blas_library.clone(),
             functions: Vec::new(),
             modules: Vec::new(),
             staging: Some(staging),
@@ -362,6 +375,9 @@ struct Kernel {
 /// frees everything the client held on the device.
 pub struct CudaDeviceContext {
     gpu: u32,
+    /// cuBLAS handles, destroyed before the context they live in.
+    blas: blas::BlasHandles,
+    blas_library: Arc<blas::BlasLibrary>,
     // Driver objects, released before the context they live in (each also
     // keeps its context alive, so the order is a courtesy, not a requirement).
     functions: Vec<Kernel>,
@@ -560,6 +576,25 @@ impl DeviceContext for CudaDeviceContext {
         "cuda"
     }
 
+    fn math_call(&mut self, library: u8, call: &[u8]) -> Result<rcud_math::Reply, Failure> {
+        use rcud_proto::math::Library;
+        match Library::from_wire(library) {
+            Some(Library::Blas) => {
+                let call = rcud_proto::codec::from_slice(call).map_err(|e| {
+                    Failure::new(CudaError::INVALID_VALUE, format!("a cuBLAS call: {e}"))
+                })?;
+                self.blas_call(call)
+            }
+            other => Err(Failure::new(
+                CudaError::NOT_SUPPORTED,
+                format!(
+                    "{} is not available on the cuda backend",
+                    other.map_or("a math library", |l| l.name())
+                ),
+            )),
+        }
+    }
+
     fn malloc(&mut self, size: u64) -> Result<u64, CudaError> {
         if size == 0 {
             return Err(CudaError::INVALID_VALUE);
@@ -636,6 +671,7 @@ impl DeviceContext for CudaDeviceContext {
     fn reset(&mut self) {
         // Everything goes with the old context, which must be gone before a
         // new one takes device memory.
+        self.blas.clear();
         self.functions.clear();
         self.modules.clear();
         self.staging = None;

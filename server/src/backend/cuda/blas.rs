@@ -1,0 +1,798 @@
+//! cuBLAS calls on a real GPU, through NVIDIA's library loaded at run time
+//! on the first math call ([`BlasLibrary`]).
+//!
+//! On a GPU nothing checks the addresses a library kernel touches, so before
+//! cuBLAS is called every range the call reads or writes is computed from
+//! its arguments (dimensions, leading dimensions, increments, strides,
+//! batches, element sizes, transposition; device scalars; a reduction's
+//! result) and checked against the client's own allocations, as the
+//! emulated device checks each access. Pointer-array batches are read back
+//! from the client's memory, every pointer checked, and the checked
+//! pointers handed to cuBLAS in device memory of the server's own, which
+//! the client cannot change during the call. A range outside the client's
+//! memory is refused with `cudaErrorIllegalAddress`, as the emulated
+//! device refuses it.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::sync::OnceLock;
+
+use rcud_cuda_driver::cublas::{
+    self as nv, BlasError, GemmArgs, GemmOperands, Level1, Precision, ResultArg, ScalarArg,
+};
+use rcud_math::Reply;
+use rcud_proto::math::blas::{dtype, level1 as op, Call, Operand, Scalar};
+use rcud_proto::ops::Failure;
+use rcud_proto::CudaError;
+
+use super::CudaDeviceContext;
+
+/// `CUBLAS_STATUS_NOT_INITIALIZED`: an unknown or destroyed handle.
+const NOT_INITIALIZED: i32 = 1;
+/// `CUBLAS_STATUS_INVALID_VALUE`.
+const INVALID_VALUE: i32 = 7;
+/// `CUBLAS_STATUS_NOT_SUPPORTED`.
+const NOT_SUPPORTED: i32 = 15;
+/// `CUDA_R_64I`: a level-1 index answered as `int64_t`.
+const R64I: u8 = 24;
+
+/// NVIDIA's cuBLAS, opened on first use and shared by every client.
+#[derive(Debug)]
+pub(super) struct BlasLibrary {
+    candidates: Vec<OsString>,
+    loaded: OnceLock<Result<nv::Blas, String>>,
+}
+
+impl Default for BlasLibrary {
+    fn default() -> Self {
+        Self::new(nv::LIBRARIES.iter().map(OsString::from).collect())
+    }
+}
+
+impl BlasLibrary {
+    /// The library at the first of `candidates` that loads.
+    pub(super) fn new(candidates: Vec<OsString>) -> Self {
+        Self {
+            candidates,
+            loaded: OnceLock::new(),
+        }
+    }
+
+    fn get(&self) -> Result<&nv::Blas, Failure> {
+        let loaded = self.loaded.get_or_init(|| {
+            nv::Blas::load_from(&self.candidates)
+                .inspect(|b| tracing::info!("cuBLAS calls run in {}", b.library()))
+                .map_err(|e| {
+                    let why = format!(
+                        "NVIDIA's cuBLAS ({}) was not found on the server: {e}",
+                        nv::LIBRARIES[0]
+                    );
+                    tracing::warn!("{why}");
+                    why
+                })
+        });
+        loaded
+            .as_ref()
+            .map_err(|why| Failure::new(CudaError::NOT_SUPPORTED, why.clone()))
+    }
+}
+
+/// The cuBLAS handles of one client context, by wire id.
+#[derive(Debug, Default)]
+pub(super) struct BlasHandles {
+    handles: BTreeMap<u64, nv::BlasHandle>,
+    next: u64,
+}
+
+impl BlasHandles {
+    /// Destroys every handle (before the context goes).
+    pub(super) fn clear(&mut self) {
+        self.handles.clear();
+    }
+}
+
+/// Why a call does not reach cuBLAS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Refusal {
+    /// Answered with this `cublasStatus_t`, as cuBLAS itself would.
+    Status(i32),
+    /// A range outside the client's memory (`cudaErrorIllegalAddress`).
+    Fault { what: String, ptr: u64, len: u64 },
+}
+
+/// A device range a call touches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Range {
+    pub(super) ptr: u64,
+    pub(super) len: u64,
+}
+
+/// `[ptr + start, ptr + start + len)` of elements counted in `i128`, which
+/// no product of 64-bit arguments here overflows; `None` when empty.
+fn range_of(what: &str, ptr: u64, start: i128, len: i128) -> Result<Option<Range>, Refusal> {
+    if len <= 0 {
+        return Ok(None);
+    }
+    let first = i128::from(ptr) + start;
+    let fault = || Refusal::Fault {
+        what: what.to_string(),
+        ptr: u64::try_from(first.max(0)).unwrap_or(u64::MAX),
+        len: u64::try_from(len).unwrap_or(u64::MAX),
+    };
+    let (Ok(p), Ok(l)) = (u64::try_from(first), u64::try_from(len)) else {
+        return Err(fault());
+    };
+    if p.checked_add(l).is_none() {
+        return Err(fault());
+    }
+    Ok(Some(Range { ptr: p, len: l }))
+}
+
+/// The bytes of a vector of `n` elements of `elem` bytes, `inc` apart, at
+/// `ptr`. With a negative increment cuBLAS walks the same storage from its
+/// end; a zero one reads one element `n` times; `n <= 0` touches nothing.
+pub(super) fn vector_range(
+    what: &str,
+    ptr: u64,
+    n: i64,
+    inc: i64,
+    elem: u64,
+) -> Result<Option<Range>, Refusal> {
+    if n <= 0 {
+        return Ok(None);
+    }
+    let elements = i128::from(n - 1) * i128::from(inc).abs() + 1;
+    range_of(what, ptr, 0, elements * i128::from(elem))
+}
+
+/// The bytes of a column-major `rows` x `cols` matrix with leading
+/// dimension `ld` at `ptr`: `CUBLAS_STATUS_INVALID_VALUE` for a negative
+/// dimension or `ld < max(1, rows)`, as cuBLAS answers.
+pub(super) fn matrix_range(
+    what: &str,
+    ptr: u64,
+    rows: i64,
+    cols: i64,
+    ld: i64,
+    elem: u64,
+) -> Result<Option<Range>, Refusal> {
+    if rows < 0 || cols < 0 || ld < rows.max(1) {
+        return Err(Refusal::Status(INVALID_VALUE));
+    }
+    if rows == 0 || cols == 0 {
+        return Ok(None);
+    }
+    let elements = i128::from(cols - 1) * i128::from(ld) + i128::from(rows);
+    range_of(what, ptr, 0, elements * i128::from(elem))
+}
+
+/// The bytes of `batch` matrices, the first at `first`, each `stride`
+/// elements of `elem` bytes after the previous one (a negative stride goes
+/// down): the whole span from the lowest to the end of the highest.
+pub(super) fn strided_range(
+    what: &str,
+    first: Option<Range>,
+    stride: i64,
+    elem: u64,
+    batch: i64,
+) -> Result<Option<Range>, Refusal> {
+    let Some(one) = first else {
+        return Ok(None);
+    };
+    if batch <= 0 {
+        return Ok(None);
+    }
+    let last = i128::from(batch - 1) * i128::from(stride) * i128::from(elem);
+    let start = last.min(0);
+    let end = last.max(0) + i128::from(one.len);
+    range_of(what, one.ptr, start, end - start)
+}
+
+/// The cuBLAS precision of element type `dt`.
+fn precision(dt: u8) -> Result<Precision, Refusal> {
+    Ok(match dt {
+        dtype::R32F => Precision::S,
+        dtype::R64F => Precision::D,
+        dtype::C32F => Precision::C,
+        dtype::C64F => Precision::Z,
+        _ => return Err(Refusal::Status(NOT_SUPPORTED)),
+    })
+}
+
+/// The bytes of one element of `dt`.
+fn size(dt: u8) -> Result<u64, Refusal> {
+    dtype::size(dt).ok_or(Refusal::Status(NOT_SUPPORTED))
+}
+
+/// A dimension or increment for cuBLAS's 32-bit interface.
+fn int(v: i64) -> Result<i32, Refusal> {
+    i32::try_from(v).map_err(|_| Refusal::Status(NOT_SUPPORTED))
+}
+
+/// `op` must be N, T or C.
+fn transpose(t: i32) -> Result<i32, Refusal> {
+    if (0..=2).contains(&t) {
+        Ok(t)
+    } else {
+        Err(Refusal::Status(INVALID_VALUE))
+    }
+}
+
+/// The value of a host scalar as bytes of type `dt`.
+fn host_bytes(re: f64, im: f64, dt: u8) -> Result<[u8; 16], Refusal> {
+    let mut b = [0u8; 16];
+    match dt {
+        dtype::R32F => b[..4].copy_from_slice(&(re as f32).to_le_bytes()),
+        dtype::R64F => b[..8].copy_from_slice(&re.to_le_bytes()),
+        dtype::R16F => b[..2].copy_from_slice(&half::f16::from_f64(re).to_le_bytes()),
+        dtype::R16BF => b[..2].copy_from_slice(&half::bf16::from_f64(re).to_le_bytes()),
+        dtype::C32F => {
+            b[..4].copy_from_slice(&(re as f32).to_le_bytes());
+            b[4..8].copy_from_slice(&(im as f32).to_le_bytes());
+        }
+        dtype::C64F => {
+            b[..8].copy_from_slice(&re.to_le_bytes());
+            b[8..].copy_from_slice(&im.to_le_bytes());
+        }
+        _ => return Err(Refusal::Status(NOT_SUPPORTED)),
+    }
+    Ok(b)
+}
+
+/// The real type of the same precision as `dt`.
+fn real_of(dt: u8) -> u8 {
+    match dt {
+        dtype::C32F => dtype::R32F,
+        dtype::C64F => dtype::R64F,
+        other => other,
+    }
+}
+
+impl CudaDeviceContext {
+    /// Checks one range against the client's memory.
+    fn check_range(&self, range: Option<Range>, what: &str) -> Result<(), Refusal> {
+        match range {
+            Some(r) => self.memory.check(r.ptr, r.len).map(|_| ()).map_err(|_| {
+                Refusal::Fault {
+                    what: what.to_string(),
+                    ptr: r.ptr,
+                    len: r.len,
+                }
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// A scalar of type `dt` for cuBLAS, its device address checked.
+    fn scalar_arg(&self, s: Scalar, dt: u8, what: &str) -> Result<ScalarArg, Refusal> {
+        match s {
+            Scalar::Host { re, im } => Ok(ScalarArg::Host(host_bytes(re, im, dt)?)),
+            Scalar::Device { ptr } => {
+                self.check_range(range_of(what, ptr, 0, i128::from(size(dt)?))?, what)?;
+                Ok(ScalarArg::Device(ptr))
+            }
+        }
+    }
+
+    /// A vector operand for cuBLAS, its range checked.
+    fn vector_arg(&self, v: Operand, n: i64, elem: u64, what: &str) -> Result<nv::Vector, Refusal> {
+        self.check_range(vector_range(what, v.ptr, n, v.ld, elem)?, what)?;
+        Ok(nv::Vector {
+            ptr: v.ptr,
+            inc: int(v.ld)?,
+        })
+    }
+
+    /// Runs one cuBLAS call (the library's calls on the `cuda` backend).
+    pub(super) fn blas_call(&mut self, call: Call) -> Result<Reply, Failure> {
+        let handle = match call {
+            Call::Create {} => return self.blas_create(),
+            Call::Destroy { handle } => {
+                return Ok(match self.blas.handles.remove(&handle) {
+                    Some(h) => {
+                        self.live()?;
+                        drop(h);
+                        Reply::ok(Vec::new())
+                    }
+                    None => Reply::status(NOT_INITIALIZED),
+                });
+            }
+            Call::Level1 { handle, .. }
+            | Call::Gemv { handle, .. }
+            | Call::Ger { handle, .. }
+            | Call::Symv { handle, .. }
+            | Call::Trmv { handle, .. }
+            | Call::Gemm { handle, .. }
+            | Call::Symm { handle, .. }
+            | Call::Syrk { handle, .. }
+            | Call::Trmm { handle, .. }
+            | Call::Geam { handle, .. }
+            | Call::Dgmm { handle, .. } => handle,
+        };
+        if !self.blas.handles.contains_key(&handle) {
+            return Ok(Reply::status(NOT_INITIALIZED));
+        }
+        self.live()?;
+        let outcome = match call {
+            Call::Level1 {
+                op,
+                dtype,
+                scalar_dtype,
+                n,
+                x,
+                y,
+                alpha,
+                beta,
+                result,
+                ..
+            } => self.level1(handle, op, dtype, scalar_dtype, n, (x, y), (alpha, beta), result),
+            Call::Gemv {
+                dtype,
+                trans,
+                m,
+                n,
+                alpha,
+                a,
+                x,
+                beta,
+                y,
+                ..
+            } => self.gemv(handle, dtype, trans, [m, n], (alpha, beta), a, x, y),
+            Call::Gemm {
+                types,
+                transa,
+                transb,
+                m,
+                n,
+                k,
+                alpha,
+                a,
+                b,
+                beta,
+                c,
+                batch,
+                pointer_arrays,
+                ..
+            } => self.gemm(
+                handle,
+                types,
+                [transa, transb],
+                [m, n, k, batch],
+                (alpha, beta),
+                [a, b, c],
+                pointer_arrays,
+            ),
+            other => {
+                tracing::debug!(
+                    "cuBLAS call not forwarded on the cuda backend yet: {:?}",
+                    std::mem::discriminant(&other)
+                );
+                Err(Refusal::Status(NOT_SUPPORTED).into())
+            }
+        };
+        match outcome {
+            Ok(out) => Ok(Reply::ok(out)),
+            Err(Outcome::Refused(Refusal::Status(s))) => Ok(Reply::status(s)),
+            Err(Outcome::Refused(Refusal::Fault { what, ptr, len })) => Err(Failure::new(
+                CudaError::ILLEGAL_ADDRESS,
+                format!(
+                    "cuBLAS {what}: {len} bytes at {ptr:#x} are outside the client's device memory"
+                ),
+            )),
+            Err(Outcome::Library(BlasError::Status { call, status })) => {
+                tracing::debug!("{call}: cublasStatus_t {status}");
+                Ok(Reply::status(status))
+            }
+            Err(Outcome::Library(BlasError::Arguments(why))) => {
+                tracing::debug!("cuBLAS arguments refused: {why}");
+                Ok(Reply::status(INVALID_VALUE))
+            }
+            Err(Outcome::Library(BlasError::Driver(e))) => Err(self.note(&e)),
+            Err(Outcome::Failed(f)) => Err(f),
+        }
+    }
+
+    fn blas_create(&mut self) -> Result<Reply, Failure> {
+        let library = self.blas_library.clone();
+        let blas = library.get()?;
+        let ctx = self.live()?.clone();
+        match ctx.blas_handle(blas) {
+            Ok(h) => {
+                self.blas.next += 1;
+                let id = self.blas.next;
+                self.blas.handles.insert(id, h);
+                Ok(Reply::ok(id.to_le_bytes().to_vec()))
+            }
+            Err(BlasError::Status { call, status }) => {
+                tracing::debug!("{call}: cublasStatus_t {status}");
+                Ok(Reply::status(status))
+            }
+            Err(BlasError::Driver(e)) => Err(self.note(&e)),
+            Err(BlasError::Arguments(why)) => Err(Failure::new(CudaError::INVALID_VALUE, why)),
+        }
+    }
+
+    fn handle(&mut self, id: u64) -> Result<&mut nv::BlasHandle, Outcome> {
+        self.blas
+            .handles
+            .get_mut(&id)
+            .ok_or(Outcome::Refused(Refusal::Status(NOT_INITIALIZED)))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn level1(
+        &mut self,
+        handle: u64,
+        which: u8,
+        dt: u8,
+        scalar_dt: u8,
+        n: i64,
+        (x, y): (Operand, Operand),
+        (alpha, beta): (Scalar, Scalar),
+        result: u64,
+    ) -> Result<Vec<u8>, Outcome> {
+        let p = precision(dt)?;
+        let elem = size(dt)?;
+        let complex = dtype::is_complex(dt);
+        let result_arg = |ctx: &Self, bytes: u64| -> Result<ResultArg, Refusal> {
+            if result == 0 {
+                return Ok(ResultArg::Host);
+            }
+            ctx.check_range(range_of("result", result, 0, i128::from(bytes))?, "result")?;
+            Ok(ResultArg::Device(result))
+        };
+        let uses_y = matches!(
+            which,
+            op::AXPY | op::DOTU | op::DOTC | op::COPY | op::SWAP | op::ROT
+        );
+        let operation = match which {
+            op::AXPY => Level1::Axpy {
+                alpha: self.scalar_arg(alpha, dt, "alpha")?,
+            },
+            op::SCAL => {
+                // alpha of the vector's type, or real for Csscal/Zdscal.
+                if scalar_dt != dt && scalar_dt != real_of(dt) {
+                    return Err(Refusal::Status(INVALID_VALUE).into());
+                }
+                Level1::Scal {
+                    alpha: self.scalar_arg(alpha, scalar_dt, "alpha")?,
+                    real_alpha: !dtype::is_complex(scalar_dt),
+                }
+            }
+            op::DOTU | op::DOTC => Level1::Dot {
+                conj: which == op::DOTC && complex,
+                result: result_arg(self, elem)?,
+            },
+            op::NRM2 => Level1::Nrm2 {
+                result: result_arg(self, p.real_size() as u64)?,
+            },
+            op::ASUM => Level1::Asum {
+                result: result_arg(self, p.real_size() as u64)?,
+            },
+            op::AMAX | op::AMIN => {
+                // cuBLAS's 32-bit entry points write an `int`; the `_64`
+                // forms' `int64_t` in device memory is not forwarded yet.
+                if scalar_dt == R64I && result != 0 {
+                    return Err(Refusal::Status(NOT_SUPPORTED).into());
+                }
+                let result = result_arg(self, 4)?;
+                if which == op::AMAX {
+                    Level1::Amax { result }
+                } else {
+                    Level1::Amin { result }
+                }
+            }
+            op::COPY => Level1::Copy,
+            op::SWAP => Level1::Swap,
+            op::ROT => {
+                if real_of(dt) != real_of(scalar_dt) {
+                    return Err(Refusal::Status(INVALID_VALUE).into());
+                }
+                Level1::Rot {
+                    c: self.scalar_arg(alpha, real_of(dt), "c")?,
+                    s: self.scalar_arg(beta, scalar_dt, "s")?,
+                    real_s: !dtype::is_complex(scalar_dt),
+                }
+            }
+            _ => return Err(Refusal::Status(INVALID_VALUE).into()),
+        };
+        let xv = self.vector_arg(x, n, elem, "x")?;
+        let yv = if uses_y {
+            self.vector_arg(y, n, elem, "y")?
+        } else {
+            nv::Vector { ptr: 0, inc: 1 }
+        };
+        // cuBLAS answers 0 (and index 0) for n <= 0.
+        let n = int(n.max(0))?;
+        let mut out = self.handle(handle)?.level1(operation, p, n, xv, yv)?;
+        if matches!(which, op::AMAX | op::AMIN) && scalar_dt == R64I && result == 0 {
+            let mut index = [0u8; 4];
+            index.copy_from_slice(out.get(..4).unwrap_or(&[0; 4]));
+            out = i64::from(i32::from_le_bytes(index)).to_le_bytes().to_vec();
+        }
+        Ok(out)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn gemv(
+        &mut self,
+        handle: u64,
+        dt: u8,
+        trans: i32,
+        [m, n]: [i64; 2],
+        (alpha, beta): (Scalar, Scalar),
+        a: Operand,
+        x: Operand,
+        y: Operand,
+    ) -> Result<Vec<u8>, Outcome> {
+        let p = precision(dt)?;
+        let elem = size(dt)?;
+        let trans = transpose(trans)?;
+        self.check_range(matrix_range("A", a.ptr, m, n, a.ld, elem)?, "A")?;
+        let (xn, yn) = if trans == 0 { (n, m) } else { (m, n) };
+        let alpha = self.scalar_arg(alpha, dt, "alpha")?;
+        let beta = self.scalar_arg(beta, dt, "beta")?;
+        let xv = self.vector_arg(x, xn, elem, "x")?;
+        let yv = self.vector_arg(y, yn, elem, "y")?;
+        let dims = [int(m)?, int(n)?];
+        let lda = int(a.ld)?;
+        self.handle(handle)?
+            .gemv(p, trans, dims, alpha, (a.ptr, lda), xv, beta, yv)?;
+        Ok(Vec::new())
+    }
+
+    fn gemm(
+        &mut self,
+        handle: u64,
+        types: [u8; 4],
+        [transa, transb]: [i32; 2],
+        [m, n, k, batch]: [i64; 4],
+        (alpha, beta): (Scalar, Scalar),
+        [a, b, c]: [Operand; 3],
+        pointer_arrays: bool,
+    ) -> Result<Vec<u8>, Outcome> {
+        let [ta, tb, tc, ts] = types;
+        let sizes = [size(ta)?, size(tb)?, size(tc)?];
+        // cublasComputeType_t of the scalar/compute type: 16F, 32F, 64F.
+        let compute = match ts {
+            dtype::R16F => 64,
+            dtype::R32F | dtype::C32F => 68,
+            dtype::R64F | dtype::C64F => 70,
+            _ => return Err(Refusal::Status(NOT_SUPPORTED).into()),
+        };
+        let (transa, transb) = (transpose(transa)?, transpose(transb)?);
+        if m < 0 || n < 0 || k < 0 || batch < 0 {
+            return Err(Refusal::Status(INVALID_VALUE).into());
+        }
+        let (ar, ac) = if transa == 0 { (m, k) } else { (k, m) };
+        let (br, bc) = if transb == 0 { (k, n) } else { (n, k) };
+        let shapes = [(ar, ac), (br, bc), (m, n)];
+        let names = ["A", "B", "C"];
+        let operands = [a, b, c];
+        // The first matrix of each operand, its ld checked even when empty.
+        let mut first = [None; 3];
+        for i in 0..3 {
+            let (rows, cols) = shapes[i];
+            let ptr = if pointer_arrays { 0 } else { operands[i].ptr };
+            first[i] = matrix_range(names[i], ptr, rows, cols, operands[i].ld, sizes[i])?;
+        }
+        let alpha = self.scalar_arg(alpha, ts, "alpha")?;
+        let beta = self.scalar_arg(beta, ts, "beta")?;
+        if m == 0 || n == 0 || batch == 0 {
+            return Ok(Vec::new());
+        }
+        let args = GemmArgs {
+            trans: [transa, transb],
+            dims: [int(m)?, int(n)?, int(k)?],
+            alpha,
+            beta,
+            types: [i32::from(ta), i32::from(tb), i32::from(tc)],
+            ld: [int(a.ld)?, int(b.ld)?, int(c.ld)?],
+            compute,
+        };
+        let batch_c = int(batch)?;
+        if pointer_arrays {
+            return self.gemm_arrays(handle, args, shapes, sizes, operands, batch_c);
+        }
+        for i in 0..3 {
+            let all = strided_range(names[i], first[i], operands[i].stride, sizes[i], batch)?;
+            self.check_range(all, names[i])?;
+        }
+        let ptrs = [a.ptr, b.ptr, c.ptr];
+        let call = if batch == 1 {
+            GemmOperands::Single { ptrs }
+        } else {
+            GemmOperands::Strided {
+                ptrs,
+                strides: [a.stride, b.stride, c.stride],
+                batch: batch_c,
+            }
+        };
+        self.handle(handle)?.gemm(args, call)?;
+        Ok(Vec::new())
+    }
+
+    /// A pointer-array batch: the arrays are read back and every pointer
+    /// checked, then cuBLAS gets copies of them in the server's own device
+    /// memory.
+    fn gemm_arrays(
+        &mut self,
+        handle: u64,
+        args: GemmArgs,
+        shapes: [(i64, i64); 3],
+        sizes: [u64; 3],
+        operands: [Operand; 3],
+        batch: i32,
+    ) -> Result<Vec<u8>, Outcome> {
+        let names = ["A", "B", "C"];
+        let count = u64::try_from(batch).unwrap_or(0);
+        let array_bytes = count * 8;
+        let mut checked = Vec::with_capacity(3 * count as usize * 8);
+        for i in 0..3 {
+            let what = format!("{} pointer array", names[i]);
+            self.check_range(range_of(&what, operands[i].ptr, 0, i128::from(array_bytes))?, &what)?;
+            let bytes = self.read_device(operands[i].ptr, array_bytes)?;
+            let (rows, cols) = shapes[i];
+            for (j, p) in bytes.chunks_exact(8).enumerate() {
+                let mut word = [0u8; 8];
+                word.copy_from_slice(p);
+                let ptr = u64::from_le_bytes(word);
+                let what = format!("{}[{j}]", names[i]);
+                let range = matrix_range(&what, ptr, rows, cols, operands[i].ld, sizes[i])?;
+                self.check_range(range, &what)?;
+                checked.extend_from_slice(&word);
+            }
+        }
+        let ctx = self.live().map_err(Outcome::Failed)?.clone();
+        let arrays = ctx
+            .alloc(checked.len() as u64)
+            .map_err(|e| Outcome::Failed(self.note(&e)))?;
+        let result = self.write_device(arrays, &checked).and_then(|()| {
+            let call = GemmOperands::Arrays {
+                arrays: [arrays, arrays + array_bytes, arrays + 2 * array_bytes],
+                batch,
+            };
+            self.handle(handle)?.gemm(args, call).map_err(Outcome::from)
+        });
+        if let Err(e) = ctx.free(arrays) {
+            tracing::warn!("freeing the checked pointer arrays: {e}");
+        }
+        result.map(|()| Vec::new())
+    }
+
+    /// `len` bytes of the client's memory at `ptr` (already checked).
+    fn read_device(&mut self, ptr: u64, len: u64) -> Result<Vec<u8>, Outcome> {
+        let mut out = Vec::with_capacity(len as usize);
+        let Some(staging) = self.staging.as_mut() else {
+            return Err(Outcome::Failed(CudaError::DEVICE_UNINITIALIZED.into()));
+        };
+        let result = staging.download::<std::convert::Infallible>(ptr, len, &mut |piece| {
+            out.extend_from_slice(piece);
+            Ok(())
+        });
+        match result {
+            Ok(()) => Ok(out),
+            Err(rcud_cuda_driver::StagedError::Driver(e)) => Err(Outcome::Failed(self.note(&e))),
+            Err(rcud_cuda_driver::StagedError::Host(never)) => match never {},
+        }
+    }
+
+    /// Writes `data` to device memory of the server's own at `ptr`.
+    fn write_device(&mut self, ptr: u64, data: &[u8]) -> Result<(), Outcome> {
+        let Some(staging) = self.staging.as_mut() else {
+            return Err(Outcome::Failed(CudaError::DEVICE_UNINITIALIZED.into()));
+        };
+        let mut pos = 0;
+        let result = staging.upload::<std::convert::Infallible>(
+            ptr,
+            data.len() as u64,
+            &mut |chunk| {
+                chunk.copy_from_slice(&data[pos..pos + chunk.len()]);
+                pos += chunk.len();
+                Ok(())
+            },
+        );
+        match result {
+            Ok(()) => Ok(()),
+            Err(rcud_cuda_driver::StagedError::Driver(e)) => Err(Outcome::Failed(self.note(&e))),
+            Err(rcud_cuda_driver::StagedError::Host(never)) => match never {},
+        }
+    }
+}
+
+/// How a forwarded call ended when it did not succeed.
+#[derive(Debug)]
+enum Outcome {
+    Refused(Refusal),
+    Library(BlasError),
+    Failed(Failure),
+}
+
+impl From<Refusal> for Outcome {
+    fn from(r: Refusal) -> Self {
+        Self::Refused(r)
+    }
+}
+
+impl From<BlasError> for Outcome {
+    fn from(e: BlasError) -> Self {
+        Self::Library(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(ptr: u64, len: u64) -> Option<Range> {
+        Some(Range { ptr, len })
+    }
+
+    #[test]
+    fn vectors_span_their_increments_either_way() {
+        assert_eq!(vector_range("x", 0x1000, 4, 1, 4), Ok(r(0x1000, 16)));
+        assert_eq!(vector_range("x", 0x1000, 4, 3, 8), Ok(r(0x1000, 80)));
+        // Negative increments walk the same storage from its end.
+        assert_eq!(vector_range("x", 0x1000, 4, -3, 8), Ok(r(0x1000, 80)));
+        // A zero increment reads one element.
+        assert_eq!(vector_range("x", 0x1000, 4, 0, 4), Ok(r(0x1000, 4)));
+        assert_eq!(vector_range("x", 0x1000, 0, 1, 4), Ok(None));
+        assert_eq!(vector_range("x", 0x1000, -5, 1, 4), Ok(None));
+    }
+
+    #[test]
+    fn huge_vectors_do_not_wrap() {
+        let far = vector_range("x", 0x1000, i64::MAX, i64::MAX, 16);
+        assert!(matches!(far, Err(Refusal::Fault { .. })), "{far:?}");
+        let end = vector_range("x", u64::MAX - 8, 4, 1, 4);
+        assert!(matches!(end, Err(Refusal::Fault { .. })), "{end:?}");
+        let min = vector_range("x", 0x1000, 2, i64::MIN, 4);
+        assert!(matches!(min, Err(Refusal::Fault { .. })), "{min:?}");
+    }
+
+    #[test]
+    fn matrices_span_their_columns_and_check_ld() {
+        // 3 x 2 with ld 5: columns at 0 and 5, the last ending at 5 + 3.
+        assert_eq!(matrix_range("A", 0x100, 3, 2, 5, 4), Ok(r(0x100, 32)));
+        assert_eq!(matrix_range("A", 0x100, 3, 2, 2, 4), Err(Refusal::Status(7)));
+        assert_eq!(matrix_range("A", 0x100, 0, 2, 0, 4), Err(Refusal::Status(7)));
+        assert_eq!(matrix_range("A", 0x100, 0, 2, 1, 4), Ok(None));
+        assert_eq!(matrix_range("A", 0x100, 3, 0, 3, 4), Ok(None));
+        assert_eq!(matrix_range("A", 0x100, -1, 2, 3, 4), Err(Refusal::Status(7)));
+        assert_eq!(matrix_range("A", 0x100, 3, -2, 3, 4), Err(Refusal::Status(7)));
+    }
+
+    #[test]
+    fn huge_matrices_do_not_wrap() {
+        // m * ld far beyond 2^64 bytes.
+        let big = matrix_range("A", 0x100, 1 << 40, 1 << 40, 1 << 40, 16);
+        assert!(matches!(big, Err(Refusal::Fault { .. })), "{big:?}");
+        let max = matrix_range("A", 0x100, i64::MAX, i64::MAX, i64::MAX, 16);
+        assert!(matches!(max, Err(Refusal::Fault { .. })), "{max:?}");
+    }
+
+    #[test]
+    fn strided_batches_span_every_matrix() {
+        let one = r(0x1000, 64);
+        assert_eq!(strided_range("A", one, 16, 4, 3), Ok(r(0x1000, 128 + 64)));
+        // A zero stride: the same matrix each time.
+        assert_eq!(strided_range("A", one, 0, 4, 1000), Ok(r(0x1000, 64)));
+        // A negative stride goes down from the first matrix.
+        assert_eq!(strided_range("A", one, -16, 4, 3), Ok(r(0x1000 - 128, 128 + 64)));
+        assert_eq!(strided_range("A", one, 16, 4, 0), Ok(None));
+        assert_eq!(strided_range("A", None, 16, 4, 5), Ok(None));
+        let below = strided_range("A", one, -(1 << 40), 4, 3);
+        assert!(matches!(below, Err(Refusal::Fault { .. })), "{below:?}");
+        let huge = strided_range("A", one, i64::MAX, 16, i64::MAX);
+        assert!(matches!(huge, Err(Refusal::Fault { .. })), "{huge:?}");
+    }
+
+    #[test]
+    fn host_scalars_are_encoded_in_the_call_type() {
+        assert_eq!(&host_bytes(1.5, 0.0, dtype::R32F).unwrap()[..4], &1.5f32.to_le_bytes());
+        assert_eq!(&host_bytes(1.5, 0.0, dtype::R16F).unwrap()[..2], &[0x00, 0x3e]);
+        let z = host_bytes(1.0, -2.0, dtype::C64F).unwrap();
+        assert_eq!(&z[8..], &(-2.0f64).to_le_bytes());
+        assert_eq!(host_bytes(1.0, 0.0, 99), Err(Refusal::Status(NOT_SUPPORTED)));
+    }
+}
