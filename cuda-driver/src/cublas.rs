@@ -217,7 +217,12 @@ impl BlasApi {
                 set_pointer_mode: symbol(lib, "cublasSetPointerMode_v2")?,
                 axpy: typed(
                     lib,
-                    ["cublasSaxpy_v2", "cublasDaxpy_v2", "cublasCaxpy_v2", "cublasZaxpy_v2"],
+                    [
+                        "cublasSaxpy_v2",
+                        "cublasDaxpy_v2",
+                        "cublasCaxpy_v2",
+                        "cublasZaxpy_v2",
+                    ],
                 )?,
                 scal: typed(
                     lib,
@@ -232,32 +237,67 @@ impl BlasApi {
                 )?,
                 dotu: typed(
                     lib,
-                    ["cublasSdot_v2", "cublasDdot_v2", "cublasCdotu_v2", "cublasZdotu_v2"],
+                    [
+                        "cublasSdot_v2",
+                        "cublasDdot_v2",
+                        "cublasCdotu_v2",
+                        "cublasZdotu_v2",
+                    ],
                 )?,
                 dotc: typed(lib, ["cublasCdotc_v2", "cublasZdotc_v2"])?,
                 nrm2: typed(
                     lib,
-                    ["cublasSnrm2_v2", "cublasDnrm2_v2", "cublasScnrm2_v2", "cublasDznrm2_v2"],
+                    [
+                        "cublasSnrm2_v2",
+                        "cublasDnrm2_v2",
+                        "cublasScnrm2_v2",
+                        "cublasDznrm2_v2",
+                    ],
                 )?,
                 asum: typed(
                     lib,
-                    ["cublasSasum_v2", "cublasDasum_v2", "cublasScasum_v2", "cublasDzasum_v2"],
+                    [
+                        "cublasSasum_v2",
+                        "cublasDasum_v2",
+                        "cublasScasum_v2",
+                        "cublasDzasum_v2",
+                    ],
                 )?,
                 amax: typed(
                     lib,
-                    ["cublasIsamax_v2", "cublasIdamax_v2", "cublasIcamax_v2", "cublasIzamax_v2"],
+                    [
+                        "cublasIsamax_v2",
+                        "cublasIdamax_v2",
+                        "cublasIcamax_v2",
+                        "cublasIzamax_v2",
+                    ],
                 )?,
                 amin: typed(
                     lib,
-                    ["cublasIsamin_v2", "cublasIdamin_v2", "cublasIcamin_v2", "cublasIzamin_v2"],
+                    [
+                        "cublasIsamin_v2",
+                        "cublasIdamin_v2",
+                        "cublasIcamin_v2",
+                        "cublasIzamin_v2",
+                    ],
                 )?,
                 copy: typed(
                     lib,
-                    ["cublasScopy_v2", "cublasDcopy_v2", "cublasCcopy_v2", "cublasZcopy_v2"],
+                    [
+                        "cublasScopy_v2",
+                        "cublasDcopy_v2",
+                        "cublasCcopy_v2",
+                        "cublasZcopy_v2",
+                    ],
                 )?,
                 swap: typed(
                     lib,
-                    ["cublasSswap_v2", "cublasDswap_v2", "cublasCswap_v2", "cublasZswap_v2"],
+                    [
+                        "cublasSswap_v2",
+                        "cublasDswap_v2",
+                        "cublasCswap_v2",
+                        "cublasZswap_v2",
+                    ],
                 )?,
                 rot: typed(
                     lib,
@@ -272,7 +312,12 @@ impl BlasApi {
                 )?,
                 gemv: typed(
                     lib,
-                    ["cublasSgemv_v2", "cublasDgemv_v2", "cublasCgemv_v2", "cublasZgemv_v2"],
+                    [
+                        "cublasSgemv_v2",
+                        "cublasDgemv_v2",
+                        "cublasCgemv_v2",
+                        "cublasZgemv_v2",
+                    ],
                 )?,
                 gemm_ex: symbol(lib, "cublasGemmEx")?,
                 gemm_strided_batched_ex: symbol(lib, "cublasGemmStridedBatchedEx")?,
@@ -300,39 +345,41 @@ impl fmt::Debug for Blas {
 
 impl Blas {
     /// Opens the first of [`LIBRARIES`] that loads.
-    pub fn load() -> Result<Self, LoadError> {
+    pub fn load() -> Result<Self, BlasLoadError> {
         Self::load_from(&LIBRARIES)
     }
 
     /// Opens the first of `candidates` (names or paths) that loads and
     /// resolves every entry point; the error is the first candidate's.
-    pub fn load_from<S: AsRef<OsStr>>(candidates: &[S]) -> Result<Self, LoadError> {
+    pub fn load_from<S: AsRef<OsStr>>(candidates: &[S]) -> Result<Self, BlasLoadError> {
         let mut first = None;
         for name in candidates {
-            let name = name.as_ref();
+            let library = name.as_ref().to_string_lossy().into_owned();
             // SAFETY: opening a library runs its initialisers; cuBLAS is
             // made to be opened by any process that uses CUDA.
-            let opened = unsafe { libloading::Library::new(name) };
+            let opened = unsafe { libloading::Library::new(name.as_ref()) };
             let result = match opened {
-                Ok(lib) => BlasApi::resolve(lib),
-                Err(e) => Err(LoadError::Library {
-                    library: name.to_string_lossy().into_owned(),
-                    reason: loader_text(&e),
+                Ok(lib) => BlasApi::resolve(lib).map_err(|e| match e {
+                    LoadError::Symbol { symbol, reason } => {
+                        format!("it lacks {symbol} (cuBLAS 12 or newer is needed): {reason}")
+                    }
+                    other => other.to_string(),
                 }),
+                Err(e) => Err(loader_text(&e)),
             };
             match result {
                 Ok(api) => {
                     return Ok(Self {
                         api: Arc::new(api),
-                        library: name.to_string_lossy().into_owned(),
+                        library,
                     })
                 }
-                Err(e) => {
-                    first.get_or_insert(e);
+                Err(reason) => {
+                    first.get_or_insert(BlasLoadError { library, reason });
                 }
             }
         }
-        Err(first.unwrap_or(LoadError::Library {
+        Err(first.unwrap_or(BlasLoadError {
             library: String::new(),
             reason: "no library name to try".into(),
         }))
@@ -343,6 +390,23 @@ impl Blas {
         &self.library
     }
 }
+
+/// cuBLAS could not be loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlasLoadError {
+    /// The name or path that was tried.
+    pub library: String,
+    /// The dynamic loader's message, or the missing entry point.
+    pub reason: String,
+}
+
+impl fmt::Display for BlasLoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} could not be loaded: {}", self.library, self.reason)
+    }
+}
+
+impl std::error::Error for BlasLoadError {}
 
 /// A cuBLAS call failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -422,7 +486,11 @@ pub enum Level1 {
     /// `x <-> y`.
     Swap,
     /// Plane rotation: `c` real, `s` real with `real_s`.
-    Rot { c: ScalarArg, s: ScalarArg, real_s: bool },
+    Rot {
+        c: ScalarArg,
+        s: ScalarArg,
+        real_s: bool,
+    },
 }
 
 /// A vector operand: device address and increment.
@@ -604,8 +672,7 @@ impl BlasHandle {
     ) -> Result<Vec<u8>, BlasError> {
         let pi = p as usize;
         let complex = matches!(p, Precision::C | Precision::Z);
-        let (scalars, result, result_size): (Vec<ScalarArg>, Option<ResultArg>, usize) = match op
-        {
+        let (scalars, result, result_size): (Vec<ScalarArg>, Option<ResultArg>, usize) = match op {
             Level1::Axpy { alpha } | Level1::Scal { alpha, .. } => (vec![alpha], None, 0),
             Level1::Rot { c, s, .. } => (vec![c, s], None, 0),
             Level1::Dot { result, .. } => (vec![], Some(result), p.size()),
@@ -844,8 +911,11 @@ mod tests {
 
     #[test]
     fn a_missing_cublas_is_an_error_value_naming_the_first_candidate() {
-        let e = Blas::load_from(&["/nonexistent/libcublas.so.13", "/nonexistent/libcublas.so.12"])
-            .unwrap_err();
+        let e = Blas::load_from(&[
+            "/nonexistent/libcublas.so.13",
+            "/nonexistent/libcublas.so.12",
+        ])
+        .unwrap_err();
         let text = e.to_string();
         assert!(text.contains("/nonexistent/libcublas.so.13"), "{text}");
     }
@@ -856,7 +926,10 @@ mod tests {
         let d = ScalarArg::Device(0x1000);
         assert_eq!(pointer_mode(&[h, h], None), Ok(POINTER_MODE_HOST));
         assert_eq!(pointer_mode(&[d, d], None), Ok(POINTER_MODE_DEVICE));
-        assert_eq!(pointer_mode(&[], Some(ResultArg::Host)), Ok(POINTER_MODE_HOST));
+        assert_eq!(
+            pointer_mode(&[], Some(ResultArg::Host)),
+            Ok(POINTER_MODE_HOST)
+        );
         assert_eq!(
             pointer_mode(&[], Some(ResultArg::Device(8))),
             Ok(POINTER_MODE_DEVICE)

@@ -128,6 +128,15 @@ fn range_of(what: &str, ptr: u64, start: i128, len: i128) -> Result<Option<Range
     Ok(Some(Range { ptr: p, len: l }))
 }
 
+/// A range larger than any address space.
+fn too_large(what: &str, ptr: u64) -> Refusal {
+    Refusal::Fault {
+        what: what.to_string(),
+        ptr,
+        len: u64::MAX,
+    }
+}
+
 /// The bytes of a vector of `n` elements of `elem` bytes, `inc` apart, at
 /// `ptr`. With a negative increment cuBLAS walks the same storage from its
 /// end; a zero one reads one element `n` times; `n <= 0` touches nothing.
@@ -141,8 +150,11 @@ pub(super) fn vector_range(
     if n <= 0 {
         return Ok(None);
     }
-    let elements = i128::from(n - 1) * i128::from(inc).abs() + 1;
-    range_of(what, ptr, 0, elements * i128::from(elem))
+    let bytes = i128::from(n - 1)
+        .checked_mul(i128::from(inc).abs())
+        .and_then(|e| e.checked_add(1))
+        .and_then(|e| e.checked_mul(i128::from(elem)));
+    range_of(what, ptr, 0, bytes.ok_or_else(|| too_large(what, ptr))?)
 }
 
 /// The bytes of a column-major `rows` x `cols` matrix with leading
@@ -162,8 +174,11 @@ pub(super) fn matrix_range(
     if rows == 0 || cols == 0 {
         return Ok(None);
     }
-    let elements = i128::from(cols - 1) * i128::from(ld) + i128::from(rows);
-    range_of(what, ptr, 0, elements * i128::from(elem))
+    let bytes = i128::from(cols - 1)
+        .checked_mul(i128::from(ld))
+        .and_then(|e| e.checked_add(i128::from(rows)))
+        .and_then(|e| e.checked_mul(i128::from(elem)));
+    range_of(what, ptr, 0, bytes.ok_or_else(|| too_large(what, ptr))?)
 }
 
 /// The bytes of `batch` matrices, the first at `first`, each `stride`
@@ -182,7 +197,10 @@ pub(super) fn strided_range(
     if batch <= 0 {
         return Ok(None);
     }
-    let last = i128::from(batch - 1) * i128::from(stride) * i128::from(elem);
+    let last = i128::from(batch - 1)
+        .checked_mul(i128::from(stride))
+        .and_then(|e| e.checked_mul(i128::from(elem)))
+        .ok_or_else(|| too_large(what, one.ptr))?;
     let start = last.min(0);
     let end = last.max(0) + i128::from(one.len);
     range_of(what, one.ptr, start, end - start)
@@ -252,13 +270,15 @@ impl CudaDeviceContext {
     /// Checks one range against the client's memory.
     fn check_range(&self, range: Option<Range>, what: &str) -> Result<(), Refusal> {
         match range {
-            Some(r) => self.memory.check(r.ptr, r.len).map(|_| ()).map_err(|_| {
-                Refusal::Fault {
+            Some(r) => self
+                .memory
+                .check(r.ptr, r.len)
+                .map(|_| ())
+                .map_err(|_| Refusal::Fault {
                     what: what.to_string(),
                     ptr: r.ptr,
                     len: r.len,
-                }
-            }),
+                }),
             None => Ok(()),
         }
     }
@@ -325,7 +345,16 @@ impl CudaDeviceContext {
                 beta,
                 result,
                 ..
-            } => self.level1(handle, op, dtype, scalar_dtype, n, (x, y), (alpha, beta), result),
+            } => self.level1(
+                handle,
+                op,
+                dtype,
+                scalar_dtype,
+                n,
+                (x, y),
+                (alpha, beta),
+                result,
+            ),
             Call::Gemv {
                 dtype,
                 trans,
@@ -630,7 +659,10 @@ impl CudaDeviceContext {
         let mut checked = Vec::with_capacity(3 * count as usize * 8);
         for i in 0..3 {
             let what = format!("{} pointer array", names[i]);
-            self.check_range(range_of(&what, operands[i].ptr, 0, i128::from(array_bytes))?, &what)?;
+            self.check_range(
+                range_of(&what, operands[i].ptr, 0, i128::from(array_bytes))?,
+                &what,
+            )?;
             let bytes = self.read_device(operands[i].ptr, array_bytes)?;
             let (rows, cols) = shapes[i];
             for (j, p) in bytes.chunks_exact(8).enumerate() {
@@ -683,15 +715,12 @@ impl CudaDeviceContext {
             return Err(Outcome::Failed(CudaError::DEVICE_UNINITIALIZED.into()));
         };
         let mut pos = 0;
-        let result = staging.upload::<std::convert::Infallible>(
-            ptr,
-            data.len() as u64,
-            &mut |chunk| {
+        let result =
+            staging.upload::<std::convert::Infallible>(ptr, data.len() as u64, &mut |chunk| {
                 chunk.copy_from_slice(&data[pos..pos + chunk.len()]);
                 pos += chunk.len();
                 Ok(())
-            },
-        );
+            });
         match result {
             Ok(()) => Ok(()),
             Err(rcud_cuda_driver::StagedError::Driver(e)) => Err(Outcome::Failed(self.note(&e))),
@@ -754,12 +783,24 @@ mod tests {
     fn matrices_span_their_columns_and_check_ld() {
         // 3 x 2 with ld 5: columns at 0 and 5, the last ending at 5 + 3.
         assert_eq!(matrix_range("A", 0x100, 3, 2, 5, 4), Ok(r(0x100, 32)));
-        assert_eq!(matrix_range("A", 0x100, 3, 2, 2, 4), Err(Refusal::Status(7)));
-        assert_eq!(matrix_range("A", 0x100, 0, 2, 0, 4), Err(Refusal::Status(7)));
+        assert_eq!(
+            matrix_range("A", 0x100, 3, 2, 2, 4),
+            Err(Refusal::Status(7))
+        );
+        assert_eq!(
+            matrix_range("A", 0x100, 0, 2, 0, 4),
+            Err(Refusal::Status(7))
+        );
         assert_eq!(matrix_range("A", 0x100, 0, 2, 1, 4), Ok(None));
         assert_eq!(matrix_range("A", 0x100, 3, 0, 3, 4), Ok(None));
-        assert_eq!(matrix_range("A", 0x100, -1, 2, 3, 4), Err(Refusal::Status(7)));
-        assert_eq!(matrix_range("A", 0x100, 3, -2, 3, 4), Err(Refusal::Status(7)));
+        assert_eq!(
+            matrix_range("A", 0x100, -1, 2, 3, 4),
+            Err(Refusal::Status(7))
+        );
+        assert_eq!(
+            matrix_range("A", 0x100, 3, -2, 3, 4),
+            Err(Refusal::Status(7))
+        );
     }
 
     #[test]
@@ -778,7 +819,10 @@ mod tests {
         // A zero stride: the same matrix each time.
         assert_eq!(strided_range("A", one, 0, 4, 1000), Ok(r(0x1000, 64)));
         // A negative stride goes down from the first matrix.
-        assert_eq!(strided_range("A", one, -16, 4, 3), Ok(r(0x1000 - 128, 128 + 64)));
+        assert_eq!(
+            strided_range("A", one, -16, 4, 3),
+            Ok(r(0x1000 - 128, 128 + 64))
+        );
         assert_eq!(strided_range("A", one, 16, 4, 0), Ok(None));
         assert_eq!(strided_range("A", None, 16, 4, 5), Ok(None));
         let below = strided_range("A", one, -(1 << 40), 4, 3);
@@ -789,10 +833,19 @@ mod tests {
 
     #[test]
     fn host_scalars_are_encoded_in_the_call_type() {
-        assert_eq!(&host_bytes(1.5, 0.0, dtype::R32F).unwrap()[..4], &1.5f32.to_le_bytes());
-        assert_eq!(&host_bytes(1.5, 0.0, dtype::R16F).unwrap()[..2], &[0x00, 0x3e]);
+        assert_eq!(
+            &host_bytes(1.5, 0.0, dtype::R32F).unwrap()[..4],
+            &1.5f32.to_le_bytes()
+        );
+        assert_eq!(
+            &host_bytes(1.5, 0.0, dtype::R16F).unwrap()[..2],
+            &[0x00, 0x3e]
+        );
         let z = host_bytes(1.0, -2.0, dtype::C64F).unwrap();
         assert_eq!(&z[8..], &(-2.0f64).to_le_bytes());
-        assert_eq!(host_bytes(1.0, 0.0, 99), Err(Refusal::Status(NOT_SUPPORTED)));
+        assert_eq!(
+            host_bytes(1.0, 0.0, 99),
+            Err(Refusal::Status(NOT_SUPPORTED))
+        );
     }
 }

@@ -1,0 +1,257 @@
+// A stand-in for NVIDIA's cuBLAS, for testing the `cuda` backend's cuBLAS
+// calls on hosts without a GPU, together with fake_libcuda.c (whose "device
+// memory" is host memory, so the functions here compute on it directly).
+//
+// It exports every entry point rcud-cuda-driver resolves. The real-valued
+// forms (S and D) of axpy, scal, dot, nrm2, asum, amax, amin, copy, swap,
+// rot, gemv, and cublasGemmEx / StridedBatchedEx / BatchedEx with FP32 or
+// FP64 operands compute; the complex forms answer
+// CUBLAS_STATUS_NOT_SUPPORTED. Every call appends one line to the file
+// FAKE_LOG: `<function> handle=<h> stream=<s> mode=<pointer mode>`, so the
+// tests can tell which calls reached the library, on which stream and in
+// which pointer mode.
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#ifndef FAKE_LOG
+#error "build with -DFAKE_LOG='\"path\"'"
+#endif
+
+enum { OK = 0, NOT_INITIALIZED = 1, INVALID_VALUE = 7, NOT_SUPPORTED = 15 };
+
+struct handle {
+    void *stream;
+    int mode;
+};
+
+static void note(const char *call, struct handle *h) {
+    FILE *f = fopen(FAKE_LOG, "a");
+    if (!f) return;
+    fprintf(f, "%s handle=%p stream=%p mode=%d\n", call, (void *)h, h ? h->stream : NULL,
+            h ? h->mode : -1);
+    fclose(f);
+}
+
+int cublasCreate_v2(struct handle **out) {
+    struct handle *h = calloc(1, sizeof *h);
+    if (!h) return 3;
+    *out = h;
+    note("cublasCreate", h);
+    return OK;
+}
+int cublasDestroy_v2(struct handle *h) {
+    note("cublasDestroy", h);
+    free(h);
+    return OK;
+}
+int cublasSetStream_v2(struct handle *h, void *stream) {
+    h->stream = stream;
+    note("cublasSetStream", h);
+    return OK;
+}
+int cublasSetPointerMode_v2(struct handle *h, int mode) {
+    if (mode != 0 && mode != 1) return INVALID_VALUE;
+    h->mode = mode;
+    return OK;
+}
+
+// Element i of a vector of n with increment inc, as BLAS indexes it.
+#define AT(v, i, n, inc) (v)[(inc) >= 0 ? (long)(i) * (inc) : (long)((n) - 1 - (i)) * -(inc)]
+
+#define REAL_LEVEL1(P, p, T)                                                                  \
+    int cublas##P##axpy_v2(struct handle *h, int n, const T *a, const T *x, int ix, T *y,  \
+                           int iy) {                                                       \
+        note("cublas" #P "axpy", h);                                                       \
+        for (int i = 0; i < n; i++) AT(y, i, n, iy) += *a * AT(x, i, n, ix);              \
+        return OK;                                                                         \
+    }                                                                                      \
+    int cublas##P##scal_v2(struct handle *h, int n, const T *a, T *x, int ix) {            \
+        note("cublas" #P "scal", h);                                                       \
+        for (int i = 0; i < n; i++) AT(x, i, n, ix) *= *a;                                 \
+        return OK;                                                                         \
+    }                                                                                      \
+    int cublas##P##dot_v2(struct handle *h, int n, const T *x, int ix, const T *y, int iy, \
+                          T *r) {                                                          \
+        note("cublas" #P "dot", h);                                                        \
+        T s = 0;                                                                           \
+        for (int i = 0; i < n; i++) s += AT(x, i, n, ix) * AT(y, i, n, iy);               \
+        *r = s;                                                                            \
+        return OK;                                                                         \
+    }                                                                                      \
+    int cublas##P##nrm2_v2(struct handle *h, int n, const T *x, int ix, T *r) {            \
+        note("cublas" #P "nrm2", h);                                                       \
+        double s = 0;                                                                      \
+        for (int i = 0; i < n; i++) s += (double)AT(x, i, n, ix) * AT(x, i, n, ix);        \
+        *r = (T)sqrt(s);                                                                   \
+        return OK;                                                                         \
+    }                                                                                      \
+    int cublas##P##asum_v2(struct handle *h, int n, const T *x, int ix, T *r) {            \
+        note("cublas" #P "asum", h);                                                       \
+        T s = 0;                                                                           \
+        for (int i = 0; i < n; i++) s += fabs(AT(x, i, n, ix));                            \
+        *r = s;                                                                            \
+        return OK;                                                                         \
+    }                                                                                      \
+    int cublasI##p##amax_v2(struct handle *h, int n, const T *x, int ix, int *r) {         \
+        note("cublasI" #p "amax", h);                                                      \
+        int best = 0;                                                                      \
+        for (int i = 0; i < n; i++)                                                        \
+            if (!best || fabs(AT(x, i, n, ix)) > fabs(AT(x, best - 1, n, ix))) best = i + 1; \
+        *r = best;                                                                         \
+        return OK;                                                                         \
+    }                                                                                      \
+    int cublasI##p##amin_v2(struct handle *h, int n, const T *x, int ix, int *r) {         \
+        note("cublasI" #p "amin", h);                                                      \
+        int best = 0;                                                                      \
+        for (int i = 0; i < n; i++)                                                        \
+            if (!best || fabs(AT(x, i, n, ix)) < fabs(AT(x, best - 1, n, ix))) best = i + 1; \
+        *r = best;                                                                         \
+        return OK;                                                                         \
+    }                                                                                      \
+    int cublas##P##copy_v2(struct handle *h, int n, const T *x, int ix, T *y, int iy) {    \
+        note("cublas" #P "copy", h);                                                       \
+        for (int i = 0; i < n; i++) AT(y, i, n, iy) = AT(x, i, n, ix);                     \
+        return OK;                                                                         \
+    }                                                                                      \
+    int cublas##P##swap_v2(struct handle *h, int n, T *x, int ix, T *y, int iy) {          \
+        note("cublas" #P "swap", h);                                                       \
+        for (int i = 0; i < n; i++) {                                                      \
+            T t = AT(x, i, n, ix);                                                         \
+            AT(x, i, n, ix) = AT(y, i, n, iy);                                             \
+            AT(y, i, n, iy) = t;                                                           \
+        }                                                                                  \
+        return OK;                                                                         \
+    }                                                                                      \
+    int cublas##P##rot_v2(struct handle *h, int n, T *x, int ix, T *y, int iy, const T *c, \
+                          const T *s) {                                                    \
+        note("cublas" #P "rot", h);                                                        \
+        for (int i = 0; i < n; i++) {                                                      \
+            T a = AT(x, i, n, ix), b = AT(y, i, n, iy);                                    \
+            AT(x, i, n, ix) = *c * a + *s * b;                                             \
+            AT(y, i, n, iy) = *c * b - *s * a;                                             \
+        }                                                                                  \
+        return OK;                                                                         \
+    }                                                                                      \
+    int cublas##P##gemv_v2(struct handle *h, int trans, int m, int n, const T *alpha,      \
+                           const T *a, int lda, const T *x, int ix, const T *beta, T *y,   \
+                           int iy) {                                                       \
+        note("cublas" #P "gemv", h);                                                       \
+        if (m < 0 || n < 0 || lda < (m > 1 ? m : 1)) return INVALID_VALUE;                 \
+        int rows = trans ? n : m, cols = trans ? m : n;                                    \
+        for (int i = 0; i < rows; i++) {                                                   \
+            T s = 0;                                                                       \
+            for (int j = 0; j < cols; j++)                                                 \
+                s += (trans ? a[j + (long)i * lda] : a[i + (long)j * lda]) * AT(x, j, cols, ix); \
+            AT(y, i, rows, iy) = *alpha * s + *beta * AT(y, i, rows, iy);                  \
+        }                                                                                  \
+        return OK;                                                                         \
+    }
+
+REAL_LEVEL1(S, s, float)
+REAL_LEVEL1(D, d, double)
+
+// The complex forms: present, not computed here.
+#define UNSUPPORTED(name)                                                                  \
+    int name(struct handle *h) {                                                           \
+        note(#name, h);                                                                    \
+        return NOT_SUPPORTED;                                                              \
+    }
+UNSUPPORTED(cublasCaxpy_v2)
+UNSUPPORTED(cublasZaxpy_v2)
+UNSUPPORTED(cublasCscal_v2)
+UNSUPPORTED(cublasZscal_v2)
+UNSUPPORTED(cublasCsscal_v2)
+UNSUPPORTED(cublasZdscal_v2)
+UNSUPPORTED(cublasCdotu_v2)
+UNSUPPORTED(cublasZdotu_v2)
+UNSUPPORTED(cublasCdotc_v2)
+UNSUPPORTED(cublasZdotc_v2)
+UNSUPPORTED(cublasScnrm2_v2)
+UNSUPPORTED(cublasDznrm2_v2)
+UNSUPPORTED(cublasScasum_v2)
+UNSUPPORTED(cublasDzasum_v2)
+UNSUPPORTED(cublasIcamax_v2)
+UNSUPPORTED(cublasIzamax_v2)
+UNSUPPORTED(cublasIcamin_v2)
+UNSUPPORTED(cublasIzamin_v2)
+UNSUPPORTED(cublasCcopy_v2)
+UNSUPPORTED(cublasZcopy_v2)
+UNSUPPORTED(cublasCswap_v2)
+UNSUPPORTED(cublasZswap_v2)
+UNSUPPORTED(cublasCrot_v2)
+UNSUPPORTED(cublasZrot_v2)
+UNSUPPORTED(cublasCsrot_v2)
+UNSUPPORTED(cublasZdrot_v2)
+UNSUPPORTED(cublasCgemv_v2)
+UNSUPPORTED(cublasZgemv_v2)
+
+// One product C = alpha op(A) op(B) + beta C in FP32 (type 0, compute 68)
+// or FP64 (type 1, compute 70).
+static int gemm1(int ta, int tb, int m, int n, int k, const void *alpha, const void *a,
+                 int type, int lda, const void *b, int ldb, const void *beta, void *c, int ldc,
+                 int compute) {
+    if (m < 0 || n < 0 || k < 0) return INVALID_VALUE;
+    if (!((type == 0 && compute == 68) || (type == 1 && compute == 70))) return NOT_SUPPORTED;
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++) {
+            double s = 0;
+            for (int l = 0; l < k; l++) {
+                long ai = ta ? l + (long)i * lda : i + (long)l * lda;
+                long bi = tb ? j + (long)l * ldb : l + (long)j * ldb;
+                s += type ? ((const double *)a)[ai] * ((const double *)b)[bi]
+                          : (double)((const float *)a)[ai] * ((const float *)b)[bi];
+            }
+            long ci = i + (long)j * ldc;
+            if (type)
+                ((double *)c)[ci] = *(const double *)alpha * s +
+                                    *(const double *)beta * ((double *)c)[ci];
+            else
+                ((float *)c)[ci] = (float)(*(const float *)alpha * s +
+                                           *(const float *)beta * ((float *)c)[ci]);
+        }
+    return OK;
+}
+
+int cublasGemmEx(struct handle *h, int ta, int tb, int m, int n, int k, const void *alpha,
+                 const void *a, int at, int lda, const void *b, int bt, int ldb,
+                 const void *beta, void *c, int ct, int ldc, int compute, int algo) {
+    (void)algo;
+    note("cublasGemmEx", h);
+    if (at != bt || bt != ct) return NOT_SUPPORTED;
+    return gemm1(ta, tb, m, n, k, alpha, a, at, lda, b, ldb, beta, c, ldc, compute);
+}
+
+int cublasGemmStridedBatchedEx(struct handle *h, int ta, int tb, int m, int n, int k,
+                               const void *alpha, const void *a, int at, int lda, int64_t sa,
+                               const void *b, int bt, int ldb, int64_t sb, const void *beta,
+                               void *c, int ct, int ldc, int64_t sc, int batch, int compute,
+                               int algo) {
+    (void)algo;
+    note("cublasGemmStridedBatchedEx", h);
+    if (at != bt || bt != ct) return NOT_SUPPORTED;
+    size_t e = at ? 8 : 4;
+    for (int i = 0; i < batch; i++) {
+        int r = gemm1(ta, tb, m, n, k, alpha, (const char *)a + i * sa * e, at, lda,
+                      (const char *)b + i * sb * e, ldb, beta, (char *)c + i * sc * e, ldc,
+                      compute);
+        if (r) return r;
+    }
+    return OK;
+}
+
+int cublasGemmBatchedEx(struct handle *h, int ta, int tb, int m, int n, int k,
+                        const void *alpha, const void *const *a, int at, int lda,
+                        const void *const *b, int bt, int ldb, const void *beta,
+                        void *const *c, int ct, int ldc, int batch, int compute, int algo) {
+    (void)algo;
+    note("cublasGemmBatchedEx", h);
+    if (at != bt || bt != ct) return NOT_SUPPORTED;
+    for (int i = 0; i < batch; i++) {
+        int r = gemm1(ta, tb, m, n, k, alpha, a[i], at, lda, b[i], ldb, beta, c[i], ldc,
+                      compute);
+        if (r) return r;
+    }
+    return OK;
+}
