@@ -152,6 +152,88 @@ type GemmBatchedEx = unsafe extern "C" fn(
     c_int,
 ) -> Status;
 
+type Ger =
+    unsafe extern "C" fn(Handle, c_int, c_int, In, In, c_int, In, c_int, Out, c_int) -> Status;
+type Symv =
+    unsafe extern "C" fn(Handle, c_int, c_int, In, In, c_int, In, c_int, In, Out, c_int) -> Status;
+type Trmv =
+    unsafe extern "C" fn(Handle, c_int, c_int, c_int, c_int, In, c_int, Out, c_int) -> Status;
+type Symm = unsafe extern "C" fn(
+    Handle,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    In,
+    In,
+    c_int,
+    In,
+    c_int,
+    In,
+    Out,
+    c_int,
+) -> Status;
+type Syrk = unsafe extern "C" fn(
+    Handle,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    In,
+    In,
+    c_int,
+    In,
+    Out,
+    c_int,
+) -> Status;
+type Trmm = unsafe extern "C" fn(
+    Handle,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    In,
+    In,
+    c_int,
+    In,
+    c_int,
+    Out,
+    c_int,
+) -> Status;
+type Trsm = unsafe extern "C" fn(
+    Handle,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    In,
+    In,
+    c_int,
+    Out,
+    c_int,
+) -> Status;
+type Geam = unsafe extern "C" fn(
+    Handle,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    In,
+    In,
+    c_int,
+    In,
+    In,
+    c_int,
+    Out,
+    c_int,
+) -> Status;
+type Dgmm =
+    unsafe extern "C" fn(Handle, c_int, c_int, c_int, In, c_int, In, c_int, Out, c_int) -> Status;
+
 /// The cuBLAS entry points the backend uses, with the prototypes of
 /// `cublas_api.h` (element pointers as `void *`, enums as `int`).
 struct BlasApi {
@@ -175,6 +257,25 @@ struct BlasApi {
     /// S, D, C, Z, then Cs, Zd (real sine).
     rot: [Rot; 6],
     gemv: [Gemv; 4],
+    /// S, D, Cgeru, Zgeru.
+    ger: [Ger; 4],
+    /// Cgerc, Zgerc.
+    gerc: [Ger; 2],
+    symv: [Symv; 4],
+    /// Chemv, Zhemv.
+    hemv: [Symv; 2],
+    trmv: [Trmv; 4],
+    trsv: [Trmv; 4],
+    symm: [Symm; 4],
+    /// Chemm, Zhemm.
+    hemm: [Symm; 2],
+    syrk: [Syrk; 4],
+    /// Cherk, Zherk (real alpha and beta).
+    herk: [Syrk; 2],
+    trmm: [Trmm; 4],
+    trsm: [Trsm; 4],
+    geam: [Geam; 4],
+    dgmm: [Dgmm; 4],
     gemm_ex: GemmEx,
     gemm_strided_batched_ex: GemmStridedBatchedEx,
     gemm_batched_ex: GemmBatchedEx,
@@ -318,6 +419,90 @@ impl BlasApi {
                         "cublasCgemv_v2",
                         "cublasZgemv_v2",
                     ],
+                )?,
+                ger: typed(
+                    lib,
+                    [
+                        "cublasSger_v2",
+                        "cublasDger_v2",
+                        "cublasCgeru_v2",
+                        "cublasZgeru_v2",
+                    ],
+                )?,
+                gerc: typed(lib, ["cublasCgerc_v2", "cublasZgerc_v2"])?,
+                symv: typed(
+                    lib,
+                    [
+                        "cublasSsymv_v2",
+                        "cublasDsymv_v2",
+                        "cublasCsymv_v2",
+                        "cublasZsymv_v2",
+                    ],
+                )?,
+                hemv: typed(lib, ["cublasChemv_v2", "cublasZhemv_v2"])?,
+                trmv: typed(
+                    lib,
+                    [
+                        "cublasStrmv_v2",
+                        "cublasDtrmv_v2",
+                        "cublasCtrmv_v2",
+                        "cublasZtrmv_v2",
+                    ],
+                )?,
+                trsv: typed(
+                    lib,
+                    [
+                        "cublasStrsv_v2",
+                        "cublasDtrsv_v2",
+                        "cublasCtrsv_v2",
+                        "cublasZtrsv_v2",
+                    ],
+                )?,
+                symm: typed(
+                    lib,
+                    [
+                        "cublasSsymm_v2",
+                        "cublasDsymm_v2",
+                        "cublasCsymm_v2",
+                        "cublasZsymm_v2",
+                    ],
+                )?,
+                hemm: typed(lib, ["cublasChemm_v2", "cublasZhemm_v2"])?,
+                syrk: typed(
+                    lib,
+                    [
+                        "cublasSsyrk_v2",
+                        "cublasDsyrk_v2",
+                        "cublasCsyrk_v2",
+                        "cublasZsyrk_v2",
+                    ],
+                )?,
+                herk: typed(lib, ["cublasCherk_v2", "cublasZherk_v2"])?,
+                trmm: typed(
+                    lib,
+                    [
+                        "cublasStrmm_v2",
+                        "cublasDtrmm_v2",
+                        "cublasCtrmm_v2",
+                        "cublasZtrmm_v2",
+                    ],
+                )?,
+                trsm: typed(
+                    lib,
+                    [
+                        "cublasStrsm_v2",
+                        "cublasDtrsm_v2",
+                        "cublasCtrsm_v2",
+                        "cublasZtrsm_v2",
+                    ],
+                )?,
+                geam: typed(
+                    lib,
+                    ["cublasSgeam", "cublasDgeam", "cublasCgeam", "cublasZgeam"],
+                )?,
+                dgmm: typed(
+                    lib,
+                    ["cublasSdgmm", "cublasDdgmm", "cublasCdgmm", "cublasZdgmm"],
                 )?,
                 gemm_ex: symbol(lib, "cublasGemmEx")?,
                 gemm_strided_batched_ex: symbol(lib, "cublasGemmStridedBatchedEx")?,
@@ -500,6 +685,113 @@ pub struct Vector {
     pub ptr: u64,
     /// Increment (may be negative, as cuBLAS documents).
     pub inc: i32,
+}
+
+/// A matrix operand: device address and leading dimension.
+#[derive(Debug, Clone, Copy)]
+pub struct Matrix {
+    /// Device address.
+    pub ptr: u64,
+    /// Leading dimension.
+    pub ld: i32,
+}
+
+/// A level-2 or level-3 call other than gemv and GEMM, with cuBLAS's
+/// arguments (enumerations as their `int` values, dimensions as `int`).
+#[allow(missing_docs)] // the fields are named as in the cuBLAS documentation
+#[derive(Debug, Clone, Copy)]
+pub enum Blas23 {
+    /// ger/geru, or gerc with `conj`.
+    Ger {
+        conj: bool,
+        m: i32,
+        n: i32,
+        alpha: ScalarArg,
+        x: Vector,
+        y: Vector,
+        a: Matrix,
+    },
+    /// symv, or hemv with `hermitian`.
+    Symv {
+        hermitian: bool,
+        uplo: i32,
+        n: i32,
+        alpha: ScalarArg,
+        a: Matrix,
+        x: Vector,
+        beta: ScalarArg,
+        y: Vector,
+    },
+    /// trmv, or trsv with `solve`.
+    Trmv {
+        solve: bool,
+        uplo: i32,
+        trans: i32,
+        diag: i32,
+        n: i32,
+        a: Matrix,
+        x: Vector,
+    },
+    /// symm, or hemm with `hermitian`.
+    Symm {
+        hermitian: bool,
+        side: i32,
+        uplo: i32,
+        m: i32,
+        n: i32,
+        alpha: ScalarArg,
+        a: Matrix,
+        b: Matrix,
+        beta: ScalarArg,
+        c: Matrix,
+    },
+    /// syrk, or herk with `hermitian` (real alpha and beta).
+    Syrk {
+        hermitian: bool,
+        uplo: i32,
+        trans: i32,
+        n: i32,
+        k: i32,
+        alpha: ScalarArg,
+        a: Matrix,
+        beta: ScalarArg,
+        c: Matrix,
+    },
+    /// trmm out of place into `c`, or trsm in place in `b` with `solve`.
+    Trmm {
+        solve: bool,
+        side: i32,
+        uplo: i32,
+        trans: i32,
+        diag: i32,
+        m: i32,
+        n: i32,
+        alpha: ScalarArg,
+        a: Matrix,
+        b: Matrix,
+        c: Matrix,
+    },
+    /// geam.
+    Geam {
+        transa: i32,
+        transb: i32,
+        m: i32,
+        n: i32,
+        alpha: ScalarArg,
+        a: Matrix,
+        beta: ScalarArg,
+        b: Matrix,
+        c: Matrix,
+    },
+    /// dgmm.
+    Dgmm {
+        side: i32,
+        m: i32,
+        n: i32,
+        a: Matrix,
+        x: Vector,
+        c: Matrix,
+    },
 }
 
 /// GEMM arguments of `cublasGemmEx` and its batched forms.
@@ -691,7 +983,7 @@ impl BlasHandle {
         };
         let h = self.raw;
         let (xp, xm, yp, ym) = (dev(x.ptr), dev_mut(x.ptr), dev(y.ptr), dev_mut(y.ptr));
-        // SAFETY (every call below): the prototypes match (see `resolve`);
+        // SAFETY: for every call below, the prototypes match (see `resolve`);
         // device addresses were checked by the caller against the client's
         // allocations for the ranges these operations touch; host scalars
         // and results point into `op`'s 16-byte buffers and `host`, which
@@ -796,6 +1088,278 @@ impl BlasHandle {
             )
         };
         self.finish(status, "cublas<t>gemv")
+    }
+
+    /// A level-2 or level-3 call ([`Blas23`]) in precision `p`.
+    pub fn blas23(&mut self, call: Blas23, p: Precision) -> Result<(), BlasError> {
+        let pi = p as usize;
+        let scalars: Vec<ScalarArg> = match call {
+            Blas23::Ger { alpha, .. } | Blas23::Trmm { alpha, .. } => vec![alpha],
+            Blas23::Symv { alpha, beta, .. }
+            | Blas23::Symm { alpha, beta, .. }
+            | Blas23::Syrk { alpha, beta, .. }
+            | Blas23::Geam { alpha, beta, .. } => vec![alpha, beta],
+            Blas23::Trmv { .. } | Blas23::Dgmm { .. } => vec![],
+        };
+        self.prepare(pointer_mode(&scalars, None)?)?;
+        let h = self.raw;
+        let api = &*self.api;
+        // The Hermitian and conjugated forms exist for complex types only;
+        // for real ones they are the symmetric and plain forms.
+        fn pick<F: Copy>(plain: &[F], special: &[F], use_special: bool, pi: usize) -> F {
+            if use_special && pi >= 2 {
+                special[pi - 2]
+            } else {
+                plain[pi]
+            }
+        }
+        let s = scalar_ptr;
+        // SAFETY: for every call below, as in `level1`: the prototypes
+        // match, device ranges were checked by the caller, host scalars live
+        // in `call`, which outlives the completed call.
+        let (status, name) = unsafe {
+            match call {
+                Blas23::Ger {
+                    conj,
+                    m,
+                    n,
+                    alpha,
+                    x,
+                    y,
+                    a,
+                } => (
+                    pick(&api.ger, &api.gerc, conj, pi)(
+                        h,
+                        m,
+                        n,
+                        s(&alpha),
+                        dev(x.ptr),
+                        x.inc,
+                        dev(y.ptr),
+                        y.inc,
+                        dev_mut(a.ptr),
+                        a.ld,
+                    ),
+                    "cublas<t>ger",
+                ),
+                Blas23::Symv {
+                    hermitian,
+                    uplo,
+                    n,
+                    alpha,
+                    a,
+                    x,
+                    beta,
+                    y,
+                } => (
+                    pick(&api.symv, &api.hemv, hermitian, pi)(
+                        h,
+                        uplo,
+                        n,
+                        s(&alpha),
+                        dev(a.ptr),
+                        a.ld,
+                        dev(x.ptr),
+                        x.inc,
+                        s(&beta),
+                        dev_mut(y.ptr),
+                        y.inc,
+                    ),
+                    "cublas<t>symv",
+                ),
+                Blas23::Trmv {
+                    solve,
+                    uplo,
+                    trans,
+                    diag,
+                    n,
+                    a,
+                    x,
+                } => {
+                    let f = if solve { api.trsv[pi] } else { api.trmv[pi] };
+                    (
+                        f(
+                            h,
+                            uplo,
+                            trans,
+                            diag,
+                            n,
+                            dev(a.ptr),
+                            a.ld,
+                            dev_mut(x.ptr),
+                            x.inc,
+                        ),
+                        "cublas<t>trmv",
+                    )
+                }
+                Blas23::Symm {
+                    hermitian,
+                    side,
+                    uplo,
+                    m,
+                    n,
+                    alpha,
+                    a,
+                    b,
+                    beta,
+                    c,
+                } => (
+                    pick(&api.symm, &api.hemm, hermitian, pi)(
+                        h,
+                        side,
+                        uplo,
+                        m,
+                        n,
+                        s(&alpha),
+                        dev(a.ptr),
+                        a.ld,
+                        dev(b.ptr),
+                        b.ld,
+                        s(&beta),
+                        dev_mut(c.ptr),
+                        c.ld,
+                    ),
+                    "cublas<t>symm",
+                ),
+                Blas23::Syrk {
+                    hermitian,
+                    uplo,
+                    trans,
+                    n,
+                    k,
+                    alpha,
+                    a,
+                    beta,
+                    c,
+                } => (
+                    pick(&api.syrk, &api.herk, hermitian, pi)(
+                        h,
+                        uplo,
+                        trans,
+                        n,
+                        k,
+                        s(&alpha),
+                        dev(a.ptr),
+                        a.ld,
+                        s(&beta),
+                        dev_mut(c.ptr),
+                        c.ld,
+                    ),
+                    "cublas<t>syrk",
+                ),
+                Blas23::Trmm {
+                    solve: false,
+                    side,
+                    uplo,
+                    trans,
+                    diag,
+                    m,
+                    n,
+                    alpha,
+                    a,
+                    b,
+                    c,
+                } => (
+                    (api.trmm[pi])(
+                        h,
+                        side,
+                        uplo,
+                        trans,
+                        diag,
+                        m,
+                        n,
+                        s(&alpha),
+                        dev(a.ptr),
+                        a.ld,
+                        dev(b.ptr),
+                        b.ld,
+                        dev_mut(c.ptr),
+                        c.ld,
+                    ),
+                    "cublas<t>trmm",
+                ),
+                Blas23::Trmm {
+                    solve: true,
+                    side,
+                    uplo,
+                    trans,
+                    diag,
+                    m,
+                    n,
+                    alpha,
+                    a,
+                    b,
+                    ..
+                } => (
+                    (api.trsm[pi])(
+                        h,
+                        side,
+                        uplo,
+                        trans,
+                        diag,
+                        m,
+                        n,
+                        s(&alpha),
+                        dev(a.ptr),
+                        a.ld,
+                        dev_mut(b.ptr),
+                        b.ld,
+                    ),
+                    "cublas<t>trsm",
+                ),
+                Blas23::Geam {
+                    transa,
+                    transb,
+                    m,
+                    n,
+                    alpha,
+                    a,
+                    beta,
+                    b,
+                    c,
+                } => (
+                    (api.geam[pi])(
+                        h,
+                        transa,
+                        transb,
+                        m,
+                        n,
+                        s(&alpha),
+                        dev(a.ptr),
+                        a.ld,
+                        s(&beta),
+                        dev(b.ptr),
+                        b.ld,
+                        dev_mut(c.ptr),
+                        c.ld,
+                    ),
+                    "cublas<t>geam",
+                ),
+                Blas23::Dgmm {
+                    side,
+                    m,
+                    n,
+                    a,
+                    x,
+                    c,
+                } => (
+                    (api.dgmm[pi])(
+                        h,
+                        side,
+                        m,
+                        n,
+                        dev(a.ptr),
+                        a.ld,
+                        dev(x.ptr),
+                        x.inc,
+                        dev_mut(c.ptr),
+                        c.ld,
+                    ),
+                    "cublas<t>dgmm",
+                ),
+            }
+        };
+        self.finish(status, name)
     }
 
     /// `C = alpha op(A) op(B) + beta C`: `cublasGemmEx`,

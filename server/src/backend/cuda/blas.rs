@@ -18,7 +18,7 @@ use std::ffi::OsString;
 use std::sync::OnceLock;
 
 use rcud_cuda_driver::cublas::{
-    self as nv, BlasError, GemmArgs, GemmOperands, Level1, Precision, ResultArg, ScalarArg,
+    self as nv, Blas23, BlasError, GemmArgs, GemmOperands, Level1, Precision, ResultArg, ScalarArg,
 };
 use rcud_math::Reply;
 use rcud_proto::math::blas::{dtype, level1 as op, Call, Operand, Scalar};
@@ -236,6 +236,29 @@ fn transpose(t: i32) -> Result<i32, Refusal> {
     }
 }
 
+/// `cublasFillMode_t`: lower or upper.
+fn fill(uplo: i32) -> Result<i32, Refusal> {
+    one_of(uplo, &[0, 1])
+}
+
+/// `cublasDiagType_t`: non-unit or unit.
+fn unit(diag: i32) -> Result<i32, Refusal> {
+    one_of(diag, &[0, 1])
+}
+
+/// `cublasSideMode_t`: left or right (the shapes depend on it).
+fn sided(side: i32) -> Result<i32, Refusal> {
+    one_of(side, &[0, 1])
+}
+
+fn one_of(value: i32, allowed: &[i32]) -> Result<i32, Refusal> {
+    if allowed.contains(&value) {
+        Ok(value)
+    } else {
+        Err(Refusal::Status(INVALID_VALUE))
+    }
+}
+
 /// The value of a host scalar as bytes of type `dt`.
 fn host_bytes(re: f64, im: f64, dt: u8) -> Result<[u8; 16], Refusal> {
     let mut b = [0u8; 16];
@@ -391,13 +414,8 @@ impl CudaDeviceContext {
                 [a, b, c],
                 pointer_arrays,
             ),
-            other => {
-                tracing::debug!(
-                    "cuBLAS call not forwarded on the cuda backend yet: {:?}",
-                    std::mem::discriminant(&other)
-                );
-                Err(Refusal::Status(NOT_SUPPORTED).into())
-            }
+            Call::Create {} | Call::Destroy { .. } => Ok(Vec::new()),
+            other => self.blas23(handle, other),
         };
         match outcome {
             Ok(out) => Ok(Reply::ok(out)),
@@ -638,6 +656,298 @@ impl CudaDeviceContext {
             }
         };
         self.handle(handle)?.gemm(args, call)?;
+        Ok(Vec::new())
+    }
+
+    /// A matrix operand for cuBLAS, its range checked.
+    fn matrix_arg(
+        &self,
+        m: Operand,
+        rows: i64,
+        cols: i64,
+        elem: u64,
+        what: &str,
+    ) -> Result<nv::Matrix, Refusal> {
+        self.check_range(matrix_range(what, m.ptr, rows, cols, m.ld, elem)?, what)?;
+        Ok(nv::Matrix {
+            ptr: m.ptr,
+            ld: int(m.ld)?,
+        })
+    }
+
+    /// ger, symv, trmv, symm, syrk, trmm, geam and dgmm: the ranges of
+    /// their operands checked, then the call forwarded.
+    fn blas23(&mut self, handle: u64, call: Call) -> Result<Vec<u8>, Outcome> {
+        // The element type first, as the emulated device checks it.
+        let p = match &call {
+            Call::Ger { dtype, .. }
+            | Call::Symv { dtype, .. }
+            | Call::Trmv { dtype, .. }
+            | Call::Symm { dtype, .. }
+            | Call::Syrk { dtype, .. }
+            | Call::Trmm { dtype, .. }
+            | Call::Geam { dtype, .. }
+            | Call::Dgmm { dtype, .. } => precision(*dtype)?,
+            _ => return Err(Refusal::Status(INVALID_VALUE).into()),
+        };
+        let (_, forwarded) = match call {
+            Call::Ger {
+                dtype: dt,
+                conj,
+                m,
+                n,
+                alpha,
+                x,
+                y,
+                a,
+                ..
+            } => {
+                let e = size(dt)?;
+                (
+                    dt,
+                    Blas23::Ger {
+                        conj,
+                        a: self.matrix_arg(a, m, n, e, "A")?,
+                        alpha: self.scalar_arg(alpha, dt, "alpha")?,
+                        x: self.vector_arg(x, m, e, "x")?,
+                        y: self.vector_arg(y, n, e, "y")?,
+                        m: int(m)?,
+                        n: int(n)?,
+                    },
+                )
+            }
+            Call::Symv {
+                dtype: dt,
+                hermitian,
+                uplo,
+                n,
+                alpha,
+                a,
+                x,
+                beta,
+                y,
+                ..
+            } => {
+                let e = size(dt)?;
+                (
+                    dt,
+                    Blas23::Symv {
+                        hermitian,
+                        uplo: fill(uplo)?,
+                        a: self.matrix_arg(a, n, n, e, "A")?,
+                        alpha: self.scalar_arg(alpha, dt, "alpha")?,
+                        beta: self.scalar_arg(beta, dt, "beta")?,
+                        x: self.vector_arg(x, n, e, "x")?,
+                        y: self.vector_arg(y, n, e, "y")?,
+                        n: int(n)?,
+                    },
+                )
+            }
+            Call::Trmv {
+                dtype: dt,
+                solve,
+                uplo,
+                trans,
+                diag,
+                n,
+                a,
+                x,
+                ..
+            } => {
+                let e = size(dt)?;
+                (
+                    dt,
+                    Blas23::Trmv {
+                        solve,
+                        uplo: fill(uplo)?,
+                        trans: transpose(trans)?,
+                        diag: unit(diag)?,
+                        a: self.matrix_arg(a, n, n, e, "A")?,
+                        x: self.vector_arg(x, n, e, "x")?,
+                        n: int(n)?,
+                    },
+                )
+            }
+            Call::Symm {
+                dtype: dt,
+                hermitian,
+                side,
+                uplo,
+                m,
+                n,
+                alpha,
+                a,
+                b,
+                beta,
+                c,
+                ..
+            } => {
+                let e = size(dt)?;
+                let na = if sided(side)? == 0 { m } else { n };
+                (
+                    dt,
+                    Blas23::Symm {
+                        hermitian,
+                        side,
+                        uplo: fill(uplo)?,
+                        a: self.matrix_arg(a, na, na, e, "A")?,
+                        b: self.matrix_arg(b, m, n, e, "B")?,
+                        c: self.matrix_arg(c, m, n, e, "C")?,
+                        alpha: self.scalar_arg(alpha, dt, "alpha")?,
+                        beta: self.scalar_arg(beta, dt, "beta")?,
+                        m: int(m)?,
+                        n: int(n)?,
+                    },
+                )
+            }
+            Call::Syrk {
+                dtype: dt,
+                hermitian,
+                uplo,
+                trans,
+                n,
+                k,
+                alpha,
+                a,
+                beta,
+                c,
+                ..
+            } => {
+                let e = size(dt)?;
+                let (ar, ac) = if transpose(trans)? == 0 {
+                    (n, k)
+                } else {
+                    (k, n)
+                };
+                // herk's alpha and beta are real.
+                let st = if hermitian { real_of(dt) } else { dt };
+                (
+                    dt,
+                    Blas23::Syrk {
+                        hermitian,
+                        uplo: fill(uplo)?,
+                        trans,
+                        a: self.matrix_arg(a, ar, ac, e, "A")?,
+                        c: self.matrix_arg(c, n, n, e, "C")?,
+                        alpha: self.scalar_arg(alpha, st, "alpha")?,
+                        beta: self.scalar_arg(beta, st, "beta")?,
+                        n: int(n)?,
+                        k: int(k)?,
+                    },
+                )
+            }
+            Call::Trmm {
+                dtype: dt,
+                solve,
+                side,
+                uplo,
+                trans,
+                diag,
+                m,
+                n,
+                alpha,
+                a,
+                b,
+                c,
+                ..
+            } => {
+                let e = size(dt)?;
+                let na = if sided(side)? == 0 { m } else { n };
+                let a = self.matrix_arg(a, na, na, e, "A")?;
+                let b = self.matrix_arg(b, m, n, e, "B")?;
+                // trsm solves in place in B; C is not touched.
+                let c = if solve {
+                    b
+                } else {
+                    self.matrix_arg(c, m, n, e, "C")?
+                };
+                (
+                    dt,
+                    Blas23::Trmm {
+                        solve,
+                        side,
+                        uplo: fill(uplo)?,
+                        trans: transpose(trans)?,
+                        diag: unit(diag)?,
+                        alpha: self.scalar_arg(alpha, dt, "alpha")?,
+                        a,
+                        b,
+                        c,
+                        m: int(m)?,
+                        n: int(n)?,
+                    },
+                )
+            }
+            Call::Geam {
+                dtype: dt,
+                transa,
+                transb,
+                m,
+                n,
+                alpha,
+                a,
+                beta,
+                b,
+                c,
+                ..
+            } => {
+                let e = size(dt)?;
+                let (ar, ac) = if transpose(transa)? == 0 {
+                    (m, n)
+                } else {
+                    (n, m)
+                };
+                let (br, bc) = if transpose(transb)? == 0 {
+                    (m, n)
+                } else {
+                    (n, m)
+                };
+                (
+                    dt,
+                    Blas23::Geam {
+                        transa,
+                        transb,
+                        a: self.matrix_arg(a, ar, ac, e, "A")?,
+                        b: self.matrix_arg(b, br, bc, e, "B")?,
+                        c: self.matrix_arg(c, m, n, e, "C")?,
+                        alpha: self.scalar_arg(alpha, dt, "alpha")?,
+                        beta: self.scalar_arg(beta, dt, "beta")?,
+                        m: int(m)?,
+                        n: int(n)?,
+                    },
+                )
+            }
+            Call::Dgmm {
+                dtype: dt,
+                side,
+                m,
+                n,
+                a,
+                x,
+                c,
+                ..
+            } => {
+                let e = size(dt)?;
+                let xn = if sided(side)? == 0 { m } else { n };
+                (
+                    dt,
+                    Blas23::Dgmm {
+                        side,
+                        a: self.matrix_arg(a, m, n, e, "A")?,
+                        x: self.vector_arg(x, xn, e, "x")?,
+                        c: self.matrix_arg(c, m, n, e, "C")?,
+                        m: int(m)?,
+                        n: int(n)?,
+                    },
+                )
+            }
+            Call::Create {}
+            | Call::Destroy { .. }
+            | Call::Level1 { .. }
+            | Call::Gemv { .. }
+            | Call::Gemm { .. } => return Err(Refusal::Status(INVALID_VALUE).into()),
+        };
+        self.handle(handle)?.blas23(forwarded, p)?;
         Ok(Vec::new())
     }
 

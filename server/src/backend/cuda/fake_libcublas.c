@@ -4,9 +4,10 @@
 //
 // It exports every entry point rcud-cuda-driver resolves. The real-valued
 // forms (S and D) of axpy, scal, dot, nrm2, asum, amax, amin, copy, swap,
-// rot, gemv, and cublasGemmEx / StridedBatchedEx / BatchedEx with FP32 or
-// FP64 operands compute; the complex forms answer
-// CUBLAS_STATUS_NOT_SUPPORTED. Every call appends one line to the file
+// rot, gemv, cublasGemmEx / StridedBatchedEx / BatchedEx with FP32 or FP64
+// operands, and Sgeam and Sdgmm compute; the others answer
+// CUBLAS_STATUS_NOT_SUPPORTED (the tests check what reaches them, not
+// their arithmetic). Every call appends one line to the file
 // FAKE_LOG: `<function> handle=<h> stream=<s> mode=<pointer mode>`, so the
 // tests can tell which calls reached the library, on which stream and in
 // which pointer mode.
@@ -255,3 +256,53 @@ int cublasGemmBatchedEx(struct handle *h, int ta, int tb, int m, int n, int k,
     }
     return OK;
 }
+
+// geam and dgmm compute in FP32; the other level-2 and level-3 forms are
+// present and answer CUBLAS_STATUS_NOT_SUPPORTED.
+int cublasSgeam(struct handle *h, int ta, int tb, int m, int n, const float *alpha,
+                const float *a, int lda, const float *beta, const float *b, int ldb, float *c,
+                int ldc) {
+    note("cublasSgeam", h);
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++)
+            c[i + (long)j * ldc] = *alpha * (ta ? a[j + (long)i * lda] : a[i + (long)j * lda]) +
+                                   *beta * (tb ? b[j + (long)i * ldb] : b[i + (long)j * ldb]);
+    return OK;
+}
+int cublasSdgmm(struct handle *h, int side, int m, int n, const float *a, int lda,
+                const float *x, int incx, float *c, int ldc) {
+    note("cublasSdgmm", h);
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++) {
+            int d = side ? j : i;
+            c[i + (long)j * ldc] = a[i + (long)j * lda] * x[(long)d * incx];
+        }
+    return OK;
+}
+UNSUPPORTED(cublasDgeam)
+UNSUPPORTED(cublasCgeam)
+UNSUPPORTED(cublasZgeam)
+UNSUPPORTED(cublasDdgmm)
+UNSUPPORTED(cublasCdgmm)
+UNSUPPORTED(cublasZdgmm)
+#define ALL4(f) UNSUPPORTED(cublasS##f##_v2) UNSUPPORTED(cublasD##f##_v2) \
+    UNSUPPORTED(cublasC##f##_v2) UNSUPPORTED(cublasZ##f##_v2)
+UNSUPPORTED(cublasSger_v2)
+UNSUPPORTED(cublasDger_v2)
+UNSUPPORTED(cublasCgeru_v2)
+UNSUPPORTED(cublasZgeru_v2)
+UNSUPPORTED(cublasCgerc_v2)
+UNSUPPORTED(cublasZgerc_v2)
+ALL4(symv)
+UNSUPPORTED(cublasChemv_v2)
+UNSUPPORTED(cublasZhemv_v2)
+ALL4(trmv)
+ALL4(trsv)
+ALL4(symm)
+UNSUPPORTED(cublasChemm_v2)
+UNSUPPORTED(cublasZhemm_v2)
+ALL4(syrk)
+UNSUPPORTED(cublasCherk_v2)
+UNSUPPORTED(cublasZherk_v2)
+ALL4(trmm)
+ALL4(trsm)

@@ -1334,3 +1334,106 @@ fn fake_driver_without_cublas_says_so() {
     assert_eq!(f.code, CudaError::NOT_SUPPORTED);
     assert!(f.message.contains("cuda backend"), "{f}");
 }
+
+#[test]
+fn fake_cublas_level3_calls_are_checked_and_forwarded() {
+    let test = "fake_cublas_level3_calls_are_checked_and_forwarded";
+    let Some((b, log)) = fake_blas_backend(test) else {
+        return;
+    };
+    let mut ctx = b.open(0, 0).unwrap();
+    let ctx = ctx.as_mut();
+    let h = create(ctx);
+    let (a, c, x) = (
+        ctx.malloc(24).unwrap(),
+        ctx.malloc(24).unwrap(),
+        ctx.malloc(12).unwrap(),
+    );
+    put(ctx, a, &f32s(&A));
+    put(ctx, x, &f32s(&[1.0, 10.0, 100.0]));
+
+    // geam: C (3 x 2) = A^T.
+    let geam = |ld_c| wire::Call::Geam {
+        handle: h,
+        dtype: dtype::R32F,
+        transa: 1,
+        transb: 0,
+        m: 3,
+        n: 2,
+        alpha: host(1.0),
+        a: operand(a, 2, 0),
+        beta: host(0.0),
+        b: operand(c, 3, 0),
+        c: operand(c, ld_c, 0),
+    };
+    assert_eq!(blas(ctx, geam(3)).unwrap().status, 0);
+    assert_eq!(read_f32s(ctx, c, 6), [1.0, 3.0, 5.0, 2.0, 4.0, 6.0]);
+
+    // dgmm: C (2 x 3) = A diag(x).
+    let dgmm = wire::Call::Dgmm {
+        handle: h,
+        dtype: dtype::R32F,
+        side: 1,
+        m: 2,
+        n: 3,
+        a: operand(a, 2, 0),
+        x: operand(x, 1, 0),
+        c: operand(c, 2, 0),
+    };
+    assert_eq!(blas(ctx, dgmm).unwrap().status, 0);
+    assert_eq!(read_f32s(ctx, c, 6), [1.0, 2.0, 30.0, 40.0, 500.0, 600.0]);
+
+    // syrk reaches the library (which answers NOT_SUPPORTED here).
+    let syrk = |c_ptr| wire::Call::Syrk {
+        handle: h,
+        dtype: dtype::R32F,
+        hermitian: false,
+        uplo: 0,
+        trans: 0,
+        n: 2,
+        k: 3,
+        alpha: host(1.0),
+        a: operand(a, 2, 0),
+        beta: host(0.0),
+        c: operand(c_ptr, 2, 0),
+    };
+    assert_eq!(blas(ctx, syrk(c)).unwrap().status, 15);
+    let before = log_lines(&log).len();
+
+    // Refused before the library: C of geam past its allocation, C of
+    // syrk past it, trsm's B, and a bad fill mode.
+    let illegal = |r: Result<rcud_math::Reply, Failure>| {
+        assert_eq!(r.unwrap_err().code, CudaError::ILLEGAL_ADDRESS);
+    };
+    illegal(blas(ctx, geam(4)));
+    illegal(blas(ctx, syrk(c + 16)));
+    let trsm = wire::Call::Trmm {
+        handle: h,
+        dtype: dtype::R32F,
+        solve: true,
+        side: 0,
+        uplo: 0,
+        trans: 0,
+        diag: 0,
+        m: 2,
+        n: 4,
+        alpha: host(1.0),
+        a: operand(a, 2, 0),
+        b: operand(c, 2, 0),
+        c: operand(0, 2, 0),
+    };
+    illegal(blas(ctx, trsm));
+    let mut bad_fill = syrk(c);
+    if let wire::Call::Syrk { uplo, .. } = &mut bad_fill {
+        *uplo = 9;
+    }
+    assert_eq!(blas(ctx, bad_fill).unwrap().status, 7);
+    let after = log_lines(&log);
+    assert_eq!(after.len(), before, "the library was called: {after:?}");
+    let names: Vec<&str> = after
+        .iter()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| !n.starts_with("cublasCreate") && !n.starts_with("cublasSetStream"))
+        .collect();
+    assert_eq!(names, ["cublasSgeam", "cublasSdgmm", "cublasSsyrk_v2"]);
+}
