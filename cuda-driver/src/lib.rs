@@ -20,6 +20,9 @@
 //! - Device addresses travel as plain `u64`s: the backend validates every one
 //!   against the client's own allocations before it gets here.
 //!
+//! NVIDIA's cuBLAS, for the backend's math calls, is loaded the same way
+//! ([`cublas`]): opened on first use, every entry point resolved and checked.
+//!
 //! Objects keep what they depend on alive: a [`Module`] holds its
 //! [`Context`], a [`Function`] its module, so a handle is never used after the
 //! driver object behind it was destroyed. Dropping never panics; a failure

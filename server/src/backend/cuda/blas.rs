@@ -107,8 +107,9 @@ pub(super) struct Range {
     pub(super) len: u64,
 }
 
-/// `[ptr + start, ptr + start + len)` of elements counted in `i128`, which
-/// no product of 64-bit arguments here overflows; `None` when empty.
+/// The bytes `[ptr + start, ptr + start + len)`, computed in `i128` (the
+/// callers' products are checked), or a fault when they leave the 64-bit
+/// address space; `None` when empty.
 fn range_of(what: &str, ptr: u64, start: i128, len: i128) -> Result<Option<Range>, Refusal> {
     if len <= 0 {
         return Ok(None);
@@ -202,8 +203,10 @@ pub(super) fn strided_range(
         .and_then(|e| e.checked_mul(i128::from(elem)))
         .ok_or_else(|| too_large(what, one.ptr))?;
     let start = last.min(0);
-    let end = last.max(0) + i128::from(one.len);
-    range_of(what, one.ptr, start, end - start)
+    let len = (last.max(0) + i128::from(one.len))
+        .checked_sub(start)
+        .ok_or_else(|| too_large(what, one.ptr))?;
+    range_of(what, one.ptr, start, len)
 }
 
 /// The cuBLAS precision of element type `dt`.
@@ -1137,6 +1140,9 @@ mod tests {
         assert!(matches!(below, Err(Refusal::Fault { .. })), "{below:?}");
         let huge = strided_range("A", one, i64::MAX, 16, i64::MAX);
         assert!(matches!(huge, Err(Refusal::Fault { .. })), "{huge:?}");
+        // Just inside i128 before the span is added: still no wrap.
+        let edge = strided_range("A", one, i64::MIN, 2, i64::MAX);
+        assert!(matches!(edge, Err(Refusal::Fault { .. })), "{edge:?}");
     }
 
     #[test]
