@@ -33,7 +33,6 @@ struct Curand {
     set_ordering: Symbol<unsafe extern "C" fn(Gen, i32) -> i32>,
     set_dimensions: Symbol<unsafe extern "C" fn(Gen, u32) -> i32>,
     generate: Symbol<unsafe extern "C" fn(Gen, *mut u32, usize) -> i32>,
-    generate_long_long: Symbol<unsafe extern "C" fn(Gen, *mut u64, usize) -> i32>,
     uniform: Symbol<unsafe extern "C" fn(Gen, *mut f32, usize) -> i32>,
     uniform_double: Symbol<unsafe extern "C" fn(Gen, *mut f64, usize) -> i32>,
     normal: Symbol<unsafe extern "C" fn(Gen, *mut f32, usize, f32, f32) -> i32>,
@@ -92,9 +91,6 @@ fn load() -> Result<Curand, String> {
                 .get(b"curandSetQuasiRandomGeneratorDimensions")
                 .map_err(|e| e.to_string())?,
             generate: curand.get(b"curandGenerate").map_err(|e| e.to_string())?,
-            generate_long_long: curand
-                .get(b"curandGenerateLongLong")
-                .map_err(|e| e.to_string())?,
             uniform: curand
                 .get(b"curandGenerateUniform")
                 .map_err(|e| e.to_string())?,
