@@ -10,6 +10,13 @@ megabytes. `scripts/gen-exports.py` reads them to write the export lists, and
 the end-to-end tests compile their library programs against them.
 
     scripts/ensure-cuda-libs.py            # prints <repo>/.cuda-libs/include
+    scripts/ensure-cuda-libs.py --curand   # also NVIDIA's libcurand.so.10 and
+                                           # libcudart.so.13; prints .cuda-libs/lib
+
+`--curand` extracts NVIDIA's own cuRAND (and the CUDA runtime it links to)
+into `.cuda-libs/lib` (about 100 MB, 75 MB downloaded): its host generators
+(`curandCreateGeneratorHost`) run on the CPU, so `math/tests/curand_oracle.rs`
+compares rcud's generators with them on a machine without a GPU.
 """
 
 from __future__ import annotations
@@ -33,6 +40,12 @@ WHEELS = {
     "nvidia-cusolver": "12.4.1.2",
     "nvidia-nvml-dev": "13.4.92",
 }
+# NVIDIA's libraries `--curand` extracts: (wheel, version, file). The runtime
+# is the one `scripts/ensure-nvcc.sh` installs.
+CURAND_LIBS = [
+    ("nvidia-curand", WHEELS["nvidia-curand"], "libcurand.so.10"),
+    ("nvidia-cuda-runtime", "13.5.37", "libcudart.so.13"),
+]
 INDEX = "https://pypi.org/pypi/{name}/json"
 
 
@@ -96,6 +109,31 @@ def fetch_headers(name: str, version: str, include: Path) -> int:
     return count
 
 
+def fetch_library(name: str, version: str, file: str, lib: Path) -> None:
+    url, size = wheel_url(name, version)
+    with zipfile.ZipFile(io.BufferedReader(RemoteFile(url, size), 1 << 22)) as wheel:
+        for member in wheel.infolist():
+            if Path(member.filename).name == file:
+                lib.mkdir(parents=True, exist_ok=True)
+                partial = lib / f".{file}.partial"
+                partial.write_bytes(wheel.read(member))
+                partial.rename(lib / file)
+                return
+    sys.exit(f"ensure-cuda-libs: no {file} in {name} {version}")
+
+
+def ensure_curand() -> Path:
+    lib = DEST / "lib"
+    stamp = lib / "stamp"
+    wanted = json.dumps(CURAND_LIBS)
+    if not (stamp.is_file() and stamp.read_text() == wanted):
+        for name, version, file in CURAND_LIBS:
+            fetch_library(name, version, file, lib)
+            print(f"ensure-cuda-libs: {name} {version}: {file}", file=sys.stderr)
+        stamp.write_text(wanted)
+    return lib
+
+
 def main() -> None:
     include = DEST / "include"
     stamp = DEST / "stamp"
@@ -106,7 +144,12 @@ def main() -> None:
             n = fetch_headers(name, version, include)
             print(f"ensure-cuda-libs: {name} {version}: {n} headers", file=sys.stderr)
         stamp.write_text(wanted)
-    print(include)
+    if sys.argv[1:] == ["--curand"]:
+        print(ensure_curand())
+    elif sys.argv[1:]:
+        sys.exit(f"usage: {sys.argv[0]} [--curand]")
+    else:
+        print(include)
 
 
 if __name__ == "__main__":

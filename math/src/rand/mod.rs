@@ -50,13 +50,9 @@ pub const RNG_MT19937: u32 = 142;
 /// `CURAND_RNG_PSEUDO_PHILOX4_32_10`.
 pub const RNG_PHILOX: u32 = 161;
 
-/// Parallel streams of XORWOW and Philox.
-pub const STREAMS: u64 = 4096;
 /// Most bytes one host-generator call answers (the client splits larger
 /// requests).
 pub const MAX_HOST_BYTES: u64 = 1 << 19;
-/// Most values an MT19937 offset may skip (it is skipped by stepping).
-const MAX_MT_OFFSET: u64 = 1 << 28;
 
 /// One generator of the device API: its state at a position of one of its
 /// subsequences.
@@ -67,32 +63,35 @@ pub trait Engine: Sized {
     fn next(&mut self) -> u32;
 }
 
-/// 4096 streams of one engine, created when first used.
+/// The parallel streams of one engine, created when first used.
 struct Parallel<E> {
     seed: u64,
     offset: u64,
+    /// How many streams the units go round.
+    count: u64,
     /// Units handed out so far, counted from 0 before the offset.
     units: u64,
     streams: Vec<Option<E>>,
 }
 
 impl<E: Engine> Parallel<E> {
-    fn new(seed: u64, offset: u64) -> Self {
+    fn new(seed: u64, offset: u64, count: u64) -> Self {
         Self {
             seed,
             offset,
+            count,
             units: offset,
-            streams: (0..STREAMS).map(|_| None).collect(),
+            streams: (0..count).map(|_| None).collect(),
         }
     }
 
     /// The stream of the next unit.
     fn next_unit(&mut self) -> &mut E {
-        let s = self.units % STREAMS;
+        let (seed, offset, count) = (self.seed, self.offset, self.count);
+        let s = self.units % count;
         self.units += 1;
-        let (seed, offset) = (self.seed, self.offset);
         // The offset's units went to the streams round-robin, one value each.
-        let start = offset / STREAMS + u64::from(s < offset % STREAMS);
+        let start = offset / count + u64::from(s < offset % count);
         self.streams[s as usize].get_or_insert_with(|| E::at(seed, s, start))
     }
 }
@@ -100,7 +99,12 @@ impl<E: Engine> Parallel<E> {
 /// Where a generator's words come from.
 enum Source {
     Xorwow(Parallel<Xorwow>),
-    Philox(Parallel<Philox>),
+    /// Philox: the seed, and the index of the next value (from 0 before
+    /// the offset).
+    Philox {
+        seed: u64,
+        next: u64,
+    },
     Mrg32k3a(Parallel<Mrg32k3a>),
     Mt19937(Mt19937),
 }
@@ -113,10 +117,7 @@ impl Source {
                 let e = p.next_unit();
                 std::array::from_fn(|_| e.next())
             }
-            Source::Philox(p) => {
-                let e = p.next_unit();
-                std::array::from_fn(|_| e.next())
-            }
+            Source::Philox { .. } => unreachable!("Philox has its own generate_philox"),
             Source::Mrg32k3a(p) => {
                 let e = p.next_unit();
                 std::array::from_fn(|_| e.next())
@@ -131,6 +132,7 @@ struct Generator {
     rng_type: u32,
     seed: u64,
     offset: u64,
+    ordering: u32,
     source: Option<Source>,
 }
 
@@ -138,26 +140,49 @@ impl Generator {
     fn source(&mut self) -> Result<&mut Source, i32> {
         if self.source.is_none() {
             let source = match self.rng_type {
-                RNG_XORWOW => Source::Xorwow(Parallel::new(self.seed, self.offset)),
-                RNG_PHILOX => Source::Philox(Parallel::new(self.seed, self.offset)),
-                RNG_MRG32K3A => Source::Mrg32k3a(Parallel::new(self.seed, self.offset)),
-                _ => {
-                    if self.offset > MAX_MT_OFFSET {
-                        return Err(OUT_OF_RANGE);
-                    }
-                    // cuRAND's seed is 64 bits; MT19937's reference seeding takes 32.
-                    let mut mt = Mt19937::new(self.seed as u32);
-                    for _ in 0..self.offset {
-                        mt.next_u32();
-                    }
-                    Source::Mt19937(mt)
+                RNG_XORWOW => Source::Xorwow(Parallel::new(self.seed, self.offset, 4096)),
+                RNG_PHILOX => Source::Philox {
+                    seed: self.seed,
+                    next: self.offset,
+                },
+                // NVIDIA's legacy order has 4096 streams, the others 81920
+                // (20·4096), as its host library places them.
+                RNG_MRG32K3A => {
+                    let count = if self.ordering == ORDERING_LEGACY {
+                        4096
+                    } else {
+                        81920
+                    };
+                    Source::Mrg32k3a(Parallel::new(self.seed, self.offset, count))
                 }
+                // cuRAND's seed is 64 bits; MT19937's reference seeding takes 32.
+                _ => Source::Mt19937(Mt19937::new(self.seed as u32)),
             };
             self.source = Some(source);
         }
         self.source.as_mut().ok_or(OUT_OF_RANGE)
     }
 }
+
+/// The orderings a generator type takes, as NVIDIA's library answers
+/// `curandSetGeneratorOrdering` (`DYNAMIC` for none of them, `BEST` not
+/// for MT19937, `SEEDED` for XORWOW only). Every ordering a type takes
+/// gives the same values, as in NVIDIA's library, except XORWOW's
+/// `SEEDED` (see the module documentation).
+fn orderings(rng_type: u32) -> &'static [u32] {
+    const BEST: u32 = 100;
+    const SEEDED: u32 = 102;
+    match rng_type {
+        RNG_XORWOW => &[BEST, ORDERING_DEFAULT, SEEDED, ORDERING_LEGACY],
+        RNG_MT19937 => &[ORDERING_DEFAULT, ORDERING_LEGACY],
+        _ => &[BEST, ORDERING_DEFAULT, ORDERING_LEGACY],
+    }
+}
+
+/// `CURAND_ORDERING_PSEUDO_DEFAULT`.
+const ORDERING_DEFAULT: u32 = 101;
+/// `CURAND_ORDERING_PSEUDO_LEGACY`.
+const ORDERING_LEGACY: u32 = 103;
 
 /// The cuRAND generators of one client context.
 #[derive(Default)]
@@ -180,16 +205,19 @@ impl State {
                 Ok(())
             })),
             Call::SetOffset { generator, offset } => Ok(self.update(generator, |g| {
+                // NVIDIA's MT19937 takes no offset.
+                if g.rng_type == RNG_MT19937 {
+                    return Err(TYPE_ERROR);
+                }
                 g.offset = offset;
                 Ok(())
             })),
             Call::SetOrdering {
                 generator,
                 ordering,
-            } => Ok(self.update(generator, |_| {
-                // BEST, DEFAULT, SEEDED, LEGACY and DYNAMIC all give the
-                // one documented order here.
-                if (100..=104).contains(&ordering) {
+            } => Ok(self.update(generator, |g| {
+                if orderings(g.rng_type).contains(&ordering) {
+                    g.ordering = ordering;
                     Ok(())
                 } else {
                     Err(OUT_OF_RANGE)
@@ -257,6 +285,7 @@ impl State {
                 rng_type,
                 seed: 0,
                 offset: 0,
+                ordering: ORDERING_DEFAULT,
                 source: None,
             },
         );
@@ -334,8 +363,12 @@ fn generate(
     mean: f64,
     stddev: f64,
 ) -> Vec<u8> {
-    if let Source::Mrg32k3a(p) = source {
-        return generate_mrg(p, distribution, n, mean, stddev);
+    match source {
+        Source::Mrg32k3a(p) => return generate_mrg(p, distribution, n, mean, stddev),
+        Source::Philox { seed, next } => {
+            return generate_philox(*seed, next, distribution, n, mean, stddev)
+        }
+        _ => {}
     }
     let mut out = Vec::with_capacity((n * distribution.value_size()) as usize);
     let (mean32, stddev32) = (mean as f32, stddev as f32);
@@ -350,13 +383,6 @@ fn generate(
             for _ in 0..n {
                 let [x] = source.unit::<1>();
                 out.extend_from_slice(&uniform(x).to_le_bytes());
-            }
-        }
-        Distribution::UniformDouble if matches!(source, Source::Philox(_)) => {
-            // Philox's curand_uniform_double takes one word.
-            for _ in 0..n {
-                let [x] = source.unit::<1>();
-                out.extend_from_slice(&uniform_double_32(x).to_le_bytes());
             }
         }
         Distribution::UniformDouble => {
@@ -399,6 +425,97 @@ fn generate(
     }
     out
 }
+
+/// Philox4_32_10 as NVIDIA's host library places its values
+/// (`math/tests/curand_oracle.rs`): a unit is four values of one of
+/// 65536 streams, unit `u` coming from stream `u mod 65536`, its
+/// `⌊u/65536⌋`-th unit, which starts at the stream's block `⌊u/65536⌋`.
+/// A unit of 32-bit values is that block of four words (`curand4`,
+/// `curand_uniform4`, `curand_normal4`), a unit of doubles that block and
+/// the next (`curand_uniform2_double`, `curand_normal2_double` twice), so
+/// consecutive double units of a stream share a block. `next` counts
+/// values, offset included.
+fn generate_philox(
+    seed: u64,
+    next: &mut u64,
+    distribution: Distribution,
+    n: u64,
+    mean: f64,
+    stddev: f64,
+) -> Vec<u8> {
+    let key = [seed as u32, (seed >> 32) as u32];
+    let blocks_per_unit = distribution.value_size() / 4;
+    let block = |stream: u64, counter: u64| {
+        let words = [
+            counter as u32,
+            (counter >> 32) as u32,
+            stream as u32,
+            (stream >> 32) as u32,
+        ];
+        philox4x32_10(words, key)
+    };
+    let (mean32, stddev32) = (mean as f32, stddev as f32);
+    let log = matches!(
+        distribution,
+        Distribution::LogNormal | Distribution::LogNormalDouble
+    );
+    let finish32 = |z: f32| {
+        let value = stddev32.mul_add(z, mean32);
+        if log { value.exp() } else { value }.to_le_bytes()
+    };
+    let finish64 = |z: f64| {
+        let value = stddev.mul_add(z, mean);
+        if log { value.exp() } else { value }.to_le_bytes()
+    };
+    // The four values of one block, as bytes.
+    let values = |[a, b, c, d]: [u32; 4]| -> Vec<u8> {
+        match distribution {
+            Distribution::Bits => [a, b, c, d].iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Distribution::Uniform => [a, b, c, d]
+                .iter()
+                .flat_map(|&x| uniform(x).to_le_bytes())
+                .collect(),
+            Distribution::UniformDouble => [uniform_double(a, b), uniform_double(c, d)]
+                .iter()
+                .flat_map(|x| x.to_le_bytes())
+                .collect(),
+            Distribution::Normal | Distribution::LogNormal => {
+                let (z0, z1) = box_muller(a, b);
+                let (z2, z3) = box_muller(c, d);
+                [z0, z1, z2, z3].into_iter().flat_map(finish32).collect()
+            }
+            Distribution::NormalDouble | Distribution::LogNormalDouble => {
+                let (z0, z1) = box_muller_double(a, b, c, d);
+                [z0, z1].into_iter().flat_map(finish64).collect()
+            }
+        }
+    };
+    let size = distribution.value_size() as usize;
+    let mut out = Vec::with_capacity(n as usize * size);
+    let mut cached: Option<(u64, Vec<u8>)> = None;
+    for v in *next..*next + n {
+        let unit = v / 4;
+        let index = (v % 4) as usize;
+        if cached.as_ref().is_none_or(|(u, _)| *u != unit) {
+            let stream = unit % PHILOX_STREAMS;
+            // A stream's k-th unit starts at block k, also for doubles: its
+            // second block is the next unit's first (as NVIDIA's does).
+            let first = unit / PHILOX_STREAMS;
+            let bytes = (first..first + blocks_per_unit)
+                .flat_map(|counter| values(block(stream, counter)))
+                .collect();
+            cached = Some((unit, bytes));
+        }
+        if let Some((_, bytes)) = &cached {
+            out.extend_from_slice(&bytes[index * size..(index + 1) * size]);
+        }
+    }
+    *next += n;
+    out
+}
+
+/// Philox's parallel streams in NVIDIA's host library.
+const PHILOX_STREAMS: u64 = 65536;
 
 /// MRG32k3a's own transforms (`curand_uniform`, `curand_box_muller_mrg`,
 /// ... for `curandStateMRG32k3a_t`), from its draws in (0, m1].

@@ -15,8 +15,8 @@ const A21: u64 = 527_612;
 const A23N: u64 = 1_370_589;
 /// Log2 of the distance between subsequences.
 const SUBSEQUENCE_SHIFT: u32 = 76;
-/// Enough powers for 2^64 offsets and 2^12 subsequences.
-const POWERS: usize = 89;
+/// Enough powers for 2^64 offsets and 2^17 subsequences (81920 streams).
+const POWERS: usize = 96;
 
 /// 1/m1 as cuRAND scales a draw to (0, 1] (`MRG32K3A_NORM`).
 pub(super) const NORM: f64 = 2.328306549837829e-10;
