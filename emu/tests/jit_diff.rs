@@ -1,0 +1,333 @@
+//! Differential tests of the compiling engine: the same launches on the
+//! interpreter and on `Engine::Jit`, which must leave the same memory and
+//! report the same faults. Every kernel of every PTX test module runs with
+//! generic arguments, then thousands of random kernels (arithmetic,
+//! compares, selects, uniform and divergent branches, bounded loops, global
+//! loads and stores, some out of bounds or misaligned, traps).
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use rcud_emu::kernel::{KernelError, LaunchOutput, Limits};
+use rcud_emu::Engine;
+
+/// Bytes of each buffer handed to a kernel.
+const BUF: usize = 64 << 10;
+
+/// One launch's observable result: memory of every buffer, the error, the
+/// printf output and the instruction count.
+#[derive(Debug, PartialEq)]
+struct Outcome {
+    buffers: Vec<Vec<u8>>,
+    result: Result<(String, u64), KernelError>,
+}
+
+/// Runs `kernel` of `ptx` on a fresh device with `engine`: every 8-byte
+/// parameter a fresh buffer of `BUF` bytes filled from `seed`, every other
+/// parameter `small`.
+fn run(
+    ptx: &str,
+    kernel: &str,
+    engine: Engine,
+    grid: [u32; 3],
+    block: [u32; 3],
+    seed: u64,
+    small: u32,
+    timeout: Duration,
+) -> Outcome {
+    let mut d = Dev::from_text(ptx);
+    d.limits = Limits {
+        timeout,
+        threads: 1,
+        engine,
+        ..Limits::default()
+    };
+    let layout = d.module.kernel_params(kernel).unwrap();
+    let mut rng = Rng(seed | 1);
+    let mut bufs = Vec::new();
+    let mut args = Vec::new();
+    for &(_, size) in &layout {
+        if size == 8 {
+            let data: Vec<u32> = (0..BUF / 4).map(|_| (rng.next() % 1000) as u32).collect();
+            let a = d.alloc(&data);
+            bufs.push(a);
+            args.push(arg(a));
+        } else {
+            let mut b = small.to_le_bytes().to_vec();
+            b.resize(size, 0);
+            args.push(Arg(b));
+        }
+    }
+    let res: Result<LaunchOutput, KernelError> = d.launch(kernel, grid, block, 0, &args);
+    Outcome {
+        buffers: bufs.iter().map(|&a| d.read::<u8>(a, BUF)).collect(),
+        result: res.map(|o| (o.printf, o.instructions)),
+    }
+}
+
+fn modules() -> Vec<(String, String)> {
+    let dir = ptx_path("");
+    let mut v: Vec<(String, String)> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| {
+            let p = e.ok()?.path();
+            (p.extension()? == "ptx").then(|| {
+                let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                (name, std::fs::read_to_string(&p).unwrap())
+            })
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn every_test_kernel_matches_the_interpreter() {
+    let mut kernels = 0;
+    for (name, text) in modules() {
+        let probe = Dev::from_text(&text);
+        for k in probe.module.kernel_names() {
+            for (grid, block, small) in [([2, 1, 1], [64, 1, 1], 64u32), ([1, 1, 1], [40, 1, 1], 7)] {
+                let a = run(&text, &k, Engine::Interp, grid, block, 7, small, Duration::from_secs(2));
+                let b = run(&text, &k, Engine::Jit, grid, block, 7, small, Duration::from_secs(2));
+                // A timeout stops both at an arbitrary instruction.
+                if matches!(a.result, Err(KernelError::Timeout(_)))
+                    || matches!(b.result, Err(KernelError::Timeout(_)))
+                {
+                    assert_eq!(
+                        std::mem::discriminant(&a.result.as_ref().err()),
+                        std::mem::discriminant(&b.result.as_ref().err()),
+                        "{name} {k}"
+                    );
+                    continue;
+                }
+                assert!(a == b, "{name} {k} {grid:?} {block:?}: {:?} vs {:?}", a.result, b.result);
+                kernels += 1;
+            }
+        }
+    }
+    assert!(kernels > 40, "only {kernels} launches compared");
+}
+
+/// A random valid PTX kernel: `out` and `inp` are `BUF`-byte buffers, each
+/// thread owning 64 bytes of each; `n` a uniform value.
+pub fn random_kernel(seed: u64) -> String {
+    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut r = |n: u64| rng.next() % n;
+    let mut body = String::new();
+    let reg = |x: u64| format!("%r{}", 3 + x % 11);
+    let ops = ["add", "sub", "mul.lo", "min", "max", "and", "or", "xor", "shl", "shr", "div", "rem", "mul.hi"];
+    let tys = ["s32", "u32"];
+    let cmps = ["eq", "ne", "lt", "le", "gt", "ge", "lo", "hi"];
+    let nlab = 1 + r(4);
+    let mut labels_open: Vec<u64> = Vec::new();
+    let mut label = 0;
+    let mut in_loop = false;
+    let len = 10 + r(40);
+    for _ in 0..len {
+        let guard = match r(6) {
+            0 => format!("@%p{} ", r(4)),
+            1 => format!("@!%p{} ", r(4)),
+            _ => String::new(),
+        };
+        let line = match r(20) {
+            0..=5 => {
+                let op = ops[r(ops.len() as u64) as usize];
+                let ty = if op == "and" || op == "or" || op == "xor" { "b32" } else { tys[r(2) as usize] };
+                let ty = if op == "shl" { "b32" } else { ty };
+                let b = if r(3) == 0 { format!("{}", r(70) as i64 - 3) } else { reg(r(11)) };
+                format!("{guard}{op}.{ty} {}, {}, {b};", reg(r(11)), reg(r(11)))
+            }
+            6 => format!("{guard}mad.lo.s32 {}, {}, {}, {};", reg(r(11)), reg(r(11)), reg(r(11)), reg(r(11))),
+            7 => format!(
+                "{guard}setp.{}.{} %p{}, {}, {};",
+                cmps[r(cmps.len() as u64) as usize],
+                tys[r(2) as usize],
+                r(4),
+                reg(r(11)),
+                reg(r(11))
+            ),
+            8 => format!("{guard}selp.b32 {}, {}, {}, %p{};", reg(r(11)), reg(r(11)), reg(r(11)), r(4)),
+            9 => {
+                let fop = ["add.rn", "sub.rn", "mul.rn", "add", "mul"][r(5) as usize];
+                format!(
+                    "mov.b32 %f1, {}; cvt.rn.f32.s32 %f2, {}; {guard}{fop}.f32 %f3, %f1, %f2; fma.rn.f32 %f3, %f3, %f2, %f1; mov.b32 {}, %f3;",
+                    reg(r(11)),
+                    reg(r(11)),
+                    reg(r(11))
+                )
+            }
+            10 => format!(
+                "cvt.f64.f32 %fd1, %f3; mul.wide.s32 %rd6, {}, {}; cvt.rn.f64.s32 %fd2, {}; {guard}fma.rn.f64 %fd1, %fd1, %fd2, %fd2; add.f64 %fd1, %fd1, %fd2; mov.b64 %rd7, %fd1; cvt.u32.u64 {}, %rd7; xor.b64 %rd6, %rd6, %rd7; cvt.u32.u64 {}, %rd6;",
+                reg(r(11)),
+                reg(r(11)),
+                reg(r(11)),
+                reg(r(11)),
+                reg(r(11))
+            ),
+            11 => {
+                // A store inside the thread's own part of `out`.
+                format!("{guard}st.global.u32 [%rd4+{}], {};", 4 * r(16), reg(r(11)))
+            }
+            12 => format!("{guard}ld.global.u32 {}, [%rd5+{}];", reg(r(11)), 4 * r(16)),
+            13 => {
+                // A store anywhere in `out`, or just past it.
+                format!(
+                    "and.b32 %r14, {}, {}; mul.wide.u32 %rd6, %r14, 4; add.s64 %rd6, %rd1, %rd6; {guard}st.global.u32 [%rd6], {};",
+                    reg(r(11)),
+                    if r(8) == 0 { 0x7FFF } else { 0x3FFF },
+                    reg(r(11))
+                )
+            }
+            14 => match r(12) {
+                0 => format!("{guard}st.global.u32 [%rd4+2], {};", reg(r(11))),
+                1 => format!("setp.gt.u32 %p3, {}, 900; @%p3 trap;", reg(r(11))),
+                2 => format!("{guard}ld.shared.u32 {}, [sh+{}];", reg(r(11)), 4 * r(64)),
+                3 => format!("{guard}st.shared.u32 [sh+{}], {};", 4 * r(64), reg(r(11))),
+                4 => format!("{guard}cvt.u64.u32 %rd6, {}; add.s64 %rd6, %rd6, %rd5; ld.global.u8 {}, [%rd6];", reg(r(11)), reg(r(11))),
+                5 => format!("{guard}ld.global.s16 {}, [%rd5+{}];", reg(r(11)), 2 * r(32)),
+                6 => format!("{guard}st.global.u8 [%rd4+{}], {};", r(64), reg(r(11))),
+                7 => format!("{guard}ld.param.u32 {}, [n];", reg(r(11))),
+                8 => format!("cvta.shared.u64 %rd6, sh; {guard}st.u32 [%rd6+{}], {}; ld.u32 {}, [%rd6+{}];", 4 * r(64), reg(r(11)), reg(r(11)), 4 * r(64)),
+                _ => format!("{guard}not.b32 {}, {};", reg(r(11)), reg(r(11))),
+            },
+            15 | 16 => {
+                // A forward branch: uniform (on `n` or a block value) or
+                // divergent (on a per-thread value).
+                label += 1;
+                labels_open.push(label);
+                match r(3) {
+                    0 => format!("setp.lt.u32 %p0, %r15, {}; @%p0 bra L{label};", r(100)),
+                    1 => format!("setp.ne.u32 %p1, {}, %r0; @%p1 bra L{label};", reg(r(11))),
+                    _ => format!("bra.uni L{label};"),
+                }
+            }
+            17 if !labels_open.is_empty() => {
+                let l = labels_open.remove(0);
+                format!("L{l}:")
+            }
+            18 if !in_loop => {
+                in_loop = true;
+                format!("mov.u32 %r2, 0;\nLOOP:")
+            }
+            19 if in_loop => {
+                in_loop = false;
+                let trip = 1 + r(5);
+                format!("add.u32 %r2, %r2, 1; setp.lt.u32 %p2, %r2, {trip}; @%p2 bra LOOP;")
+            }
+            _ => format!("{guard}mov.u32 {}, {};", reg(r(11)), reg(r(11))),
+        };
+        body.push_str(&line);
+        body.push('\n');
+    }
+    if in_loop {
+        body.push_str("add.u32 %r2, %r2, 1; setp.lt.u32 %p2, %r2, 3; @%p2 bra LOOP;\n");
+    }
+    for l in labels_open {
+        body.push_str(&format!("L{l}:\n"));
+    }
+    let _ = nlab;
+    let mut stores = String::new();
+    for k in 0..11 {
+        stores.push_str(&format!("st.global.u32 [%rd4+{}], %r{};\n", 4 * k, 3 + k));
+    }
+    format!(
+        r#".version 8.4
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 out, .param .u64 inp, .param .u32 n)
+{{
+.reg .pred %p<4>;
+.reg .b32 %r<16>;
+.reg .b64 %rd<8>;
+.reg .f32 %f<4>;
+.reg .f64 %fd<3>;
+.shared .align 4 .b8 sh[256];
+ld.param.u64 %rd1, [out];
+ld.param.u64 %rd2, [inp];
+ld.param.u32 %r15, [n];
+cvta.to.global.u64 %rd1, %rd1;
+cvta.to.global.u64 %rd2, %rd2;
+mov.u32 %r0, %tid.x;
+mov.u32 %r1, %ctaid.x;
+mov.u32 %r14, %ntid.x;
+mad.lo.s32 %r14, %r1, %r14, %r0;
+mul.wide.u32 %rd6, %r14, 64;
+add.s64 %rd4, %rd1, %rd6;
+add.s64 %rd5, %rd2, %rd6;
+{loads}
+setp.lt.u32 %p0, %r3, %r4;
+setp.lt.s32 %p1, %r5, 500;
+setp.ne.u32 %p2, %r6, %r7;
+setp.gt.u32 %p3, %r8, 100;
+{body}
+{stores}
+ret;
+}}
+"#,
+        loads = (0..11)
+            .map(|k| format!("ld.global.u32 %r{}, [%rd5+{}];", 3 + k, 4 * k))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    )
+}
+
+/// Runs random kernel `seed` on both engines; `Err` with the kernel and
+/// both outcomes when they differ.
+pub fn compare_random(seed: u64) -> Result<(), String> {
+    let ptx = random_kernel(seed);
+    let grid = [2, 1, 1];
+    let block = [if seed % 3 == 0 { 40 } else { 64 }, 1, 1];
+    let small = (seed % 100) as u32;
+    let t = Duration::from_secs(5);
+    let a = run(&ptx, "k", Engine::Interp, grid, block, seed, small, t);
+    let b = run(&ptx, "k", Engine::Jit, grid, block, seed, small, t);
+    if a == b {
+        Ok(())
+    } else {
+        Err(format!("seed {seed}:\n{ptx}\ninterp: {:?}\njit: {:?}", a.result, b.result))
+    }
+}
+
+#[test]
+fn random_kernels_match_the_interpreter() {
+    let count: u64 = std::env::var("RCUD_JIT_DIFF_COUNT")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2000);
+    let start: u64 = std::env::var("RCUD_JIT_DIFF_START")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    for seed in start..start + count {
+        if let Err(e) = compare_random(seed) {
+            panic!("{e}");
+        }
+    }
+}
+
+/// An endless loop stops at the timeout on both engines.
+#[test]
+fn endless_loop_times_out() {
+    let ptx = r#".version 8.4
+.target sm_80
+.address_size 64
+.visible .entry spin(.param .u64 out)
+{
+.reg .b32 %r<3>;
+.reg .b64 %rd<2>;
+ld.param.u64 %rd1, [out];
+mov.u32 %r1, 0;
+L:
+add.u32 %r1, %r1, 1;
+st.global.u32 [%rd1], %r1;
+bra.uni L;
+}
+"#;
+    for engine in [Engine::Interp, Engine::Jit] {
+        let o = run(ptx, "spin", engine, [1, 1, 1], [32, 1, 1], 1, 0, Duration::from_millis(300));
+        assert!(matches!(o.result, Err(KernelError::Timeout(_))), "{engine}: {:?}", o.result);
+    }
+}
