@@ -1,5 +1,7 @@
-//! PTX interpreter throughput: thread-instructions per second on real nvcc
-//! kernels (`emu/tests/ptx`), on one host thread and on all cores.
+//! PTX interpreter and compiling-engine throughput: thread-instructions per
+//! second on real nvcc kernels (`emu/tests/ptx`), on one host thread and on
+//! all cores, for both engines, beside a plain Rust loop doing the same work
+//! on one thread.
 //!
 //!     cargo bench -p rcud-bench --bench interp
 //!
@@ -11,7 +13,7 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use rcud_emu::kernel::{self, LaunchConfig, Limits};
 use rcud_emu::ptx::Module;
-use rcud_emu::{DeviceMemory, EmuGpu};
+use rcud_emu::{DeviceMemory, EmuGpu, Engine};
 
 struct Case {
     name: &'static str,
@@ -20,6 +22,42 @@ struct Case {
     config: LaunchConfig,
     params: Vec<u8>,
     mem: DeviceMemory,
+    /// The same work as a plain Rust loop on one thread.
+    plain: fn(),
+}
+
+fn plain_vec_add() {
+    static A: std::sync::OnceLock<Vec<f32>> = std::sync::OnceLock::new();
+    let n = 1 << 20;
+    let a = A.get_or_init(|| (0..n).map(|i| i as f32).collect());
+    let mut c = vec![0f32; n];
+    for i in 0..n {
+        c[i] = a[i] + a[i];
+    }
+    std::hint::black_box(&c);
+}
+
+fn plain_matmul() {
+    static M: std::sync::OnceLock<Vec<f32>> = std::sync::OnceLock::new();
+    let dim = 128;
+    let m = M.get_or_init(|| (0..dim * dim).map(|i| (i % 17) as f32 * 0.25).collect());
+    let mut c = vec![0f32; dim * dim];
+    for i in 0..dim {
+        for j in 0..dim {
+            let mut acc = 0f32;
+            for k in 0..dim {
+                acc += m[i * dim + k] * m[k * dim + j];
+            }
+            c[i * dim + j] = acc;
+        }
+    }
+    std::hint::black_box(&c);
+}
+
+fn plain_reduce() {
+    static X: std::sync::OnceLock<Vec<f32>> = std::sync::OnceLock::new();
+    let x = X.get_or_init(|| (0..1 << 20).map(|i| (i % 7) as f32).collect());
+    std::hint::black_box(x.iter().sum::<f32>());
 }
 
 fn load(file: &str) -> Module {
@@ -79,6 +117,7 @@ fn cases() -> Vec<Case> {
         },
         params,
         mem,
+        plain: plain_vec_add,
     });
 
     let dim: usize = 128;
@@ -113,6 +152,7 @@ fn cases() -> Vec<Case> {
         },
         params,
         mem,
+        plain: plain_matmul,
     });
 
     let n: usize = 1 << 20;
@@ -142,6 +182,7 @@ fn cases() -> Vec<Case> {
         },
         params,
         mem,
+        plain: plain_reduce,
     });
     out
 }
@@ -149,10 +190,21 @@ fn cases() -> Vec<Case> {
 fn bench(c: &mut Criterion) {
     let symbols = HashMap::new();
     for mut case in cases() {
-        for (label, threads) in [("1 thread", 1usize), ("all cores", 0)] {
+        let mut g = c.benchmark_group(case.name);
+        g.sample_size(10);
+        g.measurement_time(Duration::from_secs(4));
+        g.bench_function("plain rust, 1 thread", |b| b.iter(case.plain));
+        g.finish();
+        for (label, threads, engine) in [
+            ("interp, 1 thread", 1usize, Engine::Interp),
+            ("jit, 1 thread", 1, Engine::Jit),
+            ("interp, all cores", 0, Engine::Interp),
+            ("jit, all cores", 0, Engine::Jit),
+        ] {
             let limits = Limits {
                 timeout: Duration::from_secs(600),
                 threads,
+                engine,
                 ..Limits::default()
             };
             let once = kernel::launch(

@@ -89,9 +89,28 @@ fn every_test_kernel_matches_the_interpreter() {
     for (name, text) in modules() {
         let probe = Dev::from_text(&text);
         for k in probe.module.kernel_names() {
-            for (grid, block, small) in [([2, 1, 1], [64, 1, 1], 64u32), ([1, 1, 1], [40, 1, 1], 7)] {
-                let a = run(&text, &k, Engine::Interp, grid, block, 7, small, Duration::from_secs(2));
-                let b = run(&text, &k, Engine::Jit, grid, block, 7, small, Duration::from_secs(2));
+            for (grid, block, small) in [([2, 1, 1], [64, 1, 1], 64u32), ([1, 1, 1], [40, 1, 1], 7)]
+            {
+                let a = run(
+                    &text,
+                    &k,
+                    Engine::Interp,
+                    grid,
+                    block,
+                    7,
+                    small,
+                    Duration::from_secs(2),
+                );
+                let b = run(
+                    &text,
+                    &k,
+                    Engine::Jit,
+                    grid,
+                    block,
+                    7,
+                    small,
+                    Duration::from_secs(2),
+                );
                 // A timeout stops both at an arbitrary instruction.
                 if matches!(a.result, Err(KernelError::Timeout(_)))
                     || matches!(b.result, Err(KernelError::Timeout(_)))
@@ -103,7 +122,12 @@ fn every_test_kernel_matches_the_interpreter() {
                     );
                     continue;
                 }
-                assert!(a == b, "{name} {k} {grid:?} {block:?}: {:?} vs {:?}", a.result, b.result);
+                assert!(
+                    a == b,
+                    "{name} {k} {grid:?} {block:?}: {:?} vs {:?}",
+                    a.result,
+                    b.result
+                );
                 kernels += 1;
             }
         }
@@ -118,7 +142,10 @@ pub fn random_kernel(seed: u64) -> String {
     let mut r = |n: u64| rng.next() % n;
     let mut body = String::new();
     let reg = |x: u64| format!("%r{}", 3 + x % 11);
-    let ops = ["add", "sub", "mul.lo", "min", "max", "and", "or", "xor", "shl", "shr", "div", "rem", "mul.hi"];
+    let ops = [
+        "add", "sub", "mul.lo", "min", "max", "and", "or", "xor", "shl", "shr", "div", "rem",
+        "mul.hi",
+    ];
     let tys = ["s32", "u32"];
     let cmps = ["eq", "ne", "lt", "le", "gt", "ge", "lo", "hi"];
     let nlab = 1 + r(4);
@@ -287,7 +314,10 @@ pub fn compare_random(seed: u64) -> Result<(), String> {
     if a == b {
         Ok(())
     } else {
-        Err(format!("seed {seed}:\n{ptx}\ninterp: {:?}\njit: {:?}", a.result, b.result))
+        Err(format!(
+            "seed {seed}:\n{ptx}\ninterp: {:?}\njit: {:?}",
+            a.result, b.result
+        ))
     }
 }
 
@@ -327,7 +357,20 @@ bra.uni L;
 }
 "#;
     for engine in [Engine::Interp, Engine::Jit] {
-        let o = run(ptx, "spin", engine, [1, 1, 1], [32, 1, 1], 1, 0, Duration::from_millis(300));
-        assert!(matches!(o.result, Err(KernelError::Timeout(_))), "{engine}: {:?}", o.result);
+        let o = run(
+            ptx,
+            "spin",
+            engine,
+            [1, 1, 1],
+            [32, 1, 1],
+            1,
+            0,
+            Duration::from_millis(300),
+        );
+        assert!(
+            matches!(o.result, Err(KernelError::Timeout(_))),
+            "{engine}: {:?}",
+            o.result
+        );
     }
 }

@@ -17,7 +17,9 @@ use std::collections::{BTreeSet, HashMap};
 use std::mem::offset_of;
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::{types, AbiParam, Block, InstBuilder, MemFlagsData as MemFlags, Type, Value};
+use cranelift_codegen::ir::{
+    types, AbiParam, Block, InstBuilder, MemFlagsData as MemFlags, Type, Value,
+};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Switch, Variable};
 use cranelift_jit::{JITBuilder, JITModule};
@@ -133,7 +135,9 @@ fn kind(op: &Op) -> Kind {
         },
         Op::Int1 { op: Int1::Not, .. } => Kind::Lane,
         Op::Mad { op: Mad::Lo, w, .. } if is_wide(w) => Kind::Lane,
-        Op::Mad { op: Mad::Wide, w, .. } if int_bits(w) == 32 => Kind::Lane,
+        Op::Mad {
+            op: Mad::Wide, w, ..
+        } if int_bits(w) == 32 => Kind::Lane,
         Op::Setp { ty, .. } if cmp_int(ty).is_some() || matches!(ty, Ty::F32 | Ty::F64) => {
             Kind::Lane
         }
@@ -176,8 +180,10 @@ fn kind(op: &Op) -> Kind {
         },
         Op::Ld {
             sp, size, n: 1, d, ..
-        } if matches!(sp, Msp::Global | Msp::Const | Msp::Shared | Msp::Param | Msp::Generic)
-            && matches!(size, 1 | 2 | 4 | 8)
+        } if matches!(
+            sp,
+            Msp::Global | Msp::Const | Msp::Shared | Msp::Param | Msp::Generic
+        ) && matches!(size, 1 | 2 | 4 | 8)
             && d[0] != NONE =>
         {
             Kind::Mem
@@ -241,7 +247,9 @@ pub(crate) fn compile(f: &Function) -> Result<Compiled, String> {
 
     let mut flags = settings::builder();
     let set = |flags: &mut settings::Builder, k: &str, v: &str| {
-        flags.set(k, v).map_err(|e| format!("cranelift setting {k}: {e}"))
+        flags
+            .set(k, v)
+            .map_err(|e| format!("cranelift setting {k}: {e}"))
     };
     set(&mut flags, "opt_level", "speed")?;
     set(&mut flags, "is_pic", "false")?;
@@ -303,7 +311,7 @@ pub(crate) fn compile(f: &Function) -> Result<Compiled, String> {
             state,
             mask,
             popc,
-            budget,
+
             regs,
             preds,
             tid,
@@ -399,7 +407,9 @@ pub(crate) fn compile(f: &Function) -> Result<Compiled, String> {
                     let yield_blk = b.create_block();
                     b.ins().brif(over, yield_blk, &[], go, &[]);
                     b.switch_to_block(yield_blk);
-                    let v = b.ins().iconst(types::I64, (YIELD | u64::from(target)) as i64);
+                    let v = b
+                        .ins()
+                        .iconst(types::I64, (YIELD | u64::from(target)) as i64);
                     b.ins().jump(exit, &[v.into()]);
                     b.switch_to_block(go);
                     match unit_blocks.get(&target) {
@@ -443,9 +453,8 @@ pub(crate) fn compile(f: &Function) -> Result<Compiled, String> {
     // signature (pointer, i32) -> i64 in the host's default calling
     // convention, which is that of `extern "C" fn(*mut JitState, u32) -> u64`;
     // it stays mapped as long as `module`, which `Compiled` owns.
-    let entry = unsafe {
-        std::mem::transmute::<*const u8, extern "C" fn(*mut JitState, u32) -> u64>(code)
-    };
+    let entry =
+        unsafe { std::mem::transmute::<*const u8, extern "C" fn(*mut JitState, u32) -> u64>(code) };
     let mut entries = vec![false; n];
     for &s in &starts {
         if (s as usize) < n && kinds[s as usize] != Kind::Other {
@@ -465,7 +474,6 @@ struct Gen {
     state: Value,
     mask: Value,
     popc: Value,
-    budget: Value,
     regs: Value,
     preds: Value,
     tid: Value,
@@ -713,12 +721,9 @@ impl Gen {
                     Sreg::Tid(k) => {
                         let l4 = b.ins().ishl_imm(lr.lane, 2);
                         let addr = b.ins().iadd(self.tid, l4);
-                        let t = b.ins().load(
-                            types::I32,
-                            MemFlags::trusted(),
-                            addr,
-                            i32::from(k) * 128,
-                        );
+                        let t =
+                            b.ins()
+                                .load(types::I32, MemFlags::trusted(), addr, i32::from(k) * 128);
                         b.ins().uextend(types::I64, t)
                     }
                     Sreg::Ntid(k) | Sreg::Ctaid(k) | Sreg::Nctaid(k) => {
@@ -751,7 +756,12 @@ impl Gen {
                 let v = int2(b, op, w, x, y)?;
                 self.write(b, lr, d, g, v)?;
             }
-            Op::Int1 { op: Int1::Not, d, a, .. } => {
+            Op::Int1 {
+                op: Int1::Not,
+                d,
+                a,
+                ..
+            } => {
                 let x = self.read(b, lr, a)?;
                 let v = b.ins().bnot(x);
                 self.write(b, lr, d, g, v)?;
@@ -939,10 +949,18 @@ impl Gen {
         let inst = &f.code[pc as usize];
         let (sp, size, base, off) = match inst.op {
             Op::Ld {
-                sp, size, base, off, ..
+                sp,
+                size,
+                base,
+                off,
+                ..
             } => (sp, size, base, off),
             Op::St {
-                sp, size, base, off, ..
+                sp,
+                size,
+                base,
+                off,
+                ..
             } => (sp, size, base, off),
             _ => return Err("memory instruction expected".into()),
         };
@@ -1113,7 +1131,9 @@ impl Gen {
         // off < len && len - off >= size && addr % size == 0
         let inside = b.ins().icmp(IntCC::UnsignedLessThan, o, glen);
         let room = b.ins().isub(glen, o);
-        let fits = b.ins().icmp_imm(IntCC::UnsignedGreaterThanOrEqual, room, size);
+        let fits = b
+            .ins()
+            .icmp_imm(IntCC::UnsignedGreaterThanOrEqual, room, size);
         let mis = b.ins().band_imm(addr, size - 1);
         let aligned = b.ins().icmp_imm(IntCC::Equal, mis, 0);
         let ok = b.ins().band(inside, fits);
@@ -1149,7 +1169,9 @@ impl Gen {
     ) {
         let inside = b.ins().icmp(IntCC::UnsignedLessThan, addr, len);
         let room = b.ins().isub(len, addr);
-        let fits = b.ins().icmp_imm(IntCC::UnsignedGreaterThanOrEqual, room, size);
+        let fits = b
+            .ins()
+            .icmp_imm(IntCC::UnsignedGreaterThanOrEqual, room, size);
         let mut ok = b.ins().band(inside, fits);
         if align {
             let mis = b.ins().band_imm(addr, size - 1);
@@ -1263,7 +1285,9 @@ fn int2(b: &mut FunctionBuilder, op: Int2, w: Iw, x: Value, y: Value) -> Result<
             // The amount is the low 32 bits of the raw operand; amounts of
             // the width or more shift everything out.
             let amt = b.ins().ireduce(types::I32, y);
-            let big = b.ins().icmp_imm(IntCC::UnsignedGreaterThanOrEqual, amt, i64::from(bits));
+            let big = b
+                .ins()
+                .icmp_imm(IntCC::UnsignedGreaterThanOrEqual, amt, i64::from(bits));
             let (r, out) = if op == Int2::Shl {
                 let r = b.ins().ishl(xn, amt);
                 (r, b.ins().iconst(t, 0))

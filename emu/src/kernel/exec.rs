@@ -1825,7 +1825,22 @@ fn step<'m>(
     loop {
         if let Some(j) = jit {
             if !jit_returned && !ctl.split && n_exec < budget && j.is_entry(pc) {
-                let res = run_compiled(j, cx, env.ctaid, env.worker, &w.tid, w.id, r, p, &mut mem, mask, pc, budget, &mut n_exec, &mut n_thr);
+                let res = run_compiled(
+                    j,
+                    cx,
+                    env.ctaid,
+                    env.worker,
+                    &w.tid,
+                    w.id,
+                    r,
+                    p,
+                    &mut mem,
+                    mask,
+                    pc,
+                    budget,
+                    &mut n_exec,
+                    &mut n_thr,
+                );
                 pc = res as u32;
                 jit_returned = true;
                 if res & crate::jit::YIELD != 0 {
