@@ -24,6 +24,7 @@ struct Outcome {
     result: Result<(String, u64), KernelError>,
 }
 
+#[allow(clippy::too_many_arguments)]
 /// Runs `kernel` of `ptx` on a fresh device with `engine`: every 8-byte
 /// parameter a fresh buffer of `BUF` bytes filled from `seed`, every other
 /// parameter `small`.
@@ -148,7 +149,6 @@ pub fn random_kernel(seed: u64) -> String {
     ];
     let tys = ["s32", "u32"];
     let cmps = ["eq", "ne", "lt", "le", "gt", "ge", "lo", "hi"];
-    let nlab = 1 + r(4);
     let mut labels_open: Vec<u64> = Vec::new();
     let mut label = 0;
     let mut in_loop = false;
@@ -237,7 +237,7 @@ pub fn random_kernel(seed: u64) -> String {
             }
             18 if !in_loop => {
                 in_loop = true;
-                format!("mov.u32 %r2, 0;\nLOOP:")
+                "mov.u32 %r2, 0;\nLOOP:".to_string()
             }
             19 if in_loop => {
                 in_loop = false;
@@ -255,7 +255,6 @@ pub fn random_kernel(seed: u64) -> String {
     for l in labels_open {
         body.push_str(&format!("L{l}:\n"));
     }
-    let _ = nlab;
     let mut stores = String::new();
     for k in 0..11 {
         stores.push_str(&format!("st.global.u32 [%rd4+{}], %r{};\n", 4 * k, 3 + k));
@@ -306,7 +305,7 @@ ret;
 pub fn compare_random(seed: u64) -> Result<(), String> {
     let ptx = random_kernel(seed);
     let grid = [2, 1, 1];
-    let block = [if seed % 3 == 0 { 40 } else { 64 }, 1, 1];
+    let block = [if seed.is_multiple_of(3) { 40 } else { 64 }, 1, 1];
     let small = (seed % 100) as u32;
     let t = Duration::from_secs(5);
     let a = run(&ptx, "k", Engine::Interp, grid, block, seed, small, t);
