@@ -6,7 +6,8 @@
 //! decoder ([`request`]), the handshake ([`handshake`]), the fatbin parser
 //! ([`fatbin`]), the PTX front end of the emulated device ([`ptx`]), the RDMA
 //! set-up messages ([`setup`]), and whole sessions of operations against an
-//! agent on the emulated backend ([`agent`]).
+//! agent on the emulated backend ([`agent`]); and the emulated device's
+//! compiling engine against its interpreter on random kernels ([`jit`]).
 //!
 //! A target returns normally for every input. Besides "no panic", each one
 //! checks properties of what it decoded (a value that decodes re-encodes to
@@ -21,6 +22,7 @@
 pub mod agent;
 pub mod fatbin;
 pub mod handshake;
+pub mod jit;
 pub mod ptx;
 pub mod request;
 pub mod setup;

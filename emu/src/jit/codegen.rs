@@ -108,7 +108,7 @@ fn is_wide(w: Iw) -> bool {
 /// Which kind of unit an operation makes.
 fn kind(op: &Op) -> Kind {
     match *op {
-        Op::Nop | Op::Mov { .. } => Kind::Lane,
+        Op::Nop | Op::Mov { .. } | Op::Cvta { .. } => Kind::Lane,
         Op::Special { sr, .. } => match sr {
             Sreg::Tid(k) | Sreg::Ntid(k) | Sreg::Ctaid(k) | Sreg::Nctaid(k) if k < 3 => Kind::Lane,
             Sreg::Laneid | Sreg::Warpid => Kind::Lane,
@@ -714,6 +714,21 @@ impl Gen {
             Op::Nop => {}
             Op::Mov { d, a } => {
                 let v = self.read(b, lr, a)?;
+                self.write(b, lr, d, g, v)?;
+            }
+            Op::Cvta { to, sp, d, a } => {
+                let window = match sp {
+                    Msp::Shared => crate::kernel::SHARED_WINDOW,
+                    Msp::Local => crate::kernel::LOCAL_WINDOW,
+                    Msp::Param => crate::kernel::PARAM_WINDOW,
+                    _ => 0,
+                } as i64;
+                let x = self.read(b, lr, a)?;
+                let v = if to {
+                    b.ins().iadd_imm(x, window.wrapping_neg())
+                } else {
+                    b.ins().iadd_imm(x, window)
+                };
                 self.write(b, lr, d, g, v)?;
             }
             Op::Special { d, sr } => {

@@ -184,3 +184,66 @@ pub(crate) extern "C" fn lookup(state: *mut JitState, addr: u64, size: u64) -> *
     // `addr - base < len`, checked by `contains`.
     first.as_ptr().wrapping_add((addr - r.base()) as usize)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ptx::Module;
+
+    const VEC_ADD: &str = r#".version 8.4
+.target sm_80
+.address_size 64
+.visible .entry vec_add(.param .u64 a, .param .u64 c, .param .u32 n)
+{
+.reg .pred %p<2>;
+.reg .b32 %r<6>;
+.reg .f32 %f<3>;
+.reg .b64 %rd<6>;
+ld.param.u64 %rd1, [a];
+ld.param.u64 %rd2, [c];
+ld.param.u32 %r2, [n];
+mov.u32 %r3, %ctaid.x;
+mov.u32 %r4, %ntid.x;
+mov.u32 %r5, %tid.x;
+mad.lo.s32 %r1, %r3, %r4, %r5;
+setp.ge.s32 %p1, %r1, %r2;
+@%p1 bra DONE;
+cvta.to.global.u64 %rd3, %rd1;
+mul.wide.s32 %rd4, %r1, 4;
+add.s64 %rd5, %rd3, %rd4;
+ld.global.f32 %f1, [%rd5];
+add.f32 %f2, %f1, %f1;
+cvta.to.global.u64 %rd3, %rd2;
+add.s64 %rd5, %rd3, %rd4;
+st.global.f32 [%rd5], %f2;
+DONE:
+ret;
+}
+"#;
+
+    #[test]
+    fn compiles_once_per_content_and_takes_the_straight_line_code() {
+        let m = Module::parse(VEC_ADD).unwrap();
+        let f = &m.funcs[0];
+        let a = compiled(f).expect("compiled");
+        // Everything but `ret`.
+        let others = f
+            .code
+            .iter()
+            .filter(|i| matches!(i.op, crate::ptx::ir::Op::Ret))
+            .count();
+        assert_eq!(a.compiled_insts + others, f.code.len(), "{:?}", f.code);
+        // The same text parsed again hits the cache.
+        let m2 = Module::parse(VEC_ADD).unwrap();
+        let b = compiled(&m2.funcs[0]).expect("compiled");
+        assert!(Arc::ptr_eq(&a, &b));
+    }
+
+    #[test]
+    fn engine_names_parse() {
+        assert_eq!("jit".parse::<Engine>(), Ok(Engine::Jit));
+        assert_eq!("interp".parse::<Engine>(), Ok(Engine::Interp));
+        assert!("llvm".parse::<Engine>().is_err());
+        assert_eq!(Engine::default(), Engine::Interp);
+    }
+}
