@@ -14,8 +14,7 @@ use common::*;
 use rcud_emu::kernel::{KernelError, LaunchOutput, Limits};
 use rcud_emu::Engine;
 
-/// Bytes of each buffer handed to a kernel.
-const BUF: usize = 64 << 10;
+use jit_gen::BUF;
 
 /// One launch's observable result: memory of every buffer, the error, the
 /// printf output and the instruction count.
@@ -241,7 +240,8 @@ ret;
 /// fault, with the memory written before it, on the compiling engine.
 #[test]
 fn hostile_kernels_fault_alike() {
-    let cases: [(&str, fn(&KernelError) -> bool); 5] = [
+    type Expected = fn(&KernelError) -> bool;
+    let cases: [(&str, Expected); 5] = [
         // Lanes 16.. store past the end of the 64 KiB buffer.
         (
             "mul.wide.u32 %rd2, %r1, 4096; add.s64 %rd3, %rd1, %rd2; st.global.u32 [%rd3], %r1;",

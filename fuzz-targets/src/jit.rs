@@ -13,7 +13,7 @@ use rcud_emu::kernel::{self, KernelError, LaunchConfig, Limits};
 use rcud_emu::ptx::Module;
 use rcud_emu::{DeviceMemory, EmuGpu, Engine};
 
-#[allow(dead_code, unreachable_pub, missing_docs)]
+#[allow(dead_code, missing_docs)]
 #[path = "../../emu/tests/jit_gen/mod.rs"]
 mod jit_gen;
 
@@ -49,7 +49,7 @@ fn launch(module: &Module, engine: Engine, seed: u64) -> Outcome {
     params.extend_from_slice(&[0; 4]);
     let config = LaunchConfig {
         grid: [2, 1, 1],
-        block: [if seed.is_multiple_of(3) { 40 } else { 64 }, 1, 1],
+        block: [if seed % 3 == 0 { 40 } else { 64 }, 1, 1],
         dynamic_shared: 0,
         cooperative: false,
     };

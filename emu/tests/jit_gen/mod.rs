@@ -1,6 +1,7 @@
 //! The random PTX kernels of the differential tests of the compiling
 //! engine (`emu/tests/jit_diff.rs`, and the `jit` fuzz target of
 //! `fuzz-targets`, which includes this file).
+#![allow(unreachable_pub)]
 
 /// Bytes of each buffer a random kernel is given (`out`, `inp`).
 pub const BUF: usize = 64 << 10;
