@@ -35,6 +35,10 @@ pub(crate) struct RunArgs {
     /// it is stopped with cudaErrorLaunchTimeout.
     #[arg(long, env = "RCUD_KERNEL_TIMEOUT", default_value_t = 120)]
     kernel_timeout: u64,
+    /// Which engine runs kernels on the embedded server's emulated device:
+    /// `interp` or `jit`.
+    #[arg(long, env = "RCUD_EMU_ENGINE", default_value = "interp")]
+    emu_engine: rcud_server::backend::EmuEngine,
     /// The rcud CUDA runtime library to use (default: next to this executable).
     #[arg(long, env = "RCUD_LIBRARY")]
     library: Option<PathBuf>,
@@ -78,6 +82,7 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode, Box<dyn std::error::Error>>
                 gpus: args.emu_gpus,
                 memory: args.emu_memory.as_u64(),
                 kernel_timeout: std::time::Duration::from_secs(args.kernel_timeout),
+                engine: args.emu_engine,
             };
             let token = LocalToken::generate()?;
             let handle = embedded::spawn(args.backend, &emu, &token, None)?;

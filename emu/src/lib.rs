@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 mod buffer;
+pub mod jit;
 pub mod kernel;
 pub mod ledger;
 pub mod memory;
@@ -20,6 +21,7 @@ use std::sync::Arc;
 
 use rcud_proto::{CudaError, DeviceProps};
 
+pub use jit::Engine;
 pub use kernel::{launch, KernelError, LaunchConfig, LaunchOutput, Limits};
 pub use memory::{DeviceMemory, MemoryView};
 pub use ptx::{Module, PtxError};

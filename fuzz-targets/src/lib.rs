@@ -7,7 +7,8 @@
 //! ([`fatbin`]), the PTX front end of the emulated device ([`ptx`]), the RDMA
 //! set-up messages ([`setup`]), the math libraries' calls ([`math`]), and
 //! whole sessions of operations against an agent on the emulated backend
-//! ([`agent`]).
+//! ([`agent`]); and the emulated device's compiling engine against its
+//! interpreter on random kernels ([`jit`]).
 //!
 //! A target returns normally for every input. Besides "no panic", each one
 //! checks properties of what it decoded (a value that decodes re-encodes to
@@ -22,6 +23,7 @@
 pub mod agent;
 pub mod fatbin;
 pub mod handshake;
+pub mod jit;
 pub mod math;
 pub mod ptx;
 pub mod request;

@@ -74,6 +74,8 @@ pub(crate) struct Ctx<'a, 'm> {
     pub(crate) start: Instant,
     /// Bytes of `printf` output the launch may still produce.
     pub(crate) printf_left: AtomicI64,
+    /// The kernel's compiled code (engine `jit`), if the compiler took any.
+    pub(crate) jit: Option<std::sync::Arc<crate::jit::Compiled>>,
 }
 
 /// Per-block mutable state owned by the worker that runs the block.
@@ -1632,6 +1634,78 @@ pub(crate) fn run<'m>(
     status
 }
 
+/// Runs the kernel's compiled code from `pc` on the warp's state (converged
+/// on `mask`); returns the compiled code's result: the pc to resume at, with
+/// [`crate::jit::YIELD`] when the budget ran out at a taken branch.
+#[allow(clippy::too_many_arguments)]
+fn run_compiled<'m>(
+    j: &crate::jit::Compiled,
+    cx: &Ctx<'_, 'm>,
+    ctaid: [u32; 3],
+    worker: u32,
+    tid: &[[u32; 32]; 3],
+    wid: u32,
+    r: &mut [u64],
+    p: &mut [u32],
+    mem: &mut Mem<'_, '_, 'm>,
+    mask: u32,
+    pc: u32,
+    budget: u64,
+    executed: &mut u64,
+    threads: &mut u64,
+) -> u64 {
+    let sr = |s: Sreg| special(cx, ctaid, worker, tid, wid, s, 0);
+    let (gbase, glen, gptr) = match *mem.cache {
+        Some(reg) => match reg.atomic_u8(reg.base()) {
+            Some(first) => (reg.base(), reg.len(), first.as_ptr()),
+            None => (0, 0, std::ptr::null_mut()),
+        },
+        None => (0, 0, std::ptr::null_mut()),
+    };
+    let mut st = crate::jit::JitState {
+        regs: r.as_mut_ptr(),
+        preds: p.as_mut_ptr(),
+        shared: mem.shared.as_mut_ptr(),
+        shared_len: mem.shared.len() as u64,
+        params: mem.params.as_ptr(),
+        params_len: mem.params.len() as u64,
+        gbase,
+        glen,
+        gptr,
+        lookup: crate::jit::lookup,
+        view: (mem.view as *const MemoryView<'m>).cast::<MemoryView<'static>>(),
+        tid: tid as *const [[u32; 32]; 3],
+        sregs: [
+            sr(Sreg::Ntid(0)),
+            sr(Sreg::Ntid(1)),
+            sr(Sreg::Ntid(2)),
+            sr(Sreg::Ctaid(0)),
+            sr(Sreg::Ctaid(1)),
+            sr(Sreg::Ctaid(2)),
+            sr(Sreg::Nctaid(0)),
+            sr(Sreg::Nctaid(1)),
+            sr(Sreg::Nctaid(2)),
+            sr(Sreg::Warpid),
+        ],
+        mask,
+        _pad: 0,
+        executed: *executed,
+        threads: *threads,
+        budget,
+        scratch: [0; 32],
+    };
+    // SAFETY: the compiled code reads and writes only through the pointers
+    // in `st`, within bounds the compiler proved from the function's slot
+    // and predicate counts (`r` and `p` are this frame's files) or checked
+    // at run time (shared, parameter and global memory: every access is
+    // checked against the length, or the allocation `lookup` found, before
+    // it is made); all of them outlive the call.
+    let res = unsafe { j.run(&mut st, pc) };
+    *executed = st.executed;
+    *threads = st.threads;
+    res
+}
+
 /// Executes instructions of the current frame until control leaves it.
 #[inline(never)]
 fn step<'m>(
@@ -1644,6 +1718,14 @@ fn step<'m>(
     threads: &mut u64,
 ) -> Res<Ev> {
     let code = &f.code[..];
+    // Compiled code runs in the kernel's own frame only.
+    let jit = match &cx.jit {
+        Some(j) if w.frames.is_empty() && w.func == cx.kernel => Some(&**j),
+        _ => None,
+    };
+    // Set when compiled code just returned: the interpreter executes the
+    // instruction there before compiled code may run again.
+    let mut jit_returned = false;
     let rb = w.rbase;
     let r = &mut w.regs[rb..rb + f.nslots as usize * 32];
     let pb = w.pbase;
@@ -1741,6 +1823,33 @@ fn step<'m>(
         }};
     }
     loop {
+        if let Some(j) = jit {
+            if !jit_returned && !ctl.split && n_exec < budget && j.is_entry(pc) {
+                let res = run_compiled(
+                    j,
+                    cx,
+                    env.ctaid,
+                    env.worker,
+                    &w.tid,
+                    w.id,
+                    r,
+                    p,
+                    &mut mem,
+                    mask,
+                    pc,
+                    budget,
+                    &mut n_exec,
+                    &mut n_thr,
+                );
+                pc = res as u32;
+                jit_returned = true;
+                if res & crate::jit::YIELD != 0 {
+                    leave!(Ev::Yield);
+                }
+                continue;
+            }
+            jit_returned = false;
+        }
         let Some(inst) = code.get(pc as usize) else {
             let mut e = Exc::new(ExcKind::Unsupported, 0);
             e.msg = "control fell off the end of the function".into();

@@ -54,6 +54,8 @@ pub struct Limits {
     /// Size of the device heap of `malloc` (`cudaLimitMallocHeapSize`),
     /// made at the first launch of a kernel that calls it.
     pub heap_bytes: u64,
+    /// Which engine runs the kernel.
+    pub engine: crate::jit::Engine,
 }
 
 impl Default for Limits {
@@ -63,6 +65,7 @@ impl Default for Limits {
             threads: 0,
             max_dynamic_shared: DEFAULT_SHARED,
             heap_bytes: DEVICE_HEAP_BYTES,
+            engine: crate::jit::Engine::Interp,
         }
     }
 }
@@ -577,6 +580,13 @@ fn run_grid(
         grid_workspace,
         start: Instant::now(),
         printf_left: AtomicI64::new(PRINTF_LIMIT as i64),
+        jit: match limits.engine {
+            crate::jit::Engine::Jit => module
+                .funcs
+                .get(prep.func as usize)
+                .and_then(crate::jit::compiled),
+            crate::jit::Engine::Interp => None,
+        },
     };
     let shared = Shared {
         next: AtomicU64::new(0),

@@ -106,6 +106,12 @@ impl Dev {
             limits: Limits {
                 timeout: Duration::from_secs(60),
                 threads: 0,
+                // `RCUD_EMU_ENGINE=jit` runs every test on the compiling
+                // engine (the differential run of docs/interpreter.md).
+                engine: std::env::var("RCUD_EMU_ENGINE")
+                    .ok()
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or_default(),
                 ..Limits::default()
             },
         }

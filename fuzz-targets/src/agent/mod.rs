@@ -385,6 +385,7 @@ pub fn session(session: Session) {
         gpus: GPUS,
         memory: GPU_MEMORY,
         kernel_timeout: KERNEL_TIMEOUT,
+        ..EmuSettings::default()
     }));
     let limits = session
         .limits

@@ -50,6 +50,7 @@ pub struct EmuBackend {
     gpus: Vec<Arc<EmuGpu>>,
     images: Arc<ImageCache>,
     kernel_timeout: Duration,
+    engine: rcud_emu::Engine,
 }
 
 impl EmuBackend {
@@ -61,6 +62,7 @@ impl EmuBackend {
                 .collect(),
             images: Arc::default(),
             kernel_timeout: settings.kernel_timeout,
+            engine: settings.engine,
         }
     }
 
@@ -122,6 +124,7 @@ impl Backend for EmuBackend {
                 threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
                 max_dynamic_shared: DEFAULT_SHARED,
                 heap_bytes: rcud_emu::kernel::DEVICE_HEAP_BYTES,
+                engine: self.engine,
             },
         }))
     }

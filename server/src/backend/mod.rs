@@ -217,6 +217,9 @@ pub enum BackendKind {
     Cuda,
 }
 
+/// The engine that runs kernels on the emulated device (`--emu-engine`).
+pub use rcud_emu::Engine as EmuEngine;
+
 /// Settings of the emulated device.
 #[derive(Debug, Clone)]
 pub struct EmuSettings {
@@ -226,6 +229,8 @@ pub struct EmuSettings {
     pub memory: u64,
     /// Longest a kernel may run before it is stopped with `cudaErrorLaunchTimeout`.
     pub kernel_timeout: std::time::Duration,
+    /// Which engine runs kernels: the interpreter or the compiling engine.
+    pub engine: rcud_emu::Engine,
 }
 
 impl Default for EmuSettings {
@@ -234,6 +239,7 @@ impl Default for EmuSettings {
             gpus: 1,
             memory: rcud_emu::DEFAULT_MEMORY,
             kernel_timeout: std::time::Duration::from_secs(120),
+            engine: rcud_emu::Engine::Interp,
         }
     }
 }

@@ -66,6 +66,11 @@ struct Args {
     /// with cudaErrorLaunchTimeout.
     #[arg(long, default_value_t = 120)]
     kernel_timeout: u64,
+    /// Which engine runs kernels on the emulated device: `interp` (the
+    /// interpreter) or `jit` (compiled code where the compiler takes the
+    /// kernel's code, the interpreter elsewhere).
+    #[arg(long, default_value = "interp")]
+    emu_engine: rcud_emu::Engine,
     /// How clients are kept apart: `process` serves each client in an agent
     /// process of its own, so a crash harms no other client; `thread` serves
     /// them on threads of the listener.
@@ -173,6 +178,7 @@ impl Args {
             gpus: self.emu_gpus,
             memory: self.emu_memory.as_u64(),
             kernel_timeout: std::time::Duration::from_secs(self.kernel_timeout),
+            engine: self.emu_engine,
         }
     }
 
@@ -256,6 +262,8 @@ impl Args {
             self.emu_memory.as_u64().to_string().into(),
             "--kernel-timeout".into(),
             self.kernel_timeout.to_string().into(),
+            "--emu-engine".into(),
+            self.emu_engine.to_string().into(),
         ];
         if let Some(m) = self.client_memory {
             args.push("--client-memory".into());
