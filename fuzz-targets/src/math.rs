@@ -76,6 +76,7 @@ pub fn math(data: &[u8]) {
         gpus: 1,
         memory: 16 << 20,
         kernel_timeout: Duration::from_millis(100),
+        ..EmuSettings::default()
     });
     let (Ok(mut victim), Ok(mut caller)) = (backend.open(0, 0), backend.open(0, 0)) else {
         panic!("an emulated GPU refused a context");
