@@ -4,7 +4,9 @@
 //! some out of bounds or misaligned, traps) run on both engines, which must
 //! leave the same memory and report the same result or fault.
 //!
-//!     cargo run --release -p rcud-fuzz-targets --example jit_diff -- FIRST COUNT
+//! ```sh
+//! cargo run --release -p rcud-fuzz-targets --example jit_diff -- FIRST COUNT
+//! ```
 
 use std::collections::HashMap;
 use std::time::Duration;
