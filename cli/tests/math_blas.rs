@@ -84,3 +84,35 @@ fn math_blaslt_shared_cudart() {
 fn math_blaslt_static_cudart() {
     run_lt("math_blaslt_static", "static");
 }
+
+/// Math library calls in CUDA graphs: `tests/cuda/math_graph.cu` captures
+/// cuRAND, cuBLAS and cuFFT calls on a stream and launches the graph twice.
+fn run_graph(out_name: &str, cudart: &str) {
+    let Some(env) = setup(out_name) else {
+        return;
+    };
+    let mut extra = math_args();
+    extra.extend(["-cudart", cudart, "-lcublas", "-lcurand", "-lcufft"].map(String::from));
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let bin = build_as(env, "math_graph", out_name, &extra);
+    let run = rcud_run(env, None, &bin, &[]);
+    run.assert_pass(None);
+    for line in [
+        "capture ran nothing ok",
+        "graph launches ok",
+        "gemm and fft in the graph ok",
+        "reduction to the host refused ok",
+    ] {
+        run.assert_line(line);
+    }
+}
+
+#[test]
+fn math_graph_shared_cudart() {
+    run_graph("math_graph_shared", "shared");
+}
+
+#[test]
+fn math_graph_static_cudart() {
+    run_graph("math_graph_static", "static");
+}

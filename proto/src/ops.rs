@@ -406,6 +406,7 @@ impl GraphStep {
             | Request::Memset2D(_)
             | Request::MemsetElements(_)
             | Request::EventRecord(_)
+            | Request::MathCall(_)
             | Request::GraphConditional(_) => Ok(req),
             _ => Err(DecodeError::Invalid("operation in a graph")),
         }

@@ -795,6 +795,20 @@ impl Agent {
                 },
                 out,
             )?,
+            // A library call captured into a graph. As when it is queued on a
+            // stream, a failure the client's checks could not see (a handle
+            // destroyed since) is the library's business: logged, and the
+            // graph goes on.
+            Request::MathCall(r) => {
+                let reply = self.ctx_mut()?.math_call(r.library, &r.call.0)?;
+                if reply.status != 0 {
+                    tracing::warn!(
+                        library = r.library,
+                        status = reply.status,
+                        "a math library call in a graph failed"
+                    );
+                }
+            }
             Request::StreamWriteValue(r) => {
                 let bytes = r.value.to_le_bytes();
                 let size = match r.size {

@@ -781,8 +781,11 @@ pub extern "C" fn cudaGraphKernelNodeGetParams(
 }
 
 pub(crate) fn kernel_params_out(node: Node, out: *mut KernelNodeParams) -> Result<(), CudaError> {
-    let NodeKind::Kernel(k) = graph::node_kind(h(node))? else {
-        return Err(CudaError::INVALID_VALUE);
+    let k = match graph::node_kind(h(node))? {
+        NodeKind::Kernel(k) => k,
+        // A captured library call: CUDA's library kernels, which rcud has not.
+        NodeKind::Library(_) => return Err(CudaError::NOT_SUPPORTED),
+        _ => return Err(CudaError::INVALID_VALUE),
     };
     if out.is_null() {
         return Err(CudaError::INVALID_VALUE);

@@ -156,8 +156,11 @@ pub(crate) fn memcpy_kind(p: *const Memcpy3D) -> Result<NodeKind, DriverError> {
 }
 
 fn kernel_params_out(node: Node, o: *mut KernelNodeParams, v2: bool) -> DriverResult {
-    let NodeKind::Kernel(k) = graph::node_kind(h(node))? else {
-        return Err(DriverError::INVALID_VALUE);
+    let k = match graph::node_kind(h(node))? {
+        NodeKind::Kernel(k) => k,
+        // A captured library call: CUDA's library kernels, which rcud has not.
+        NodeKind::Library(_) => return Err(DriverError::NOT_SUPPORTED),
+        _ => return Err(DriverError::INVALID_VALUE),
     };
     if o.is_null() {
         return Err(DriverError::INVALID_VALUE);

@@ -155,6 +155,7 @@ pub(crate) fn check_body(
     for node in graph.nodes.values() {
         match &node.kind {
             NodeKind::Kernel(k) if k.device == device => {}
+            NodeKind::Library(l) if l.device == device => {}
             NodeKind::Empty | NodeKind::Memcpy(_) | NodeKind::Memset(_) => {}
             NodeKind::Child(c) => check_body(all, *c, device)?,
             NodeKind::Conditional(c) => {

@@ -539,6 +539,7 @@ impl Exec {
                     let (device, step) = conditional_step(c, &item.bodies, runs.parts)?;
                     runs.push(device, step, None)?;
                 }
+                NodeKind::Library(l) => runs.push(l.device, l.step.clone(), None)?,
                 // Graph memory is reserved already; its state changes at launch.
                 NodeKind::Empty
                 | NodeKind::Child(_)
@@ -670,6 +671,7 @@ fn body_steps(
                 let (_, step) = conditional_step(c, &item.bodies, parts)?;
                 steps.push(step);
             }
+            NodeKind::Library(l) if l.device == device => steps.push(l.step.clone()),
             NodeKind::Empty | NodeKind::Child(_) => {}
             _ => return Err(CudaError::INVALID_VALUE),
         }

@@ -299,6 +299,7 @@ fn dot_graph(
             NodeKind::Host(h) => format!("HOST\\nfunction {:#x}", h.func),
             NodeKind::Child(c) => format!("GRAPH\\n{c:#x}"),
             NodeKind::Empty => "EMPTY".to_string(),
+            NodeKind::Library(l) => format!("KERNEL\\n{} call on device {}", l.library, l.device),
             NodeKind::EventRecord(e) => format!("EVENT_RECORD\\n{e:#x}"),
             NodeKind::EventWait(e) => format!("WAIT_EVENT\\n{e:#x}"),
             NodeKind::MemAlloc { ptr, size, device } => {

@@ -46,6 +46,17 @@ pub(crate) struct KernelNode {
     pub attrs: crate::abi::launch::LaunchAttrs,
 }
 
+/// A math library call captured from a stream (cuBLAS, cuFFT, cuRAND, ...):
+/// the request the server runs, encoded when the call was made (host
+/// scalars by value, as the library bakes them into its kernels).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LibraryNode {
+    /// The device of the stream it was captured from.
+    pub device: usize,
+    pub library: &'static str,
+    pub step: rcud_proto::ops::GraphStep,
+}
+
 /// A copy of `depth` slices of `height` rows of `width` bytes; a 1-D copy
 /// is one row. Positions are folded into the addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,6 +144,8 @@ pub(crate) enum NodeKind {
     MemFree(u64),
     /// An IF, WHILE or SWITCH node and its body graphs ([`super::conditional`]).
     Conditional(super::conditional::ConditionalNode),
+    /// A captured math library call: the library's kernels in CUDA.
+    Library(LibraryNode),
 }
 
 impl NodeKind {
@@ -150,6 +163,7 @@ impl NodeKind {
             NodeKind::MemAlloc { .. } => node_type::MEM_ALLOC,
             NodeKind::MemFree(_) => node_type::MEM_FREE,
             NodeKind::Conditional(_) => node_type::CONDITIONAL,
+            NodeKind::Library(_) => node_type::KERNEL,
         }
     }
 

@@ -169,6 +169,8 @@ pub(crate) fn write_params(
             p.union[0] = ptr;
             Ok(())
         }
+        // CUDA shows the library's own kernels, which rcud does not have.
+        NodeKind::Library(_) => Err(CudaError::NOT_SUPPORTED),
         NodeKind::Conditional(c) => {
             p.union[COND_HANDLE_WORD] = c.handle;
             p.union[COND_TYPE_SIZE_WORD] = u64::from(c.kind) | (c.bodies.len() as u64) << 32;

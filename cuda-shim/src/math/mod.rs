@@ -23,9 +23,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rcud_client::runtime::math::MathReply;
 use rcud_client::Runtime;
-use rcud_proto::codec::Wire;
+use rcud_proto::codec::{to_vec, Blob, Wire};
 use rcud_proto::math::Library;
+use rcud_proto::ops::{req, GraphStep};
 use rcud_proto::CudaError;
+
+use crate::graph::model::{LibraryNode, NodeKind};
 
 fn rt() -> &'static Runtime {
     Runtime::global()
@@ -51,7 +54,10 @@ pub(crate) fn guard(internal: i32, body: impl FnOnce() -> i32) -> i32 {
 }
 
 /// Sends `call` and waits for its answer (see [`Runtime::math_call`]).
-/// Queued work that failed, or a lost server, gives the CUDA error.
+/// Queued work that failed, or a lost server, gives the CUDA error. (Calls
+/// that only touch handles and settings are allowed during stream capture,
+/// as in CUDA; the library functions that would wait for the device refuse
+/// a capturing stream themselves.)
 pub(crate) fn call(
     stream: u64,
     library: Library,
@@ -61,8 +67,23 @@ pub(crate) fn call(
 }
 
 /// Queues `call` on `stream` (see [`Runtime::math_enqueue`]), after the
-/// host's writes to managed memory are sent, as before a kernel launch.
+/// host's writes to managed memory are sent, as before a kernel launch. On a
+/// capturing stream the call becomes a node of the graph instead, and runs
+/// on the server at each launch of the graph.
 pub(crate) fn enqueue(stream: u64, library: Library, call: &impl Wire) -> Result<(), CudaError> {
+    let captured = crate::graph::capture::record(stream, || {
+        Ok(NodeKind::Library(LibraryNode {
+            device: stream_device(stream)?,
+            library: library.name(),
+            step: GraphStep::of(&req::MathCall {
+                library: library as u8,
+                call: Blob(to_vec(call)),
+            }),
+        }))
+    })?;
+    if captured {
+        return Ok(());
+    }
     crate::cudart::managed::to_device_of_stream(stream);
     rt().math_enqueue(stream, library, call)
 }

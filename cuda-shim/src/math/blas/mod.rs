@@ -227,7 +227,9 @@ impl HandleState {
     }
 
     /// Runs a reduction: queued in device pointer mode; in host pointer
-    /// mode waits and writes the answer (decoded by `decode`) to `result`.
+    /// mode waits and writes the answer (decoded by `decode`) to `result`,
+    /// which a capturing stream refuses (cuBLAS's copy to the host fails
+    /// there and invalidates the capture).
     pub(crate) fn reduce<T>(
         &self,
         call: &Call,
@@ -236,6 +238,10 @@ impl HandleState {
     ) -> Result<(), c_int> {
         if self.pointer_mode == POINTER_MODE_DEVICE {
             return self.enqueue(call);
+        }
+        if let Err(e) = crate::graph::capture::refuse_wait(self.stream) {
+            tracing::debug!("cuBLAS reduction to the host during stream capture: {e:?}");
+            return Err(EXECUTION_FAILED);
         }
         let out = self.call(call)?;
         write_host(result, decode(&out).ok_or(INTERNAL_ERROR)?)
