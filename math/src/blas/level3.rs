@@ -174,9 +174,15 @@ pub(crate) fn gemm<T: Elem>(
         } else {
             (Matrix::zeros(ar, ac), Matrix::zeros(br, bc))
         };
-        let mut c = Matrix::<T>::read(memory, tc, pc.get(i)?, m, n, g.c.ld)?;
+        // With beta zero C is only written (cuBLAS does not read it: it
+        // need not even hold numbers).
+        let mut c = if beta == T::zero() {
+            Matrix::zeros(m, n)
+        } else {
+            Matrix::<T>::read(memory, tc, pc.get(i)?, m, n, g.c.ld)?
+        };
         product(alpha, &a, transa, &b, transb, beta, &mut c);
-        c.write(memory, tc, pc.get(i)?)?;
+        c.write_to(memory, tc, pc.get(i)?, g.c.ld)?;
     }
     Ok(Vec::new())
 }

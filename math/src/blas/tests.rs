@@ -190,6 +190,54 @@ fn gemm_all_types_transposes_and_leading_dimensions() {
     }
 }
 
+/// With beta zero C is not read: NaNs in it do not reach the result, and
+/// the rows between its columns stay as they were.
+#[test]
+fn gemm_with_beta_zero_ignores_c() {
+    let (m, n, k, ldc) = (3, 2, 2, 5);
+    for dt in [dtype::R32F, dtype::R64F] {
+        let mut memory = Memory::default();
+        let mut state = State::default();
+        let handle = new_handle(&mut state, &mut memory);
+        let a = values(m * k, 1, false);
+        let b = values(k * n, 2, false);
+        let c = vec![Z::new(f64::NAN, 0.0); ldc * n];
+        let (pa, pb, pc) = (memory.put(dt, &a), memory.put(dt, &b), memory.put(dt, &c));
+        let call = Call::Gemm {
+            handle,
+            types: [dt; 4],
+            transa: 0,
+            transb: 0,
+            m: m as i64,
+            n: n as i64,
+            k: k as i64,
+            alpha: host(Z::new(1.0, 0.0)),
+            a: op(pa, m as i64),
+            b: op(pb, k as i64),
+            beta: host(Z::new(0.0, 0.0)),
+            c: op(pc, ldc as i64),
+            batch: 1,
+            pointer_arrays: false,
+        };
+        assert_eq!(state.call(&mut memory, call).expect("gemm").status, 0);
+        let got = memory.get(dt, pc, ldc * n);
+        for j in 0..n {
+            for i in 0..ldc {
+                let v = got[i + j * ldc];
+                if i < m {
+                    let want: Z = (0..k).map(|l| a[i + l * m] * b[l + j * k]).sum();
+                    assert!(
+                        (v - want).norm() < 1e-5,
+                        "{dt} c({i},{j}) = {v}, want {want}"
+                    );
+                } else {
+                    assert!(v.re.is_nan(), "{dt}: padding row {i} of column {j} written");
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn gemm_batched_strided_pointer_arrays_and_half_inputs() {
     let (m, n, k, batch) = (3, 2, 4, 3);
