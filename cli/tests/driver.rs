@@ -450,6 +450,8 @@ fn d_vmm() {
             "cuMemcpyHtoD(before cuMemSetAccess) -> CUDA_ERROR_INVALID_VALUE",
             "two mappings alias: ok",
             "kernel, memset on mapped memory: ok",
+            "cuMemcpyHtoD(past the last mapping) -> CUDA_ERROR_INVALID_VALUE",
+            "copies and memsets across adjacent mappings: ok",
             "cuMemRelease(twice) -> CUDA_ERROR_INVALID_VALUE",
             "cuMemFree(mapped address) -> CUDA_ERROR_INVALID_VALUE",
             "cuMemUnmap(half a mapping) -> CUDA_ERROR_INVALID_VALUE",

@@ -405,9 +405,71 @@ impl DeviceMemory {
         Ok((base, offset as usize))
     }
 
-    /// Checks that `[ptr, ptr + len)` lies inside one allocation.
+    /// Checks that `[ptr, ptr + len)` lies inside one allocation, or across
+    /// adjacent accessible mappings (see [`DeviceMemory::pieces`]).
     pub fn check(&self, ptr: u64, len: u64) -> Result<(), CudaError> {
-        self.locate(ptr, len).map(|_| ())
+        self.pieces(ptr, len).map(|_| ())
+    }
+
+    /// The parts of `[ptr, ptr + len)` in address order, as (allocation
+    /// base, offset, length): one inside an allocation; across virtual
+    /// memory mappings that follow each other without a gap and are all
+    /// accessible, one per mapping, since the range is contiguous device
+    /// memory there as on a GPU. Separate `cudaMalloc` allocations never
+    /// join, even where they happen to be adjacent.
+    fn pieces(&self, ptr: u64, len: u64) -> Result<Vec<(u64, usize, usize)>, CudaError> {
+        if let Ok((base, off)) = self.locate(ptr, len) {
+            return Ok(vec![(base, off, len as usize)]);
+        }
+        let end = ptr.checked_add(len).ok_or(CudaError::INVALID_VALUE)?;
+        let mut pieces = Vec::new();
+        let mut at = ptr;
+        while at < end {
+            let (&base, mapping) = self
+                .vmm
+                .mappings
+                .range(..=at)
+                .next_back()
+                .ok_or(CudaError::INVALID_VALUE)?;
+            let mapping_end = base + mapping.len;
+            // Accessible mappings are the ones in `allocs`.
+            if at >= mapping_end || (at != ptr && at != base) || !self.allocs.contains_key(&base) {
+                return Err(CudaError::INVALID_VALUE);
+            }
+            let piece_end = mapping_end.min(end);
+            pieces.push((base, (at - base) as usize, (piece_end - at) as usize));
+            at = piece_end;
+        }
+        Ok(pieces)
+    }
+
+    /// Calls `f` on each part of `[ptr, ptr + len)` in address order (see
+    /// [`DeviceMemory::pieces`]); stops at `f`'s first error.
+    pub fn for_each_piece<E: From<CudaError>>(
+        &self,
+        ptr: u64,
+        len: u64,
+        mut f: impl FnMut(&[u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        for (base, off, n) in self.pieces(ptr, len)? {
+            let buffer = self.allocs.get(&base).ok_or(CudaError::INVALID_VALUE)?;
+            f(&buffer.as_slice()[off..off + n])?;
+        }
+        Ok(())
+    }
+
+    /// As [`DeviceMemory::for_each_piece`], writable.
+    pub fn for_each_piece_mut<E: From<CudaError>>(
+        &mut self,
+        ptr: u64,
+        len: u64,
+        mut f: impl FnMut(&mut [u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        for (base, off, n) in self.pieces(ptr, len)? {
+            let buffer = self.allocs.get_mut(&base).ok_or(CudaError::INVALID_VALUE)?;
+            f(&mut buffer.as_mut_slice()[off..off + n])?;
+        }
+        Ok(())
     }
 
     /// The bytes at `[ptr, ptr + len)`.
@@ -426,8 +488,25 @@ impl DeviceMemory {
 
     /// Copies `len` bytes from `src` to `dst`; the ranges may overlap.
     pub fn copy(&mut self, dst: u64, src: u64, len: u64) -> Result<(), CudaError> {
-        let (src_base, src_off) = self.locate(src, len)?;
-        let (dst_base, dst_off) = self.locate(dst, len)?;
+        let (Ok((src_base, src_off)), Ok((dst_base, dst_off))) =
+            (self.locate(src, len), self.locate(dst, len))
+        else {
+            // Across mappings: through a copy of the source, which may
+            // overlap the destination.
+            self.check(dst, len)?;
+            let mut staged = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+            self.for_each_piece(src, len, |piece| {
+                staged.extend_from_slice(piece);
+                Ok::<(), CudaError>(())
+            })?;
+            let mut rest = &staged[..];
+            return self.for_each_piece_mut(dst, len, |piece| {
+                let (now, later) = rest.split_at(piece.len());
+                piece.copy_from_slice(now);
+                rest = later;
+                Ok(())
+            });
+        };
         let len = len as usize;
         if src_base == dst_base {
             let buf = self
@@ -458,9 +537,10 @@ impl DeviceMemory {
     /// Sets `len` bytes at `dst` to `value` (zeroing large ranges commits
     /// no memory).
     pub fn fill(&mut self, dst: u64, value: u8, len: u64) -> Result<(), CudaError> {
-        let (base, off) = self.locate(dst, len)?;
-        let buffer = self.allocs.get_mut(&base).ok_or(CudaError::INVALID_VALUE)?;
-        buffer.fill(off..off + len as usize, value);
+        for (base, off, n) in self.pieces(dst, len)? {
+            let buffer = self.allocs.get_mut(&base).ok_or(CudaError::INVALID_VALUE)?;
+            buffer.fill(off..off + n, value);
+        }
         Ok(())
     }
 }
@@ -1153,6 +1233,62 @@ mod tests {
         assert_eq!(m.free_address(va, 4 * G), Err(CudaError::INVALID_VALUE));
         m.free_address(va, 8 * G).unwrap();
         assert_eq!(m.free_address(va, 8 * G), Err(CudaError::INVALID_VALUE));
+    }
+
+    /// Copies and memsets cross adjacent accessible mappings as contiguous
+    /// memory; a gap, an inaccessible mapping or separate `cudaMalloc`
+    /// allocations that happen to touch stop them.
+    #[test]
+    fn copies_and_fills_cross_adjacent_mappings() {
+        const G: u64 = VMM_GRANULARITY;
+        let mut m = DeviceMemory::new(EmuGpu::new(0, 64 << 20), 0);
+        let (h1, h2, h3) = (
+            m.create_physical(G).unwrap(),
+            m.create_physical(G).unwrap(),
+            m.create_physical(G).unwrap(),
+        );
+        let va = m.reserve_address(4 * G, 0).unwrap();
+        m.map(va, G, 0, h1).unwrap();
+        m.map(va + G, G, 0, h2).unwrap();
+        m.map(va + 3 * G, G, 0, h3).unwrap();
+        // Not accessible yet.
+        assert_eq!(m.fill(va + G - 4, 1, 8), Err(CudaError::INVALID_VALUE));
+        m.set_access(va, 2 * G, true).unwrap();
+        m.set_access(va + 3 * G, G, true).unwrap();
+        m.fill(va + G - 4, 0xab, 8).unwrap();
+        assert_eq!(m.slice(va + G - 4, 4).unwrap(), &[0xab; 4]);
+        assert_eq!(m.slice(va + G, 4).unwrap(), &[0xab; 4]);
+        // A device-to-device copy that crosses on both sides, overlapping.
+        let pattern: Vec<u8> = (0..16u8).collect();
+        let mut at = 0;
+        m.for_each_piece_mut(va + G - 8, 16, |piece| {
+            let n = piece.len();
+            piece.copy_from_slice(&pattern[at..at + n]);
+            at += n;
+            Ok::<(), CudaError>(())
+        })
+        .unwrap();
+        m.copy(va + G - 6, va + G - 8, 16).unwrap();
+        let mut got = Vec::new();
+        m.for_each_piece(va + G - 8, 18, |piece| {
+            got.extend_from_slice(piece);
+            Ok::<(), CudaError>(())
+        })
+        .unwrap();
+        let mut want = vec![0u8, 1];
+        want.extend(0..16u8);
+        assert_eq!(got, want);
+        // The gap at 2G..3G stops a range, as does the end of the last mapping.
+        assert_eq!(m.check(va + 2 * G - 4, 8), Err(CudaError::INVALID_VALUE));
+        assert_eq!(m.check(va + 4 * G - 4, 8), Err(CudaError::INVALID_VALUE));
+        assert_eq!(m.check(va, 2 * G), Ok(()));
+        // Plain allocations never join.
+        let a = m.malloc(4096).unwrap();
+        let b = m.malloc(4096).unwrap();
+        if b == a + 4096 {
+            assert_eq!(m.check(a + 4000, 200), Err(CudaError::INVALID_VALUE));
+        }
+        assert_eq!(m.fill(a + 4000, 0, 200), Err(CudaError::INVALID_VALUE));
     }
 
     #[test]

@@ -375,10 +375,11 @@ impl DeviceContext for EmuContext {
         len: u64,
         src: &mut dyn HostSource,
     ) -> Result<(), CopyError> {
-        // The payload is received straight into device memory: no staging copy.
-        let target = self.memory.slice_mut(dst, len).map_err(CopyError::Cuda)?;
-        src.read_into(target)?;
-        Ok(())
+        // The payload is received straight into device memory: no staging
+        // copy (one part per mapping where the range crosses mappings).
+        self.memory.for_each_piece_mut(dst, len, |target| {
+            src.read_into(target).map_err(CopyError::from)
+        })
     }
 
     fn copy_to_host(
@@ -387,9 +388,8 @@ impl DeviceContext for EmuContext {
         len: u64,
         sink: &mut dyn FnMut(&[u8]) -> Result<(), TransportError>,
     ) -> Result<(), CopyError> {
-        let bytes = self.memory.slice(src, len).map_err(CopyError::Cuda)?;
-        sink(bytes)?;
-        Ok(())
+        self.memory
+            .for_each_piece(src, len, |bytes| sink(bytes).map_err(CopyError::from))
     }
 
     fn copy_device(&mut self, dst: u64, src: u64, len: u64) -> Result<(), CudaError> {

@@ -22,7 +22,7 @@ pub trait HostSource {
 pub enum CopyError {
     /// The copy itself is invalid; the rest of the payload must be discarded.
     #[error("{0}")]
-    Cuda(CudaError),
+    Cuda(#[from] CudaError),
     /// The connection failed while the payload was arriving.
     #[error("transport: {0}")]
     Transport(#[from] rcud_transport::TransportError),

@@ -136,6 +136,36 @@ static void vmm(CUdevice dev, CUmodule mod) {
     EXPECT(base == va + 2 * gran && size == 2 * gran, "address range of a mapping");
     printf("kernel, memset on mapped memory: ok\n");
 
+    // The two mappings are adjacent: copies and memsets cross from one to
+    // the other as through contiguous memory.
+    {
+        unsigned char pattern[64], got[64];
+        for (int i = 0; i < 64; i++) pattern[i] = (unsigned char)(i * 7 + 1);
+        CUdeviceptr across = va + 2 * gran - 32;
+        CU_CHECK(cuMemcpyHtoD(across, pattern, sizeof pattern));
+        memset(got, 0, sizeof got);
+        CU_CHECK(cuMemcpyDtoH(got, across, sizeof got));
+        EXPECT(memcmp(got, pattern, sizeof got) == 0, "copy across two mappings");
+        // The second mapping's first bytes are the allocation's first bytes.
+        CU_CHECK(cuMemcpyDtoH(got, va, 32));
+        EXPECT(memcmp(got, pattern + 32, 32) == 0, "the part past the boundary");
+        CUdeviceptr plain;
+        CU_CHECK(cuMemAlloc(&plain, sizeof pattern));
+        CU_CHECK(cuMemcpyDtoD(plain, across, sizeof pattern));
+        CU_CHECK(cuMemsetD8(across + 16, 0x5a, 32));
+        CU_CHECK(cuMemcpyDtoH(got, across, sizeof got));
+        for (int i = 0; i < 64; i++) {
+            unsigned char want = i >= 16 && i < 48 ? 0x5a : pattern[i];
+            EXPECT(got[i] == want, "memset across: [%d] = %d", i, got[i]);
+        }
+        CU_CHECK(cuMemcpyDtoH(got, plain, sizeof got));
+        EXPECT(memcmp(got, pattern, sizeof got) == 0, "device copy from across two mappings");
+        CU_EXPECT_ERR_AS("cuMemcpyHtoD(past the last mapping)",
+                         cuMemcpyHtoD(va + 4 * gran - 8, pattern, 16), CUDA_ERROR_INVALID_VALUE);
+        CU_CHECK(cuMemFree(plain));
+    }
+    printf("copies and memsets across adjacent mappings: ok\n");
+
     CU_CHECK(cuMemRetainAllocationHandle(&h2, (void *)(uintptr_t)(va + 3 * gran + 5)));
     EXPECT(h2 == h, "retained handle %llu, expected %llu", (unsigned long long)h2,
            (unsigned long long)h);
