@@ -12,9 +12,13 @@
 //! per value). For 32-bit output this is the order cuRAND documents for
 //! XORWOW's legacy ordering (value `n` from position
 //! `(n mod 4096)·2^67 + ⌊n/4096⌋`). MT19937 is one sequential stream.
+//! MTGP32 interleaves runs of 256 values of its 192 blocks
+//! ([`mtgp32`]); it takes one word per value of every distribution, and
+//! its normals are the inverse normal CDF of that word.
 
 mod mrg32k3a;
 mod mt19937;
+pub mod mtgp32;
 mod philox;
 mod xorwow;
 
@@ -45,6 +49,8 @@ pub const RNG_PSEUDO_DEFAULT: u32 = 100;
 pub const RNG_XORWOW: u32 = 101;
 /// `CURAND_RNG_PSEUDO_MRG32K3A`.
 pub const RNG_MRG32K3A: u32 = 121;
+/// `CURAND_RNG_PSEUDO_MTGP32`.
+pub const RNG_MTGP32: u32 = 141;
 /// `CURAND_RNG_PSEUDO_MT19937`.
 pub const RNG_MT19937: u32 = 142;
 /// `CURAND_RNG_PSEUDO_PHILOX4_32_10`.
@@ -107,6 +113,7 @@ enum Source {
     },
     Mrg32k3a(Parallel<Mrg32k3a>),
     Mt19937(Mt19937),
+    Mtgp32(mtgp32::HostMtgp32),
 }
 
 impl Source {
@@ -123,6 +130,7 @@ impl Source {
                 std::array::from_fn(|_| e.next())
             }
             Source::Mt19937(m) => std::array::from_fn(|_| m.next_u32()),
+            Source::Mtgp32(m) => std::array::from_fn(|_| m.next_u32()),
         }
     }
 }
@@ -154,6 +162,14 @@ impl Generator {
                         81920
                     };
                     Source::Mrg32k3a(Parallel::new(self.seed, self.offset, count))
+                }
+                RNG_MTGP32 => {
+                    let blocks = if self.ordering == ORDERING_LEGACY {
+                        mtgp32::LEGACY_BLOCKS
+                    } else {
+                        mtgp32::HOST_BLOCKS
+                    };
+                    Source::Mtgp32(mtgp32::HostMtgp32::new(self.seed, blocks))
                 }
                 // cuRAND's seed is 64 bits; MT19937's reference seeding takes 32.
                 _ => Source::Mt19937(Mt19937::new(self.seed as u32)),
@@ -205,8 +221,8 @@ impl State {
                 Ok(())
             })),
             Call::SetOffset { generator, offset } => Ok(self.update(generator, |g| {
-                // NVIDIA's MT19937 takes no offset.
-                if g.rng_type == RNG_MT19937 {
+                // NVIDIA's MT19937 and MTGP32 take no offset.
+                if matches!(g.rng_type, RNG_MT19937 | RNG_MTGP32) {
                     return Err(TYPE_ERROR);
                 }
                 g.offset = offset;
@@ -237,7 +253,9 @@ impl State {
                 let Some(distribution) = Distribution::from_wire(distribution) else {
                     return Ok(Reply::status(TYPE_ERROR));
                 };
-                if distribution.is_pairwise() && n % 2 == 1 {
+                // Box–Muller makes normals in pairs; MTGP32's inverse CDF
+                // makes them one at a time.
+                if distribution.is_pairwise() && n % 2 == 1 && g.rng_type != RNG_MTGP32 {
                     return Ok(Reply::status(LENGTH_NOT_MULTIPLE));
                 }
                 let Some(bytes) = n.checked_mul(distribution.value_size()) else {
@@ -269,7 +287,7 @@ impl State {
     fn create(&mut self, rng_type: u32) -> Reply {
         let rng_type = match rng_type {
             RNG_PSEUDO_DEFAULT => RNG_XORWOW,
-            RNG_XORWOW | RNG_PHILOX | RNG_MRG32K3A | RNG_MT19937 => rng_type,
+            RNG_XORWOW | RNG_PHILOX | RNG_MRG32K3A | RNG_MT19937 | RNG_MTGP32 => rng_type,
             other => {
                 tracing::warn!(
                     rng_type = other,
@@ -368,6 +386,9 @@ fn generate(
         Source::Philox { seed, next } => {
             return generate_philox(*seed, next, distribution, n, mean, stddev)
         }
+        Source::Mtgp32(m) => {
+            return generate_one_word(&mut || m.next_u32(), distribution, n, mean, stddev)
+        }
         _ => {}
     }
     let mut out = Vec::with_capacity((n * distribution.value_size()) as usize);
@@ -424,6 +445,126 @@ fn generate(
         }
     }
     out
+}
+
+/// The distributions of a generator that takes one 32-bit word per value
+/// of every distribution and makes normals by the inverse CDF (MTGP32's
+/// `curand_uniform`, `curand_uniform_double`, `curand_normal`,
+/// `curand_normal_double`, `curand_log_normal`, ...).
+fn generate_one_word(
+    word: &mut dyn FnMut() -> u32,
+    distribution: Distribution,
+    n: u64,
+    mean: f64,
+    stddev: f64,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity((n * distribution.value_size()) as usize);
+    let (mean32, stddev32) = (mean as f32, stddev as f32);
+    for _ in 0..n {
+        let x = word();
+        match distribution {
+            Distribution::Bits => out.extend_from_slice(&x.to_le_bytes()),
+            Distribution::Uniform => out.extend_from_slice(&uniform(x).to_le_bytes()),
+            Distribution::UniformDouble => {
+                out.extend_from_slice(&uniform_double_32(x).to_le_bytes())
+            }
+            Distribution::Normal | Distribution::LogNormal => {
+                let value = stddev32.mul_add(normal_icdf(x), mean32);
+                let value = if distribution == Distribution::LogNormal {
+                    value.exp()
+                } else {
+                    value
+                };
+                out.extend_from_slice(&value.to_le_bytes());
+            }
+            Distribution::NormalDouble | Distribution::LogNormalDouble => {
+                let value = stddev.mul_add(normal_icdf_double(x), mean);
+                let value = if distribution == Distribution::LogNormalDouble {
+                    value.exp()
+                } else {
+                    value
+                };
+                out.extend_from_slice(&value.to_le_bytes());
+            }
+        }
+    }
+    out
+}
+
+/// `_curand_normal_icdf`: the standard normal at the word's uniform,
+/// `-√2·erfcinv(2p)`, mirrored about ½ so that `p` stays in (0, ½] and
+/// keeps its precision.
+pub fn normal_icdf(x: u32) -> f32 {
+    const MINUS_SQRT2: f32 = -std::f32::consts::SQRT_2;
+    let (x, s) = if x > 0x8000_0000 {
+        (u32::MAX - x, -MINUS_SQRT2)
+    } else {
+        (x, MINUS_SQRT2)
+    };
+    let p = uniform(x);
+    // erfcinvf, computed in double and rounded once.
+    s * erfcinv(f64::from(2.0 * p)) as f32
+}
+
+/// `_curand_normal_icdf_double` of one word.
+pub fn normal_icdf_double(x: u32) -> f64 {
+    const MINUS_SQRT2: f64 = -std::f64::consts::SQRT_2;
+    let (x, s) = if x > 0x8000_0000 {
+        (u32::MAX - x, -MINUS_SQRT2)
+    } else {
+        (x, MINUS_SQRT2)
+    };
+    let two_pow_m32 = 2f64.powi(-32);
+    let p = f64::from(x).mul_add(two_pow_m32, two_pow_m32 / 2.0);
+    s * erfcinv(2.0 * p)
+}
+
+/// The inverse complementary error function on (0, 1] (the inverse
+/// normal CDF's tail half): Giles's single-precision approximation
+/// ("Approximating the erfinv function", 2010), in terms of
+/// `w = -ln(y(2 - y))` so that tiny `y` keep their precision, then Newton
+/// steps on `erfc(z) = y` to double precision.
+pub fn erfcinv(y: f64) -> f64 {
+    let w = -(y * (2.0 - y)).ln();
+    let x = 1.0 - y;
+    let guess = if w < 5.0 {
+        let w = w - 2.5;
+        [
+            3.432_739_39e-7,
+            -3.523_387_7e-6,
+            -4.391_506_54e-6,
+            2.185_808_7e-4,
+            -1.253_725_03e-3,
+            -4.177_681_64e-3,
+            2.466_407_27e-1,
+            1.501_409_41,
+        ]
+        .iter()
+        .fold(2.810_226_36e-8, |p, c| c + p * w)
+    } else {
+        let w = w.sqrt() - 3.0;
+        [
+            1.009_505_58e-4,
+            1.349_343_22e-3,
+            -3.673_428_44e-3,
+            5.739_507_73e-3,
+            -7.622_461_3e-3,
+            9.438_870_47e-3,
+            1.001_674_06,
+            2.832_976_82,
+        ]
+        .iter()
+        .fold(-2.002_142_57e-4, |p, c| c + p * w)
+    } * x;
+    // d erfc(z)/dz = -2/√π·e^(-z²); the guess is within 1e-6 relative, so
+    // three steps reach the double nearest the root.
+    let two_over_sqrt_pi = std::f64::consts::FRAC_2_SQRT_PI;
+    let mut z = guess;
+    for _ in 0..3 {
+        let slope = two_over_sqrt_pi * (-z * z).exp();
+        z += (libm::erfc(z) - y) / slope;
+    }
+    z
 }
 
 /// Philox4_32_10 as NVIDIA's host library places its values

@@ -244,3 +244,98 @@ fn statuses() {
         NOT_INITIALIZED
     );
 }
+
+fn mtgp32_generator(state: &mut State, memory: &mut Memory, seed: u64, ordering: u32) -> u64 {
+    let g = create(state, memory, RNG_MTGP32);
+    for call in [
+        Call::SetSeed { generator: g, seed },
+        Call::SetOrdering {
+            generator: g,
+            ordering,
+        },
+    ] {
+        assert_eq!(state.call(memory, call).unwrap().status, 0);
+    }
+    g
+}
+
+#[test]
+fn mtgp32_gives_nvidias_values() {
+    // Values of NVIDIA's libcurand.so.10 (host generator): value 0 and 1
+    // (block 0), 256 (block 1), and 192·256 (block 0's second run; in the
+    // legacy order, with 64 blocks, that is value 64·256).
+    let mut memory = Memory(vec![0; 64]);
+    let mut state = State::default();
+    let g = mtgp32_generator(&mut state, &mut memory, 1234, ORDERING_DEFAULT);
+    let out = words(&generate(&mut state, &mut memory, g, Distribution::Bits, 192 * 256 + 1).out);
+    assert_eq!(
+        [out[0], out[1], out[256], out[192 * 256]],
+        [2_501_053_709, 1_991_185_121, 3_018_620_328, 809_145_794]
+    );
+    let g = mtgp32_generator(&mut state, &mut memory, 1234, ORDERING_LEGACY);
+    let out = words(&generate(&mut state, &mut memory, g, Distribution::Bits, 64 * 256 + 1).out);
+    assert_eq!([out[0], out[64 * 256]], [2_501_053_709, 809_145_794]);
+    // A 64-bit seed is folded to 32 bits.
+    let g = mtgp32_generator(&mut state, &mut memory, 0x1234_5678_9abc_def0, 101);
+    let out = words(&generate(&mut state, &mut memory, g, Distribution::Bits, 1).out);
+    assert_eq!(out, [3_992_761_209]);
+}
+
+#[test]
+fn mtgp32_interleaves_its_blocks_across_calls() {
+    let mut memory = Memory(vec![0; 64]);
+    let mut state = State::default();
+    let g = mtgp32_generator(&mut state, &mut memory, 99, ORDERING_DEFAULT);
+    let mut out = Vec::new();
+    for n in [1, 300, 7, 192 * 256] {
+        out.extend(words(&generate(&mut state, &mut memory, g, Distribution::Bits, n).out));
+    }
+    let seed32 = 99u32;
+    let mut blocks: Vec<_> = (0..192)
+        .map(|b| mtgp32::Block::new(b, seed32 + b as u32 + 1))
+        .collect();
+    let mut expected = Vec::new();
+    for chunk in 0..out.len().div_ceil(256) {
+        let block = &mut blocks[chunk % 192];
+        expected.extend((0..256).map(|_| block.next_u32()));
+    }
+    expected.truncate(out.len());
+    assert_eq!(out, expected);
+}
+
+#[test]
+fn mtgp32_statuses() {
+    let mut memory = Memory(vec![0; 64]);
+    let mut state = State::default();
+    let g = create(&mut state, &mut memory, RNG_MTGP32);
+    // No offset, as NVIDIA's; normals one at a time, so odd counts too.
+    let offset = Call::SetOffset {
+        generator: g,
+        offset: 5,
+    };
+    assert_eq!(state.call(&mut memory, offset).unwrap().status, TYPE_ERROR);
+    for d in [Distribution::Normal, Distribution::LogNormalDouble] {
+        let reply = generate(&mut state, &mut memory, g, d, 3);
+        assert_eq!(reply.status, 0);
+        assert_eq!(reply.out.len() as u64, 3 * d.value_size());
+    }
+}
+
+#[test]
+fn inverse_cdf_normals() {
+    assert_eq!(erfcinv(1.0), 0.0);
+    // erfinv(1/2), and erfc(erfcinv(y)) = y down to the smallest 2p.
+    assert!((erfcinv(0.5) - 0.476_936_276_204_469_9).abs() < 1e-16);
+    for y in [2f64.powi(-32), 1e-9, 1e-3, 0.1, 0.3, 0.7, 0.999] {
+        let z = erfcinv(y);
+        // erfc's relative slope is about 2z: an ulp of z moves it 2z² ulps.
+        let slack = 4.0 * f64::EPSILON * y * (1.0 + 2.0 * z * z);
+        assert!((libm::erfc(z) - y).abs() <= slack, "{y}: {z}");
+    }
+    // The smallest word is the far lower tail (Φ⁻¹(2^-33)), the largest
+    // its mirror.
+    assert!((normal_icdf_double(0) + 6.337_957_754_553_789).abs() < 1e-14);
+    assert_eq!(normal_icdf_double(u32::MAX), -normal_icdf_double(0));
+    assert_eq!(normal_icdf(u32::MAX), -normal_icdf(0));
+    assert!(normal_icdf_double(1 << 31).abs() < 1e-9);
+}
