@@ -267,7 +267,16 @@ fn mtgp32_gives_nvidias_values() {
     let mut memory = Memory(vec![0; 64]);
     let mut state = State::default();
     let g = mtgp32_generator(&mut state, &mut memory, 1234, ORDERING_DEFAULT);
-    let out = words(&generate(&mut state, &mut memory, g, Distribution::Bits, 192 * 256 + 1).out);
+    let out = words(
+        &generate(
+            &mut state,
+            &mut memory,
+            g,
+            Distribution::Bits,
+            192 * 256 + 1,
+        )
+        .out,
+    );
     assert_eq!(
         [out[0], out[1], out[256], out[192 * 256]],
         [2_501_053_709, 1_991_185_121, 3_018_620_328, 809_145_794]
@@ -288,7 +297,9 @@ fn mtgp32_interleaves_its_blocks_across_calls() {
     let g = mtgp32_generator(&mut state, &mut memory, 99, ORDERING_DEFAULT);
     let mut out = Vec::new();
     for n in [1, 300, 7, 192 * 256] {
-        out.extend(words(&generate(&mut state, &mut memory, g, Distribution::Bits, n).out));
+        out.extend(words(
+            &generate(&mut state, &mut memory, g, Distribution::Bits, n).out,
+        ));
     }
     let seed32 = 99u32;
     let mut blocks: Vec<_> = (0..192)

@@ -55,6 +55,18 @@ struct Generator {
     host: bool,
     /// Its stream (`curandSetStream`), as the runtime names streams.
     stream: u64,
+    /// Its `curandRngType_t`.
+    rng_type: c_uint,
+}
+
+/// `CURAND_RNG_PSEUDO_MTGP32`.
+const RNG_MTGP32: c_uint = 141;
+
+/// Whether `rng_type` makes normals in Box–Muller pairs, so that it takes
+/// only even counts of them; MTGP32's normals are inverse-CDF, one per
+/// value.
+fn pairwise_normals(rng_type: c_uint) -> bool {
+    rng_type != RNG_MTGP32
 }
 
 /// Live generators by the handle the application holds.
@@ -112,6 +124,7 @@ fn create(out: *mut *mut c_void, rng_type: c_uint, host: bool) -> c_int {
                 id,
                 host,
                 stream: 0,
+                rng_type,
             },
         );
     write_out(out, handle as *mut c_void)
@@ -262,7 +275,7 @@ fn generate(
         return NOT_INITIALIZED;
     };
     let n = n as u64;
-    if distribution.is_pairwise() && n % 2 == 1 {
+    if distribution.is_pairwise() && pairwise_normals(g.rng_type) && n % 2 == 1 {
         return LENGTH_NOT_MULTIPLE;
     }
     let Some(bytes) = n.checked_mul(distribution.value_size()) else {
