@@ -337,7 +337,16 @@ fn inverse_cdf_normals() {
     assert_eq!(erfcinv(1.0), 0.0);
     // erfinv(1/2), and erfc(erfcinv(y)) = y down to the smallest 2p.
     assert!((erfcinv(0.5) - 0.476_936_276_204_469_9).abs() < 1e-16);
-    for y in [2f64.powi(-32), 1e-9, 1e-3, 0.1, 0.3, 0.7, 0.999] {
+    for y in [
+        2f64.powi(-53),
+        2f64.powi(-32),
+        1e-9,
+        1e-3,
+        0.1,
+        0.3,
+        0.7,
+        0.999,
+    ] {
         let z = erfcinv(y);
         // erfc's relative slope is about 2z: an ulp of z moves it 2z² ulps.
         let slack = 4.0 * f64::EPSILON * y * (1.0 + 2.0 * z * z);
@@ -349,4 +358,6 @@ fn inverse_cdf_normals() {
     assert_eq!(normal_icdf_double(u32::MAX), -normal_icdf_double(0));
     assert_eq!(normal_icdf(u32::MAX), -normal_icdf(0));
     assert!(normal_icdf_double(1 << 31).abs() < 1e-9);
+    // Sobol64's first point, 0: Φ⁻¹(2^-54).
+    assert!((normal_icdf_double_53(0) + 8.292_361_075_813_595).abs() < 1e-12);
 }
