@@ -10,7 +10,9 @@
 // MTGP32: runs of 256 values from 192 blocks (64 in the legacy ordering),
 // against curand_kernel.h's MTGP32 set up by the header's own
 // curandMakeMTGP32Constants/curandMakeMTGP32KernelState, and against values
-// of NVIDIA's library.
+// of NVIDIA's library. Sobol32/Sobol64: dimension-major output with
+// offsets and successive calls against curand_kernel.h's Sobol states
+// initialised with curandGetDirectionVectors32/64.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -361,6 +363,84 @@ static void mtgp32(curandOrdering_t ordering, int blocks, int rounds) {
     CHECK(cudaFree(m));
 }
 
+// Value i of a call of `per` points in each of `dims` dimensions (dimension
+// major): point offset + i % per of dimension i / per.
+template <class State, class Vectors, class Word>
+__global__ void mirror_sobol(Vectors *vectors, unsigned long long offset, size_t per, int dims,
+                             Word *out) {
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i >= per * dims) return;
+    State st;
+    curand_init(vectors[i / per], offset + i % per, &st);
+    out[i] = curand(&st);
+}
+
+template <class State, class Vectors, class Word>
+static void sobol(curandRngType_t rng, const char *name, curandDirectionVectorSet_t set) {
+    const int dims = 3;
+    const unsigned long long offset = 17;
+    // The second call is more than one host request (65536 values): its
+    // requests' points go to their places in every dimension.
+    const size_t per[2] = {301, 30001};
+    const size_t n = dims * (per[0] + per[1]);
+    Word *d = nullptr, *m = nullptr;
+    CHECK(cudaMalloc(&d, n * sizeof(Word)));
+    CHECK(cudaMalloc(&m, n * sizeof(Word)));
+    curandGenerator_t gen, host_gen;
+    CURAND_CHECK(curandCreateGenerator(&gen, rng));
+    CURAND_CHECK(curandCreateGeneratorHost(&host_gen, rng));
+    std::vector<Word> api(n), from_host(n), mirrored(n);
+    for (curandGenerator_t g : {gen, host_gen}) {
+        CURAND_CHECK(curandSetGeneratorOffset(g, offset));
+        CURAND_CHECK(curandSetQuasiRandomGeneratorDimensions(g, dims));
+        CURAND_CHECK(curandSetGeneratorOrdering(g, CURAND_ORDERING_QUASI_DEFAULT));
+        Word *out = g == gen ? d : from_host.data();
+        for (int call = 0; call < 2; call++) {
+            size_t count = dims * per[call];
+            curandStatus_t st = sizeof(Word) == 8
+                ? curandGenerateLongLong(g, (unsigned long long *)out, count)
+                : curandGenerate(g, (unsigned *)out, count);
+            EXPECT(st == CURAND_STATUS_SUCCESS, "%s call %d: status %d", name, call, (int)st);
+            out += count;
+        }
+    }
+    Vectors *host_vectors = nullptr, *vectors = nullptr;
+    CURAND_CHECK(sizeof(Word) == 8
+        ? curandGetDirectionVectors64((curandDirectionVectors64_t **)&host_vectors, set)
+        : curandGetDirectionVectors32((curandDirectionVectors32_t **)&host_vectors, set));
+    CHECK(cudaMalloc(&vectors, dims * sizeof(Vectors)));
+    CHECK(cudaMemcpy(vectors, host_vectors, dims * sizeof(Vectors), cudaMemcpyHostToDevice));
+    mirror_sobol<State><<<(dims * per[0] + 127) / 128, 128>>>(vectors, offset, per[0], dims, m);
+    mirror_sobol<State><<<(dims * per[1] + 127) / 128, 128>>>(vectors, offset + per[0], per[1],
+                                                              dims, m + dims * per[0]);
+    CHECK(cudaGetLastError());
+    CHECK(cudaMemcpy(api.data(), d, n * sizeof(Word), cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(mirrored.data(), m, n * sizeof(Word), cudaMemcpyDeviceToHost));
+    EXPECT(api == from_host, "%s: the host generator differs from the device generator", name);
+    for (size_t i = 0; i < n; i++)
+        EXPECT(api[i] == mirrored[i], "%s: value %zu is %llu, curand_kernel.h gives %llu", name, i,
+               (unsigned long long)api[i], (unsigned long long)mirrored[i]);
+    // Van der Corput's dimension: point 17 (Gray code 25 = 11001b).
+    EXPECT(api[0] == (Word)(((Word)1 << (sizeof(Word) * 8 - 1)) | ((Word)1 << (sizeof(Word) * 8 - 4)) |
+                            ((Word)1 << (sizeof(Word) * 8 - 5))),
+           "%s: point 17 of dimension 1 is %llu", name, (unsigned long long)api[0]);
+    // Whole points only; normals are one per value (inverse CDF).
+    EXPECT_STATUS(curandGenerateUniform(host_gen, (float *)from_host.data(), dims * 2 + 1),
+                  CURAND_STATUS_LENGTH_NOT_MULTIPLE);
+    CURAND_CHECK(curandGenerateNormal(host_gen, (float *)from_host.data(), dims, 0.0f, 1.0f));
+    EXPECT_STATUS(curandSetPseudoRandomGeneratorSeed(gen, 1), CURAND_STATUS_TYPE_ERROR);
+    EXPECT_STATUS(curandSetQuasiRandomGeneratorDimensions(gen, 20001), CURAND_STATUS_OUT_OF_RANGE);
+    EXPECT_STATUS(sizeof(Word) == 8 ? curandGenerate(gen, (unsigned *)d, dims)
+                                    : curandGenerateLongLong(gen, (unsigned long long *)d, dims),
+                  CURAND_STATUS_TYPE_ERROR);
+    printf("%s: %zu values in %d dimensions match curand_kernel.h\n", name, n, dims);
+    CURAND_CHECK(curandDestroyGenerator(gen));
+    CURAND_CHECK(curandDestroyGenerator(host_gen));
+    CHECK(cudaFree(vectors));
+    CHECK(cudaFree(d));
+    CHECK(cudaFree(m));
+}
+
 static void statuses() {
     int version = 0;
     CURAND_CHECK(curandGetVersion(&version));
@@ -403,6 +483,10 @@ int main() {
     mt19937();
     mtgp32(CURAND_ORDERING_PSEUDO_LEGACY, 64, 2);
     mtgp32(CURAND_ORDERING_PSEUDO_DEFAULT, 192, 2);
+    sobol<curandStateSobol32_t, curandDirectionVectors32_t, unsigned>(
+        CURAND_RNG_QUASI_SOBOL32, "Sobol32", CURAND_DIRECTION_VECTORS_32_JOEKUO6);
+    sobol<curandStateSobol64_t, curandDirectionVectors64_t, unsigned long long>(
+        CURAND_RNG_QUASI_SOBOL64, "Sobol64", CURAND_DIRECTION_VECTORS_64_JOEKUO6);
     statuses();
     printf("PASS\n");
     return 0;
