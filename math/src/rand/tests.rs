@@ -361,3 +361,126 @@ fn inverse_cdf_normals() {
     // Sobol64's first point, 0: Φ⁻¹(2^-54).
     assert!((normal_icdf_double_53(0) + 8.292_361_075_813_595).abs() < 1e-12);
 }
+
+fn sobol_generator(state: &mut State, memory: &mut Memory, rng: u32, dimensions: u32) -> u64 {
+    let g = create(state, memory, rng);
+    let call = Call::SetDimensions {
+        generator: g,
+        dimensions,
+    };
+    assert_eq!(state.call(memory, call).unwrap().status, 0);
+    g
+}
+
+#[test]
+fn sobol_is_dimension_major_and_counts_points() {
+    let mut memory = Memory(vec![0; 64]);
+    let mut state = State::default();
+    let g = sobol_generator(&mut state, &mut memory, RNG_SOBOL32, 2);
+    let first = words(&generate(&mut state, &mut memory, g, Distribution::Bits, 6).out);
+    let second = words(&generate(&mut state, &mut memory, g, Distribution::Bits, 4).out);
+    // Van der Corput in Gray code order: points 0..5 of dimension 1, then
+    // of dimension 2 (m = 1, 3: vectors 2^31, 3·2^30, ...).
+    let half = 1u32 << 31;
+    assert_eq!(&first[..3], &[0, half, half | (1 << 30)]);
+    assert_eq!(&first[3..], &[0, half, (1 << 30)]);
+    assert_eq!(&second[..2], &[1 << 30, (1 << 30) | (1 << 29)]);
+    let mut dim2 = sobol::Points::<32>::new(1, 3);
+    assert_eq!(
+        &second[2..],
+        &[dim2.next_point() as u32, dim2.next_point() as u32]
+    );
+}
+
+#[test]
+fn sobol_statuses() {
+    let mut memory = Memory(vec![0; 64]);
+    let mut state = State::default();
+    let g32 = sobol_generator(&mut state, &mut memory, RNG_SOBOL32, 3);
+    let g64 = sobol_generator(&mut state, &mut memory, RNG_SOBOL64, 3);
+    let status =
+        |state: &mut State, memory: &mut Memory, g, d, n| generate(state, memory, g, d, n).status;
+    // Whole points only; normals one per value; each width its own words.
+    assert_eq!(
+        status(&mut state, &mut memory, g32, Distribution::Uniform, 4),
+        LENGTH_NOT_MULTIPLE
+    );
+    assert_eq!(
+        status(&mut state, &mut memory, g32, Distribution::Normal, 3),
+        0
+    );
+    assert_eq!(
+        status(&mut state, &mut memory, g32, Distribution::LongLong, 3),
+        TYPE_ERROR
+    );
+    assert_eq!(
+        status(&mut state, &mut memory, g64, Distribution::Bits, 3),
+        TYPE_ERROR
+    );
+    let reply = generate(&mut state, &mut memory, g64, Distribution::LongLong, 3);
+    assert_eq!((reply.status, reply.out.len()), (0, 24));
+    for (call, want) in [
+        (
+            Call::SetSeed {
+                generator: g32,
+                seed: 1,
+            },
+            TYPE_ERROR,
+        ),
+        (
+            Call::SetDimensions {
+                generator: g32,
+                dimensions: 0,
+            },
+            OUT_OF_RANGE,
+        ),
+        (
+            Call::SetDimensions {
+                generator: g32,
+                dimensions: 20_001,
+            },
+            OUT_OF_RANGE,
+        ),
+        (
+            Call::SetDimensions {
+                generator: g32,
+                dimensions: 20_000,
+            },
+            0,
+        ),
+        (
+            Call::SetOrdering {
+                generator: g32,
+                ordering: 201,
+            },
+            0,
+        ),
+        (
+            Call::SetOrdering {
+                generator: g32,
+                ordering: 101,
+            },
+            OUT_OF_RANGE,
+        ),
+        (
+            Call::SetOffset {
+                generator: g64,
+                offset: 1 << 40,
+            },
+            0,
+        ),
+    ] {
+        assert_eq!(
+            state.call(&mut memory, call.clone()).unwrap().status,
+            want,
+            "{call:?}"
+        );
+    }
+    // Scrambled Sobol cannot be reproduced (NVIDIA's own constants).
+    for rng in [RNG_SCRAMBLED_SOBOL32, RNG_SCRAMBLED_SOBOL64] {
+        let reply = state
+            .call(&mut memory, Call::Create { rng_type: rng })
+            .unwrap();
+        assert_eq!(reply.status, TYPE_ERROR);
+    }
+}
