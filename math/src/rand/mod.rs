@@ -319,7 +319,7 @@ impl State {
                     return Ok(Reply::status(TYPE_ERROR));
                 }
                 // A quasi-random call is whole points of every dimension.
-                if is_quasi(g.rng_type) && n % u64::from(g.dimensions) != 0 {
+                if is_quasi(g.rng_type) && !n.is_multiple_of(u64::from(g.dimensions)) {
                     return Ok(Reply::status(LENGTH_NOT_MULTIPLE));
                 }
                 // Box–Muller makes normals in pairs; the inverse CDF makes

@@ -91,7 +91,7 @@ fn check_request(g: &Generator, distribution: Distribution, n: u64) -> c_int {
     {
         return TYPE_ERROR;
     }
-    if is_quasi(g.rng_type) && n % g.dimensions != 0 {
+    if is_quasi(g.rng_type) && !n.is_multiple_of(g.dimensions) {
         return LENGTH_NOT_MULTIPLE;
     }
     if distribution.is_pairwise() && pairwise_normals(g.rng_type) && n % 2 == 1 {
