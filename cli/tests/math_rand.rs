@@ -3,7 +3,9 @@
 //! API (device and host generators) with `curand_kernel.h` run in kernels
 //! by the emulated device, in the order NVIDIA's library places the values
 //! (measured by `math/tests/curand_oracle.rs`), MT19937's first value with
-//! the reference sequence's, and checks cuRAND's documented statuses.
+//! the reference sequence's, MTGP32 against `curand_kernel.h` and values of
+//! NVIDIA's library, Sobol32/64 against `curand_kernel.h`'s Sobol states,
+//! and checks cuRAND's documented statuses.
 //!
 //! Requirements and skipping as in `e2e.rs` (see `common/mod.rs`).
 
@@ -44,6 +46,13 @@ fn run_build(cudart: &str) {
         ));
     }
     run.assert_line("MT19937: first value, statuses, device and host agree");
+    run.assert_line("MTGP32 64 blocks: 32768 values match curand_kernel.h and NVIDIA's");
+    run.assert_line("MTGP32 192 blocks: 98304 values match curand_kernel.h and NVIDIA's");
+    for sobol in ["Sobol32", "Sobol64"] {
+        run.assert_line(&format!(
+            "{sobol}: 90906 values in 3 dimensions match curand_kernel.h"
+        ));
+    }
     run.assert_line("curandGenerateNormal(gen, d, 63, 0.0f, 1.0f) -> 105");
     run.assert_line("curandDestroyGenerator(gen) -> 101");
 }

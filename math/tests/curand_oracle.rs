@@ -33,6 +33,9 @@ struct Curand {
     set_ordering: Symbol<unsafe extern "C" fn(Gen, i32) -> i32>,
     set_dimensions: Symbol<unsafe extern "C" fn(Gen, u32) -> i32>,
     generate: Symbol<unsafe extern "C" fn(Gen, *mut u32, usize) -> i32>,
+    generate_long_long: Symbol<unsafe extern "C" fn(Gen, *mut u64, usize) -> i32>,
+    direction_vectors32: Symbol<unsafe extern "C" fn(*mut *const [u32; 32], i32) -> i32>,
+    direction_vectors64: Symbol<unsafe extern "C" fn(*mut *const [u64; 64], i32) -> i32>,
     uniform: Symbol<unsafe extern "C" fn(Gen, *mut f32, usize) -> i32>,
     uniform_double: Symbol<unsafe extern "C" fn(Gen, *mut f64, usize) -> i32>,
     normal: Symbol<unsafe extern "C" fn(Gen, *mut f32, usize, f32, f32) -> i32>,
@@ -91,6 +94,15 @@ fn load() -> Result<Curand, String> {
                 .get(b"curandSetQuasiRandomGeneratorDimensions")
                 .map_err(|e| e.to_string())?,
             generate: curand.get(b"curandGenerate").map_err(|e| e.to_string())?,
+            generate_long_long: curand
+                .get(b"curandGenerateLongLong")
+                .map_err(|e| e.to_string())?,
+            direction_vectors32: curand
+                .get(b"curandGetDirectionVectors32")
+                .map_err(|e| e.to_string())?,
+            direction_vectors64: curand
+                .get(b"curandGetDirectionVectors64")
+                .map_err(|e| e.to_string())?,
             uniform: curand
                 .get(b"curandGenerateUniform")
                 .map_err(|e| e.to_string())?,
@@ -186,6 +198,13 @@ fn nvidia(lib: &Curand, case: &Case) -> (Vec<i32>, Vec<(i32, Vec<u8>)>) {
                         let mut v = vec![0u32; n];
                         ((lib.generate)(g, v.as_mut_ptr(), n), to_bytes(&v, 4))
                     }
+                    Distribution::LongLong => {
+                        let mut v = vec![0u64; n];
+                        (
+                            (lib.generate_long_long)(g, v.as_mut_ptr(), n),
+                            to_bytes(&v, 8),
+                        )
+                    }
                     Distribution::Uniform => {
                         let mut v = vec![0f32; n];
                         ((lib.uniform)(g, v.as_mut_ptr(), n), to_bytes(&v, 4))
@@ -260,10 +279,15 @@ fn rcud(case: &Case) -> (Vec<i32>, Vec<(i32, Vec<u8>)>) {
             .status,
         );
     }
-    assert!(
-        case.dimensions.is_none(),
-        "rcud has no quasi-random generator"
-    );
+    if let Some(dimensions) = case.dimensions {
+        settings.push(
+            call(Call::SetDimensions {
+                generator,
+                dimensions,
+            })
+            .status,
+        );
+    }
     let out = case
         .calls
         .iter()
@@ -284,6 +308,10 @@ fn rcud(case: &Case) -> (Vec<i32>, Vec<(i32, Vec<u8>)>) {
                 if reply.status != 0 {
                     return (reply.status, Vec::new());
                 }
+                assert!(
+                    case.dimensions.is_none() || n <= chunk,
+                    "a quasi-random call in several requests is laid out per request"
+                );
                 bytes.extend(reply.out);
             }
             (0, bytes)
@@ -311,13 +339,19 @@ const ALL: [Distribution; 7] = [
 /// single-precision Box–Muller values are within a few ulps of the
 /// standard normal (times `stddev` = 2, so 1e-5 absolute), log-normals
 /// within a few ulps relative. Double-precision values were bit for bit
-/// in every case measured; they are allowed 1e-14 relative all the same.
+/// in every case measured for the Box–Muller generators; the inverse-CDF
+/// normals (MTGP32) go through `erfcinv`, whose last bit differs in about
+/// 0.5 % of the values. Doubles are allowed 1e-14 relative, and 1e-14
+/// absolute for values near zero, where `mean + stddev·z` cancels.
 fn tolerance(d: Distribution) -> Option<(f64, f64)> {
     match d {
-        Distribution::Bits | Distribution::Uniform | Distribution::UniformDouble => None,
+        Distribution::Bits
+        | Distribution::LongLong
+        | Distribution::Uniform
+        | Distribution::UniformDouble => None,
         Distribution::Normal => Some((1e-5, 0.0)),
         Distribution::LogNormal => Some((0.0, 1e-6)),
-        Distribution::NormalDouble | Distribution::LogNormalDouble => Some((0.0, 1e-14)),
+        Distribution::NormalDouble | Distribution::LogNormalDouble => Some((1e-14, 1e-14)),
     }
 }
 
@@ -343,7 +377,7 @@ fn values(d: Distribution, bytes: &[u8]) -> Vec<f64> {
 
 /// Runs `case` on both libraries; answers its mismatches, and counts the
 /// values that are not bit for bit (within the tolerance) in `inexact`.
-fn compare(lib: &Curand, case: &Case, inexact: &mut [usize; 7]) -> Vec<String> {
+fn compare(lib: &Curand, case: &Case, inexact: &mut [usize; 8]) -> Vec<String> {
     let (want_settings, want) = nvidia(lib, case);
     let (got_settings, got) = rcud(case);
     let mut errors = Vec::new();
@@ -404,8 +438,8 @@ fn library() -> Option<Curand> {
 /// Runs every case, reports the values within tolerance, fails on any
 /// mismatch.
 fn check(lib: &Curand, cases: &[Case]) {
-    let mut inexact = [0usize; 7];
-    let mut total = [0usize; 7];
+    let mut inexact = [0usize; 8];
+    let mut total = [0usize; 8];
     let mut errors = Vec::new();
     for case in cases {
         for &(d, n) in &case.calls {
@@ -413,7 +447,7 @@ fn check(lib: &Curand, cases: &[Case]) {
         }
         errors.extend(compare(lib, case, &mut inexact));
     }
-    for d in ALL {
+    for d in ALL.into_iter().chain([Distribution::LongLong]) {
         if total[d as usize] > 0 {
             eprintln!(
                 "{d:?}: {} values, {} not bit for bit (within tolerance)",
@@ -434,6 +468,17 @@ fn check(lib: &Curand, cases: &[Case]) {
 /// stream count (odd for the non-pairwise distributions), the second
 /// continuing the first.
 fn pseudo_cases(rng: u32, orderings: &[Option<i32>], sizes: [usize; 2]) -> Vec<Case> {
+    cases_with_odd(rng, orderings, sizes, |d| !d.is_pairwise())
+}
+
+/// [`pseudo_cases`], with the sizes made odd for the distributions `odd`
+/// selects.
+fn cases_with_odd(
+    rng: u32,
+    orderings: &[Option<i32>],
+    sizes: [usize; 2],
+    odd: impl Fn(Distribution) -> bool,
+) -> Vec<Case> {
     let mut cases = Vec::new();
     for &ordering in orderings {
         for d in ALL {
@@ -444,7 +489,7 @@ fn pseudo_cases(rng: u32, orderings: &[Option<i32>], sizes: [usize; 2]) -> Vec<C
                 (42, 100_003),
                 (7, 262_141),
             ] {
-                let odd = usize::from(!d.is_pairwise());
+                let odd = usize::from(odd(d));
                 cases.push(Case {
                     rng,
                     seed,
@@ -492,6 +537,110 @@ fn mrg32k3a_matches_nvidia() {
     check(&lib, &pseudo_cases(121, &[LEGACY], [5000, 4096 * 3 + 2]));
 }
 
+/// MTGP32: 192 blocks of 256 values (64 in the legacy order), every
+/// distribution one word per value (normals by the inverse CDF, so odd
+/// counts of them too); the offsets of the cases are refused
+/// (`TYPE_ERROR`) by both. The second call wraps round the blocks to their
+/// second runs (third, in the legacy order).
+#[test]
+fn mtgp32_matches_nvidia() {
+    let Some(lib) = library() else { return };
+    check(
+        &lib,
+        &cases_with_odd(
+            141,
+            &[None, BEST, DEFAULT, LEGACY],
+            [5001, 192 * 256 + 4097],
+            |_| true,
+        ),
+    );
+}
+
+/// Sobol32 (201) and Sobol64 (203): every distribution (32-bit words for
+/// Sobol32, 64-bit for Sobol64, and the other's refused with `TYPE_ERROR`),
+/// 1, 3, 7 and 20,000 dimensions, offsets, two successive calls of whole
+/// points (odd counts of points), and a count that is not whole points
+/// (`LENGTH_NOT_MULTIPLE`).
+#[test]
+fn sobol_matches_nvidia() {
+    let Some(lib) = library() else { return };
+    let mut cases = Vec::new();
+    for rng in [201, 203] {
+        let words = if rng == 201 {
+            Distribution::Bits
+        } else {
+            Distribution::LongLong
+        };
+        let refused = if rng == 201 {
+            Distribution::LongLong
+        } else {
+            Distribution::Bits
+        };
+        for d in ALL
+            .into_iter()
+            .filter(|&d| d != Distribution::Bits)
+            .chain([words, refused])
+        {
+            for (dimensions, offset, points) in [
+                (1, 0, [1001, 3333]),
+                (1, 123_457, [7, 65_535]),
+                (3, 5, [517, 1001]),
+                (7, 1000, [33, 4097]),
+                (20_000, 9, [1, 3]),
+            ] {
+                cases.push(Case {
+                    rng,
+                    seed: 0,
+                    offset,
+                    ordering: Some(201),
+                    dimensions: Some(dimensions),
+                    calls: vec![
+                        (d, points[0] * dimensions as usize),
+                        (d, points[1] * dimensions as usize),
+                        (d, points[0] * dimensions as usize + 1),
+                    ],
+                });
+            }
+        }
+    }
+    check(&lib, &cases);
+}
+
+/// The direction vectors of all 20,000 dimensions, 32 and 64 bits, against
+/// `curandGetDirectionVectors32/64` of NVIDIA's library.
+#[test]
+fn sobol_direction_vectors_match_nvidia() {
+    let Some(lib) = library() else { return };
+    let mut v32: *const [u32; 32] = std::ptr::null();
+    let mut v64: *const [u64; 64] = std::ptr::null();
+    // SAFETY: NVIDIA's calls answer pointers to its tables of 20,000
+    // dimensions (CURAND_DIRECTION_VECTORS_32/64_JOEKUO6).
+    let (nv32, nv64) = unsafe {
+        assert_eq!((lib.direction_vectors32)(&mut v32, 101), 0);
+        assert_eq!((lib.direction_vectors64)(&mut v64, 103), 0);
+        (
+            std::slice::from_raw_parts(v32, 20_000),
+            std::slice::from_raw_parts(v64, 20_000),
+        )
+    };
+    for dimension in 0..20_000u32 {
+        let ours32 = rcud_math::rand::sobol::direction_vectors::<32>(dimension);
+        let ours64 = rcud_math::rand::sobol::direction_vectors::<64>(dimension);
+        let d = dimension as usize;
+        assert!(
+            ours32
+                .iter()
+                .zip(&nv32[d])
+                .all(|(&a, &b)| a == u64::from(b)),
+            "dimension {dimension}: 32-bit vectors differ"
+        );
+        assert_eq!(
+            ours64, nv64[d],
+            "dimension {dimension}: 64-bit vectors differ"
+        );
+    }
+}
+
 /// MT19937: NVIDIA's first value is the reference sequence's (`std::mt19937`
 /// of the seed), and rcud's settings answer as NVIDIA's (no offset:
 /// `TYPE_ERROR`). NVIDIA's later values interleave parallel streams that
@@ -523,7 +672,7 @@ fn orderings_answer_as_nvidia() {
     let Some(lib) = library() else { return };
     let mut state = State::default();
     let mut memory = NoMemory;
-    for rng in [100, 101, 121, 142, 161] {
+    for rng in [100, 101, 121, 141, 142, 161, 201, 203] {
         let created = state
             .call(&mut memory, Call::Create { rng_type: rng })
             .expect("create");

@@ -7,6 +7,12 @@
 // streams (4096 in the legacy ordering); Philox4_32_10's in units of four
 // values (curand4 and friends) from 65536 streams. Plus MT19937's first
 // value (that of the reference sequence) and the documented statuses.
+// MTGP32: runs of 256 values from 192 blocks (64 in the legacy ordering),
+// against curand_kernel.h's MTGP32 set up by the header's own
+// curandMakeMTGP32Constants/curandMakeMTGP32KernelState, and against values
+// of NVIDIA's library. Sobol32/Sobol64: dimension-major output with
+// offsets and successive calls against curand_kernel.h's Sobol states
+// initialised with curandGetDirectionVectors32/64.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -14,6 +20,8 @@
 
 #include <curand.h>
 #include <curand_kernel.h>
+#include <curand_mtgp32_host.h>
+#include <curand_mtgp32dc_p_11213.h>
 
 #include "check.h"
 
@@ -296,6 +304,143 @@ static void mt19937() {
     printf("MT19937: first value, statuses, device and host agree\n");
 }
 
+// One MTGP32 block per parameter set, 256 threads: round r of block b is
+// chunk r * blocks + b of the host API's order.
+__global__ void mirror_mtgp32(curandStateMtgp32_t *states, int rounds, unsigned *out) {
+    for (int r = 0; r < rounds; r++) {
+        unsigned v = curand(&states[blockIdx.x]);
+        out[((size_t)r * gridDim.x + blockIdx.x) * 256 + threadIdx.x] = v;
+    }
+}
+
+static void mtgp32(curandOrdering_t ordering, int blocks, int rounds) {
+    const unsigned long long seed = 1234;
+    const size_t n = (size_t)blocks * 256 * rounds;
+    unsigned *d = nullptr, *m = nullptr;
+    CHECK(cudaMalloc(&d, n * 4));
+    CHECK(cudaMalloc(&m, n * 4));
+    curandGenerator_t gen, host_gen;
+    CURAND_CHECK(curandCreateGenerator(&gen, CURAND_RNG_PSEUDO_MTGP32));
+    CURAND_CHECK(curandSetPseudoRandomGeneratorSeed(gen, seed));
+    CURAND_CHECK(curandSetGeneratorOrdering(gen, ordering));
+    EXPECT_STATUS(curandSetGeneratorOffset(gen, 10), CURAND_STATUS_TYPE_ERROR);
+    // Successive calls of odd sizes continue the one order.
+    CURAND_CHECK(curandGenerate(gen, d, 1001));
+    CURAND_CHECK(curandGenerate(gen, d + 1001, n - 1001));
+    CURAND_CHECK(curandCreateGeneratorHost(&host_gen, CURAND_RNG_PSEUDO_MTGP32));
+    CURAND_CHECK(curandSetPseudoRandomGeneratorSeed(host_gen, seed));
+    CURAND_CHECK(curandSetGeneratorOrdering(host_gen, ordering));
+    std::vector<unsigned> api(n), from_host(n), mirrored(n);
+    CURAND_CHECK(curandGenerate(host_gen, from_host.data(), n));
+
+    mtgp32_kernel_params_t *params = nullptr;
+    curandStateMtgp32_t *states = nullptr;
+    CHECK(cudaMalloc(&params, sizeof(mtgp32_kernel_params_t)));
+    CHECK(cudaMalloc(&states, blocks * sizeof(curandStateMtgp32_t)));
+    CURAND_CHECK(curandMakeMTGP32Constants(mtgp32dc_params_fast_11213, params));
+    CURAND_CHECK(curandMakeMTGP32KernelState(states, mtgp32dc_params_fast_11213, params, blocks, seed));
+    mirror_mtgp32<<<blocks, 256>>>(states, rounds, m);
+    CHECK(cudaGetLastError());
+    CHECK(cudaMemcpy(api.data(), d, n * 4, cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(mirrored.data(), m, n * 4, cudaMemcpyDeviceToHost));
+    EXPECT(api == from_host, "MTGP32: the host generator differs from the device generator");
+    for (size_t i = 0; i < n; i++)
+        EXPECT(api[i] == mirrored[i], "MTGP32 %d blocks: value %zu is %u, curand_kernel.h gives %u",
+               blocks, i, api[i], mirrored[i]);
+    // NVIDIA's libcurand.so.10 (host generator, seed 1234): values 0, 1, 256
+    // and the first of block 0's second run.
+    EXPECT(api[0] == 2501053709u && api[1] == 1991185121u && api[(size_t)blocks * 256] == 809145794u,
+           "MTGP32 differs from NVIDIA's values");
+    if (blocks > 1) EXPECT(api[256] == 3018620328u, "MTGP32 value 256 is %u", api[256]);
+    // Normals are one per value (inverse CDF): odd counts are fine.
+    CURAND_CHECK(curandGenerateNormal(host_gen, (float *)from_host.data(), 7, 0.0f, 1.0f));
+    printf("MTGP32 %d blocks: %zu values match curand_kernel.h and NVIDIA's\n", blocks, n);
+    CURAND_CHECK(curandDestroyGenerator(gen));
+    CURAND_CHECK(curandDestroyGenerator(host_gen));
+    CHECK(cudaFree(params));
+    CHECK(cudaFree(states));
+    CHECK(cudaFree(d));
+    CHECK(cudaFree(m));
+}
+
+// Value i of a call of `per` points in each of `dims` dimensions (dimension
+// major): point offset + i % per of dimension i / per.
+template <class State, class Vectors, class Word>
+__global__ void mirror_sobol(Vectors *vectors, unsigned long long offset, size_t per, int dims,
+                             Word *out) {
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i >= per * dims) return;
+    State st;
+    curand_init(vectors[i / per], offset + i % per, &st);
+    out[i] = curand(&st);
+}
+
+template <class State, class Vectors, class Word>
+static void sobol(curandRngType_t rng, const char *name, curandDirectionVectorSet_t set) {
+    const int dims = 3;
+    const unsigned long long offset = 17;
+    // The second call is more than one host request (65536 values): its
+    // requests' points go to their places in every dimension.
+    const size_t per[2] = {301, 30001};
+    const size_t n = dims * (per[0] + per[1]);
+    Word *d = nullptr, *m = nullptr;
+    CHECK(cudaMalloc(&d, n * sizeof(Word)));
+    CHECK(cudaMalloc(&m, n * sizeof(Word)));
+    curandGenerator_t gen, host_gen;
+    CURAND_CHECK(curandCreateGenerator(&gen, rng));
+    CURAND_CHECK(curandCreateGeneratorHost(&host_gen, rng));
+    std::vector<Word> api(n), from_host(n), mirrored(n);
+    for (curandGenerator_t g : {gen, host_gen}) {
+        CURAND_CHECK(curandSetGeneratorOffset(g, offset));
+        CURAND_CHECK(curandSetQuasiRandomGeneratorDimensions(g, dims));
+        CURAND_CHECK(curandSetGeneratorOrdering(g, CURAND_ORDERING_QUASI_DEFAULT));
+        Word *out = g == gen ? d : from_host.data();
+        for (int call = 0; call < 2; call++) {
+            size_t count = dims * per[call];
+            curandStatus_t st = sizeof(Word) == 8
+                ? curandGenerateLongLong(g, (unsigned long long *)out, count)
+                : curandGenerate(g, (unsigned *)out, count);
+            EXPECT(st == CURAND_STATUS_SUCCESS, "%s call %d: status %d", name, call, (int)st);
+            out += count;
+        }
+    }
+    Vectors *host_vectors = nullptr, *vectors = nullptr;
+    CURAND_CHECK(sizeof(Word) == 8
+        ? curandGetDirectionVectors64((curandDirectionVectors64_t **)&host_vectors, set)
+        : curandGetDirectionVectors32((curandDirectionVectors32_t **)&host_vectors, set));
+    CHECK(cudaMalloc(&vectors, dims * sizeof(Vectors)));
+    CHECK(cudaMemcpy(vectors, host_vectors, dims * sizeof(Vectors), cudaMemcpyHostToDevice));
+    mirror_sobol<State><<<(dims * per[0] + 127) / 128, 128>>>(vectors, offset, per[0], dims, m);
+    mirror_sobol<State><<<(dims * per[1] + 127) / 128, 128>>>(vectors, offset + per[0], per[1],
+                                                              dims, m + dims * per[0]);
+    CHECK(cudaGetLastError());
+    CHECK(cudaMemcpy(api.data(), d, n * sizeof(Word), cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(mirrored.data(), m, n * sizeof(Word), cudaMemcpyDeviceToHost));
+    EXPECT(api == from_host, "%s: the host generator differs from the device generator", name);
+    for (size_t i = 0; i < n; i++)
+        EXPECT(api[i] == mirrored[i], "%s: value %zu is %llu, curand_kernel.h gives %llu", name, i,
+               (unsigned long long)api[i], (unsigned long long)mirrored[i]);
+    // Van der Corput's dimension: point 17 (Gray code 25 = 11001b).
+    EXPECT(api[0] == (Word)(((Word)1 << (sizeof(Word) * 8 - 1)) | ((Word)1 << (sizeof(Word) * 8 - 4)) |
+                            ((Word)1 << (sizeof(Word) * 8 - 5))),
+           "%s: point 17 of dimension 1 is %llu", name, (unsigned long long)api[0]);
+    // Whole points only; normals are one per value (inverse CDF).
+    EXPECT_STATUS(curandGenerateUniform(host_gen, (float *)from_host.data(), dims * 2 + 1),
+                  CURAND_STATUS_LENGTH_NOT_MULTIPLE);
+    CURAND_CHECK(curandGenerateNormal(host_gen, (float *)from_host.data(), dims, 0.0f, 1.0f));
+    EXPECT_STATUS(curandSetPseudoRandomGeneratorSeed(gen, 1), CURAND_STATUS_TYPE_ERROR);
+    EXPECT_STATUS(curandSetQuasiRandomGeneratorDimensions(gen, 20001), CURAND_STATUS_OUT_OF_RANGE);
+    EXPECT_STATUS(sizeof(Word) == 8 ? curandGenerate(gen, (unsigned *)d, dims)
+                                    : curandGenerateLongLong(gen, (unsigned long long *)d, dims),
+                  CURAND_STATUS_TYPE_ERROR);
+    printf("%s: %zu values in %d dimensions match curand_kernel.h\n", name, n, dims);
+    CURAND_CHECK(curandDestroyGenerator(gen));
+    CURAND_CHECK(curandDestroyGenerator(host_gen));
+    CHECK(cudaFree(vectors));
+    CHECK(cudaFree(d));
+    CHECK(cudaFree(m));
+}
+
 static void statuses() {
     int version = 0;
     CURAND_CHECK(curandGetVersion(&version));
@@ -336,6 +481,12 @@ int main() {
     offsets<curandStatePhilox4_32_10_t>(CURAND_RNG_PSEUDO_PHILOX4_32_10, "Philox4_32_10");
     offsets<curandStateMRG32k3a_t>(CURAND_RNG_PSEUDO_MRG32K3A, "MRG32k3a");
     mt19937();
+    mtgp32(CURAND_ORDERING_PSEUDO_LEGACY, 64, 2);
+    mtgp32(CURAND_ORDERING_PSEUDO_DEFAULT, 192, 2);
+    sobol<curandStateSobol32_t, curandDirectionVectors32_t, unsigned>(
+        CURAND_RNG_QUASI_SOBOL32, "Sobol32", CURAND_DIRECTION_VECTORS_32_JOEKUO6);
+    sobol<curandStateSobol64_t, curandDirectionVectors64_t, unsigned long long>(
+        CURAND_RNG_QUASI_SOBOL64, "Sobol64", CURAND_DIRECTION_VECTORS_64_JOEKUO6);
     statuses();
     printf("PASS\n");
     return 0;

@@ -12,10 +12,17 @@
 //! per value). For 32-bit output this is the order cuRAND documents for
 //! XORWOW's legacy ordering (value `n` from position
 //! `(n mod 4096)·2^67 + ⌊n/4096⌋`). MT19937 is one sequential stream.
+//! MTGP32 interleaves runs of 256 values of its 192 blocks
+//! ([`mtgp32`]); it takes one word per value of every distribution, and
+//! its normals are the inverse normal CDF of that word. The Sobol
+//! generators lay out each call dimension-major ([`sobol`]) and make their
+//! values from one 32- or 64-bit point each, normals by the inverse CDF.
 
 mod mrg32k3a;
 mod mt19937;
+pub mod mtgp32;
 mod philox;
+pub mod sobol;
 mod xorwow;
 
 use std::collections::HashMap;
@@ -45,10 +52,32 @@ pub const RNG_PSEUDO_DEFAULT: u32 = 100;
 pub const RNG_XORWOW: u32 = 101;
 /// `CURAND_RNG_PSEUDO_MRG32K3A`.
 pub const RNG_MRG32K3A: u32 = 121;
+/// `CURAND_RNG_PSEUDO_MTGP32`.
+pub const RNG_MTGP32: u32 = 141;
 /// `CURAND_RNG_PSEUDO_MT19937`.
 pub const RNG_MT19937: u32 = 142;
 /// `CURAND_RNG_PSEUDO_PHILOX4_32_10`.
 pub const RNG_PHILOX: u32 = 161;
+
+/// `CURAND_RNG_QUASI_SOBOL32`.
+pub const RNG_SOBOL32: u32 = 201;
+/// `CURAND_RNG_QUASI_SCRAMBLED_SOBOL32`.
+pub const RNG_SCRAMBLED_SOBOL32: u32 = 202;
+/// `CURAND_RNG_QUASI_SOBOL64`.
+pub const RNG_SOBOL64: u32 = 203;
+/// `CURAND_RNG_QUASI_SCRAMBLED_SOBOL64`.
+pub const RNG_SCRAMBLED_SOBOL64: u32 = 204;
+
+/// Whether `rng_type` is a quasi-random generator.
+fn is_quasi(rng_type: u32) -> bool {
+    matches!(rng_type, RNG_SOBOL32 | RNG_SOBOL64)
+}
+
+/// Whether `rng_type` makes its normals one at a time (inverse CDF) rather
+/// than in Box–Muller pairs, so that odd counts are fine.
+fn one_normal_per_value(rng_type: u32) -> bool {
+    rng_type == RNG_MTGP32 || is_quasi(rng_type)
+}
 
 /// Most bytes one host-generator call answers (the client splits larger
 /// requests).
@@ -107,6 +136,14 @@ enum Source {
     },
     Mrg32k3a(Parallel<Mrg32k3a>),
     Mt19937(Mt19937),
+    Mtgp32(mtgp32::HostMtgp32),
+    /// Sobol32 or Sobol64: the dimensions and the index of the next point
+    /// (from 0 before the offset).
+    Sobol {
+        dimensions: u32,
+        bits64: bool,
+        next: u64,
+    },
 }
 
 impl Source {
@@ -123,6 +160,8 @@ impl Source {
                 std::array::from_fn(|_| e.next())
             }
             Source::Mt19937(m) => std::array::from_fn(|_| m.next_u32()),
+            Source::Mtgp32(m) => std::array::from_fn(|_| m.next_u32()),
+            Source::Sobol { .. } => unreachable!("Sobol has its own generate_sobol"),
         }
     }
 }
@@ -133,6 +172,8 @@ struct Generator {
     seed: u64,
     offset: u64,
     ordering: u32,
+    /// Dimensions of a quasi-random generator.
+    dimensions: u32,
     source: Option<Source>,
 }
 
@@ -155,6 +196,19 @@ impl Generator {
                     };
                     Source::Mrg32k3a(Parallel::new(self.seed, self.offset, count))
                 }
+                RNG_SOBOL32 | RNG_SOBOL64 => Source::Sobol {
+                    dimensions: self.dimensions,
+                    bits64: self.rng_type == RNG_SOBOL64,
+                    next: self.offset,
+                },
+                RNG_MTGP32 => {
+                    let blocks = if self.ordering == ORDERING_LEGACY {
+                        mtgp32::LEGACY_BLOCKS
+                    } else {
+                        mtgp32::HOST_BLOCKS
+                    };
+                    Source::Mtgp32(mtgp32::HostMtgp32::new(self.seed, blocks))
+                }
                 // cuRAND's seed is 64 bits; MT19937's reference seeding takes 32.
                 _ => Source::Mt19937(Mt19937::new(self.seed as u32)),
             };
@@ -175,6 +229,7 @@ fn orderings(rng_type: u32) -> &'static [u32] {
     match rng_type {
         RNG_XORWOW => &[BEST, ORDERING_DEFAULT, SEEDED, ORDERING_LEGACY],
         RNG_MT19937 => &[ORDERING_DEFAULT, ORDERING_LEGACY],
+        RNG_SOBOL32 | RNG_SOBOL64 => &[ORDERING_QUASI_DEFAULT],
         _ => &[BEST, ORDERING_DEFAULT, ORDERING_LEGACY],
     }
 }
@@ -183,6 +238,8 @@ fn orderings(rng_type: u32) -> &'static [u32] {
 const ORDERING_DEFAULT: u32 = 101;
 /// `CURAND_ORDERING_PSEUDO_LEGACY`.
 const ORDERING_LEGACY: u32 = 103;
+/// `CURAND_ORDERING_QUASI_DEFAULT`.
+const ORDERING_QUASI_DEFAULT: u32 = 201;
 
 /// The cuRAND generators of one client context.
 #[derive(Default)]
@@ -201,12 +258,28 @@ impl State {
                 None => Reply::status(NOT_INITIALIZED),
             }),
             Call::SetSeed { generator, seed } => Ok(self.update(generator, |g| {
+                if is_quasi(g.rng_type) {
+                    return Err(TYPE_ERROR);
+                }
                 g.seed = seed;
                 Ok(())
             })),
+            Call::SetDimensions {
+                generator,
+                dimensions,
+            } => Ok(self.update(generator, |g| {
+                if !is_quasi(g.rng_type) {
+                    return Err(TYPE_ERROR);
+                }
+                if !(1..=sobol::MAX_DIMENSIONS).contains(&dimensions) {
+                    return Err(OUT_OF_RANGE);
+                }
+                g.dimensions = dimensions;
+                Ok(())
+            })),
             Call::SetOffset { generator, offset } => Ok(self.update(generator, |g| {
-                // NVIDIA's MT19937 takes no offset.
-                if g.rng_type == RNG_MT19937 {
+                // NVIDIA's MT19937 and MTGP32 take no offset.
+                if matches!(g.rng_type, RNG_MT19937 | RNG_MTGP32) {
                     return Err(TYPE_ERROR);
                 }
                 g.offset = offset;
@@ -237,7 +310,21 @@ impl State {
                 let Some(distribution) = Distribution::from_wire(distribution) else {
                     return Ok(Reply::status(TYPE_ERROR));
                 };
-                if distribution.is_pairwise() && n % 2 == 1 {
+                // 64-bit words are Sobol64's only output of bits, and its
+                // only words.
+                let bits64 = g.rng_type == RNG_SOBOL64;
+                if (distribution == Distribution::LongLong) != bits64
+                    && matches!(distribution, Distribution::Bits | Distribution::LongLong)
+                {
+                    return Ok(Reply::status(TYPE_ERROR));
+                }
+                // A quasi-random call is whole points of every dimension.
+                if is_quasi(g.rng_type) && !n.is_multiple_of(u64::from(g.dimensions)) {
+                    return Ok(Reply::status(LENGTH_NOT_MULTIPLE));
+                }
+                // Box–Muller makes normals in pairs; the inverse CDF makes
+                // them one at a time.
+                if distribution.is_pairwise() && n % 2 == 1 && !one_normal_per_value(g.rng_type) {
                     return Ok(Reply::status(LENGTH_NOT_MULTIPLE));
                 }
                 let Some(bytes) = n.checked_mul(distribution.value_size()) else {
@@ -269,7 +356,18 @@ impl State {
     fn create(&mut self, rng_type: u32) -> Reply {
         let rng_type = match rng_type {
             RNG_PSEUDO_DEFAULT => RNG_XORWOW,
-            RNG_XORWOW | RNG_PHILOX | RNG_MRG32K3A | RNG_MT19937 => rng_type,
+            RNG_XORWOW | RNG_PHILOX | RNG_MRG32K3A | RNG_MT19937 | RNG_MTGP32 | RNG_SOBOL32
+            | RNG_SOBOL64 => rng_type,
+            RNG_SCRAMBLED_SOBOL32 | RNG_SCRAMBLED_SOBOL64 => {
+                // Their scrambled direction vectors and scramble constants
+                // are NVIDIA's own numbers, published nowhere.
+                tracing::warn!(
+                    rng_type,
+                    "scrambled Sobol is not implemented by rcud (NVIDIA's scramble constants \
+                     are not published); use CURAND_RNG_QUASI_SOBOL32/64"
+                );
+                return Reply::status(TYPE_ERROR);
+            }
             other => {
                 tracing::warn!(
                     rng_type = other,
@@ -285,7 +383,12 @@ impl State {
                 rng_type,
                 seed: 0,
                 offset: 0,
-                ordering: ORDERING_DEFAULT,
+                ordering: if is_quasi(rng_type) {
+                    ORDERING_QUASI_DEFAULT
+                } else {
+                    ORDERING_DEFAULT
+                },
+                dimensions: 1,
                 source: None,
             },
         );
@@ -368,12 +471,48 @@ fn generate(
         Source::Philox { seed, next } => {
             return generate_philox(*seed, next, distribution, n, mean, stddev)
         }
+        Source::Mtgp32(m) => {
+            return generate_one_word(&mut || m.next_u32(), distribution, n, mean, stddev)
+        }
+        &mut Source::Sobol {
+            dimensions,
+            bits64,
+            ref mut next,
+        } => {
+            let per = n / u64::from(dimensions);
+            let mut out = Vec::with_capacity((n * distribution.value_size()) as usize);
+            for d in 0..dimensions {
+                if bits64 {
+                    let mut points = sobol::Points::<64>::new(d, *next);
+                    out.extend(generate_sobol64(
+                        &mut points,
+                        distribution,
+                        per,
+                        mean,
+                        stddev,
+                    ));
+                } else {
+                    let mut points = sobol::Points::<32>::new(d, *next);
+                    let mut word = || points.next_point() as u32;
+                    out.extend(generate_one_word(
+                        &mut word,
+                        distribution,
+                        per,
+                        mean,
+                        stddev,
+                    ));
+                }
+            }
+            *next += per;
+            return out;
+        }
         _ => {}
     }
     let mut out = Vec::with_capacity((n * distribution.value_size()) as usize);
     let (mean32, stddev32) = (mean as f32, stddev as f32);
     match distribution {
-        Distribution::Bits => {
+        // 64-bit words are refused before (Sobol64 only).
+        Distribution::Bits | Distribution::LongLong => {
             for _ in 0..n {
                 let [x] = source.unit::<1>();
                 out.extend_from_slice(&x.to_le_bytes());
@@ -426,6 +565,185 @@ fn generate(
     out
 }
 
+/// The distributions of a generator that takes one 32-bit word per value
+/// of every distribution and makes normals by the inverse CDF (MTGP32's
+/// `curand_uniform`, `curand_uniform_double`, `curand_normal`,
+/// `curand_normal_double`, `curand_log_normal`, ...).
+fn generate_one_word(
+    word: &mut dyn FnMut() -> u32,
+    distribution: Distribution,
+    n: u64,
+    mean: f64,
+    stddev: f64,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity((n * distribution.value_size()) as usize);
+    let (mean32, stddev32) = (mean as f32, stddev as f32);
+    for _ in 0..n {
+        let x = word();
+        match distribution {
+            // Only Sobol64 makes 64-bit words (checked before).
+            Distribution::Bits | Distribution::LongLong => out.extend_from_slice(&x.to_le_bytes()),
+            Distribution::Uniform => out.extend_from_slice(&uniform(x).to_le_bytes()),
+            Distribution::UniformDouble => {
+                out.extend_from_slice(&uniform_double_32(x).to_le_bytes())
+            }
+            Distribution::Normal | Distribution::LogNormal => {
+                let value = stddev32.mul_add(normal_icdf(x), mean32);
+                let value = if distribution == Distribution::LogNormal {
+                    value.exp()
+                } else {
+                    value
+                };
+                out.extend_from_slice(&value.to_le_bytes());
+            }
+            Distribution::NormalDouble | Distribution::LogNormalDouble => {
+                let value = stddev.mul_add(normal_icdf_double(x), mean);
+                let value = if distribution == Distribution::LogNormalDouble {
+                    value.exp()
+                } else {
+                    value
+                };
+                out.extend_from_slice(&value.to_le_bytes());
+            }
+        }
+    }
+    out
+}
+
+/// Sobol64's distributions: `curand_uniform`, `curand_normal`, ... of
+/// `curandStateSobol64_t`, from the point's top 32 bits for floats and top
+/// 53 bits for doubles.
+fn generate_sobol64(
+    points: &mut sobol::Points<64>,
+    distribution: Distribution,
+    n: u64,
+    mean: f64,
+    stddev: f64,
+) -> Vec<u8> {
+    let mut high = || (points.next_point() >> 32) as u32;
+    match distribution {
+        Distribution::Uniform | Distribution::Normal | Distribution::LogNormal => {
+            return generate_one_word(&mut high, distribution, n, mean, stddev)
+        }
+        _ => {}
+    }
+    let mut out = Vec::with_capacity((n * 8) as usize);
+    for _ in 0..n {
+        let x = points.next_point();
+        let value = match distribution {
+            Distribution::UniformDouble => uniform_double_53(x),
+            Distribution::NormalDouble => stddev.mul_add(normal_icdf_double_53(x), mean),
+            Distribution::LogNormalDouble => stddev.mul_add(normal_icdf_double_53(x), mean).exp(),
+            _ => {
+                out.extend_from_slice(&x.to_le_bytes());
+                continue;
+            }
+        };
+        out.extend_from_slice(&value.to_le_bytes());
+    }
+    out
+}
+
+/// `_curand_uniform_double` of a 64-bit word: its top 53 bits, (0, 1).
+pub fn uniform_double_53(x: u64) -> f64 {
+    ((x >> 11) as f64).mul_add(TWO_POW_M53, TWO_POW_M53 / 2.0)
+}
+
+/// `_curand_normal_icdf_double` of a 64-bit word: its top 53 bits,
+/// mirrored about ½.
+pub fn normal_icdf_double_53(x: u64) -> f64 {
+    const MINUS_SQRT2: f64 = -std::f64::consts::SQRT_2;
+    let x = x >> 11;
+    let (x, s) = if x > 1 << 52 {
+        ((1 << 53) - 1 - x, -MINUS_SQRT2)
+    } else {
+        (x, MINUS_SQRT2)
+    };
+    let p = (x as f64).mul_add(TWO_POW_M53, TWO_POW_M53 / 2.0);
+    s * erfcinv(2.0 * p)
+}
+
+/// `_curand_normal_icdf`: the standard normal at the word's uniform,
+/// `-√2·erfcinv(2p)`, mirrored about ½ so that `p` stays in (0, ½] and
+/// keeps its precision.
+pub fn normal_icdf(x: u32) -> f32 {
+    const MINUS_SQRT2: f32 = -std::f32::consts::SQRT_2;
+    let (x, s) = if x > 0x8000_0000 {
+        (u32::MAX - x, -MINUS_SQRT2)
+    } else {
+        (x, MINUS_SQRT2)
+    };
+    let p = uniform(x);
+    // erfcinvf, computed in double and rounded once.
+    s * erfcinv(f64::from(2.0 * p)) as f32
+}
+
+/// `_curand_normal_icdf_double` of one word.
+pub fn normal_icdf_double(x: u32) -> f64 {
+    const MINUS_SQRT2: f64 = -std::f64::consts::SQRT_2;
+    let (x, s) = if x > 0x8000_0000 {
+        (u32::MAX - x, -MINUS_SQRT2)
+    } else {
+        (x, MINUS_SQRT2)
+    };
+    let two_pow_m32 = 2f64.powi(-32);
+    let p = f64::from(x).mul_add(two_pow_m32, two_pow_m32 / 2.0);
+    s * erfcinv(2.0 * p)
+}
+
+/// The inverse complementary error function on (0, 1] (the inverse
+/// normal CDF's tail half): Giles's single-precision approximation
+/// ("Approximating the erfinv function", 2010), in terms of
+/// `w = -ln(y(2 - y))` so that tiny `y` keep their precision, then Newton
+/// steps on `ln erfc(z) = ln y` (nearly quadratic in `z`, so they converge
+/// fast even from the guess's extrapolation below single precision's
+/// range) to double precision.
+pub fn erfcinv(y: f64) -> f64 {
+    let w = -(y * (2.0 - y)).ln();
+    let x = 1.0 - y;
+    let guess = if w < 5.0 {
+        let w = w - 2.5;
+        [
+            3.432_739_39e-7,
+            -3.523_387_7e-6,
+            -4.391_506_54e-6,
+            2.185_808_7e-4,
+            -1.253_725_03e-3,
+            -4.177_681_64e-3,
+            2.466_407_27e-1,
+            1.501_409_41,
+        ]
+        .iter()
+        .fold(2.810_226_36e-8, |p, c| c + p * w)
+    } else {
+        let w = w.sqrt() - 3.0;
+        [
+            1.009_505_58e-4,
+            1.349_343_22e-3,
+            -3.673_428_44e-3,
+            5.739_507_73e-3,
+            -7.622_461_3e-3,
+            9.438_870_47e-3,
+            1.001_674_06,
+            2.832_976_82,
+        ]
+        .iter()
+        .fold(-2.002_142_57e-4, |p, c| c + p * w)
+    } * x;
+    // d ln erfc(z)/dz = -2/√π·e^(-z²)/erfc(z).
+    let (two_over_sqrt_pi, ln_y) = (std::f64::consts::FRAC_2_SQRT_PI, y.ln());
+    let mut z = guess;
+    for _ in 0..8 {
+        let erfc = libm::erfc(z);
+        let step = (erfc.ln() - ln_y) * erfc / (two_over_sqrt_pi * (-z * z).exp());
+        z += step;
+        if step.abs() <= f64::EPSILON * z.abs() {
+            break;
+        }
+    }
+    z
+}
+
 /// Philox4_32_10 as NVIDIA's host library places its values
 /// (`math/tests/curand_oracle.rs`): a unit is four values of one of
 /// 65536 streams, unit `u` coming from stream `u mod 65536`, its
@@ -470,7 +788,10 @@ fn generate_philox(
     // The four values of one block, as bytes.
     let values = |[a, b, c, d]: [u32; 4]| -> Vec<u8> {
         match distribution {
-            Distribution::Bits => [a, b, c, d].iter().flat_map(|x| x.to_le_bytes()).collect(),
+            // 64-bit words are refused before (Sobol64 only).
+            Distribution::Bits | Distribution::LongLong => {
+                [a, b, c, d].iter().flat_map(|x| x.to_le_bytes()).collect()
+            }
             Distribution::Uniform => [a, b, c, d]
                 .iter()
                 .flat_map(|&x| uniform(x).to_le_bytes())
@@ -533,7 +854,8 @@ fn generate_mrg(
         Distribution::LogNormal | Distribution::LogNormalDouble
     );
     match distribution {
-        Distribution::Bits => {
+        // 64-bit words are refused before (Sobol64 only).
+        Distribution::Bits | Distribution::LongLong => {
             for _ in 0..n {
                 out.extend_from_slice(&p.next_unit().next().to_le_bytes());
             }

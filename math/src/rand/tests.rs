@@ -244,3 +244,243 @@ fn statuses() {
         NOT_INITIALIZED
     );
 }
+
+fn mtgp32_generator(state: &mut State, memory: &mut Memory, seed: u64, ordering: u32) -> u64 {
+    let g = create(state, memory, RNG_MTGP32);
+    for call in [
+        Call::SetSeed { generator: g, seed },
+        Call::SetOrdering {
+            generator: g,
+            ordering,
+        },
+    ] {
+        assert_eq!(state.call(memory, call).unwrap().status, 0);
+    }
+    g
+}
+
+#[test]
+fn mtgp32_gives_nvidias_values() {
+    // Values of NVIDIA's libcurand.so.10 (host generator): value 0 and 1
+    // (block 0), 256 (block 1), and 192·256 (block 0's second run; in the
+    // legacy order, with 64 blocks, that is value 64·256).
+    let mut memory = Memory(vec![0; 64]);
+    let mut state = State::default();
+    let g = mtgp32_generator(&mut state, &mut memory, 1234, ORDERING_DEFAULT);
+    let out = words(
+        &generate(
+            &mut state,
+            &mut memory,
+            g,
+            Distribution::Bits,
+            192 * 256 + 1,
+        )
+        .out,
+    );
+    assert_eq!(
+        [out[0], out[1], out[256], out[192 * 256]],
+        [2_501_053_709, 1_991_185_121, 3_018_620_328, 809_145_794]
+    );
+    let g = mtgp32_generator(&mut state, &mut memory, 1234, ORDERING_LEGACY);
+    let out = words(&generate(&mut state, &mut memory, g, Distribution::Bits, 64 * 256 + 1).out);
+    assert_eq!([out[0], out[64 * 256]], [2_501_053_709, 809_145_794]);
+    // A 64-bit seed is folded to 32 bits.
+    let g = mtgp32_generator(&mut state, &mut memory, 0x1234_5678_9abc_def0, 101);
+    let out = words(&generate(&mut state, &mut memory, g, Distribution::Bits, 1).out);
+    assert_eq!(out, [3_992_761_209]);
+}
+
+#[test]
+fn mtgp32_interleaves_its_blocks_across_calls() {
+    let mut memory = Memory(vec![0; 64]);
+    let mut state = State::default();
+    let g = mtgp32_generator(&mut state, &mut memory, 99, ORDERING_DEFAULT);
+    let mut out = Vec::new();
+    for n in [1, 300, 7, 192 * 256] {
+        out.extend(words(
+            &generate(&mut state, &mut memory, g, Distribution::Bits, n).out,
+        ));
+    }
+    let seed32 = 99u32;
+    let mut blocks: Vec<_> = (0..192)
+        .map(|b| mtgp32::Block::new(b, seed32 + b as u32 + 1))
+        .collect();
+    let mut expected = Vec::new();
+    for chunk in 0..out.len().div_ceil(256) {
+        let block = &mut blocks[chunk % 192];
+        expected.extend((0..256).map(|_| block.next_u32()));
+    }
+    expected.truncate(out.len());
+    assert_eq!(out, expected);
+}
+
+#[test]
+fn mtgp32_statuses() {
+    let mut memory = Memory(vec![0; 64]);
+    let mut state = State::default();
+    let g = create(&mut state, &mut memory, RNG_MTGP32);
+    // No offset, as NVIDIA's; normals one at a time, so odd counts too.
+    let offset = Call::SetOffset {
+        generator: g,
+        offset: 5,
+    };
+    assert_eq!(state.call(&mut memory, offset).unwrap().status, TYPE_ERROR);
+    for d in [Distribution::Normal, Distribution::LogNormalDouble] {
+        let reply = generate(&mut state, &mut memory, g, d, 3);
+        assert_eq!(reply.status, 0);
+        assert_eq!(reply.out.len() as u64, 3 * d.value_size());
+    }
+}
+
+#[test]
+fn inverse_cdf_normals() {
+    assert_eq!(erfcinv(1.0), 0.0);
+    // erfinv(1/2), and erfc(erfcinv(y)) = y down to the smallest 2p.
+    assert!((erfcinv(0.5) - 0.476_936_276_204_469_9).abs() < 1e-16);
+    for y in [
+        2f64.powi(-53),
+        2f64.powi(-32),
+        1e-9,
+        1e-3,
+        0.1,
+        0.3,
+        0.7,
+        0.999,
+    ] {
+        let z = erfcinv(y);
+        // erfc's relative slope is about 2z: an ulp of z moves it 2z² ulps.
+        let slack = 4.0 * f64::EPSILON * y * (1.0 + 2.0 * z * z);
+        assert!((libm::erfc(z) - y).abs() <= slack, "{y}: {z}");
+    }
+    // The smallest word is the far lower tail (Φ⁻¹(2^-33)), the largest
+    // its mirror.
+    assert!((normal_icdf_double(0) + 6.337_957_754_553_789).abs() < 1e-14);
+    assert_eq!(normal_icdf_double(u32::MAX), -normal_icdf_double(0));
+    assert_eq!(normal_icdf(u32::MAX), -normal_icdf(0));
+    assert!(normal_icdf_double(1 << 31).abs() < 1e-9);
+    // Sobol64's first point, 0: Φ⁻¹(2^-54).
+    assert!((normal_icdf_double_53(0) + 8.292_361_075_813_595).abs() < 1e-12);
+}
+
+fn sobol_generator(state: &mut State, memory: &mut Memory, rng: u32, dimensions: u32) -> u64 {
+    let g = create(state, memory, rng);
+    let call = Call::SetDimensions {
+        generator: g,
+        dimensions,
+    };
+    assert_eq!(state.call(memory, call).unwrap().status, 0);
+    g
+}
+
+#[test]
+fn sobol_is_dimension_major_and_counts_points() {
+    let mut memory = Memory(vec![0; 64]);
+    let mut state = State::default();
+    let g = sobol_generator(&mut state, &mut memory, RNG_SOBOL32, 2);
+    let first = words(&generate(&mut state, &mut memory, g, Distribution::Bits, 6).out);
+    let second = words(&generate(&mut state, &mut memory, g, Distribution::Bits, 4).out);
+    // Van der Corput in Gray code order: points 0..5 of dimension 1, then
+    // of dimension 2 (m = 1, 3: vectors 2^31, 3·2^30, ...).
+    let half = 1u32 << 31;
+    assert_eq!(&first[..3], &[0, half, half | (1 << 30)]);
+    assert_eq!(&first[3..], &[0, half, (1 << 30)]);
+    assert_eq!(&second[..2], &[1 << 30, (1 << 30) | (1 << 29)]);
+    let mut dim2 = sobol::Points::<32>::new(1, 3);
+    assert_eq!(
+        &second[2..],
+        &[dim2.next_point() as u32, dim2.next_point() as u32]
+    );
+}
+
+#[test]
+fn sobol_statuses() {
+    let mut memory = Memory(vec![0; 64]);
+    let mut state = State::default();
+    let g32 = sobol_generator(&mut state, &mut memory, RNG_SOBOL32, 3);
+    let g64 = sobol_generator(&mut state, &mut memory, RNG_SOBOL64, 3);
+    let status =
+        |state: &mut State, memory: &mut Memory, g, d, n| generate(state, memory, g, d, n).status;
+    // Whole points only; normals one per value; each width its own words.
+    assert_eq!(
+        status(&mut state, &mut memory, g32, Distribution::Uniform, 4),
+        LENGTH_NOT_MULTIPLE
+    );
+    assert_eq!(
+        status(&mut state, &mut memory, g32, Distribution::Normal, 3),
+        0
+    );
+    assert_eq!(
+        status(&mut state, &mut memory, g32, Distribution::LongLong, 3),
+        TYPE_ERROR
+    );
+    assert_eq!(
+        status(&mut state, &mut memory, g64, Distribution::Bits, 3),
+        TYPE_ERROR
+    );
+    let reply = generate(&mut state, &mut memory, g64, Distribution::LongLong, 3);
+    assert_eq!((reply.status, reply.out.len()), (0, 24));
+    for (call, want) in [
+        (
+            Call::SetSeed {
+                generator: g32,
+                seed: 1,
+            },
+            TYPE_ERROR,
+        ),
+        (
+            Call::SetDimensions {
+                generator: g32,
+                dimensions: 0,
+            },
+            OUT_OF_RANGE,
+        ),
+        (
+            Call::SetDimensions {
+                generator: g32,
+                dimensions: 20_001,
+            },
+            OUT_OF_RANGE,
+        ),
+        (
+            Call::SetDimensions {
+                generator: g32,
+                dimensions: 20_000,
+            },
+            0,
+        ),
+        (
+            Call::SetOrdering {
+                generator: g32,
+                ordering: 201,
+            },
+            0,
+        ),
+        (
+            Call::SetOrdering {
+                generator: g32,
+                ordering: 101,
+            },
+            OUT_OF_RANGE,
+        ),
+        (
+            Call::SetOffset {
+                generator: g64,
+                offset: 1 << 40,
+            },
+            0,
+        ),
+    ] {
+        assert_eq!(
+            state.call(&mut memory, call.clone()).unwrap().status,
+            want,
+            "{call:?}"
+        );
+    }
+    // Scrambled Sobol cannot be reproduced (NVIDIA's own constants).
+    for rng in [RNG_SCRAMBLED_SOBOL32, RNG_SCRAMBLED_SOBOL64] {
+        let reply = state
+            .call(&mut memory, Call::Create { rng_type: rng })
+            .unwrap();
+        assert_eq!(reply.status, TYPE_ERROR);
+    }
+}

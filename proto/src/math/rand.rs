@@ -23,6 +23,8 @@ crate::wire_enum! {
         /// as u32) at device address `ptr`, or answered in `out` when `ptr`
         /// is 0. `mean` and `stddev` are used by the normal distributions.
         6 Generate { generator: u64, distribution: u32, ptr: u64, n: u64, mean: f64, stddev: f64 },
+        /// `curandSetQuasiRandomGeneratorDimensions`.
+        7 SetDimensions { generator: u64, dimensions: u32 },
     }
 }
 
@@ -44,6 +46,8 @@ pub enum Distribution {
     LogNormal = 5,
     /// `curandGenerateLogNormalDouble`.
     LogNormalDouble = 6,
+    /// `curandGenerateLongLong`: 64-bit words (Sobol64).
+    LongLong = 7,
 }
 
 impl Distribution {
@@ -57,6 +61,7 @@ impl Distribution {
             4 => Self::NormalDouble,
             5 => Self::LogNormal,
             6 => Self::LogNormalDouble,
+            7 => Self::LongLong,
             _ => return None,
         })
     }
@@ -65,7 +70,7 @@ impl Distribution {
     pub fn value_size(self) -> u64 {
         match self {
             Self::Bits | Self::Uniform | Self::Normal | Self::LogNormal => 4,
-            Self::UniformDouble | Self::NormalDouble | Self::LogNormalDouble => 8,
+            Self::UniformDouble | Self::NormalDouble | Self::LogNormalDouble | Self::LongLong => 8,
         }
     }
 

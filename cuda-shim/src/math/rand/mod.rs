@@ -55,6 +55,49 @@ struct Generator {
     host: bool,
     /// Its stream (`curandSetStream`), as the runtime names streams.
     stream: u64,
+    /// Its `curandRngType_t`.
+    rng_type: c_uint,
+    /// Dimensions of a quasi-random generator
+    /// (`curandSetQuasiRandomGeneratorDimensions`).
+    dimensions: u64,
+}
+
+/// `CURAND_RNG_PSEUDO_MTGP32`.
+const RNG_MTGP32: c_uint = 141;
+/// `CURAND_RNG_QUASI_SOBOL32`.
+const RNG_SOBOL32: c_uint = 201;
+/// `CURAND_RNG_QUASI_SOBOL64`.
+const RNG_SOBOL64: c_uint = 203;
+
+fn is_quasi(rng_type: c_uint) -> bool {
+    matches!(rng_type, RNG_SOBOL32 | RNG_SOBOL64)
+}
+
+/// Whether `rng_type` makes normals in Box–Muller pairs, so that it takes
+/// only even counts of them; MTGP32's and Sobol's normals are inverse-CDF,
+/// one per value.
+fn pairwise_normals(rng_type: c_uint) -> bool {
+    rng_type != RNG_MTGP32 && !is_quasi(rng_type)
+}
+
+/// The status NVIDIA's library answers for `n` values of `distribution`
+/// from `g` before generating anything (a device generator's work is
+/// queued, so the client answers what the server would).
+fn check_request(g: &Generator, distribution: Distribution, n: u64) -> c_int {
+    // 64-bit words are Sobol64's only words.
+    let words64 = g.rng_type == RNG_SOBOL64;
+    if matches!(distribution, Distribution::Bits | Distribution::LongLong)
+        && (distribution == Distribution::LongLong) != words64
+    {
+        return TYPE_ERROR;
+    }
+    if is_quasi(g.rng_type) && !n.is_multiple_of(g.dimensions) {
+        return LENGTH_NOT_MULTIPLE;
+    }
+    if distribution.is_pairwise() && pairwise_normals(g.rng_type) && n % 2 == 1 {
+        return LENGTH_NOT_MULTIPLE;
+    }
+    SUCCESS
 }
 
 /// Live generators by the handle the application holds.
@@ -112,6 +155,8 @@ fn create(out: *mut *mut c_void, rng_type: c_uint, host: bool) -> c_int {
                 id,
                 host,
                 stream: 0,
+                rng_type,
+                dimensions: 1,
             },
         );
     write_out(out, handle as *mut c_void)
@@ -217,13 +262,21 @@ pub extern "C" fn curandSetGeneratorOrdering(generator: *mut c_void, ordering: c
 #[no_mangle]
 pub extern "C" fn curandSetQuasiRandomGeneratorDimensions(
     generator: *mut c_void,
-    _dimensions: c_uint,
+    dimensions: c_uint,
 ) -> c_int {
-    // Every generator rcud creates is pseudo-random.
-    match lookup(generator) {
-        Some(_) => TYPE_ERROR,
-        None => NOT_INITIALIZED,
-    }
+    super::guard(INTERNAL_ERROR, || {
+        let status = sync_call(generator, |id| Call::SetDimensions {
+            generator: id,
+            dimensions,
+        });
+        if status == SUCCESS {
+            let mut all = generators().lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(g) = all.get_mut(&(generator as u64)) {
+                g.dimensions = dimensions.into();
+            }
+        }
+        status
+    })
 }
 
 #[no_mangle]
@@ -238,14 +291,12 @@ pub extern "C" fn curandGenerateSeeds(generator: *mut c_void) -> c_int {
 #[no_mangle]
 pub extern "C" fn curandGenerateLongLong(
     generator: *mut c_void,
-    _out: *mut c_ulonglong,
-    _n: usize,
+    out: *mut c_ulonglong,
+    n: usize,
 ) -> c_int {
-    // 64-bit output is for the Sobol64 generators only.
-    match lookup(generator) {
-        Some(_) => TYPE_ERROR,
-        None => NOT_INITIALIZED,
-    }
+    super::guard(INTERNAL_ERROR, || {
+        generate(generator, out.cast(), n, Distribution::LongLong, 0.0, 1.0)
+    })
 }
 
 /// `n` values of `distribution` into `out` (device memory, or host memory
@@ -262,8 +313,9 @@ fn generate(
         return NOT_INITIALIZED;
     };
     let n = n as u64;
-    if distribution.is_pairwise() && n % 2 == 1 {
-        return LENGTH_NOT_MULTIPLE;
+    let status = check_request(&g, distribution, n);
+    if status != SUCCESS {
+        return status;
     }
     let Some(bytes) = n.checked_mul(distribution.value_size()) else {
         return OUT_OF_RANGE;
@@ -292,25 +344,40 @@ fn generate(
             Err(_) => LAUNCH_FAILURE,
         };
     }
+    // In requests of whole points: a quasi-random request answers its
+    // points dimension-major, each dimension's run going to its place in
+    // the caller's dimension-major buffer. (A pseudo-random generator has
+    // one dimension.)
+    let dimensions = if is_quasi(g.rng_type) {
+        g.dimensions
+    } else {
+        1
+    };
+    let points = n / dimensions;
+    let points_per_request = (HOST_CHUNK / dimensions).max(1);
+    let size = distribution.value_size();
     let mut done = 0u64;
-    while done < n {
-        let count = HOST_CHUNK.min(n - done);
-        let reply = match super::call(g.stream, Library::Rand, &call(0, count)) {
+    while done < points {
+        let count = points_per_request.min(points - done);
+        let reply = match super::call(g.stream, Library::Rand, &call(0, count * dimensions)) {
             Ok(reply) => reply,
             Err(_) => return LAUNCH_FAILURE,
         };
         if reply.status != SUCCESS {
             return reply.status;
         }
-        let want = (count * distribution.value_size()) as usize;
-        if reply.out.len() != want {
+        if reply.out.len() as u64 != count * dimensions * size {
             return INTERNAL_ERROR;
         }
-        // SAFETY: the application's host buffer holds `n` values of this
-        // distribution; this chunk lies inside it.
-        unsafe {
-            let dst = (out as *mut u8).add((done * distribution.value_size()) as usize);
-            std::ptr::copy_nonoverlapping(reply.out.as_ptr(), dst, want);
+        for (d, run) in reply.out.chunks_exact((count * size) as usize).enumerate() {
+            let at = (d as u64 * points + done) * size;
+            // SAFETY: the application's host buffer holds `n` = `points` ·
+            // `dimensions` values of this distribution; dimension `d`'s
+            // points `done..done + count` lie inside it.
+            unsafe {
+                let dst = (out as *mut u8).add(at as usize);
+                std::ptr::copy_nonoverlapping(run.as_ptr(), dst, run.len());
+            }
         }
         done += count;
     }
@@ -426,5 +493,68 @@ pub extern "C" fn curandGenerateLogNormalDouble(
             mean,
             stddev,
         )
+    })
+}
+
+/// The server's Sobol direction numbers (`math/src/rand/sobol.rs`, with its
+/// generated Joe–Kuo table), compiled into the client too:
+/// `curandGetDirectionVectors32/64` answer host tables the application
+/// reads directly.
+#[allow(dead_code)]
+#[path = "../../../../math/src/rand/sobol.rs"]
+mod sobol;
+
+/// `CURAND_DIRECTION_VECTORS_32_JOEKUO6`.
+const DIRECTION_VECTORS_32_JOEKUO6: c_uint = 101;
+/// `CURAND_DIRECTION_VECTORS_64_JOEKUO6`.
+const DIRECTION_VECTORS_64_JOEKUO6: c_uint = 103;
+
+/// Answers a table of `set` (the unscrambled one of its width), made once.
+fn direction_table<T, const BITS: usize>(
+    out: *mut *const [T; BITS],
+    set: c_uint,
+    unscrambled: c_uint,
+    table: &'static OnceLock<Vec<[T; BITS]>>,
+    convert: fn(u64) -> T,
+) -> c_int {
+    if set != unscrambled {
+        if set == unscrambled + 1 {
+            // The scrambled sets are NVIDIA's own numbers, published nowhere.
+            tracing::warn!(
+                set,
+                "cuRAND's scrambled direction vectors are not available in rcud"
+            );
+        }
+        return OUT_OF_RANGE;
+    }
+    let vectors = table.get_or_init(|| {
+        (0..sobol::MAX_DIMENSIONS)
+            .map(|d| sobol::direction_vectors::<BITS>(d).map(convert))
+            .collect()
+    });
+    write_out(out, vectors.as_ptr())
+}
+
+#[no_mangle]
+pub extern "C" fn curandGetDirectionVectors32(
+    vectors: *mut *const [c_uint; 32],
+    set: c_uint,
+) -> c_int {
+    static TABLE: OnceLock<Vec<[c_uint; 32]>> = OnceLock::new();
+    super::guard(INTERNAL_ERROR, || {
+        direction_table(vectors, set, DIRECTION_VECTORS_32_JOEKUO6, &TABLE, |v| {
+            v as c_uint
+        })
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn curandGetDirectionVectors64(
+    vectors: *mut *const [c_ulonglong; 64],
+    set: c_uint,
+) -> c_int {
+    static TABLE: OnceLock<Vec<[c_ulonglong; 64]>> = OnceLock::new();
+    super::guard(INTERNAL_ERROR, || {
+        direction_table(vectors, set, DIRECTION_VECTORS_64_JOEKUO6, &TABLE, |v| v)
     })
 }
