@@ -117,7 +117,8 @@ pub fn stats() -> Vec<CompileStats> {
 
 /// The compile statistics of the kernel whose IR is `f`, if it was
 /// compiled (or refused) in this process.
-pub(crate) fn stats_for(f: &Function) -> Option<CompileStats> {
+#[cfg(test)]
+fn stats_for(f: &Function) -> Option<CompileStats> {
     let table = stats_table().lock().unwrap_or_else(|e| e.into_inner());
     table.get(&content_key(f)).cloned()
 }
