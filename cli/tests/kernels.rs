@@ -3,7 +3,8 @@
 //! compression and `--compress-mode none`, `speed`, `size`, all for sm_80),
 //! run unmodified under `rcud run` with its embedded server. Every run must
 //! exit with status 0 and print `PASS` last; each test also checks the
-//! program's own lines.
+//! program's own lines. Each program runs on the interpreter and, from the
+//! same binary, on the compiling engine (`RCUD_EMU_ENGINE=jit`).
 //!
 //! Requirements and skipping as in `e2e.rs` (see `common/mod.rs`): without
 //! nvcc the tests print `skipped: ...` and pass, unless `RCUD_REQUIRE_CUDA=1`.
