@@ -17,6 +17,7 @@ mod chunks;
 #[allow(unsafe_code)]
 mod graph;
 mod hostmem;
+mod kernels;
 mod latency;
 // Calls the client library's C functions, as an application does.
 #[allow(unsafe_code)]
@@ -83,6 +84,9 @@ enum What {
     /// SGEMM, DGEMM and a batched small GEMM through rcud's cuBLAS next to
     /// the same CPU GEMM called directly.
     Blas(blas::BlasArgs),
+    /// The emulated device's interpreter and compiling engine on the same
+    /// kernels, beside a plain Rust loop doing the same work (no server).
+    Kernels(kernels::KernelsArgs),
     /// Round trip of a small synchronous call next to a raw ping-pong.
     Latency {
         /// Round trips to time.
@@ -271,6 +275,10 @@ pub fn bench(args: BenchArgs) -> BenchResult<ExitCode> {
         let modules = transports(&[TransportKind::Csr, TransportKind::Msr]);
         return chunks::run(c, &modules, &args);
     }
+    // `kernels` calls the emulated device's engines in this process.
+    if let What::Kernels(k) = &args.what {
+        return kernels::run(k, args.format);
+    }
     // `qos` starts its own pair of servers.
     if let What::Qos(q) = &args.what {
         return qos::run(q, args.format);
@@ -320,7 +328,7 @@ pub fn bench(args: BenchArgs) -> BenchResult<ExitCode> {
             };
             chunks::point(&setup, kind, p)
         }
-        What::Chunks(_) | What::Qos(_) => unreachable!("handled above"),
+        What::Chunks(_) | What::Qos(_) | What::Kernels(_) => unreachable!("handled above"),
     }
 }
 

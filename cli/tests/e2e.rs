@@ -20,8 +20,20 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::{
     assert_emulated_device, build, clean_command, cudart_soname_dir, free_port, local_gpu_present,
-    rcud_run, run_with_timeout, setup, Server, PROMPT_TIMEOUT, RUN_TIMEOUT,
+    rcud_run, rcud_run_on, run_with_timeout, setup, Env, Run, Server, ENGINES, PROMPT_TIMEOUT,
+    RUN_TIMEOUT,
 };
+
+/// Runs `BIN ARGS` under `rcud run` on each engine of the emulated device,
+/// the same binary each time, and hands each passing run to `check`.
+fn run_on_both_engines(env: &Env, bin: &std::path::Path, args: &[&str], check: impl Fn(&Run)) {
+    for engine in ENGINES {
+        let run = rcud_run_on(env, None, bin, args, RUN_TIMEOUT, Some(engine));
+        run.assert_pass(None);
+        check(&run);
+        eprintln!("{} [{engine}]: passed", bin.display());
+    }
+}
 
 // ---------------------------------------------------------------------------
 // One test per program, under `rcud run` with its embedded server
@@ -33,123 +45,123 @@ fn device_query() {
         return;
     };
     let bin = build(env, "device_query");
-    let run = rcud_run(env, None, &bin, &[]);
-    run.assert_pass(None);
-    run.assert_contains("device count: ");
-    run.assert_contains("device 0: name: ");
-    run.assert_contains("device 0: totalGlobalMem: ");
-    run.assert_contains("runtime version: 13.");
-    run.assert_line("profiler start/stop: ok");
-    run.assert_line("device reset: ok");
-    run.assert_line("after reset: malloc/memset/memcpy ok");
-    if local_gpu_present() {
-        eprintln!(
-            "device_query: an NVIDIA driver is present; not checking for the emulated device"
-        );
-    } else {
-        assert_emulated_device(&run);
-    }
+    run_on_both_engines(env, &bin, &[], |run| {
+        run.assert_contains("device count: ");
+        run.assert_contains("device 0: name: ");
+        run.assert_contains("device 0: totalGlobalMem: ");
+        run.assert_contains("runtime version: 13.");
+        run.assert_line("profiler start/stop: ok");
+        run.assert_line("device reset: ok");
+        run.assert_line("after reset: malloc/memset/memcpy ok");
+        if local_gpu_present() {
+            eprintln!(
+                "device_query: an NVIDIA driver is present; not checking for the emulated device"
+            );
+        } else {
+            assert_emulated_device(run);
+        }
+    });
 }
 
 #[test]
 fn memcpy() {
     let Some(env) = setup("memcpy") else { return };
     let bin = build(env, "memcpy");
-    let run = rcud_run(env, None, &bin, &[]);
-    run.assert_pass(None);
-    let sizes: [usize; 13] = [
-        1,
-        2,
-        3,
-        7,
-        255,
-        256,
-        4097,
-        65535,
-        1 << 20,
-        (1 << 20) + 1,
-        (3 << 20) + 5,
-        16 << 20,
-        64 << 20,
-    ];
-    for size in sizes {
-        run.assert_line(&format!(
-            "size {size}: ok (H2D/D2D/D2H, offsets, default, H2H)"
-        ));
-    }
-    run.assert_line("sub-range D2D 2097152 bytes within one allocation: ok");
+    run_on_both_engines(env, &bin, &[], |run| {
+        let sizes: [usize; 13] = [
+            1,
+            2,
+            3,
+            7,
+            255,
+            256,
+            4097,
+            65535,
+            1 << 20,
+            (1 << 20) + 1,
+            (3 << 20) + 5,
+            16 << 20,
+            64 << 20,
+        ];
+        for size in sizes {
+            run.assert_line(&format!(
+                "size {size}: ok (H2D/D2D/D2H, offsets, default, H2H)"
+            ));
+        }
+        run.assert_line("sub-range D2D 2097152 bytes within one allocation: ok");
+    });
 }
 
 #[test]
 fn memset() {
     let Some(env) = setup("memset") else { return };
     let bin = build(env, "memset");
-    let run = rcud_run(env, None, &bin, &[]);
-    run.assert_pass(None);
-    for value in ["0x0", "0xab", "0x1ff"] {
-        for size in [1usize, 3, 255, 4097, 65537, (1 << 20) + 3, (4 << 20) + 1] {
-            run.assert_line(&format!(
-                "memset value {value} size {size}: ok (offsets 0, 1, 13)"
-            ));
+    run_on_both_engines(env, &bin, &[], |run| {
+        for value in ["0x0", "0xab", "0x1ff"] {
+            for size in [1usize, 3, 255, 4097, 65537, (1 << 20) + 3, (4 << 20) + 1] {
+                run.assert_line(&format!(
+                    "memset value {value} size {size}: ok (offsets 0, 1, 13)"
+                ));
+            }
         }
-    }
-    run.assert_contains("layered memset size ");
+        run.assert_contains("layered memset size ");
+    });
 }
 
 #[test]
 fn pinned() {
     let Some(env) = setup("pinned") else { return };
     let bin = build(env, "pinned");
-    let run = rcud_run(env, None, &bin, &[]);
-    run.assert_pass(None);
-    run.assert_line("cudaMallocHost 33554432 bytes: copies ok");
-    for kind in [
-        "cudaHostAllocDefault",
-        "cudaHostAllocPortable",
-        "cudaHostAllocMapped",
-        "cudaHostAllocWriteCombined",
-        "cudaHostAllocPortable|cudaHostAllocMapped",
-    ] {
-        run.assert_line(&format!("{kind} 33554432 bytes: ok"));
-    }
-    run.assert_line("cudaHostRegister 33558528 bytes: copies ok");
-    run.assert_line(
-        "cudaHostRegister(reg, reg_size, cudaHostRegisterDefault) -> \
-         cudaErrorHostMemoryAlreadyRegistered",
-    );
-    run.assert_line("cudaHostUnregister(reg) -> cudaErrorHostMemoryNotRegistered");
-    run.assert_line("cudaHostUnregister(pageable) -> cudaErrorHostMemoryNotRegistered");
-    run.assert_line("cudaHostRegister/cudaHostUnregister round trips: ok");
-    run.assert_line("cudaFreeHost: ok");
+    run_on_both_engines(env, &bin, &[], |run| {
+        run.assert_line("cudaMallocHost 33554432 bytes: copies ok");
+        for kind in [
+            "cudaHostAllocDefault",
+            "cudaHostAllocPortable",
+            "cudaHostAllocMapped",
+            "cudaHostAllocWriteCombined",
+            "cudaHostAllocPortable|cudaHostAllocMapped",
+        ] {
+            run.assert_line(&format!("{kind} 33554432 bytes: ok"));
+        }
+        run.assert_line("cudaHostRegister 33558528 bytes: copies ok");
+        run.assert_line(
+            "cudaHostRegister(reg, reg_size, cudaHostRegisterDefault) -> \
+             cudaErrorHostMemoryAlreadyRegistered",
+        );
+        run.assert_line("cudaHostUnregister(reg) -> cudaErrorHostMemoryNotRegistered");
+        run.assert_line("cudaHostUnregister(pageable) -> cudaErrorHostMemoryNotRegistered");
+        run.assert_line("cudaHostRegister/cudaHostUnregister round trips: ok");
+        run.assert_line("cudaFreeHost: ok");
+    });
 }
 
 #[test]
 fn errors() {
     let Some(env) = setup("errors") else { return };
     let bin = build(env, "errors");
-    let run = rcud_run(env, None, &bin, &[]);
-    run.assert_pass(None);
-    for line in [
-        "cudaSetDevice(count) -> cudaErrorInvalidDevice",
-        "cudaGetDeviceProperties(&prop, -1) -> cudaErrorInvalidDevice",
-        "cudaMalloc(&p, 1<<50) -> cudaErrorMemoryAllocation",
-        "cudaFree((void*)0x1234) -> cudaErrorInvalidValue",
-        "cudaFree(NULL) -> cudaSuccess",
-        "cudaFree(p) twice -> cudaErrorInvalidValue",
-        "cudaMemcpy(H2D, invalid device pointer) -> cudaErrorInvalidValue",
-        "cudaMemcpy(D2H, past the end of the allocation) -> cudaErrorInvalidValue",
-        "cudaMemset(past the end of the allocation) -> cudaErrorInvalidValue",
-        "cudaPeekAtLastError() -> cudaErrorInvalidDevice",
-        "cudaPeekAtLastError() again -> cudaErrorInvalidDevice",
-        "cudaGetLastError() -> cudaErrorInvalidDevice",
-        "cudaGetLastError() again -> cudaSuccess",
-        "cudaGetLastError() after two errors -> cudaErrorInvalidValue",
-        "cudaGetErrorString(cudaErrorInvalidValue) = \"invalid argument\"",
-        "cudaGetErrorName(12345) = \"unrecognized error code\"",
-        "after errors: malloc/memcpy round trip ok",
-    ] {
-        run.assert_line(line);
-    }
+    run_on_both_engines(env, &bin, &[], |run| {
+        for line in [
+            "cudaSetDevice(count) -> cudaErrorInvalidDevice",
+            "cudaGetDeviceProperties(&prop, -1) -> cudaErrorInvalidDevice",
+            "cudaMalloc(&p, 1<<50) -> cudaErrorMemoryAllocation",
+            "cudaFree((void*)0x1234) -> cudaErrorInvalidValue",
+            "cudaFree(NULL) -> cudaSuccess",
+            "cudaFree(p) twice -> cudaErrorInvalidValue",
+            "cudaMemcpy(H2D, invalid device pointer) -> cudaErrorInvalidValue",
+            "cudaMemcpy(D2H, past the end of the allocation) -> cudaErrorInvalidValue",
+            "cudaMemset(past the end of the allocation) -> cudaErrorInvalidValue",
+            "cudaPeekAtLastError() -> cudaErrorInvalidDevice",
+            "cudaPeekAtLastError() again -> cudaErrorInvalidDevice",
+            "cudaGetLastError() -> cudaErrorInvalidDevice",
+            "cudaGetLastError() again -> cudaSuccess",
+            "cudaGetLastError() after two errors -> cudaErrorInvalidValue",
+            "cudaGetErrorString(cudaErrorInvalidValue) = \"invalid argument\"",
+            "cudaGetErrorName(12345) = \"unrecognized error code\"",
+            "after errors: malloc/memcpy round trip ok",
+        ] {
+            run.assert_line(line);
+        }
+    });
 }
 
 #[test]
@@ -158,41 +170,41 @@ fn bandwidth() {
         return;
     };
     let bin = build(env, "bandwidth");
-    let run = rcud_run(env, None, &bin, &["16"]);
-    run.assert_pass(None);
-    run.assert_line("verify pageable: ok");
-    run.assert_line("verify pinned: ok");
-    for (memory, copy) in [
-        ("pageable", "H2D"),
-        ("pageable", "D2H"),
-        ("pinned", "H2D"),
-        ("pinned", "D2H"),
-        ("device", "D2D"),
-    ] {
-        let row = run.stdout.lines().find_map(|l| {
-            let fields: Vec<&str> = l.split_whitespace().collect();
-            (fields.len() == 6 && fields[0] == memory && fields[1] == copy).then_some(fields)
-        });
-        let Some(fields) = row else {
-            run.fail(&format!("no table row for {memory} {copy}"), None);
-        };
-        if fields[2] != "16.0" {
-            run.fail(
-                &format!(
-                    "{memory} {copy}: size column is {}, expected 16.0",
-                    fields[2]
+    run_on_both_engines(env, &bin, &["16"], |run| {
+        run.assert_line("verify pageable: ok");
+        run.assert_line("verify pinned: ok");
+        for (memory, copy) in [
+            ("pageable", "H2D"),
+            ("pageable", "D2H"),
+            ("pinned", "H2D"),
+            ("pinned", "D2H"),
+            ("device", "D2D"),
+        ] {
+            let row = run.stdout.lines().find_map(|l| {
+                let fields: Vec<&str> = l.split_whitespace().collect();
+                (fields.len() == 6 && fields[0] == memory && fields[1] == copy).then_some(fields)
+            });
+            let Some(fields) = row else {
+                run.fail(&format!("no table row for {memory} {copy}"), None);
+            };
+            if fields[2] != "16.0" {
+                run.fail(
+                    &format!(
+                        "{memory} {copy}: size column is {}, expected 16.0",
+                        fields[2]
+                    ),
+                    None,
+                );
+            }
+            match fields[5].parse::<f64>() {
+                Ok(gbs) if gbs.is_finite() && gbs > 0.0 => {}
+                _ => run.fail(
+                    &format!("{memory} {copy}: bad GB/s value {}", fields[5]),
+                    None,
                 ),
-                None,
-            );
+            }
         }
-        match fields[5].parse::<f64>() {
-            Ok(gbs) if gbs.is_finite() && gbs > 0.0 => {}
-            _ => run.fail(
-                &format!("{memory} {copy}: bad GB/s value {}", fields[5]),
-                None,
-            ),
-        }
-    }
+    });
 }
 
 // ---------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 //! compression and `--compress-mode none`, `speed`, `size`, all for sm_80),
 //! run unmodified under `rcud run` with its embedded server. Every run must
 //! exit with status 0 and print `PASS` last; each test also checks the
-//! program's own lines.
+//! program's own lines. Each program runs on the interpreter and, from the
+//! same binary, on the compiling engine (`RCUD_EMU_ENGINE=jit`).
 //!
 //! Requirements and skipping as in `e2e.rs` (see `common/mod.rs`): without
 //! nvcc the tests print `skipped: ...` and pass, unless `RCUD_REQUIRE_CUDA=1`.
@@ -15,7 +16,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use common::{build_as, rcud_run_within, setup, Env, Run};
+use common::{build_as, rcud_run_on, rcud_run_within, setup, Env, Run, ENGINES};
 
 /// Limit for one run: the emulated device interprets the kernels on the CPU.
 const KERNEL_RUN_TIMEOUT: Duration = Duration::from_secs(300);
@@ -46,17 +47,38 @@ fn build_variants(env: &Env, name: &str) -> Vec<(&'static str, PathBuf)> {
 
 /// Runs every variant of `tests/cuda/<name>.cu` under `rcud run -- BIN ARGS`
 /// (once per entry of `arg_sets`), asserts that each passes, and hands each run
-/// with its arguments to `check`.
+/// with its arguments to `check`. The `default` variant also runs on the
+/// compiling engine (`RCUD_EMU_ENGINE=jit`); the others differ from it only in
+/// how the fatbin is compressed, not in the PTX the engines run.
 fn run_variants(name: &str, arg_sets: &[&[&str]], check: impl Fn(&[&str], &Run)) {
     let Some(env) = setup(name) else { return };
     for (variant, bin) in build_variants(env, name) {
-        for &args in arg_sets {
-            let run = rcud_run_within(env, None, &bin, args, KERNEL_RUN_TIMEOUT);
-            run.assert_pass(None);
-            check(args, &run);
-            eprintln!("{name} [{variant}] {args:?}: passed");
+        let engines: &[&str] = if variant == "default" {
+            &ENGINES
+        } else {
+            &ENGINES[..1]
+        };
+        for &engine in engines {
+            for &args in arg_sets {
+                let run = rcud_run_on(env, None, &bin, args, KERNEL_RUN_TIMEOUT, Some(engine));
+                run.assert_pass(None);
+                check(args, &run);
+                eprintln!("{name} [{variant}, {engine}] {args:?}: passed");
+            }
         }
     }
+}
+
+/// `rcud run -- BIN ARGS` on each engine of the emulated device, the same
+/// binary each time.
+fn runs_on_both_engines<'a>(
+    env: &'a Env,
+    bin: &'a std::path::Path,
+    args: &'a [&'a str],
+) -> impl Iterator<Item = Run> + 'a {
+    ENGINES
+        .into_iter()
+        .map(move |engine| rcud_run_on(env, None, bin, args, KERNEL_RUN_TIMEOUT, Some(engine)))
 }
 
 /// Runs every variant without arguments and asserts each of `lines`.
@@ -288,9 +310,10 @@ fn separable_compilation() {
     for (variant, runtime) in [("shared", "shared"), ("static", "static")] {
         let args = ["-arch=sm_80", "-rdc=true", "-cudart", runtime, lib.as_str()];
         let bin = build_as(env, "rdc/main", &format!("rdc-{variant}"), &args);
-        let run = rcud_run_within(env, None, &bin, &[], KERNEL_RUN_TIMEOUT);
-        run.assert_pass(None);
-        run.assert_line("separate translation units linked: ok");
+        for run in runs_on_both_engines(env, &bin, &[]) {
+            run.assert_pass(None);
+            run.assert_line("separate translation units linked: ok");
+        }
     }
 }
 
@@ -312,21 +335,22 @@ fn dynamic_parallelism() {
             "-lcudadevrt",
         ];
         let bin = build_as(env, "k_dynamic", &format!("k_dynamic-{runtime}"), &args);
-        let run = rcud_run_within(env, None, &bin, &[], KERNEL_RUN_TIMEOUT);
-        run.assert_pass(None);
-        for line in [
-            "device-launched quicksort of 4000 elements: ok",
-            "tail launch after its siblings: ok",
-            "depth 2, block 1",
-            "PASS",
-        ] {
-            run.assert_line(line);
+        for run in runs_on_both_engines(env, &bin, &[]) {
+            run.assert_pass(None);
+            for line in [
+                "device-launched quicksort of 4000 elements: ok",
+                "tail launch after its siblings: ok",
+                "depth 2, block 1",
+                "PASS",
+            ] {
+                run.assert_line(line);
+            }
+            assert!(
+                !run.stderr.contains("not in the module"),
+                "libcudadevrt's kernels are looked up quietly: {}",
+                run.stderr
+            );
         }
-        assert!(
-            !run.stderr.contains("not in the module"),
-            "libcudadevrt's kernels are looked up quietly: {}",
-            run.stderr
-        );
     }
 }
 
@@ -530,19 +554,28 @@ fn k_limits() {
     let Some(env) = setup("k_limits") else { return };
     let args: Vec<&str> = COMMON_ARGS.to_vec();
     let bin = build_as(env, "k_limits", "k_limits-default", &args);
-    let run = |mode: &str| {
-        let mut cmd = std::process::Command::new(&env.rcud);
-        cmd.env_remove("LD_PRELOAD")
-            .env_remove("RCUD_SERVERS")
-            .env("RCUD_KERNEL_TIMEOUT", "2")
-            .arg("run")
-            .arg("--")
-            .arg(&bin)
-            .arg(mode);
-        let run = common::run_with_timeout(cmd, KERNEL_RUN_TIMEOUT);
-        run.assert_pass(None);
-        run
-    };
+    // The time limit holds on both engines (compiled loops count their
+    // taken branches against it).
+    for engine in ENGINES {
+        let run = |mode: &str| {
+            let mut cmd = std::process::Command::new(&env.rcud);
+            cmd.env_remove("LD_PRELOAD")
+                .env_remove("RCUD_SERVERS")
+                .env("RCUD_KERNEL_TIMEOUT", "2")
+                .env("RCUD_EMU_ENGINE", engine)
+                .arg("run")
+                .arg("--")
+                .arg(&bin)
+                .arg(mode);
+            let run = common::run_with_timeout(cmd, KERNEL_RUN_TIMEOUT);
+            run.assert_pass(None);
+            run
+        };
+        limits_checks(run);
+    }
+}
+
+fn limits_checks(run: impl Fn(&str) -> Run) {
     let timeout = run("timeout");
     assert_lines(
         &timeout,
@@ -594,9 +627,10 @@ fn k_streams() {
     ] {
         let args: Vec<&str> = COMMON_ARGS.iter().chain(extra).copied().collect();
         let bin = build_as(env, "k_streams", &format!("k_streams-{variant}"), &args);
-        let run = rcud_run_within(env, None, &bin, &[], KERNEL_RUN_TIMEOUT);
-        run.assert_pass(None);
-        assert_lines(&run, &lines);
+        for run in runs_on_both_engines(env, &bin, &[]) {
+            run.assert_pass(None);
+            assert_lines(&run, &lines);
+        }
     }
 }
 
@@ -605,25 +639,28 @@ fn k_streams() {
 fn k_multi() {
     let Some(env) = setup("k_multi") else { return };
     let bin = build_as(env, "k_multi", "k_multi-default", COMMON_ARGS);
-    let mut cmd = std::process::Command::new(&env.rcud);
-    cmd.env_remove("LD_PRELOAD")
-        .env_remove("RCUD_SERVERS")
-        .args(["run", "--emu-gpus", "2", "--"])
-        .arg(&bin);
-    let run = common::run_with_timeout(cmd, KERNEL_RUN_TIMEOUT);
-    run.assert_pass(None);
-    assert_lines(
-        &run,
-        &owned(&[
-            "devices: 2",
-            "cudaDeviceCanAccessPeer(0, 1) = 0",
-            "cudaDeviceEnablePeerAccess(1) -> cudaErrorPeerAccessUnsupported",
-            "copies between GPUs: ok",
-            "cudaMemcpy2D(width > pitch) -> cudaErrorInvalidPitchValue",
-            "pitched memory: ok",
-            "8 host threads on 2 devices: ok",
-        ]),
-    );
+    for engine in ENGINES {
+        let mut cmd = std::process::Command::new(&env.rcud);
+        cmd.env_remove("LD_PRELOAD")
+            .env_remove("RCUD_SERVERS")
+            .env("RCUD_EMU_ENGINE", engine)
+            .args(["run", "--emu-gpus", "2", "--"])
+            .arg(&bin);
+        let run = common::run_with_timeout(cmd, KERNEL_RUN_TIMEOUT);
+        run.assert_pass(None);
+        assert_lines(
+            &run,
+            &owned(&[
+                "devices: 2",
+                "cudaDeviceCanAccessPeer(0, 1) = 0",
+                "cudaDeviceEnablePeerAccess(1) -> cudaErrorPeerAccessUnsupported",
+                "copies between GPUs: ok",
+                "cudaMemcpy2D(width > pitch) -> cudaErrorInvalidPitchValue",
+                "pitched memory: ok",
+                "8 host threads on 2 devices: ok",
+            ]),
+        );
+    }
 }
 
 /// Copies between GPUs (`k_peer.cu`), three ways: two GPUs of the embedded

@@ -7,6 +7,7 @@
 //! a CUDA error and never touches memory the client does not own.
 #![warn(missing_docs)]
 
+pub mod bench_kernels;
 mod buffer;
 pub mod jit;
 pub mod kernel;

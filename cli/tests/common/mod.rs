@@ -473,10 +473,32 @@ pub(crate) fn rcud_run_within(
     args: &[&str],
     timeout: Duration,
 ) -> Run {
+    rcud_run_on(env, server, program, args, timeout, None)
+}
+
+/// The emulated device's engines (`RCUD_EMU_ENGINE`): the interpreter, the
+/// reference, first.
+pub(crate) const ENGINES: [&str; 2] = ["interp", "jit"];
+
+/// `rcud run [--server ADDR] -- PROGRAM ARGS` with its embedded server's
+/// emulated device on `engine` (`interp` or `jit`; `None` leaves
+/// `RCUD_EMU_ENGINE` as the calling environment has it), killed after
+/// `timeout`.
+pub(crate) fn rcud_run_on(
+    env: &Env,
+    server: Option<&Server>,
+    program: &Path,
+    args: &[&str],
+    timeout: Duration,
+    engine: Option<&str>,
+) -> Run {
     let mut cmd = Command::new(&env.rcud);
     cmd.env_remove("LD_PRELOAD")
         .env_remove("RCUD_SERVERS")
         .arg("run");
+    if let Some(engine) = engine {
+        cmd.env("RCUD_EMU_ENGINE", engine);
+    }
     if let Some(server) = server {
         cmd.arg("--server").arg(server.addr.to_string());
     }

@@ -79,13 +79,63 @@ fn content_key(f: &Function) -> (u64, usize) {
     (h.finish(), f.code.len())
 }
 
+/// What compiling one kernel cost, and how often its compiled code was
+/// reused: one entry per kernel content compiled in this process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompileStats {
+    /// The kernel's name (the first one compiled with this content).
+    pub kernel: String,
+    /// Instructions the compiler took; the interpreter runs the others.
+    pub compiled_insts: usize,
+    /// Instructions of the kernel's IR.
+    pub total_insts: usize,
+    /// Time spent compiling, paid at the kernel's first launch only.
+    pub compile_micros: u64,
+    /// Launches after the first that found the kernel's compiled code (or
+    /// its refusal) in the cache.
+    pub cache_hits: u64,
+    /// Why the kernel runs on the interpreter alone, when it does.
+    pub fallback: Option<String>,
+}
+
+type Stats = Mutex<HashMap<(u64, usize), CompileStats>>;
+
+fn stats_table() -> &'static Stats {
+    static STATS: OnceLock<Stats> = OnceLock::new();
+    STATS.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// The compile statistics of every kernel compiled in this process, in
+/// kernel name order. Kept when the cache of compiled code is cleared, so
+/// a kernel compiled twice shows up as two compilations' worth of time.
+pub fn stats() -> Vec<CompileStats> {
+    let table = stats_table().lock().unwrap_or_else(|e| e.into_inner());
+    let mut all: Vec<CompileStats> = table.values().cloned().collect();
+    all.sort_by(|a, b| a.kernel.cmp(&b.kernel));
+    all
+}
+
+/// The compile statistics of the kernel whose IR is `f`, if it was
+/// compiled (or refused) in this process.
+#[cfg(test)]
+fn stats_for(f: &Function) -> Option<CompileStats> {
+    let table = stats_table().lock().unwrap_or_else(|e| e.into_inner());
+    table.get(&content_key(f)).cloned()
+}
+
 /// The compiled code of `f`, compiled at its first launch in this process;
 /// `None` when the compiler takes none of it (logged once per kernel).
 pub(crate) fn compiled(f: &Function) -> Option<Arc<Compiled>> {
     let key = content_key(f);
     let mut c = cache().lock().unwrap_or_else(|e| e.into_inner());
     if let Some(hit) = c.get(&key) {
-        return hit.clone();
+        let hit = hit.clone();
+        drop(c);
+        let mut table = stats_table().lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = table.get_mut(&key) {
+            s.cache_hits += 1;
+        }
+        return hit;
     }
     let started = std::time::Instant::now();
     let result = if f.code.len() > MAX_INSTS {
@@ -93,22 +143,38 @@ pub(crate) fn compiled(f: &Function) -> Option<Arc<Compiled>> {
     } else {
         codegen::compile(f)
     };
-    let entry = match result {
+    let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+    let (entry, compiled_insts, fallback) = match result {
         Ok(code) => {
             tracing::debug!(
                 kernel = %f.name,
                 compiled = code.compiled_insts,
                 total = f.code.len(),
-                micros = started.elapsed().as_micros() as u64,
+                micros,
                 "kernel compiled"
             );
-            Some(Arc::new(code))
+            let n = code.compiled_insts;
+            (Some(Arc::new(code)), n, None)
         }
         Err(why) => {
             tracing::info!(kernel = %f.name, "kernel runs on the interpreter: {why}");
-            None
+            (None, 0, Some(why))
         }
     };
+    {
+        let mut table = stats_table().lock().unwrap_or_else(|e| e.into_inner());
+        let s = table.entry(key).or_insert_with(|| CompileStats {
+            kernel: f.name.clone(),
+            compiled_insts: 0,
+            total_insts: f.code.len(),
+            compile_micros: 0,
+            cache_hits: 0,
+            fallback: None,
+        });
+        s.compiled_insts = compiled_insts;
+        s.compile_micros += micros;
+        s.fallback = fallback;
+    }
     if c.len() >= CACHE_ENTRIES {
         c.clear();
     }
@@ -237,6 +303,74 @@ ret;
         let m2 = Module::parse(VEC_ADD).unwrap();
         let b = compiled(&m2.funcs[0]).expect("compiled");
         assert!(Arc::ptr_eq(&a, &b));
+    }
+
+    /// A kernel no other test compiles, so the process-wide counters are
+    /// this test's alone.
+    const STATS_KERNEL: &str = r#".version 8.4
+.target sm_80
+.address_size 64
+.visible .entry stats_probe(.param .u64 out)
+{
+.reg .b32 %r<3>;
+.reg .b64 %rd<4>;
+ld.param.u64 %rd1, [out];
+mov.u32 %r1, %tid.x;
+add.u32 %r2, %r1, 7;
+cvta.to.global.u64 %rd2, %rd1;
+mul.wide.u32 %rd3, %r1, 4;
+add.s64 %rd2, %rd2, %rd3;
+st.global.u32 [%rd2], %r2;
+ret;
+}
+"#;
+
+    #[test]
+    fn a_second_launch_does_not_compile_again() {
+        use crate::kernel::{launch, LaunchConfig, Limits};
+        use crate::{DeviceMemory, EmuGpu};
+
+        let m = Module::parse(STATS_KERNEL).unwrap();
+        let mut mem = DeviceMemory::new(EmuGpu::new(0, 1 << 20), 0);
+        let out = mem.malloc(32 * 4).unwrap();
+        let params = out.to_le_bytes();
+        let config = LaunchConfig {
+            grid: [1, 1, 1],
+            block: [32, 1, 1],
+            dynamic_shared: 0,
+            cooperative: false,
+        };
+        let limits = Limits {
+            engine: Engine::Jit,
+            ..Limits::default()
+        };
+        let symbols = HashMap::new();
+        let run = |mem: &mut DeviceMemory| {
+            launch(&m, "stats_probe", &config, &params, &symbols, mem, &limits).unwrap();
+        };
+        assert_eq!(stats_for(&m.funcs[0]), None, "not launched yet");
+
+        run(&mut mem);
+        let first = stats_for(&m.funcs[0]).expect("compiled at the first launch");
+        assert_eq!(first.kernel, "stats_probe");
+        assert_eq!(first.total_insts, m.funcs[0].code.len());
+        assert!(first.compiled_insts > 0 && first.compiled_insts < first.total_insts);
+        assert_eq!(first.cache_hits, 0);
+        assert_eq!(first.fallback, None);
+
+        run(&mut mem);
+        run(&mut mem);
+        let later = stats_for(&m.funcs[0]).expect("still there");
+        assert_eq!(later.cache_hits, 2, "each later launch is a cache hit");
+        assert_eq!(
+            later.compile_micros, first.compile_micros,
+            "no compile time added after the first launch"
+        );
+        assert!(stats().iter().any(|s| s.kernel == "stats_probe"));
+
+        let bytes = mem.slice_mut(out, 32 * 4).unwrap().to_vec();
+        let lane5 = u32::from_le_bytes(bytes[20..24].try_into().unwrap());
+        assert_eq!(lane5, 12, "the compiled code ran");
     }
 
     #[test]
