@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sys
 import urllib.parse
 import urllib.request
@@ -115,9 +116,11 @@ def fetch_library(name: str, version: str, file: str, lib: Path) -> None:
         for member in wheel.infolist():
             if Path(member.filename).name == file:
                 lib.mkdir(parents=True, exist_ok=True)
-                partial = lib / f".{file}.partial"
+                # A name of this process's own, replaced atomically: other
+                # processes may fetch the same library at the same time.
+                partial = lib / f".{file}.{os.getpid()}.partial"
                 partial.write_bytes(wheel.read(member))
-                partial.rename(lib / file)
+                os.replace(partial, lib / file)
                 return
     sys.exit(f"ensure-cuda-libs: no {file} in {name} {version}")
 

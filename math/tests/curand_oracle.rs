@@ -16,6 +16,7 @@
 use std::ffi::c_void;
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::OnceLock;
 
 use libloading::os::unix::{Library, Symbol, RTLD_GLOBAL, RTLD_NOW};
 use rcud_math::rand::{State, MAX_HOST_BYTES};
@@ -45,23 +46,33 @@ struct Curand {
     _libs: (Library, Library),
 }
 
+/// The directory holding NVIDIA's libraries, fetched by the script once per
+/// test process (the tests run in parallel and would fetch them at once).
+fn library_dir() -> Result<PathBuf, String> {
+    static DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+        let script = root.join("scripts").join("ensure-cuda-libs.py");
+        let out = Command::new("python3")
+            .arg(&script)
+            .arg("--curand")
+            .output()
+            .map_err(|e| format!("{}: {e}", script.display()))?;
+        if !out.status.success() {
+            return Err(format!(
+                "{} --curand failed: {}",
+                script.display(),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+    })
+    .clone()
+}
+
 /// NVIDIA's library, or why it is not there.
 fn load() -> Result<Curand, String> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let script = root.join("scripts").join("ensure-cuda-libs.py");
-    let out = Command::new("python3")
-        .arg(&script)
-        .arg("--curand")
-        .output()
-        .map_err(|e| format!("{}: {e}", script.display()))?;
-    if !out.status.success() {
-        return Err(format!(
-            "{} --curand failed: {}",
-            script.display(),
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    let dir = library_dir()?;
     // SAFETY: NVIDIA's CUDA runtime and cuRAND, whose initialisers only set
     // up their own state. The runtime is loaded first so that cuRAND's
     // dependency on libcudart.so.13 resolves to it.
