@@ -536,12 +536,8 @@ fn generate(
                 let (a, b) = box_muller(x, y);
                 for z in [a, b] {
                     // mean + stddev·z, fused as the device code is.
-                    let value = stddev32.mul_add(z, mean32);
-                    let value = if distribution == Distribution::LogNormal {
-                        value.exp()
-                    } else {
-                        value
-                    };
+                    let value =
+                        scale_f32(z, mean32, stddev32, distribution == Distribution::LogNormal);
                     out.extend_from_slice(&value.to_le_bytes());
                 }
             }
@@ -551,18 +547,38 @@ fn generate(
                 let [x0, x1, y0, y1] = source.unit::<4>();
                 let (a, b) = box_muller_double(x0, x1, y0, y1);
                 for z in [a, b] {
-                    let value = stddev.mul_add(z, mean);
-                    let value = if distribution == Distribution::LogNormalDouble {
-                        value.exp()
-                    } else {
-                        value
-                    };
+                    let value = scale_f64(
+                        z,
+                        mean,
+                        stddev,
+                        distribution == Distribution::LogNormalDouble,
+                    );
                     out.extend_from_slice(&value.to_le_bytes());
                 }
             }
         }
     }
     out
+}
+
+/// `mean + stddev z`, exponentiated for a log-normal distribution.
+fn scale_f32(z: f32, mean: f32, stddev: f32, log_normal: bool) -> f32 {
+    let value = stddev.mul_add(z, mean);
+    if log_normal {
+        value.exp()
+    } else {
+        value
+    }
+}
+
+/// As [`scale_f32`], in double precision.
+fn scale_f64(z: f64, mean: f64, stddev: f64, log_normal: bool) -> f64 {
+    let value = stddev.mul_add(z, mean);
+    if log_normal {
+        value.exp()
+    } else {
+        value
+    }
 }
 
 /// The distributions of a generator that takes one 32-bit word per value
@@ -588,21 +604,21 @@ fn generate_one_word(
                 out.extend_from_slice(&uniform_double_32(x).to_le_bytes())
             }
             Distribution::Normal | Distribution::LogNormal => {
-                let value = stddev32.mul_add(normal_icdf(x), mean32);
-                let value = if distribution == Distribution::LogNormal {
-                    value.exp()
-                } else {
-                    value
-                };
+                let value = scale_f32(
+                    normal_icdf(x),
+                    mean32,
+                    stddev32,
+                    distribution == Distribution::LogNormal,
+                );
                 out.extend_from_slice(&value.to_le_bytes());
             }
             Distribution::NormalDouble | Distribution::LogNormalDouble => {
-                let value = stddev.mul_add(normal_icdf_double(x), mean);
-                let value = if distribution == Distribution::LogNormalDouble {
-                    value.exp()
-                } else {
-                    value
-                };
+                let value = scale_f64(
+                    normal_icdf_double(x),
+                    mean,
+                    stddev,
+                    distribution == Distribution::LogNormalDouble,
+                );
                 out.extend_from_slice(&value.to_le_bytes());
             }
         }
@@ -777,14 +793,8 @@ fn generate_philox(
         distribution,
         Distribution::LogNormal | Distribution::LogNormalDouble
     );
-    let finish32 = |z: f32| {
-        let value = stddev32.mul_add(z, mean32);
-        if log { value.exp() } else { value }.to_le_bytes()
-    };
-    let finish64 = |z: f64| {
-        let value = stddev.mul_add(z, mean);
-        if log { value.exp() } else { value }.to_le_bytes()
-    };
+    let finish32 = |z: f32| scale_f32(z, mean32, stddev32, log).to_le_bytes();
+    let finish64 = |z: f64| scale_f64(z, mean, stddev, log).to_le_bytes();
     // The four values of one block, as bytes.
     let values = |[a, b, c, d]: [u32; 4]| -> Vec<u8> {
         match distribution {
@@ -879,8 +889,7 @@ fn generate_mrg(
                 let y = (e.draw() * mrg32k3a::NORM) as f32 * TWO_PI_F32;
                 let s = (-2.0f32 * x.ln()).sqrt();
                 for z in [y.sin() * s, y.cos() * s] {
-                    let value = stddev32.mul_add(z, mean32);
-                    let value = if log { value.exp() } else { value };
+                    let value = scale_f32(z, mean32, stddev32, log);
                     out.extend_from_slice(&value.to_le_bytes());
                 }
             }
@@ -893,8 +902,7 @@ fn generate_mrg(
                 let s = (-2.0 * x.ln()).sqrt();
                 let (sin, cos) = (y * std::f64::consts::PI).sin_cos();
                 for z in [sin * s, cos * s] {
-                    let value = stddev.mul_add(z, mean);
-                    let value = if log { value.exp() } else { value };
+                    let value = scale_f64(z, mean, stddev, log);
                     out.extend_from_slice(&value.to_le_bytes());
                 }
             }
