@@ -32,6 +32,10 @@
 #   - `elapsed: N ms` lines (timings of the driver-API programs);
 #   - `printf FIFO:` lines: rcud reports CUDA's documented default (1 MiB),
 #     an H200's driver 8.25 MiB;
+#   - `cublas version:` lines (rcud's headers and the GPU machine's cuBLAS
+#     differ), and cuBLAS's own ` ** On entry to SGEMM parameter number N
+#     had an illegal value` lines, which NVIDIA's library prints to stdout
+#     and rcud's does not;
 #   - pointer values (`0x` followed by 8 or more hex digits).
 # Standard error is not compared (rcud's own diagnostics go there); both are
 # kept under the work directory (--keep).
@@ -42,6 +46,7 @@
 #     compute GPU) and the cuda backend has no kernel time limit; `unsupported`
 #     is about the emulated device's PTX interpreter;
 #   - k_multi needs two GPUs and is skipped on a machine with one;
+#   - hold_memory is skipped: a helper of the memory-limit tests;
 #   - k_streams also runs built with `--default-stream per-thread`;
 #   - every program also runs built with the static runtime; k_errors config
 #     there is a known difference on the emulated device (see
@@ -65,8 +70,11 @@
 # k_dynamic's and k_printf's device-side printf lines come in an order CUDA
 # leaves open (blocks run in any order): both outputs are sorted before
 # comparing.
-# The math_* programs are skipped: the cuda backend does not forward NVIDIA's
-# math libraries yet. k_dynamic is built with -rdc=true -lcudadevrt.
+# math_blas runs against NVIDIA's cuBLAS (the toolkit's, else the one of the
+# PyPI wheel nvidia-cublas that python3 finds): natively, and under rcud with
+# rcud-server loading that library (the cuda backend forwards cuBLAS). The
+# other math_* programs are skipped: the cuda backend forwards no other math
+# library yet. k_dynamic is built with -rdc=true -lcudadevrt.
 # With RCUD_CHECK_SURVEY=1 in the environment, a program reports every
 # unexpected result and goes on instead of stopping at the first one.
 #
@@ -151,6 +159,21 @@ for d in "$nvcc_dir/../lib64" "$nvcc_dir/../lib" "$nvcc_dir/../targets/$(uname -
         native_libs="$(cd -- "$d" && pwd -P)${native_libs:+:$native_libs}"
         break
     fi
+done
+# NVIDIA's cuBLAS (a directory holding libcublas.so.13 or .12, with the
+# headers in ../include): for building math_blas, its native run, and the
+# server, which opens it on the first cuBLAS call.
+cublas_dir=""
+cublas_lib=""
+for d in "$nvcc_dir/../lib64" "$nvcc_dir/../lib" "$nvcc_dir/../targets/$(uname -m)-linux/lib" \
+    $(python3 -c 'import nvidia, os; [print(os.path.join(p, s, "lib")) for p in nvidia.__path__ for s in ("cu13", "cublas", "cu12")]' 2>/dev/null); do
+    for f in "$d"/libcublas.so.13 "$d"/libcublas.so.12; do
+        if [[ -e "$f" && -e "$d/../include/cublas_v2.h" ]]; then
+            cublas_dir="$(cd -- "$d" && pwd -P)"
+            cublas_lib="$(basename "$f")"
+            break 2
+        fi
+    done
 done
 if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
     die "port $port is in use (pass --port)"
@@ -245,7 +268,10 @@ for src in "$root"/tests/cuda/*.cu; do
     name="$(basename "$src" .cu)"
     extra=()
     case "$name" in
-        math_*) continue ;; # see the runs below
+        math_blas)
+            [[ -n "$cublas_dir" ]] || continue
+            extra=(-I "$cublas_dir/../include" -L "$cublas_dir" "-l:$cublas_lib") ;;
+        math_*|hold_memory) continue ;; # see the runs below
         k_dynamic) extra=(-rdc=true -lcudadevrt) ;;
     esac
     build "$name" "$src" "${extra[@]}"
@@ -292,7 +318,8 @@ is_built() { [[ -x "$work/bin/$1" ]]; }
 
 # ---- server -----------------------------------------------------------------
 
-RCUD_LOG=info "$bin/rcud-server" --backend cuda --listen "127.0.0.1:$port" >"$work/server.log" 2>&1 &
+LD_LIBRARY_PATH="${cublas_dir:+$cublas_dir:}${LD_LIBRARY_PATH:-}" \
+    RCUD_LOG=info "$bin/rcud-server" --backend cuda --listen "127.0.0.1:$port" >"$work/server.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 1 150); do
     grep -q "rcud-server listening" "$work/server.log" 2>/dev/null && break
@@ -317,6 +344,8 @@ filter() {
         -e 'driver version [0-9]+$' \
         -e '^elapsed: [0-9.]+ ms$' \
         -e '^printf FIFO: ' \
+        -e '^cublas version: ' \
+        -e '^ \*\* On entry to ' \
         -e '0x[0-9a-fA-F]{8,}' \
         "$1"
 }
@@ -325,7 +354,7 @@ filter() {
 run_both() { # tag name [args...]
     local tag="$1" name="$2"
     shift 2
-    LD_LIBRARY_PATH="$native_libs" timeout "$run_timeout" "$work/bin/$name" "$@" \
+    LD_LIBRARY_PATH="$native_libs${cublas_dir:+:$cublas_dir}" timeout "$run_timeout" "$work/bin/$name" "$@" \
         >"$work/out/$tag.native" 2>"$work/out/$tag.native.err"
     native_rc=$?
     timeout "$run_timeout" "$bin/rcud" run --server "127.0.0.1:$port" \
@@ -392,8 +421,16 @@ for src in "$root"/tests/cuda/*.cu; do
         k_limits)
             add_row k_limits "timeout, unsupported" - - "skipped: never ends natively / emulator-only"
             continue ;;
+        hold_memory)
+            add_row hold_memory "" - - "skipped: a helper of the memory-limit tests (holds memory, prints its pid)"
+            continue ;;
+        math_blas)
+            if [[ -z "$cublas_dir" ]]; then
+                add_row math_blas "" - - "skipped: no NVIDIA cuBLAS found (toolkit or nvidia-cublas wheel)"
+                continue
+            fi ;;
         math_*)
-            add_row "$name" "" - - "skipped: the cuda backend does not forward NVIDIA's math libraries yet"
+            add_row "$name" "" - - "skipped: the cuda backend forwards no math library but cuBLAS yet"
             continue ;;
         k_multi)
             if [[ "$gpu_count" -lt 2 ]]; then

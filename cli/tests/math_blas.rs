@@ -1,7 +1,10 @@
 //! cuBLAS end to end: `tests/cuda/math_blas.cu`, linked against NVIDIA's
 //! `libcublas.so.13` (link stubs; `rcud run` provides the library), run on
 //! the emulated device. The program checks every result against a host
-//! reference and prints `PASS`.
+//! reference, and the statuses of bad calls against those NVIDIA's cuBLAS
+//! 13.1 gave on an H200 (`scripts/gpu-check.sh` compares the two), and
+//! prints `PASS`; `math_blas hostile` checks rcud's refusals of what a
+//! local GPU leaves undefined.
 //!
 //! Needs nvcc and the math headers as `cli/tests/common/mod.rs` describes.
 
@@ -36,7 +39,12 @@ fn run(out_name: &str, cudart: &str) {
     // The statuses of the bad calls are cuBLAS's own.
     run.assert_contains("-> CUBLAS_STATUS_NOT_INITIALIZED");
     run.assert_contains("-> CUBLAS_STATUS_INVALID_VALUE");
+    run.assert_contains("-> CUBLAS_STATUS_MAPPING_ERROR");
     run.assert_contains("-> CUBLAS_STATUS_NOT_SUPPORTED");
+    // What a local GPU leaves undefined, rcud refuses.
+    let hostile = rcud_run(env, None, &bin, &["hostile"]);
+    hostile.assert_pass(None);
+    hostile.assert_line("hostile calls refused");
 }
 
 #[test]

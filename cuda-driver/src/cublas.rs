@@ -628,12 +628,21 @@ impl fmt::Display for BlasError {
 
 impl std::error::Error for BlasError {}
 
-/// A scalar argument: its value (little-endian bytes of the call's scalar
-/// type, at most a `cuDoubleComplex`) or its device address.
+/// The bytes of a host scalar or result (little-endian, of the call's
+/// type), aligned as a `cuDoubleComplex` (`double2`): cuBLAS reads and
+/// writes complex values in host memory with aligned vector instructions,
+/// and a `cublasZscal` alpha at an odd address faults (seen on an H200,
+/// cuBLAS 13.1).
+#[repr(C, align(16))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HostScalar(pub [u8; 16]);
+
+/// A scalar argument: its value (at most a `cuDoubleComplex`) or its
+/// device address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScalarArg {
     /// `CUBLAS_POINTER_MODE_HOST`.
-    Host([u8; 16]),
+    Host(HostScalar),
     /// `CUBLAS_POINTER_MODE_DEVICE`.
     Device(u64),
 }
@@ -856,7 +865,7 @@ fn pointer_mode(scalars: &[ScalarArg], result: Option<ResultArg>) -> Result<c_in
 /// The pointer cuBLAS reads a scalar from: into `s` itself in host mode.
 fn scalar_ptr(s: &ScalarArg) -> In {
     match s {
-        ScalarArg::Host(bytes) => bytes.as_ptr().cast(),
+        ScalarArg::Host(bytes) => bytes.0.as_ptr().cast(),
         ScalarArg::Device(ptr) => *ptr as In,
     }
 }
@@ -976,10 +985,10 @@ impl BlasHandle {
         };
         self.prepare(pointer_mode(&scalars, result)?)?;
         // Host results land here; 16 bytes hold any result type.
-        let mut host = [0u8; 16];
+        let mut host = HostScalar::default();
         let result_ptr: Out = match result {
             Some(ResultArg::Device(ptr)) => dev_mut(ptr),
-            _ => host.as_mut_ptr().cast(),
+            _ => host.0.as_mut_ptr().cast(),
         };
         let h = self.raw;
         let (xp, xm, yp, ym) = (dev(x.ptr), dev_mut(x.ptr), dev(y.ptr), dev_mut(y.ptr));
@@ -1050,7 +1059,7 @@ impl BlasHandle {
         };
         self.finish(status, call)?;
         Ok(match result {
-            Some(ResultArg::Host) => host[..result_size].to_vec(),
+            Some(ResultArg::Host) => host.0[..result_size].to_vec(),
             _ => Vec::new(),
         })
     }
@@ -1486,7 +1495,7 @@ mod tests {
 
     #[test]
     fn one_pointer_mode_per_call() {
-        let h = ScalarArg::Host([0; 16]);
+        let h = ScalarArg::Host(HostScalar::default());
         let d = ScalarArg::Device(0x1000);
         assert_eq!(pointer_mode(&[h, h], None), Ok(POINTER_MODE_HOST));
         assert_eq!(pointer_mode(&[d, d], None), Ok(POINTER_MODE_DEVICE));

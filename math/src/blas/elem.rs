@@ -351,6 +351,26 @@ impl<T: Elem> Vector<T> {
         if v.ld == 0 && n > 0 {
             return Err(Failure::Status(INVALID_VALUE));
         }
+        Self::read_strided(memory, dtype, v, n)
+    }
+
+    /// As [`Self::read`], with an increment of 0 allowed: one element
+    /// stands for every index (axpy's `x` and `y`).
+    pub(crate) fn read_or_broadcast(
+        memory: &dyn DeviceMemory,
+        dtype: u8,
+        v: Operand,
+        n: usize,
+    ) -> Result<Self, Failure> {
+        Self::read_strided(memory, dtype, v, n)
+    }
+
+    fn read_strided(
+        memory: &dyn DeviceMemory,
+        dtype: u8,
+        v: Operand,
+        n: usize,
+    ) -> Result<Self, Failure> {
         let step = dim(v.ld.checked_abs().ok_or(Failure::Status(INVALID_VALUE))?)?;
         let elements = if n == 0 { 0 } else { mul(n - 1, step)? + 1 };
         let size = dtype::size(dtype).ok_or(Failure::Status(NOT_SUPPORTED))? as usize;

@@ -37,8 +37,10 @@ pub(crate) fn run<T: Elem>(memory: &mut dyn DeviceMemory, a: Args) -> Result<Vec
     match a.op {
         op::AXPY => {
             let alpha: T = scalar(memory, a.alpha, dt)?;
-            let x = Vector::<T>::read(memory, dt, a.x, n)?;
-            let mut y = Vector::<T>::read(memory, dt, a.y, n)?;
+            // An increment of 0 is cuBLAS's too: x broadcasts its one
+            // element; y accumulates into one, in index order.
+            let x = Vector::<T>::read_or_broadcast(memory, dt, a.x, n)?;
+            let mut y = Vector::<T>::read_or_broadcast(memory, dt, a.y, n)?;
             for i in 0..n {
                 y.set(i, alpha * x.get(i) + y.get(i));
             }

@@ -5,7 +5,7 @@ use std::os::raw::{c_int, c_void};
 
 use rcud_proto::math::blas::{dtype, level1, Call, Scalar};
 
-use super::{both, handle, vector, Handle, HandleState};
+use super::{both, handle, vector, vector_or_broadcast, Handle, HandleState};
 
 /// The scalar a call without one sends.
 const NONE: Scalar = Scalar::Host { re: 0.0, im: 0.0 };
@@ -55,9 +55,16 @@ fn update(
     beta: Scalar,
 ) -> Result<(), c_int> {
     let size = dtype::size(dt).unwrap_or(1) as usize;
-    let x = vector(x.0, n, x.1, size)?;
+    // axpy takes an increment of 0 for either vector (cuBLAS 13.1 answers
+    // success); the other operations refuse it.
+    let operand = if op == level1::AXPY {
+        vector_or_broadcast
+    } else {
+        vector
+    };
+    let x = operand(x.0, n, x.1, size)?;
     let y = match y {
-        Some((ptr, inc)) => vector(ptr, n, inc, size)?,
+        Some((ptr, inc)) => operand(ptr, n, inc, size)?,
         None => x,
     };
     s.enqueue(&Call::Level1 {
@@ -126,6 +133,11 @@ macro_rules! scal {
     ($(fn $name:ident / $name64:ident ($t:ty, $dt:ident, $s:ty, $sdt:ident);)*) => {$(
         both! { fn $name / $name64 (h: Handle, n: Int, alpha: *const $s, x: *mut $t, incx: Int) {
             let s = handle(h)?;
+            // cuBLAS answers success for incx = 0; the reference BLAS
+            // scales nothing then, and neither does rcud.
+            if i64::from(incx) == 0 {
+                return Ok(());
+            }
             update(&s, level1::SCAL, dtype::$dt, dtype::$sdt, n.into(), (x.cast(), incx.into()), None, s.scalar(alpha)?, NONE)
         } }
     )*};

@@ -8,7 +8,7 @@ use rcud_proto::math::blas::{dtype, Call, Operand, Scalar};
 
 use super::{
     both, diag_arg, fill_arg, handle, is_zero, matrix, nonnegative, op_arg, pointer_array,
-    side_arg, strided, vector, Half, Handle, HandleState, HostValue, NOT_SUPPORTED,
+    side_arg, strided, vector_or_broadcast, Half, Handle, HandleState, HostValue, NOT_SUPPORTED,
 };
 
 /// How the operands of a GEMM are laid out.
@@ -450,8 +450,7 @@ macro_rules! dgmm {
             let size = std::mem::size_of::<$t>();
             let len = if mode == 0 { m } else { n };
             let incx = i64::from(incx);
-            // incx = 0 broadcasts one element (the vector check needs one).
-            let x = if incx == 0 { vector(x.cast(), len.min(1), 1, size).map(|mut v| { v.ld = 0; v })? } else { vector(x.cast(), len, incx, size)? };
+            let x = vector_or_broadcast(x.cast(), len, incx, size)?;
             s.enqueue(&Call::Dgmm {
                 handle: s.id(),
                 dtype: dtype::$dt,

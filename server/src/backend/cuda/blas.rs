@@ -18,7 +18,8 @@ use std::ffi::OsString;
 use std::sync::OnceLock;
 
 use rcud_cuda_driver::cublas::{
-    self as nv, Blas23, BlasError, GemmArgs, GemmOperands, Level1, Precision, ResultArg, ScalarArg,
+    self as nv, Blas23, BlasError, GemmArgs, GemmOperands, HostScalar, Level1, Precision,
+    ResultArg, ScalarArg,
 };
 use rcud_math::Reply;
 use rcud_proto::math::blas::{dtype, level1 as op, Call, Operand, Scalar};
@@ -263,8 +264,9 @@ fn one_of(value: i32, allowed: &[i32]) -> Result<i32, Refusal> {
 }
 
 /// The value of a host scalar as bytes of type `dt`.
-fn host_bytes(re: f64, im: f64, dt: u8) -> Result<[u8; 16], Refusal> {
-    let mut b = [0u8; 16];
+fn host_bytes(re: f64, im: f64, dt: u8) -> Result<HostScalar, Refusal> {
+    let mut scalar = HostScalar::default();
+    let b = &mut scalar.0;
     match dt {
         dtype::R32F => b[..4].copy_from_slice(&(re as f32).to_le_bytes()),
         dtype::R64F => b[..8].copy_from_slice(&re.to_le_bytes()),
@@ -280,7 +282,7 @@ fn host_bytes(re: f64, im: f64, dt: u8) -> Result<[u8; 16], Refusal> {
         }
         _ => return Err(Refusal::Status(NOT_SUPPORTED)),
     }
-    Ok(b)
+    Ok(scalar)
 }
 
 /// The real type of the same precision as `dt`.
@@ -1148,15 +1150,17 @@ mod tests {
     #[test]
     fn host_scalars_are_encoded_in_the_call_type() {
         assert_eq!(
-            &host_bytes(1.5, 0.0, dtype::R32F).unwrap()[..4],
+            &host_bytes(1.5, 0.0, dtype::R32F).unwrap().0[..4],
             &1.5f32.to_le_bytes()
         );
         assert_eq!(
-            &host_bytes(1.5, 0.0, dtype::R16F).unwrap()[..2],
+            &host_bytes(1.5, 0.0, dtype::R16F).unwrap().0[..2],
             &[0x00, 0x3e]
         );
         let z = host_bytes(1.0, -2.0, dtype::C64F).unwrap();
-        assert_eq!(&z[8..], &(-2.0f64).to_le_bytes());
+        assert_eq!(&z.0[8..], &(-2.0f64).to_le_bytes());
+        // cuBLAS loads a cuDoubleComplex with an aligned 16-byte load.
+        assert_eq!(std::mem::align_of_val(&z), 16);
         assert_eq!(
             host_bytes(1.0, 0.0, 99),
             Err(Refusal::Status(NOT_SUPPORTED))

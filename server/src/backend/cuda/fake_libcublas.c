@@ -5,7 +5,8 @@
 // It exports every entry point rcud-cuda-driver resolves. The real-valued
 // forms (S and D) of axpy, scal, dot, nrm2, asum, amax, amin, copy, swap,
 // rot, gemv, cublasGemmEx / StridedBatchedEx / BatchedEx with FP32 or FP64
-// operands, and Sgeam and Sdgmm compute; the others answer
+// operands, Zscal (with positive increments), and Sgeam and Sdgmm compute;
+// the others answer
 // CUBLAS_STATUS_NOT_SUPPORTED (the tests check what reaches them, not
 // their arithmetic). Every call appends one line to the file
 // FAKE_LOG: `<function> handle=<h> stream=<s> mode=<pointer mode>`, so the
@@ -153,6 +154,20 @@ int cublasSetPointerMode_v2(struct handle *h, int mode) {
 REAL_LEVEL1(S, s, float)
 REAL_LEVEL1(D, d, double)
 
+// NVIDIA's Zscal loads a host alpha with an aligned 16-byte instruction and
+// faults when alpha is not 16-byte aligned (seen on an H200, cuBLAS 13.1);
+// here that is an invalid value, so that the tests see it.
+int cublasZscal_v2(struct handle *h, int n, const double *a, double *x, int ix) {
+    note("cublasZscal", h);
+    if (h->mode == 0 && ((uintptr_t)a % 16) != 0) return INVALID_VALUE;
+    for (int i = 0; i < n; i++) {
+        double *v = &x[2 * (long)i * ix], re = v[0], im = v[1];
+        v[0] = a[0] * re - a[1] * im;
+        v[1] = a[0] * im + a[1] * re;
+    }
+    return OK;
+}
+
 // The complex forms: present, not computed here.
 #define UNSUPPORTED(name)                                                                  \
     int name(struct handle *h) {                                                           \
@@ -162,7 +177,6 @@ REAL_LEVEL1(D, d, double)
 UNSUPPORTED(cublasCaxpy_v2)
 UNSUPPORTED(cublasZaxpy_v2)
 UNSUPPORTED(cublasCscal_v2)
-UNSUPPORTED(cublasZscal_v2)
 UNSUPPORTED(cublasCsscal_v2)
 UNSUPPORTED(cublasZdscal_v2)
 UNSUPPORTED(cublasCdotu_v2)

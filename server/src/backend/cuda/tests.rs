@@ -1297,6 +1297,46 @@ fn fake_cublas_bad_operands_are_refused_before_the_library() {
     assert_eq!(read_f32s(ctx, c, 4), AB);
 }
 
+/// A complex host scalar reaches cuBLAS 16-byte aligned: NVIDIA's Zscal
+/// reads it with an aligned vector load, and faulted on the byte array the
+/// backend once kept it in (the fake refuses a misaligned one instead).
+#[test]
+fn fake_cublas_complex_host_scalars_are_aligned() {
+    let test = "fake_cublas_complex_host_scalars_are_aligned";
+    let Some((b, _log)) = fake_blas_backend(test) else {
+        return;
+    };
+    let mut ctx = b.open(0, 0).unwrap();
+    let ctx = ctx.as_mut();
+    let h = create(ctx);
+    let x = ctx.malloc(32).unwrap();
+    let values: Vec<u8> = [1.0f64, 2.0, -3.0, 0.5]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    put(ctx, x, &values);
+    let zscal = wire::Call::Level1 {
+        handle: h,
+        op: wire::level1::SCAL,
+        dtype: dtype::C64F,
+        scalar_dtype: dtype::C64F,
+        n: 2,
+        x: operand(x, 1, 0),
+        y: operand(x, 1, 0),
+        alpha: Scalar::Host { re: 0.5, im: 2.0 },
+        beta: host(0.0),
+        result: 0,
+    };
+    let reply = blas(ctx, zscal).unwrap();
+    assert_eq!(reply.status, 0, "Zscal with a host alpha");
+    let got: Vec<f64> = read_back(ctx, x, 32)
+        .chunks_exact(8)
+        .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    // (0.5 + 2i)(1 + 2i) = -3.5 + 3i; (0.5 + 2i)(-3 + 0.5i) = -2.5 - 5.75i.
+    assert_eq!(got, [-3.5, 3.0, -2.5, -5.75]);
+}
+
 #[test]
 fn fake_cublas_handles_are_destroyed_with_the_context() {
     let test = "fake_cublas_handles_are_destroyed_with_the_context";
