@@ -15,8 +15,8 @@
 #   2. starts `rcud-server --backend cuda --listen 127.0.0.1:PORT`;
 #   3. runs each program natively and under `rcud run --server 127.0.0.1:PORT`,
 #      and compares exit status and standard output after the filter below;
-#   4. runs tests/cuda/bandwidth.cu and the latency program both ways and
-#      prints native vs rcud tables;
+#   4. runs tests/cuda/bandwidth.cu, the latency program and (with cuBLAS) a
+#      GEMM timing program both ways and prints native vs rcud tables;
 #   5. appends a dated section (GPU, driver, results) to docs/gpu-results.md.
 #
 # Output filter (lines dropped from both outputs before comparing), because
@@ -56,7 +56,7 @@
 #   - with --python PY (a Python with CuPy for this GPU's CUDA, e.g.
 #     .venv-cupy13/bin/python from scripts/ensure-cupy.sh), the CuPy smoke
 #     tests run natively and under rcud with pytest;
-#   - bandwidth and the latency program are benchmarks (section 4); bandwidth's
+#   - bandwidth, the latency program and gemm are benchmarks (section 4); bandwidth's
 #     deterministic lines are compared too.
 # Known differences (reported as `differs (known)`, not as failures):
 #   - unimplemented: functions rcud does not implement fail under rcud and
@@ -84,7 +84,7 @@
 #                        [--only "memcpy k_saxpy ..."] [--no-record] [--keep]
 #                        [--python PY]
 #   --only limits the programs built and run to those named (bandwidth and
-#   latency are benchmarks: name them to run them).
+#   latency and gemm are benchmarks: name them to run them).
 # Environment: NVCC (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc),
 # RUN_TIMEOUT (seconds per program run, default 600), CUPY_TIMEOUT (seconds
 # per CuPy pytest run, default RUN_TIMEOUT), BUILD_JOBS (parallel nvcc runs,
@@ -232,6 +232,45 @@ int main(int argc, char **argv) {
 }
 EOF
 
+cat >"$work/gemm.cu" <<'EOF'
+// cuBLAS GEMM time per call, synchronised: N timed calls after 2 warm-up
+// ones, for square sizes from one whose time is the call's overhead to one
+// whose time is the GPU's.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <chrono>
+#include <cstdio>
+#define CHECK(x) do { if ((x) != 0) { printf("FAIL: %s\n", #x); return 1; } } while (0)
+template <typename T, typename F>
+static int run(cublasHandle_t h, const char *name, int n, int reps, F gemm) {
+    T *a, *b, *c, one = 1, zero = 0;
+    size_t bytes = (size_t)n * n * sizeof(T);
+    CHECK(cudaMalloc(&a, bytes)); CHECK(cudaMalloc(&b, bytes)); CHECK(cudaMalloc(&c, bytes));
+    CHECK(cudaMemset(a, 0, bytes)); CHECK(cudaMemset(b, 0, bytes));
+    for (int i = 0; i < 2; i++) CHECK(gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a, n, b, n, &zero, c, n));
+    CHECK(cudaDeviceSynchronize());
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < reps; i++) CHECK(gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a, n, b, n, &zero, c, n));
+    CHECK(cudaDeviceSynchronize());
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / reps;
+    printf("gemm|%s %d^3|%.3f|%.1f\n", name, n, ms, 2.0 * n * n * (double)n / ms / 1e9);
+    CHECK(cudaFree(a)); CHECK(cudaFree(b)); CHECK(cudaFree(c));
+    return 0;
+}
+int main() {
+    cublasHandle_t h;
+    CHECK(cublasCreate(&h));
+    for (int n : {256, 1024, 4096}) {
+        int reps = n == 4096 ? 10 : 100;
+        if (run<float>(h, "SGEMM", n, reps, cublasSgemm)) return 1;
+        if (run<double>(h, "DGEMM", n, reps, cublasDgemm)) return 1;
+    }
+    CHECK(cublasDestroy(h));
+    printf("PASS\n");
+    return 0;
+}
+EOF
+
 # Probe -arch=native once.
 if [[ "$arch" == native ]]; then
     if ! "$nvcc" -cudart shared -arch=native -o "$work/bin/.probe" "$work/latency.cu" >"$work/probe.log" 2>&1; then
@@ -281,6 +320,9 @@ for src in "$root"/tests/cuda/*.cu; do
     build "$name-static" "$src" -cudart static "${extra[@]}"
 done
 build latency "$work/latency.cu"
+if [[ -n "$cublas_dir" ]]; then
+    build gemm "$work/gemm.cu" -I "$cublas_dir/../include" -L "$cublas_dir" "-l:$cublas_lib"
+fi
 
 # Driver-API programs, linked against the toolkit's libcuda stub as on any
 # CUDA machine; rcud run offers its own libcuda.so.1 in its place.
@@ -549,6 +591,20 @@ if is_built latency; then
     fi
 fi
 
+declare -a gemm_rows=()
+if is_built gemm; then
+    log "running the cuBLAS GEMM program"
+    run_both gemm gemm
+    while IFS='|' read -r _ label native_ms native_tflops; do
+        rcud_ms="$(awk -F'|' -v l="$label" '$1 == "gemm" && $2 == l { print $3 }' "$work/out/gemm.rcud")"
+        gemm_rows+=("$label|$native_ms|${rcud_ms:--}|$native_tflops")
+    done < <(grep '^gemm|' "$work/out/gemm.native")
+    if [[ "$native_rc" != 0 || "$rcud_rc" != 0 ]]; then
+        log "GEMM program: native $(status_of "$native_rc"), rcud $(status_of "$rcud_rc")"
+        failures=$((failures + 1))
+    fi
+fi
+
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", b / a; else print "-" }'; }
 
 # ---- report -----------------------------------------------------------------
@@ -581,6 +637,17 @@ report() { # markdown tables on stdout
         for r in "${lat_rows[@]}"; do
             IFS='|' read -r a b c <<<"$r"
             echo "| $a | $b | $c | $(ratio "$b" "$c") |"
+        done
+    fi
+    if [[ ${#gemm_rows[@]} -gt 0 ]]; then
+        echo
+        echo "cuBLAS GEMM (ms per call, synchronised; under rcud each call is forwarded to NVIDIA's cuBLAS on the server):"
+        echo
+        echo "| GEMM | native ms | rcud ms | native / rcud | native TFLOP/s |"
+        echo "|---|---|---|---|---|"
+        for r in "${gemm_rows[@]}"; do
+            IFS='|' read -r a b c d <<<"$r"
+            echo "| $a | $b | $c | $(ratio "$c" "$b") | $d |"
         done
     fi
 }
