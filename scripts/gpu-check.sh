@@ -70,11 +70,12 @@
 # k_dynamic's and k_printf's device-side printf lines come in an order CUDA
 # leaves open (blocks run in any order): both outputs are sorted before
 # comparing.
-# math_blas runs against NVIDIA's cuBLAS (the toolkit's, else the one of the
-# PyPI wheel nvidia-cublas that python3 finds): natively, and under rcud with
-# rcud-server loading that library (the cuda backend forwards cuBLAS). The
-# other math_* programs are skipped: the cuda backend forwards no other math
-# library yet. k_dynamic is built with -rdc=true -lcudadevrt.
+# math_blas and math_fft run against NVIDIA's cuBLAS and cuFFT (the
+# toolkit's, else those of the PyPI wheels python3 finds): natively, and
+# under rcud with rcud-server loading those libraries (the cuda backend
+# forwards them). The other math_* programs are skipped: the cuda backend
+# does not forward their libraries yet. k_dynamic is built with -rdc=true
+# -lcudadevrt.
 # With RCUD_CHECK_SURVEY=1 in the environment, a program reports every
 # unexpected result and goes on instead of stopping at the first one.
 #
@@ -160,21 +161,43 @@ for d in "$nvcc_dir/../lib64" "$nvcc_dir/../lib" "$nvcc_dir/../targets/$(uname -
         break
     fi
 done
-# NVIDIA's cuBLAS (a directory holding libcublas.so.13 or .12, with the
-# headers in ../include): for building math_blas, its native run, and the
-# server, which opens it on the first cuBLAS call.
-cublas_dir=""
-cublas_lib=""
+# NVIDIA's math libraries: a directory holding libcublas.so.13 (or .12)
+# and the other libraries beside it, with the headers in ../include (the
+# toolkit's lib64, else the lib of the PyPI wheels python3 finds). The math
+# programs the cuda backend forwards are built against them and run
+# natively with them, and rcud-server opens them on their first calls.
+math_dir=""
 for d in "$nvcc_dir/../lib64" "$nvcc_dir/../lib" "$nvcc_dir/../targets/$(uname -m)-linux/lib" \
-    $(python3 -c 'import nvidia, os; [print(os.path.join(p, s, "lib")) for p in nvidia.__path__ for s in ("cu13", "cublas", "cu12")]' 2>/dev/null); do
-    for f in "$d"/libcublas.so.13 "$d"/libcublas.so.12; do
-        if [[ -e "$f" && -e "$d/../include/cublas_v2.h" ]]; then
-            cublas_dir="$(cd -- "$d" && pwd -P)"
-            cublas_lib="$(basename "$f")"
-            break 2
-        fi
-    done
+    $(python3 -c 'import nvidia, os; [print(os.path.join(p, s, "lib")) for p in nvidia.__path__ for s in ("cu13", "cu12")]' 2>/dev/null); do
+    if compgen -G "$d/libcublas.so.1[23]" >/dev/null && [[ -e "$d/../include/cublas_v2.h" ]]; then
+        math_dir="$(cd -- "$d" && pwd -P)"
+        break
+    fi
 done
+# The soname of library $1 (e.g. libcufft) in $math_dir, if there.
+math_soname() {
+    local f
+    for f in "$math_dir/$1".so.*; do
+        [[ "${f##*/}" =~ ^$1\.so\.[0-9]+$ ]] && { echo "${f##*/}"; return; }
+    done
+}
+# The math programs the cuda backend forwards, and their library.
+forwarded_library() {
+    case "$1" in
+        math_blas) echo libcublas ;;
+        math_fft) echo libcufft ;;
+    esac
+}
+# nvcc arguments for a forwarded math program ($1), or nothing when its
+# library is missing here.
+math_link() {
+    local lib soname
+    lib="$(forwarded_library "$1")"
+    [[ -n "$lib" && -n "$math_dir" ]] || return 1
+    soname="$(math_soname "$lib")"
+    [[ -n "$soname" ]] || return 1
+    echo "-I $math_dir/../include -L $math_dir -l:$soname"
+}
 if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
     die "port $port is in use (pass --port)"
 fi
@@ -307,10 +330,10 @@ for src in "$root"/tests/cuda/*.cu; do
     name="$(basename "$src" .cu)"
     extra=()
     case "$name" in
-        math_blas)
-            [[ -n "$cublas_dir" ]] || continue
-            extra=(-I "$cublas_dir/../include" -L "$cublas_dir" "-l:$cublas_lib") ;;
-        math_*|hold_memory) continue ;; # see the runs below
+        math_*)
+            # shellcheck disable=SC2207 # the paths hold no spaces
+            extra=($(math_link "$name")) || continue ;;
+        hold_memory) continue ;; # see the runs below
         k_dynamic) extra=(-rdc=true -lcudadevrt) ;;
     esac
     build "$name" "$src" "${extra[@]}"
@@ -320,8 +343,9 @@ for src in "$root"/tests/cuda/*.cu; do
     build "$name-static" "$src" -cudart static "${extra[@]}"
 done
 build latency "$work/latency.cu"
-if [[ -n "$cublas_dir" ]]; then
-    build gemm "$work/gemm.cu" -I "$cublas_dir/../include" -L "$cublas_dir" "-l:$cublas_lib"
+if gemm_link="$(math_link math_blas)"; then
+    # shellcheck disable=SC2086 # the paths hold no spaces
+    build gemm "$work/gemm.cu" $gemm_link
 fi
 
 # Driver-API programs, linked against the toolkit's libcuda stub as on any
@@ -360,7 +384,7 @@ is_built() { [[ -x "$work/bin/$1" ]]; }
 
 # ---- server -----------------------------------------------------------------
 
-LD_LIBRARY_PATH="${cublas_dir:+$cublas_dir:}${LD_LIBRARY_PATH:-}" \
+LD_LIBRARY_PATH="${math_dir:+$math_dir:}${LD_LIBRARY_PATH:-}" \
     RCUD_LOG=info "$bin/rcud-server" --backend cuda --listen "127.0.0.1:$port" >"$work/server.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 1 150); do
@@ -396,7 +420,7 @@ filter() {
 run_both() { # tag name [args...]
     local tag="$1" name="$2"
     shift 2
-    LD_LIBRARY_PATH="$native_libs${cublas_dir:+:$cublas_dir}" timeout "$run_timeout" "$work/bin/$name" "$@" \
+    LD_LIBRARY_PATH="$native_libs${math_dir:+:$math_dir}" timeout "$run_timeout" "$work/bin/$name" "$@" \
         >"$work/out/$tag.native" 2>"$work/out/$tag.native.err"
     native_rc=$?
     timeout "$run_timeout" "$bin/rcud" run --server "127.0.0.1:$port" \
@@ -466,14 +490,14 @@ for src in "$root"/tests/cuda/*.cu; do
         hold_memory)
             add_row hold_memory "" - - "skipped: a helper of the memory-limit tests (holds memory, prints its pid)"
             continue ;;
-        math_blas)
-            if [[ -z "$cublas_dir" ]]; then
-                add_row math_blas "" - - "skipped: no NVIDIA cuBLAS found (toolkit or nvidia-cublas wheel)"
+        math_*)
+            if [[ -z "$(forwarded_library "$name")" ]]; then
+                add_row "$name" "" - - "skipped: the cuda backend does not forward this library yet"
+                continue
+            elif ! math_link "$name" >/dev/null; then
+                add_row "$name" "" - - "skipped: NVIDIA's $(forwarded_library "$name") not found (toolkit or wheel)"
                 continue
             fi ;;
-        math_*)
-            add_row "$name" "" - - "skipped: the cuda backend forwards no math library but cuBLAS yet"
-            continue ;;
         k_multi)
             if [[ "$gpu_count" -lt 2 ]]; then
                 add_row k_multi "" - - "skipped: needs two GPUs"

@@ -14,7 +14,8 @@ use std::ffi::{c_int, c_void, OsStr};
 use std::fmt;
 use std::sync::Arc;
 
-use crate::{loader_text, symbol, CtxInner, DriverError, LoadError};
+use crate::math_library::{open_first, LibraryLoadError, MathLibrary};
+use crate::{symbol, CtxInner, DriverError, LoadError};
 use cudarc::driver::sys::CUstream;
 
 /// The file names NVIDIA's cuBLAS is installed under, newest first.
@@ -530,44 +531,18 @@ impl fmt::Debug for Blas {
 
 impl Blas {
     /// Opens the first of [`LIBRARIES`] that loads.
-    pub fn load() -> Result<Self, BlasLoadError> {
+    pub fn load() -> Result<Self, LibraryLoadError> {
         Self::load_from(&LIBRARIES)
     }
 
     /// Opens the first of `candidates` (names or paths) that loads and
     /// resolves every entry point; the error is the first candidate's.
-    pub fn load_from<S: AsRef<OsStr>>(candidates: &[S]) -> Result<Self, BlasLoadError> {
-        let mut first = None;
-        for name in candidates {
-            let library = name.as_ref().to_string_lossy().into_owned();
-            // SAFETY: opening a library runs its initialisers; cuBLAS is
-            // made to be opened by any process that uses CUDA.
-            let opened = unsafe { libloading::Library::new(name.as_ref()) };
-            let result = match opened {
-                Ok(lib) => BlasApi::resolve(lib).map_err(|e| match e {
-                    LoadError::Symbol { symbol, reason } => {
-                        format!("it lacks {symbol} (cuBLAS 12 or newer is needed): {reason}")
-                    }
-                    other => other.to_string(),
-                }),
-                Err(e) => Err(loader_text(&e)),
-            };
-            match result {
-                Ok(api) => {
-                    return Ok(Self {
-                        api: Arc::new(api),
-                        library,
-                    })
-                }
-                Err(reason) => {
-                    first.get_or_insert(BlasLoadError { library, reason });
-                }
-            }
-        }
-        Err(first.unwrap_or(BlasLoadError {
-            library: String::new(),
-            reason: "no library name to try".into(),
-        }))
+    pub fn load_from<S: AsRef<OsStr>>(candidates: &[S]) -> Result<Self, LibraryLoadError> {
+        let (api, library) = open_first(candidates, "cuBLAS 12", BlasApi::resolve)?;
+        Ok(Self {
+            api: Arc::new(api),
+            library,
+        })
     }
 
     /// The name or path it was loaded from.
@@ -576,22 +551,18 @@ impl Blas {
     }
 }
 
-/// cuBLAS could not be loaded.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BlasLoadError {
-    /// The name or path that was tried.
-    pub library: String,
-    /// The dynamic loader's message, or the missing entry point.
-    pub reason: String,
-}
+impl MathLibrary for Blas {
+    const NAME: &'static str = "cuBLAS";
+    const LIBRARIES: &'static [&'static str] = &LIBRARIES;
 
-impl fmt::Display for BlasLoadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} could not be loaded: {}", self.library, self.reason)
+    fn load_from(candidates: &[std::ffi::OsString]) -> Result<Self, LibraryLoadError> {
+        Blas::load_from(candidates)
+    }
+
+    fn library(&self) -> &str {
+        Blas::library(self)
     }
 }
-
-impl std::error::Error for BlasLoadError {}
 
 /// A cuBLAS call failed.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -37,6 +37,8 @@ use std::sync::Arc;
 pub use cudarc::driver::sys;
 
 pub mod cublas;
+pub mod cufft;
+pub mod math_library;
 use sys::{CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUmodule, CUstream};
 
 /// The file name the NVIDIA driver installs its CUDA library under (the

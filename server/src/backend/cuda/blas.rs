@@ -14,8 +14,6 @@
 //! device refuses it.
 
 use std::collections::BTreeMap;
-use std::ffi::OsString;
-use std::sync::OnceLock;
 
 use rcud_cuda_driver::cublas::{
     self as nv, Blas23, BlasError, GemmArgs, GemmOperands, HostScalar, Level1, Precision,
@@ -26,6 +24,7 @@ use rcud_proto::math::blas::{dtype, level1 as op, Call, Operand, Scalar};
 use rcud_proto::ops::Failure;
 use rcud_proto::CudaError;
 
+use super::library::LazyLibrary;
 use super::CudaDeviceContext;
 
 /// `CUBLAS_STATUS_NOT_INITIALIZED`: an unknown or destroyed handle.
@@ -38,45 +37,7 @@ const NOT_SUPPORTED: i32 = 15;
 const R64I: u8 = 24;
 
 /// NVIDIA's cuBLAS, opened on first use and shared by every client.
-#[derive(Debug)]
-pub(super) struct BlasLibrary {
-    candidates: Vec<OsString>,
-    loaded: OnceLock<Result<nv::Blas, String>>,
-}
-
-impl Default for BlasLibrary {
-    fn default() -> Self {
-        Self::new(nv::LIBRARIES.iter().map(OsString::from).collect())
-    }
-}
-
-impl BlasLibrary {
-    /// The library at the first of `candidates` that loads.
-    pub(super) fn new(candidates: Vec<OsString>) -> Self {
-        Self {
-            candidates,
-            loaded: OnceLock::new(),
-        }
-    }
-
-    fn get(&self) -> Result<&nv::Blas, Failure> {
-        let loaded = self.loaded.get_or_init(|| {
-            nv::Blas::load_from(&self.candidates)
-                .inspect(|b| tracing::info!("cuBLAS calls run in {}", b.library()))
-                .map_err(|e| {
-                    let why = format!(
-                        "NVIDIA's cuBLAS ({}) was not found on the server: {e}",
-                        nv::LIBRARIES[0]
-                    );
-                    tracing::warn!("{why}");
-                    why
-                })
-        });
-        loaded
-            .as_ref()
-            .map_err(|why| Failure::new(CudaError::NOT_SUPPORTED, why.clone()))
-    }
-}
+pub(super) type BlasLibrary = LazyLibrary<nv::Blas>;
 
 /// The cuBLAS handles of one client context, by wire id.
 #[derive(Debug, Default)]

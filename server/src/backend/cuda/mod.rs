@@ -28,6 +28,8 @@
 
 mod blas;
 mod errors;
+mod fft;
+mod library;
 mod memory;
 mod output;
 mod props;
@@ -99,6 +101,8 @@ pub struct CudaBackend {
     printf: Arc<OnceLock<output::StdoutCapture>>,
     /// NVIDIA's cuBLAS, opened on the first cuBLAS call of any client.
     blas_library: Arc<blas::BlasLibrary>,
+    /// NVIDIA's cuFFT, opened on the first cuFFT call of any client.
+    fft_library: Arc<fft::FftLibrary>,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -161,6 +165,7 @@ impl CudaBackend {
             images: Arc::default(),
             printf: Arc::default(),
             blas_library: Arc::default(),
+            fft_library: Arc::default(),
         })
     }
 
@@ -168,6 +173,13 @@ impl CudaBackend {
     /// loads, instead of `libcublas.so.13` or `libcublas.so.12`.
     pub fn with_blas_libraries(mut self, candidates: Vec<std::ffi::OsString>) -> Self {
         self.blas_library = Arc::new(blas::BlasLibrary::new(candidates));
+        self
+    }
+
+    /// Opens cuFFT from the first of `candidates` (names or paths) that
+    /// loads, instead of `libcufft.so.12` or `libcufft.so.11`.
+    pub fn with_fft_libraries(mut self, candidates: Vec<std::ffi::OsString>) -> Self {
+        self.fft_library = Arc::new(fft::FftLibrary::new(candidates));
         self
     }
 
@@ -209,6 +221,8 @@ impl CudaBackend {
             gpu,
             blas: blas::BlasHandles::default(),
             blas_library: self.blas_library.clone(),
+            fft: fft::FftPlans::default(),
+            fft_library: self.fft_library.clone(),
             functions: Vec::new(),
             modules: Vec::new(),
             staging: Some(staging),
@@ -378,6 +392,9 @@ pub struct CudaDeviceContext {
     /// cuBLAS handles, destroyed before the context they live in.
     blas: blas::BlasHandles,
     blas_library: Arc<blas::BlasLibrary>,
+    /// cuFFT plans, destroyed before the context they live in.
+    fft: fft::FftPlans,
+    fft_library: Arc<fft::FftLibrary>,
     // Driver objects, released before the context they live in (each also
     // keeps its context alive, so the order is a courtesy, not a requirement).
     functions: Vec<Kernel>,
@@ -585,6 +602,12 @@ impl DeviceContext for CudaDeviceContext {
                 })?;
                 self.blas_call(call)
             }
+            Some(Library::Fft) => {
+                let call = rcud_proto::codec::from_slice(call).map_err(|e| {
+                    Failure::new(CudaError::INVALID_VALUE, format!("a cuFFT call: {e}"))
+                })?;
+                self.fft_call(call)
+            }
             other => Err(Failure::new(
                 CudaError::NOT_SUPPORTED,
                 format!(
@@ -672,6 +695,7 @@ impl DeviceContext for CudaDeviceContext {
         // Everything goes with the old context, which must be gone before a
         // new one takes device memory.
         self.blas.clear();
+        self.fft.clear();
         self.functions.clear();
         self.modules.clear();
         self.staging = None;
