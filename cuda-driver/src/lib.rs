@@ -37,6 +37,7 @@ use std::sync::Arc;
 pub use cudarc::driver::sys;
 
 pub mod cublas;
+pub mod curand;
 use sys::{CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUmodule, CUstream};
 
 /// The file name the NVIDIA driver installs its CUDA library under (the

@@ -31,6 +31,7 @@ mod errors;
 mod memory;
 mod output;
 mod props;
+mod rand;
 
 use std::ffi::{CString, OsStr};
 use std::os::fd::OwnedFd;
@@ -99,6 +100,8 @@ pub struct CudaBackend {
     printf: Arc<OnceLock<output::StdoutCapture>>,
     /// NVIDIA's cuBLAS, opened on the first cuBLAS call of any client.
     blas_library: Arc<blas::BlasLibrary>,
+    /// NVIDIA's cuRAND, opened on the first cuRAND generator of any client.
+    rand_library: Arc<rand::RandLibrary>,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -161,6 +164,7 @@ impl CudaBackend {
             images: Arc::default(),
             printf: Arc::default(),
             blas_library: Arc::default(),
+            rand_library: Arc::default(),
         })
     }
 
@@ -168,6 +172,13 @@ impl CudaBackend {
     /// loads, instead of `libcublas.so.13` or `libcublas.so.12`.
     pub fn with_blas_libraries(mut self, candidates: Vec<std::ffi::OsString>) -> Self {
         self.blas_library = Arc::new(blas::BlasLibrary::new(candidates));
+        self
+    }
+
+    /// Opens cuRAND from the first of `candidates` (names or paths) that
+    /// loads, instead of `libcurand.so.10`.
+    pub fn with_rand_libraries(mut self, candidates: Vec<std::ffi::OsString>) -> Self {
+        self.rand_library = Arc::new(rand::RandLibrary::new(candidates));
         self
     }
 
@@ -209,6 +220,8 @@ impl CudaBackend {
             gpu,
             blas: blas::BlasHandles::default(),
             blas_library: self.blas_library.clone(),
+            rand: rand::RandGenerators::default(),
+            rand_library: self.rand_library.clone(),
             functions: Vec::new(),
             modules: Vec::new(),
             staging: Some(staging),
@@ -378,6 +391,9 @@ pub struct CudaDeviceContext {
     /// cuBLAS handles, destroyed before the context they live in.
     blas: blas::BlasHandles,
     blas_library: Arc<blas::BlasLibrary>,
+    /// cuRAND generators, destroyed before the context they live in.
+    rand: rand::RandGenerators,
+    rand_library: Arc<rand::RandLibrary>,
     // Driver objects, released before the context they live in (each also
     // keeps its context alive, so the order is a courtesy, not a requirement).
     functions: Vec<Kernel>,
@@ -585,6 +601,12 @@ impl DeviceContext for CudaDeviceContext {
                 })?;
                 self.blas_call(call)
             }
+            Some(Library::Rand) => {
+                let call = rcud_proto::codec::from_slice(call).map_err(|e| {
+                    Failure::new(CudaError::INVALID_VALUE, format!("a cuRAND call: {e}"))
+                })?;
+                self.rand_call(call)
+            }
             other => Err(Failure::new(
                 CudaError::NOT_SUPPORTED,
                 format!(
@@ -672,6 +694,7 @@ impl DeviceContext for CudaDeviceContext {
         // Everything goes with the old context, which must be gone before a
         // new one takes device memory.
         self.blas.clear();
+        self.rand.clear();
         self.functions.clear();
         self.modules.clear();
         self.staging = None;

@@ -1,0 +1,456 @@
+//! cuRAND calls on a real GPU: device generators run in NVIDIA's library,
+//! loaded at run time on the first `curandCreateGenerator` ([`RandLibrary`]);
+//! host generators are computed by rcud's own CPU generators
+//! (`rcud_math::rand`), as on the emulated device.
+//!
+//! The wire does not say whether a generator is a host or a device one: that
+//! shows only at generation (`ptr` 0 is a host buffer). So every generator is
+//! created twice: in NVIDIA's library (which also answers the statuses of the
+//! settings calls) and in rcud's CPU state, which follows the same settings
+//! and computes host generations. A setting NVIDIA takes but rcud's
+//! generators do not leaves the CPU twin refusing host generation with
+//! rcud's status, rather than answering values NVIDIA's host generator would
+//! not.
+//!
+//! Before a device generation reaches NVIDIA's kernels, the statuses cuRAND
+//! answers without generating are answered as `rcud_math::rand` answers them
+//! (in the same order), then the written range `[ptr, ptr + n · value size)`
+//! is checked against the client's allocations: a range outside them is
+//! refused with `cudaErrorIllegalAddress`, as the emulated device refuses it.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::sync::OnceLock;
+
+use rcud_cuda_driver::curand::{self as nv, Output, RandError};
+use rcud_math::rand::{
+    LENGTH_NOT_MULTIPLE, NOT_INITIALIZED, OUT_OF_RANGE, RNG_MTGP32, RNG_PSEUDO_DEFAULT,
+    RNG_SCRAMBLED_SOBOL32, RNG_SCRAMBLED_SOBOL64, RNG_SOBOL32, RNG_SOBOL64, RNG_XORWOW, TYPE_ERROR,
+};
+use rcud_math::{DeviceMemory, Fault, MathError, Reply};
+use rcud_proto::math::rand::{Call, Distribution};
+use rcud_proto::ops::Failure;
+use rcud_proto::CudaError;
+
+use super::CudaDeviceContext;
+
+/// NVIDIA's cuRAND, opened on first use and shared by every client.
+#[derive(Debug)]
+pub(super) struct RandLibrary {
+    candidates: Vec<OsString>,
+    loaded: OnceLock<Result<nv::Rand, String>>,
+}
+
+impl Default for RandLibrary {
+    fn default() -> Self {
+        Self::new(nv::LIBRARIES.iter().map(OsString::from).collect())
+    }
+}
+
+impl RandLibrary {
+    /// The library at the first of `candidates` that loads.
+    pub(super) fn new(candidates: Vec<OsString>) -> Self {
+        Self {
+            candidates,
+            loaded: OnceLock::new(),
+        }
+    }
+
+    fn get(&self) -> Result<&nv::Rand, Failure> {
+        let loaded = self.loaded.get_or_init(|| {
+            nv::Rand::load_from(&self.candidates)
+                .inspect(|r| tracing::info!("cuRAND calls run in {}", r.library()))
+                .map_err(|e| {
+                    let why = format!(
+                        "NVIDIA's cuRAND ({}) was not found on the server: {e}",
+                        nv::LIBRARIES[0]
+                    );
+                    tracing::warn!("{why}");
+                    why
+                })
+        });
+        loaded
+            .as_ref()
+            .map_err(|why| Failure::new(CudaError::NOT_SUPPORTED, why.clone()))
+    }
+}
+
+/// One generator of a client: NVIDIA's, and its CPU twin for host generation.
+#[derive(Debug)]
+struct Generator {
+    device: nv::RandGenerator,
+    /// Its `curandRngType_t` (`PSEUDO_DEFAULT` as the XORWOW it is).
+    rng_type: u32,
+    /// Dimensions of a quasi-random generator.
+    dimensions: u32,
+    /// The CPU twin's id in [`RandGenerators::host`], if rcud computes the type.
+    host_id: Option<u64>,
+    /// The status host generation answers instead of values, once rcud's
+    /// CPU generators refused the type or a setting NVIDIA took (0: none).
+    host_refusal: i32,
+}
+
+/// The cuRAND generators of one client context, by wire id.
+#[derive(Default)]
+pub(super) struct RandGenerators {
+    generators: BTreeMap<u64, Generator>,
+    next: u64,
+    /// The CPU twins.
+    host: rcud_math::rand::State,
+}
+
+impl std::fmt::Debug for RandGenerators {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RandGenerators")
+            .field("generators", &self.generators.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RandGenerators {
+    /// Destroys every generator (before the context goes).
+    pub(super) fn clear(&mut self) {
+        self.generators.clear();
+        self.host = rcud_math::rand::State::default();
+    }
+
+    /// Runs `call` on the CPU twins. Host generation touches no device
+    /// memory, so the twins get none.
+    fn host_call(&mut self, call: Call) -> Result<Reply, Failure> {
+        self.host.call(&mut NoDeviceMemory, call).map_err(|e| {
+            let code = match e {
+                MathError::Fault(_) => CudaError::ILLEGAL_ADDRESS,
+                MathError::Timeout => CudaError::LAUNCH_TIMEOUT,
+                _ => CudaError::INVALID_VALUE,
+            };
+            Failure::new(code, format!("cuRAND host generator: {e}"))
+        })
+    }
+}
+
+/// Device memory for the CPU twins: none (they only answer host buffers).
+struct NoDeviceMemory;
+
+impl DeviceMemory for NoDeviceMemory {
+    fn read(&self, ptr: u64, len: u64) -> Result<&[u8], Fault> {
+        Err(Fault { ptr, len })
+    }
+
+    fn write(&mut self, ptr: u64, data: &[u8]) -> Result<(), Fault> {
+        Err(Fault {
+            ptr,
+            len: data.len() as u64,
+        })
+    }
+}
+
+fn is_quasi(rng_type: u32) -> bool {
+    matches!(
+        rng_type,
+        RNG_SOBOL32 | RNG_SOBOL64 | RNG_SCRAMBLED_SOBOL32 | RNG_SCRAMBLED_SOBOL64
+    )
+}
+
+/// The status cuRAND answers for `n` values of `distribution` from a
+/// generator of `rng_type` with `dimensions`, before generating anything
+/// (the rules, and their order, of `rcud_math::rand` and of the client):
+/// 32-bit words from every type but the 64-bit Sobols, which give only
+/// 64-bit words; whole points of a quasi-random generator; Box–Muller
+/// normals in pairs (MTGP32's and Sobol's are one per value).
+fn status_before_generating(
+    rng_type: u32,
+    dimensions: u32,
+    distribution: Distribution,
+    n: u64,
+) -> Option<i32> {
+    let words64 = matches!(rng_type, RNG_SOBOL64 | RNG_SCRAMBLED_SOBOL64);
+    if matches!(distribution, Distribution::Bits | Distribution::LongLong)
+        && (distribution == Distribution::LongLong) != words64
+    {
+        return Some(TYPE_ERROR);
+    }
+    if is_quasi(rng_type) && !n.is_multiple_of(u64::from(dimensions.max(1))) {
+        return Some(LENGTH_NOT_MULTIPLE);
+    }
+    let pairwise = rng_type != RNG_MTGP32 && !is_quasi(rng_type);
+    if distribution.is_pairwise() && pairwise && n % 2 == 1 {
+        return Some(LENGTH_NOT_MULTIPLE);
+    }
+    None
+}
+
+/// The library function for `distribution` (float parameters rounded to
+/// `float`, as the C prototypes take them).
+fn output(distribution: Distribution, mean: f64, stddev: f64) -> Output {
+    match distribution {
+        Distribution::Bits => Output::Bits,
+        Distribution::LongLong => Output::LongLong,
+        Distribution::Uniform => Output::Uniform,
+        Distribution::UniformDouble => Output::UniformDouble,
+        Distribution::Normal => Output::Normal {
+            mean: mean as f32,
+            stddev: stddev as f32,
+        },
+        Distribution::NormalDouble => Output::NormalDouble { mean, stddev },
+        Distribution::LogNormal => Output::LogNormal {
+            mean: mean as f32,
+            stddev: stddev as f32,
+        },
+        Distribution::LogNormalDouble => Output::LogNormalDouble { mean, stddev },
+    }
+}
+
+/// A setting applied to both generators.
+#[derive(Debug, Clone, Copy)]
+enum Setting {
+    Seed(u64),
+    Offset(u64),
+    Ordering(u32),
+    Dimensions(u32),
+}
+
+impl CudaDeviceContext {
+    /// Runs one cuRAND call (the library's calls on the `cuda` backend).
+    pub(super) fn rand_call(&mut self, call: Call) -> Result<Reply, Failure> {
+        match call {
+            Call::Create { rng_type } => self.rand_create(rng_type),
+            Call::Destroy { generator } => {
+                // Dropping NVIDIA's generator destroys it, with its context current.
+                let Some(g) = self.rand.generators.remove(&generator) else {
+                    return Ok(Reply::status(NOT_INITIALIZED));
+                };
+                if let Some(id) = g.host_id {
+                    self.rand.host_call(Call::Destroy { generator: id })?;
+                }
+                Ok(Reply::ok(Vec::new()))
+            }
+            Call::SetSeed { generator, seed } => self.rand_set(generator, Setting::Seed(seed)),
+            Call::SetOffset { generator, offset } => {
+                self.rand_set(generator, Setting::Offset(offset))
+            }
+            Call::SetOrdering {
+                generator,
+                ordering,
+            } => self.rand_set(generator, Setting::Ordering(ordering)),
+            Call::SetDimensions {
+                generator,
+                dimensions,
+            } => self.rand_set(generator, Setting::Dimensions(dimensions)),
+            Call::Generate {
+                generator,
+                distribution,
+                ptr,
+                n,
+                mean,
+                stddev,
+            } => {
+                let Some(g) = self.rand.generators.get(&generator) else {
+                    return Ok(Reply::status(NOT_INITIALIZED));
+                };
+                if ptr == 0 {
+                    return match (g.host_refusal, g.host_id) {
+                        (0, Some(id)) => self.rand.host_call(Call::Generate {
+                            generator: id,
+                            distribution,
+                            ptr,
+                            n,
+                            mean,
+                            stddev,
+                        }),
+                        (0, None) => Ok(Reply::status(TYPE_ERROR)),
+                        (refusal, _) => Ok(Reply::status(refusal)),
+                    };
+                }
+                let Some(distribution) = Distribution::from_wire(distribution) else {
+                    return Ok(Reply::status(TYPE_ERROR));
+                };
+                self.rand_generate(generator, distribution, ptr, n, (mean, stddev))
+            }
+        }
+    }
+
+    fn rand_create(&mut self, rng_type: u32) -> Result<Reply, Failure> {
+        let library = self.rand_library.clone();
+        let rand = library.get()?;
+        let ctx = self.live()?.clone();
+        let device = match ctx.rand_generator(rand, rng_type) {
+            Ok(g) => g,
+            Err(RandError::Status { call, status }) => {
+                tracing::debug!("{call}: curandStatus_t {status}");
+                return Ok(Reply::status(status));
+            }
+            Err(RandError::Driver(e)) => return Err(self.note(&e)),
+        };
+        // The CPU twin; a type rcud does not compute leaves host generation
+        // refused with rcud's status (device generation is NVIDIA's).
+        let twin = self.rand.host_call(Call::Create { rng_type })?;
+        let (host_id, host_refusal) = match <[u8; 8]>::try_from(twin.out.as_slice()) {
+            Ok(id) if twin.status == 0 => (Some(u64::from_le_bytes(id)), 0),
+            _ => (
+                None,
+                if twin.status == 0 {
+                    TYPE_ERROR
+                } else {
+                    twin.status
+                },
+            ),
+        };
+        self.rand.next += 1;
+        let id = self.rand.next;
+        self.rand.generators.insert(
+            id,
+            Generator {
+                device,
+                rng_type: if rng_type == RNG_PSEUDO_DEFAULT {
+                    RNG_XORWOW
+                } else {
+                    rng_type
+                },
+                dimensions: 1,
+                host_id,
+                host_refusal,
+            },
+        );
+        Ok(Reply::ok(id.to_le_bytes().to_vec()))
+    }
+
+    /// Applies `setting` to NVIDIA's generator (whose status is the
+    /// answer), then to the CPU twin.
+    fn rand_set(&mut self, generator: u64, setting: Setting) -> Result<Reply, Failure> {
+        if !self.rand.generators.contains_key(&generator) {
+            return Ok(Reply::status(NOT_INITIALIZED));
+        }
+        self.live()?;
+        let Some(g) = self.rand.generators.get_mut(&generator) else {
+            return Ok(Reply::status(NOT_INITIALIZED));
+        };
+        let applied = match setting {
+            Setting::Seed(seed) => g.device.set_seed(seed),
+            Setting::Offset(offset) => g.device.set_offset(offset),
+            Setting::Ordering(ordering) => g.device.set_ordering(ordering),
+            Setting::Dimensions(dimensions) => g.device.set_dimensions(dimensions),
+        };
+        match applied {
+            Ok(()) => {}
+            Err(RandError::Status { call, status }) => {
+                tracing::debug!("{call}: curandStatus_t {status}");
+                return Ok(Reply::status(status));
+            }
+            Err(RandError::Driver(e)) => return Err(self.note(&e)),
+        }
+        if let Setting::Dimensions(d) = setting {
+            g.dimensions = d;
+        }
+        let Some(host_id) = g.host_id else {
+            return Ok(Reply::ok(Vec::new()));
+        };
+        let twin = self.rand.host_call(match setting {
+            Setting::Seed(seed) => Call::SetSeed {
+                generator: host_id,
+                seed,
+            },
+            Setting::Offset(offset) => Call::SetOffset {
+                generator: host_id,
+                offset,
+            },
+            Setting::Ordering(ordering) => Call::SetOrdering {
+                generator: host_id,
+                ordering,
+            },
+            Setting::Dimensions(dimensions) => Call::SetDimensions {
+                generator: host_id,
+                dimensions,
+            },
+        })?;
+        if twin.status != 0 {
+            tracing::warn!(
+                "cuRAND: NVIDIA's library took {setting:?}, rcud's CPU generators answer \
+                 curandStatus_t {}; this generator's host generation answers that status",
+                twin.status
+            );
+            if let Some(g) = self.rand.generators.get_mut(&generator) {
+                g.host_refusal = twin.status;
+            }
+        }
+        Ok(Reply::ok(Vec::new()))
+    }
+
+    /// `n` values of `distribution` written by NVIDIA's library at device
+    /// address `ptr`, once the statuses and the range are checked.
+    fn rand_generate(
+        &mut self,
+        generator: u64,
+        distribution: Distribution,
+        ptr: u64,
+        n: u64,
+        (mean, stddev): (f64, f64),
+    ) -> Result<Reply, Failure> {
+        let Some(g) = self.rand.generators.get(&generator) else {
+            return Ok(Reply::status(NOT_INITIALIZED));
+        };
+        if let Some(status) = status_before_generating(g.rng_type, g.dimensions, distribution, n) {
+            return Ok(Reply::status(status));
+        }
+        let (Some(bytes), Ok(count)) =
+            (n.checked_mul(distribution.value_size()), usize::try_from(n))
+        else {
+            return Ok(Reply::status(OUT_OF_RANGE));
+        };
+        if n == 0 {
+            return Ok(Reply::ok(Vec::new()));
+        }
+        if self.memory.check(ptr, bytes).is_err() {
+            return Err(Failure::new(
+                CudaError::ILLEGAL_ADDRESS,
+                format!(
+                    "cuRAND output: {bytes} bytes at {ptr:#x} are outside the client's device \
+                     memory"
+                ),
+            ));
+        }
+        self.live()?;
+        let Some(g) = self.rand.generators.get_mut(&generator) else {
+            return Ok(Reply::status(NOT_INITIALIZED));
+        };
+        match g
+            .device
+            .generate(output(distribution, mean, stddev), ptr, count)
+        {
+            Ok(()) => Ok(Reply::ok(Vec::new())),
+            Err(RandError::Status { call, status }) => {
+                tracing::debug!("{call}: curandStatus_t {status}");
+                Ok(Reply::status(status))
+            }
+            Err(RandError::Driver(e)) => Err(self.note(&e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_before_generating_are_rcud_maths() {
+        use Distribution::*;
+        assert_eq!(
+            status_before_generating(RNG_XORWOW, 1, Normal, 3),
+            Some(LENGTH_NOT_MULTIPLE)
+        );
+        assert_eq!(status_before_generating(RNG_MTGP32, 1, Normal, 3), None);
+        assert_eq!(
+            status_before_generating(RNG_XORWOW, 1, LongLong, 2),
+            Some(TYPE_ERROR)
+        );
+        assert_eq!(
+            status_before_generating(RNG_SOBOL64, 1, Bits, 2),
+            Some(TYPE_ERROR)
+        );
+        assert_eq!(status_before_generating(RNG_SOBOL64, 2, LongLong, 4), None);
+        assert_eq!(
+            status_before_generating(RNG_SOBOL32, 3, Uniform, 4),
+            Some(LENGTH_NOT_MULTIPLE)
+        );
+        assert_eq!(status_before_generating(RNG_SOBOL32, 3, Normal, 3), None);
+    }
+}
