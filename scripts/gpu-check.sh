@@ -72,8 +72,11 @@
 # comparing.
 # math_blas runs against NVIDIA's cuBLAS (the toolkit's, else the one of the
 # PyPI wheel nvidia-cublas that python3 finds): natively, and under rcud with
-# rcud-server loading that library (the cuda backend forwards cuBLAS). The
-# other math_* programs are skipped: the cuda backend forwards no other math
+# rcud-server loading that library (the cuda backend forwards cuBLAS).
+# math_rand likewise against NVIDIA's cuRAND (libcurand.so.10, the toolkit's
+# or the nvidia-curand wheel's): rcud-server forwards device generators to
+# it; host generators are computed by rcud's CPU generators. The other
+# math_* programs are skipped: the cuda backend forwards no other math
 # library yet. k_dynamic is built with -rdc=true -lcudadevrt.
 # With RCUD_CHECK_SURVEY=1 in the environment, a program reports every
 # unexpected result and goes on instead of stopping at the first one.
@@ -175,6 +178,18 @@ for d in "$nvcc_dir/../lib64" "$nvcc_dir/../lib" "$nvcc_dir/../targets/$(uname -
         fi
     done
 done
+# NVIDIA's cuRAND likewise (libcurand.so.10, headers in ../include): for
+# building math_rand, its native run, and the server, which opens it on the
+# first curandCreateGenerator.
+curand_dir=""
+for d in "$nvcc_dir/../lib64" "$nvcc_dir/../lib" "$nvcc_dir/../targets/$(uname -m)-linux/lib" \
+    $(python3 -c 'import nvidia, os; [print(os.path.join(p, s, "lib")) for p in nvidia.__path__ for s in ("cu13", "curand", "cu12")]' 2>/dev/null); do
+    if [[ -e "$d/libcurand.so.10" && -e "$d/../include/curand.h" ]]; then
+        curand_dir="$(cd -- "$d" && pwd -P)"
+        break
+    fi
+done
+math_libs="$cublas_dir${curand_dir:+${cublas_dir:+:}$curand_dir}"
 if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
     die "port $port is in use (pass --port)"
 fi
@@ -271,6 +286,9 @@ for src in "$root"/tests/cuda/*.cu; do
         math_blas)
             [[ -n "$cublas_dir" ]] || continue
             extra=(-I "$cublas_dir/../include" -L "$cublas_dir" "-l:$cublas_lib") ;;
+        math_rand)
+            [[ -n "$curand_dir" ]] || continue
+            extra=(-I "$curand_dir/../include" -L "$curand_dir" -l:libcurand.so.10) ;;
         math_*|hold_memory) continue ;; # see the runs below
         k_dynamic) extra=(-rdc=true -lcudadevrt) ;;
     esac
@@ -318,7 +336,7 @@ is_built() { [[ -x "$work/bin/$1" ]]; }
 
 # ---- server -----------------------------------------------------------------
 
-LD_LIBRARY_PATH="${cublas_dir:+$cublas_dir:}${LD_LIBRARY_PATH:-}" \
+LD_LIBRARY_PATH="${math_libs:+$math_libs:}${LD_LIBRARY_PATH:-}" \
     RCUD_LOG=info "$bin/rcud-server" --backend cuda --listen "127.0.0.1:$port" >"$work/server.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 1 150); do
@@ -354,7 +372,7 @@ filter() {
 run_both() { # tag name [args...]
     local tag="$1" name="$2"
     shift 2
-    LD_LIBRARY_PATH="$native_libs${cublas_dir:+:$cublas_dir}" timeout "$run_timeout" "$work/bin/$name" "$@" \
+    LD_LIBRARY_PATH="$native_libs${math_libs:+:$math_libs}" timeout "$run_timeout" "$work/bin/$name" "$@" \
         >"$work/out/$tag.native" 2>"$work/out/$tag.native.err"
     native_rc=$?
     timeout "$run_timeout" "$bin/rcud" run --server "127.0.0.1:$port" \
@@ -429,8 +447,13 @@ for src in "$root"/tests/cuda/*.cu; do
                 add_row math_blas "" - - "skipped: no NVIDIA cuBLAS found (toolkit or nvidia-cublas wheel)"
                 continue
             fi ;;
+        math_rand)
+            if [[ -z "$curand_dir" ]]; then
+                add_row math_rand "" - - "skipped: no NVIDIA cuRAND found (toolkit or nvidia-curand wheel)"
+                continue
+            fi ;;
         math_*)
-            add_row "$name" "" - - "skipped: the cuda backend forwards no math library but cuBLAS yet"
+            add_row "$name" "" - - "skipped: the cuda backend forwards no math library but cuBLAS and cuRAND yet"
             continue ;;
         k_multi)
             if [[ "$gpu_count" -lt 2 ]]; then

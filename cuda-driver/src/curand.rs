@@ -409,6 +409,23 @@ mod tests {
         assert!(text.contains("/nonexistent/libcurand.so.10"), "{text}");
     }
 
+    /// NVIDIA's own library, when `scripts/ensure-cuda-libs.py --curand`
+    /// fetched it into `.cuda-libs/lib`: every entry point resolves with
+    /// the names used here (it loads without a GPU).
+    #[test]
+    fn nvidias_curand_has_every_entry_point() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../.cuda-libs/lib/libcurand.so.10"
+        );
+        if !std::path::Path::new(path).exists() {
+            eprintln!("skipped: {path} is not there (scripts/ensure-cuda-libs.py --curand)");
+            return;
+        }
+        let rand = Rand::load_from(&[path]).unwrap();
+        assert_eq!(rand.library(), path);
+    }
+
     #[test]
     fn value_sizes_are_the_c_types() {
         assert_eq!(Output::Bits.value_size(), 4);
