@@ -10,7 +10,10 @@
 //! and computes host generations. A setting NVIDIA takes but rcud's
 //! generators do not leaves the CPU twin refusing host generation with
 //! rcud's status, rather than answering values NVIDIA's host generator would
-//! not.
+//! not. The types rcud's CPU generators do not reproduce bit for bit
+//! (MT19937 past its first value, scrambled Sobol) generate host values
+//! with NVIDIA's generator instead, into device memory of the server's own,
+//! copied back: NVIDIA's host and device generators give the same values.
 //!
 //! Before a device generation reaches NVIDIA's kernels, the statuses cuRAND
 //! answers without generating are answered as `rcud_math::rand` answers them
@@ -24,8 +27,9 @@ use std::sync::OnceLock;
 
 use rcud_cuda_driver::curand::{self as nv, Output, RandError};
 use rcud_math::rand::{
-    LENGTH_NOT_MULTIPLE, NOT_INITIALIZED, OUT_OF_RANGE, RNG_MTGP32, RNG_PSEUDO_DEFAULT,
-    RNG_SCRAMBLED_SOBOL32, RNG_SCRAMBLED_SOBOL64, RNG_SOBOL32, RNG_SOBOL64, RNG_XORWOW, TYPE_ERROR,
+    LENGTH_NOT_MULTIPLE, MAX_HOST_BYTES, NOT_INITIALIZED, OUT_OF_RANGE, RNG_MT19937, RNG_MTGP32,
+    RNG_PSEUDO_DEFAULT, RNG_SCRAMBLED_SOBOL32, RNG_SCRAMBLED_SOBOL64, RNG_SOBOL32, RNG_SOBOL64,
+    RNG_XORWOW, TYPE_ERROR,
 };
 use rcud_math::{DeviceMemory, Fault, MathError, Reply};
 use rcud_proto::math::rand::{Call, Distribution};
@@ -200,6 +204,16 @@ fn output(distribution: Distribution, mean: f64, stddev: f64) -> Output {
     }
 }
 
+/// Whether rcud's CPU generators give NVIDIA's values for `rng_type` (see
+/// `docs/math/rand.md`): not MT19937 past its first value, not the
+/// scrambled Sobols (NVIDIA's scramble constants are unpublished).
+fn reproduced_by_rcud(rng_type: u32) -> bool {
+    !matches!(
+        rng_type,
+        RNG_MT19937 | RNG_SCRAMBLED_SOBOL32 | RNG_SCRAMBLED_SOBOL64
+    )
+}
+
 /// A setting applied to both generators.
 #[derive(Debug, Clone, Copy)]
 enum Setting {
@@ -247,6 +261,12 @@ impl CudaDeviceContext {
                 let Some(g) = self.rand.generators.get(&generator) else {
                     return Ok(Reply::status(NOT_INITIALIZED));
                 };
+                if ptr == 0 && !reproduced_by_rcud(g.rng_type) {
+                    let Some(distribution) = Distribution::from_wire(distribution) else {
+                        return Ok(Reply::status(TYPE_ERROR));
+                    };
+                    return self.rand_generate_for_host(generator, distribution, n, (mean, stddev));
+                }
                 if ptr == 0 {
                     return match (g.host_refusal, g.host_id) {
                         (0, Some(id)) => self.rand.host_call(Call::Generate {
@@ -373,6 +393,70 @@ impl CudaDeviceContext {
             }
         }
         Ok(Reply::ok(Vec::new()))
+    }
+
+    /// A host generation of `n` values by NVIDIA's generator: into device
+    /// memory the server allocates (never the client's), copied back in the
+    /// reply. At most [`MAX_HOST_BYTES`], as for rcud's CPU generators (the
+    /// client splits larger requests).
+    fn rand_generate_for_host(
+        &mut self,
+        generator: u64,
+        distribution: Distribution,
+        n: u64,
+        (mean, stddev): (f64, f64),
+    ) -> Result<Reply, Failure> {
+        let Some(g) = self.rand.generators.get(&generator) else {
+            return Ok(Reply::status(NOT_INITIALIZED));
+        };
+        if let Some(status) = status_before_generating(g.rng_type, g.dimensions, distribution, n) {
+            return Ok(Reply::status(status));
+        }
+        let bytes = match n.checked_mul(distribution.value_size()) {
+            Some(b) if b <= MAX_HOST_BYTES => b,
+            _ => return Ok(Reply::status(OUT_OF_RANGE)),
+        };
+        if n == 0 {
+            return Ok(Reply::ok(Vec::new()));
+        }
+        let ctx = self.live()?.clone();
+        let scratch = ctx.alloc(bytes).map_err(|e| self.note(&e))?;
+        let generated = match self.rand.generators.get_mut(&generator) {
+            Some(g) => g
+                .device
+                .generate(output(distribution, mean, stddev), scratch, n as usize),
+            None => Ok(()),
+        };
+        let mut out = Vec::with_capacity(bytes as usize);
+        let copied = match (&generated, self.staging.as_mut()) {
+            (Ok(()), Some(staging)) => staging
+                .download(scratch, bytes, &mut |chunk: &[u8]| -> Result<(), ()> {
+                    out.extend_from_slice(chunk);
+                    Ok(())
+                })
+                .map_err(|e| match e {
+                    rcud_cuda_driver::StagedError::Driver(e) => Some(e),
+                    rcud_cuda_driver::StagedError::Host(()) => None,
+                }),
+            (Ok(()), None) => Err(None),
+            (Err(_), _) => Ok(()),
+        };
+        if let Err(e) = ctx.free(scratch) {
+            tracing::warn!("cuRAND host generation: freeing the server's buffer: {e}");
+        }
+        match generated {
+            Ok(()) => {}
+            Err(RandError::Status { call, status }) => {
+                tracing::debug!("{call}: curandStatus_t {status}");
+                return Ok(Reply::status(status));
+            }
+            Err(RandError::Driver(e)) => return Err(self.note(&e)),
+        }
+        match copied {
+            Ok(()) => Ok(Reply::ok(out)),
+            Err(Some(e)) => Err(self.note(&e)),
+            Err(None) => Err(Failure::from(CudaError::DEVICE_UNINITIALIZED)),
+        }
     }
 
     /// `n` values of `distribution` written by NVIDIA's library at device

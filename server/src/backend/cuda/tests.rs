@@ -1876,15 +1876,57 @@ fn fake_curand_host_generators_are_computed_by_rcud() {
         !lines.iter().any(|l| l.starts_with("curandGenerate")),
         "{lines:?}"
     );
+}
 
-    // A type the library has and rcud does not compute (scrambled Sobol):
-    // device generators work, host generation answers rcud's TYPE_ERROR.
-    let s = generator(ctx, rcud_math::rand::RNG_SCRAMBLED_SOBOL32);
+#[test]
+fn fake_curand_host_generators_rcud_does_not_reproduce_run_in_the_library() {
+    use rcud_math::rand::{LENGTH_NOT_MULTIPLE, OUT_OF_RANGE, RNG_MT19937, RNG_SCRAMBLED_SOBOL32};
+    let test = "fake_curand_host_generators_rcud_does_not_reproduce_run_in_the_library";
+    let Some((b, log)) = fake_rand_backend(test) else {
+        return;
+    };
+    let mut ctx = b.open(0, 0).unwrap();
+    let ctx = ctx.as_mut();
+    // MT19937 (rcud matches NVIDIA's first value only): NVIDIA's values, in
+    // the reply, through a buffer of the server's own.
+    let g = generator(ctx, RNG_MT19937);
+    let call = RandCall::SetSeed {
+        generator: g,
+        seed: 77,
+    };
+    assert_eq!(rand_status(ctx, call), 0);
+    let held = ctx.memory_held();
+    let reply = rand(ctx, generate(g, Distribution::Bits, 0, 4, 0.0, 1.0)).unwrap();
+    assert_eq!(reply.status, 0);
+    assert_eq!(u32s(&reply.out), [77, 78, 79, 80]);
+    let reply = rand(ctx, generate(g, Distribution::NormalDouble, 0, 2, 1.0, 0.5)).unwrap();
+    // Words 81 and 82: mean + stddev (w mod 7 - 3).
+    assert_eq!(f64s(&reply.out), [1.0 + 0.5 * 1.0, 1.0 + 0.5 * 2.0]);
+    assert_eq!(ctx.memory_held(), held);
+    let lines = log_lines(&log);
+    let generated: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.starts_with("curandGenerate"))
+        .collect();
+    assert_eq!(generated.len(), 2, "{lines:?}");
+    assert_eq!(field(generated[0], "stream"), field(&lines[1], "stream"));
+    // Statuses before the library: odd normals, more than one answer holds.
+    let before = log_lines(&log).len();
+    let call = generate(g, Distribution::Normal, 0, 3, 0.0, 1.0);
+    assert_eq!(rand_status(ctx, call), LENGTH_NOT_MULTIPLE);
+    let call = generate(g, Distribution::Bits, 0, (1 << 19) / 4 + 1, 0.0, 1.0);
+    assert_eq!(rand_status(ctx, call), OUT_OF_RANGE);
+    assert_eq!(calls_after(&log, before), Vec::<String>::new());
+
+    // Scrambled Sobol (NVIDIA's constants are unpublished): device and host
+    // generation both run in the library.
+    let s = generator(ctx, RNG_SCRAMBLED_SOBOL32);
     let buf = ctx.malloc(16).unwrap();
     let call = generate(s, Distribution::Bits, buf, 4, 0.0, 1.0);
     assert_eq!(rand_status(ctx, call), 0);
-    let call = generate(s, Distribution::Bits, 0, 4, 0.0, 1.0);
-    assert_eq!(rand_status(ctx, call), rcud_math::rand::TYPE_ERROR);
+    assert_eq!(u32s(&read_back(ctx, buf, 16)), [0, 1, 2, 3]);
+    let reply = rand(ctx, generate(s, Distribution::Bits, 0, 4, 0.0, 1.0)).unwrap();
+    assert_eq!(u32s(&reply.out), [4, 5, 6, 7]);
 }
 
 #[test]
