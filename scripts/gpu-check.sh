@@ -74,8 +74,8 @@
 # PyPI wheel nvidia-cublas that python3 finds): natively, and under rcud with
 # rcud-server loading that library (the cuda backend forwards cuBLAS).
 # math_rand likewise against NVIDIA's cuRAND (libcurand.so.10, the toolkit's
-# or the nvidia-curand wheel's): rcud-server forwards device generators to
-# it; host generators are computed by rcud's CPU generators. The other
+# or the nvidia-curand wheel's): rcud-server runs device and host
+# generators in it. The other
 # math_* programs are skipped: the cuda backend forwards no other math
 # library yet. k_dynamic is built with -rdc=true -lcudadevrt.
 # With RCUD_CHECK_SURVEY=1 in the environment, a program reports every

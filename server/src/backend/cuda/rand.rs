@@ -1,25 +1,20 @@
-//! cuRAND calls on a real GPU: device generators run in NVIDIA's library,
-//! loaded at run time on the first `curandCreateGenerator` ([`RandLibrary`]);
-//! host generators are computed by rcud's own CPU generators
-//! (`rcud_math::rand`), as on the emulated device.
+//! cuRAND calls on a real GPU, in NVIDIA's library loaded at run time on
+//! the first `curandCreateGenerator` ([`RandLibrary`]).
 //!
-//! The wire does not say whether a generator is a host or a device one: that
-//! shows only at generation (`ptr` 0 is a host buffer). So every generator is
-//! created twice: in NVIDIA's library (which also answers the statuses of the
-//! settings calls) and in rcud's CPU state, which follows the same settings
-//! and computes host generations. A setting NVIDIA takes but rcud's
-//! generators do not leaves the CPU twin refusing host generation with
-//! rcud's status, rather than answering values NVIDIA's host generator would
-//! not. The types rcud's CPU generators do not reproduce bit for bit
-//! (MT19937 past its first value, scrambled Sobol) generate host values
-//! with NVIDIA's generator instead, into device memory of the server's own,
-//! copied back: NVIDIA's host and device generators give the same values.
+//! Each wire generator is one of NVIDIA's device generators. The wire does
+//! not say whether the application created a host or a device generator:
+//! that shows only at generation (`ptr` 0 asks for the values in the reply).
+//! A host generation runs NVIDIA's generator into device memory of the
+//! server's own and answers the values: NVIDIA's host and device generators
+//! give the same values, which rcud's CPU generators (`rcud_math::rand`) do
+//! not always (MT19937 past its first value, scrambled Sobol, some last bits
+//! of single-precision normals; see `docs/math/rand.md`).
 //!
-//! Before a device generation reaches NVIDIA's kernels, the statuses cuRAND
-//! answers without generating are answered as `rcud_math::rand` answers them
-//! (in the same order), then the written range `[ptr, ptr + n · value size)`
-//! is checked against the client's allocations: a range outside them is
-//! refused with `cudaErrorIllegalAddress`, as the emulated device refuses it.
+//! Before NVIDIA's kernels run, the statuses cuRAND answers without
+//! generating are answered as `rcud_math::rand` answers them (in the same
+//! order), then the written range `[ptr, ptr + n · value size)` is checked
+//! against the client's allocations: a range outside them is refused with
+//! `cudaErrorIllegalAddress`, as the emulated device refuses it.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -27,11 +22,11 @@ use std::sync::OnceLock;
 
 use rcud_cuda_driver::curand::{self as nv, Output, RandError};
 use rcud_math::rand::{
-    LENGTH_NOT_MULTIPLE, MAX_HOST_BYTES, NOT_INITIALIZED, OUT_OF_RANGE, RNG_MT19937, RNG_MTGP32,
+    LENGTH_NOT_MULTIPLE, MAX_HOST_BYTES, NOT_INITIALIZED, OUT_OF_RANGE, RNG_MTGP32,
     RNG_PSEUDO_DEFAULT, RNG_SCRAMBLED_SOBOL32, RNG_SCRAMBLED_SOBOL64, RNG_SOBOL32, RNG_SOBOL64,
     RNG_XORWOW, TYPE_ERROR,
 };
-use rcud_math::{DeviceMemory, Fault, MathError, Reply};
+use rcud_math::Reply;
 use rcud_proto::math::rand::{Call, Distribution};
 use rcud_proto::ops::Failure;
 use rcud_proto::CudaError;
@@ -79,7 +74,7 @@ impl RandLibrary {
     }
 }
 
-/// One generator of a client: NVIDIA's, and its CPU twin for host generation.
+/// One generator of a client.
 #[derive(Debug)]
 struct Generator {
     device: nv::RandGenerator,
@@ -87,64 +82,19 @@ struct Generator {
     rng_type: u32,
     /// Dimensions of a quasi-random generator.
     dimensions: u32,
-    /// The CPU twin's id in [`RandGenerators::host`], if rcud computes the type.
-    host_id: Option<u64>,
-    /// The status host generation answers instead of values, once rcud's
-    /// CPU generators refused the type or a setting NVIDIA took (0: none).
-    host_refusal: i32,
 }
 
 /// The cuRAND generators of one client context, by wire id.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub(super) struct RandGenerators {
     generators: BTreeMap<u64, Generator>,
     next: u64,
-    /// The CPU twins.
-    host: rcud_math::rand::State,
-}
-
-impl std::fmt::Debug for RandGenerators {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RandGenerators")
-            .field("generators", &self.generators.len())
-            .finish_non_exhaustive()
-    }
 }
 
 impl RandGenerators {
     /// Destroys every generator (before the context goes).
     pub(super) fn clear(&mut self) {
         self.generators.clear();
-        self.host = rcud_math::rand::State::default();
-    }
-
-    /// Runs `call` on the CPU twins. Host generation touches no device
-    /// memory, so the twins get none.
-    fn host_call(&mut self, call: Call) -> Result<Reply, Failure> {
-        self.host.call(&mut NoDeviceMemory, call).map_err(|e| {
-            let code = match e {
-                MathError::Fault(_) => CudaError::ILLEGAL_ADDRESS,
-                MathError::Timeout => CudaError::LAUNCH_TIMEOUT,
-                _ => CudaError::INVALID_VALUE,
-            };
-            Failure::new(code, format!("cuRAND host generator: {e}"))
-        })
-    }
-}
-
-/// Device memory for the CPU twins: none (they only answer host buffers).
-struct NoDeviceMemory;
-
-impl DeviceMemory for NoDeviceMemory {
-    fn read(&self, ptr: u64, len: u64) -> Result<&[u8], Fault> {
-        Err(Fault { ptr, len })
-    }
-
-    fn write(&mut self, ptr: u64, data: &[u8]) -> Result<(), Fault> {
-        Err(Fault {
-            ptr,
-            len: data.len() as u64,
-        })
     }
 }
 
@@ -204,17 +154,7 @@ fn output(distribution: Distribution, mean: f64, stddev: f64) -> Output {
     }
 }
 
-/// Whether rcud's CPU generators give NVIDIA's values for `rng_type` (see
-/// `docs/math/rand.md`): not MT19937 past its first value, not the
-/// scrambled Sobols (NVIDIA's scramble constants are unpublished).
-fn reproduced_by_rcud(rng_type: u32) -> bool {
-    !matches!(
-        rng_type,
-        RNG_MT19937 | RNG_SCRAMBLED_SOBOL32 | RNG_SCRAMBLED_SOBOL64
-    )
-}
-
-/// A setting applied to both generators.
+/// A setting of a generator.
 #[derive(Debug, Clone, Copy)]
 enum Setting {
     Seed(u64),
@@ -230,13 +170,10 @@ impl CudaDeviceContext {
             Call::Create { rng_type } => self.rand_create(rng_type),
             Call::Destroy { generator } => {
                 // Dropping NVIDIA's generator destroys it, with its context current.
-                let Some(g) = self.rand.generators.remove(&generator) else {
-                    return Ok(Reply::status(NOT_INITIALIZED));
-                };
-                if let Some(id) = g.host_id {
-                    self.rand.host_call(Call::Destroy { generator: id })?;
-                }
-                Ok(Reply::ok(Vec::new()))
+                Ok(match self.rand.generators.remove(&generator) {
+                    Some(_) => Reply::ok(Vec::new()),
+                    None => Reply::status(NOT_INITIALIZED),
+                })
             }
             Call::SetSeed { generator, seed } => self.rand_set(generator, Setting::Seed(seed)),
             Call::SetOffset { generator, offset } => {
@@ -258,32 +195,15 @@ impl CudaDeviceContext {
                 mean,
                 stddev,
             } => {
-                let Some(g) = self.rand.generators.get(&generator) else {
+                if !self.rand.generators.contains_key(&generator) {
                     return Ok(Reply::status(NOT_INITIALIZED));
-                };
-                if ptr == 0 && !reproduced_by_rcud(g.rng_type) {
-                    let Some(distribution) = Distribution::from_wire(distribution) else {
-                        return Ok(Reply::status(TYPE_ERROR));
-                    };
-                    return self.rand_generate_for_host(generator, distribution, n, (mean, stddev));
-                }
-                if ptr == 0 {
-                    return match (g.host_refusal, g.host_id) {
-                        (0, Some(id)) => self.rand.host_call(Call::Generate {
-                            generator: id,
-                            distribution,
-                            ptr,
-                            n,
-                            mean,
-                            stddev,
-                        }),
-                        (0, None) => Ok(Reply::status(TYPE_ERROR)),
-                        (refusal, _) => Ok(Reply::status(refusal)),
-                    };
                 }
                 let Some(distribution) = Distribution::from_wire(distribution) else {
                     return Ok(Reply::status(TYPE_ERROR));
                 };
+                if ptr == 0 {
+                    return self.rand_generate_for_host(generator, distribution, n, (mean, stddev));
+                }
                 self.rand_generate(generator, distribution, ptr, n, (mean, stddev))
             }
         }
@@ -301,20 +221,6 @@ impl CudaDeviceContext {
             }
             Err(RandError::Driver(e)) => return Err(self.note(&e)),
         };
-        // The CPU twin; a type rcud does not compute leaves host generation
-        // refused with rcud's status (device generation is NVIDIA's).
-        let twin = self.rand.host_call(Call::Create { rng_type })?;
-        let (host_id, host_refusal) = match <[u8; 8]>::try_from(twin.out.as_slice()) {
-            Ok(id) if twin.status == 0 => (Some(u64::from_le_bytes(id)), 0),
-            _ => (
-                None,
-                if twin.status == 0 {
-                    TYPE_ERROR
-                } else {
-                    twin.status
-                },
-            ),
-        };
         self.rand.next += 1;
         let id = self.rand.next;
         self.rand.generators.insert(
@@ -327,15 +233,12 @@ impl CudaDeviceContext {
                     rng_type
                 },
                 dimensions: 1,
-                host_id,
-                host_refusal,
             },
         );
         Ok(Reply::ok(id.to_le_bytes().to_vec()))
     }
 
-    /// Applies `setting` to NVIDIA's generator (whose status is the
-    /// answer), then to the CPU twin.
+    /// Applies `setting` to NVIDIA's generator, whose status is the answer.
     fn rand_set(&mut self, generator: u64, setting: Setting) -> Result<Reply, Failure> {
         if !self.rand.generators.contains_key(&generator) {
             return Ok(Reply::status(NOT_INITIALIZED));
@@ -361,43 +264,12 @@ impl CudaDeviceContext {
         if let Setting::Dimensions(d) = setting {
             g.dimensions = d;
         }
-        let Some(host_id) = g.host_id else {
-            return Ok(Reply::ok(Vec::new()));
-        };
-        let twin = self.rand.host_call(match setting {
-            Setting::Seed(seed) => Call::SetSeed {
-                generator: host_id,
-                seed,
-            },
-            Setting::Offset(offset) => Call::SetOffset {
-                generator: host_id,
-                offset,
-            },
-            Setting::Ordering(ordering) => Call::SetOrdering {
-                generator: host_id,
-                ordering,
-            },
-            Setting::Dimensions(dimensions) => Call::SetDimensions {
-                generator: host_id,
-                dimensions,
-            },
-        })?;
-        if twin.status != 0 {
-            tracing::warn!(
-                "cuRAND: NVIDIA's library took {setting:?}, rcud's CPU generators answer \
-                 curandStatus_t {}; this generator's host generation answers that status",
-                twin.status
-            );
-            if let Some(g) = self.rand.generators.get_mut(&generator) {
-                g.host_refusal = twin.status;
-            }
-        }
         Ok(Reply::ok(Vec::new()))
     }
 
     /// A host generation of `n` values by NVIDIA's generator: into device
     /// memory the server allocates (never the client's), copied back in the
-    /// reply. At most [`MAX_HOST_BYTES`], as for rcud's CPU generators (the
+    /// reply. At most [`MAX_HOST_BYTES`], as on the emulated device (the
     /// client splits larger requests).
     fn rand_generate_for_host(
         &mut self,

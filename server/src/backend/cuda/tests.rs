@@ -1813,82 +1813,19 @@ fn fake_curand_bad_requests_are_refused_before_the_library() {
 }
 
 #[test]
-fn fake_curand_host_generators_are_computed_by_rcud() {
-    let test = "fake_curand_host_generators_are_computed_by_rcud";
+fn fake_curand_host_generations_run_in_the_library_through_a_server_buffer() {
+    use rcud_math::rand::{
+        LENGTH_NOT_MULTIPLE, OUT_OF_RANGE, RNG_MT19937, RNG_SCRAMBLED_SOBOL32, RNG_XORWOW,
+    };
+    let test = "fake_curand_host_generations_run_in_the_library_through_a_server_buffer";
     let Some((b, log)) = fake_rand_backend(test) else {
         return;
     };
     let mut ctx = b.open(0, 0).unwrap();
     let ctx = ctx.as_mut();
-    // The same calls on rcud's CPU generators directly, as the emulated
-    // device runs them.
-    let mut cpu = rcud_math::rand::State::default();
-    struct NoMemory;
-    impl rcud_math::DeviceMemory for NoMemory {
-        fn read(&self, ptr: u64, len: u64) -> Result<&[u8], rcud_math::Fault> {
-            Err(rcud_math::Fault { ptr, len })
-        }
-        fn write(&mut self, ptr: u64, data: &[u8]) -> Result<(), rcud_math::Fault> {
-            Err(rcud_math::Fault {
-                ptr,
-                len: data.len() as u64,
-            })
-        }
-    }
-    let mut both = |ctx: &mut dyn DeviceContext, call: RandCall| {
-        let here = rand(ctx, call.clone()).unwrap();
-        let there = cpu.call(&mut NoMemory, call).unwrap();
-        assert_eq!(here, there);
-        here
-    };
-    for rng_type in [
-        rcud_math::rand::RNG_XORWOW,
-        rcud_math::rand::RNG_MRG32K3A,
-        rcud_math::rand::RNG_PHILOX,
-    ] {
-        let reply = both(ctx, RandCall::Create { rng_type });
-        let g = u64::from_le_bytes(reply.out.try_into().unwrap());
-        both(
-            ctx,
-            RandCall::SetSeed {
-                generator: g,
-                seed: 1234,
-            },
-        );
-        both(
-            ctx,
-            RandCall::SetOffset {
-                generator: g,
-                offset: 7,
-            },
-        );
-        for d in [Distribution::Bits, Distribution::NormalDouble] {
-            let reply = both(ctx, generate(g, d, 0, 10, 0.5, 2.0));
-            assert_eq!(reply.out.len() as u64, 10 * d.value_size());
-        }
-    }
-    // Odd normals of a host generator: rcud's status.
-    let reply = both(ctx, generate(1, Distribution::Normal, 0, 3, 0.0, 1.0));
-    assert_eq!(reply.status, rcud_math::rand::LENGTH_NOT_MULTIPLE);
-    // No generation reached NVIDIA's library.
-    let lines = log_lines(&log);
-    assert!(
-        !lines.iter().any(|l| l.starts_with("curandGenerate")),
-        "{lines:?}"
-    );
-}
-
-#[test]
-fn fake_curand_host_generators_rcud_does_not_reproduce_run_in_the_library() {
-    use rcud_math::rand::{LENGTH_NOT_MULTIPLE, OUT_OF_RANGE, RNG_MT19937, RNG_SCRAMBLED_SOBOL32};
-    let test = "fake_curand_host_generators_rcud_does_not_reproduce_run_in_the_library";
-    let Some((b, log)) = fake_rand_backend(test) else {
-        return;
-    };
-    let mut ctx = b.open(0, 0).unwrap();
-    let ctx = ctx.as_mut();
-    // MT19937 (rcud matches NVIDIA's first value only): NVIDIA's values, in
-    // the reply, through a buffer of the server's own.
+    // NVIDIA's values (those of its host generators), in the reply,
+    // through a buffer of the server's own: MT19937 (rcud's CPU generator
+    // matches NVIDIA's first value only).
     let g = generator(ctx, RNG_MT19937);
     let call = RandCall::SetSeed {
         generator: g,
@@ -1918,8 +1855,20 @@ fn fake_curand_host_generators_rcud_does_not_reproduce_run_in_the_library() {
     assert_eq!(rand_status(ctx, call), OUT_OF_RANGE);
     assert_eq!(calls_after(&log, before), Vec::<String>::new());
 
-    // Scrambled Sobol (NVIDIA's constants are unpublished): device and host
-    // generation both run in the library.
+    // XORWOW, with an offset and two calls continuing one sequence.
+    let x = generator(ctx, RNG_XORWOW);
+    let call = RandCall::SetOffset {
+        generator: x,
+        offset: 10,
+    };
+    assert_eq!(rand_status(ctx, call), 0);
+    let reply = rand(ctx, generate(x, Distribution::Bits, 0, 3, 0.0, 1.0)).unwrap();
+    assert_eq!(u32s(&reply.out), [10, 11, 12]);
+    let reply = rand(ctx, generate(x, Distribution::Uniform, 0, 1, 0.0, 1.0)).unwrap();
+    assert_eq!(reply.out, (14.0f32 / 65536.0).to_le_bytes());
+
+    // Scrambled Sobol (rcud cannot compute it: NVIDIA's constants are
+    // unpublished): device and host generation.
     let s = generator(ctx, RNG_SCRAMBLED_SOBOL32);
     let buf = ctx.malloc(16).unwrap();
     let call = generate(s, Distribution::Bits, buf, 4, 0.0, 1.0);
