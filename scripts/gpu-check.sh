@@ -70,10 +70,10 @@
 # k_dynamic's and k_printf's device-side printf lines come in an order CUDA
 # leaves open (blocks run in any order): both outputs are sorted before
 # comparing.
-# math_blas and math_fft run against NVIDIA's cuBLAS and cuFFT (the
-# toolkit's, else those of the PyPI wheels python3 finds): natively, and
-# under rcud with rcud-server loading those libraries (the cuda backend
-# forwards them). The other math_* programs are skipped: the cuda backend
+# math_blas, math_fft and math_rand run against NVIDIA's cuBLAS, cuFFT and
+# cuRAND (the toolkit's, else those of the PyPI wheels python3 finds):
+# natively, and under rcud with rcud-server loading those libraries (the
+# cuda backend forwards them; it runs cuRAND's host generators there too). The other math_* programs are skipped: the cuda backend
 # does not forward their libraries yet. k_dynamic is built with -rdc=true
 # -lcudadevrt.
 # With RCUD_CHECK_SURVEY=1 in the environment, a program reports every
@@ -186,6 +186,7 @@ forwarded_library() {
     case "$1" in
         math_blas) echo libcublas ;;
         math_fft) echo libcufft ;;
+        math_rand) echo libcurand ;;
     esac
 }
 # nvcc arguments for a forwarded math program ($1), or nothing when its

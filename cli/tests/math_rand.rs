@@ -54,7 +54,12 @@ fn run_build(cudart: &str) {
         ));
     }
     run.assert_line("curandGenerateNormal(gen, d, 63, 0.0f, 1.0f) -> 105");
-    run.assert_line("curandDestroyGenerator(gen) -> 101");
+    // What a local GPU leaves undefined, rcud refuses.
+    let hostile = rcud_run_within(env, None, &bin, &["hostile"], TIMEOUT);
+    hostile.assert_pass(None);
+    hostile.assert_line("curandGenerateUniform(gen, d, 65) -> 201");
+    hostile.assert_line("curandDestroyGenerator(gen) -> 101");
+    hostile.assert_line("hostile calls refused");
 }
 
 #[test]

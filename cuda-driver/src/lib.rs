@@ -38,6 +38,7 @@ pub use cudarc::driver::sys;
 
 pub mod cublas;
 pub mod cufft;
+pub mod curand;
 pub mod math_library;
 use sys::{CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUmodule, CUstream};
 

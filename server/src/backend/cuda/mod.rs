@@ -33,6 +33,7 @@ mod library;
 mod memory;
 mod output;
 mod props;
+mod rand;
 
 use std::ffi::{CString, OsStr};
 use std::os::fd::OwnedFd;
@@ -103,6 +104,8 @@ pub struct CudaBackend {
     blas_library: Arc<blas::BlasLibrary>,
     /// NVIDIA's cuFFT, opened on the first cuFFT call of any client.
     fft_library: Arc<fft::FftLibrary>,
+    /// NVIDIA's cuRAND, opened on the first cuRAND generator of any client.
+    rand_library: Arc<rand::RandLibrary>,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -166,6 +169,7 @@ impl CudaBackend {
             printf: Arc::default(),
             blas_library: Arc::default(),
             fft_library: Arc::default(),
+            rand_library: Arc::default(),
         })
     }
 
@@ -180,6 +184,13 @@ impl CudaBackend {
     /// loads, instead of `libcufft.so.12` or `libcufft.so.11`.
     pub fn with_fft_libraries(mut self, candidates: Vec<std::ffi::OsString>) -> Self {
         self.fft_library = Arc::new(fft::FftLibrary::new(candidates));
+        self
+    }
+
+    /// Opens cuRAND from the first of `candidates` (names or paths) that
+    /// loads, instead of `libcurand.so.10`.
+    pub fn with_rand_libraries(mut self, candidates: Vec<std::ffi::OsString>) -> Self {
+        self.rand_library = Arc::new(rand::RandLibrary::new(candidates));
         self
     }
 
@@ -223,6 +234,8 @@ impl CudaBackend {
             blas_library: self.blas_library.clone(),
             fft: fft::FftPlans::default(),
             fft_library: self.fft_library.clone(),
+            rand: rand::RandGenerators::default(),
+            rand_library: self.rand_library.clone(),
             functions: Vec::new(),
             modules: Vec::new(),
             staging: Some(staging),
@@ -395,6 +408,9 @@ pub struct CudaDeviceContext {
     /// cuFFT plans, destroyed before the context they live in.
     fft: fft::FftPlans,
     fft_library: Arc<fft::FftLibrary>,
+    /// cuRAND generators, destroyed before the context they live in.
+    rand: rand::RandGenerators,
+    rand_library: Arc<rand::RandLibrary>,
     // Driver objects, released before the context they live in (each also
     // keeps its context alive, so the order is a courtesy, not a requirement).
     functions: Vec<Kernel>,
@@ -608,6 +624,12 @@ impl DeviceContext for CudaDeviceContext {
                 })?;
                 self.fft_call(call)
             }
+            Some(Library::Rand) => {
+                let call = rcud_proto::codec::from_slice(call).map_err(|e| {
+                    Failure::new(CudaError::INVALID_VALUE, format!("a cuRAND call: {e}"))
+                })?;
+                self.rand_call(call)
+            }
             other => Err(Failure::new(
                 CudaError::NOT_SUPPORTED,
                 format!(
@@ -696,6 +718,7 @@ impl DeviceContext for CudaDeviceContext {
         // new one takes device memory.
         self.blas.clear();
         self.fft.clear();
+        self.rand.clear();
         self.functions.clear();
         self.modules.clear();
         self.staging = None;
