@@ -34,8 +34,14 @@ fn math_fft() {
         run.assert_line(
             "cufftExecC2C(plan, (cufftComplex*)d, (cufftComplex*)d, CUFFT_FORWARD) -> 3",
         );
-        run.assert_line("cufftExecR2C(plan, d + 100, (cufftComplex*)d) -> 4");
-        run.assert_line("cufftDestroy(plan) -> 1");
+        run.assert_line("cufftExecR2C(plan, NULL, (cufftComplex*)d) -> 4");
         run.assert_line("cufftXtSetCallback(plan, callbacks, CUFFT_CB_LD_COMPLEX, NULL) -> 16");
+        // What NVIDIA's cuFFT accepts or leaves undefined, rcud refuses.
+        let hostile = rcud_run_within(env, None, &bin, &["hostile"], RUN_TIMEOUT);
+        hostile.assert_pass(None);
+        hostile.assert_line("cufftPlan2d(&plan, 4, -3, CUFFT_C2C) -> 8");
+        hostile.assert_line("cufftExecR2C(plan, d + 100, (cufftComplex*)d) -> 4");
+        hostile.assert_line("cufftDestroy(plan) -> 1");
+        hostile.assert_line("hostile calls refused");
     }
 }

@@ -33,6 +33,7 @@ type NormalDouble = unsafe extern "C" fn(Generator, *mut f64, usize, f64, f64) -
 /// `curand.h` (enums as `unsigned int`, as their C ABI is).
 struct RandApi {
     create: unsafe extern "C" fn(*mut Generator, c_uint) -> Status,
+    create_host: unsafe extern "C" fn(*mut Generator, c_uint) -> Status,
     destroy: unsafe extern "C" fn(Generator) -> Status,
     set_stream: unsafe extern "C" fn(Generator, CUstream) -> Status,
     set_seed: unsafe extern "C" fn(Generator, c_ulonglong) -> Status,
@@ -62,6 +63,7 @@ impl RandApi {
         unsafe {
             Ok(Self {
                 create: symbol(lib, "curandCreateGenerator")?,
+                create_host: symbol(lib, "curandCreateGeneratorHost")?,
                 destroy: symbol(lib, "curandDestroyGenerator")?,
                 set_stream: symbol(lib, "curandSetStream")?,
                 set_seed: symbol(lib, "curandSetPseudoRandomGeneratorSeed")?,
@@ -279,7 +281,53 @@ impl crate::Context {
     }
 }
 
+impl crate::Context {
+    /// A new cuRAND host generator of `rng_type` (`curandCreateGeneratorHost`):
+    /// NVIDIA's CPU implementation, which writes host memory. It is tied
+    /// to this context only to be destroyed with it.
+    pub fn rand_host_generator(
+        &self,
+        rand: &Rand,
+        rng_type: u32,
+    ) -> Result<RandGenerator, RandError> {
+        self.inner.bind()?;
+        let mut raw: Generator = std::ptr::null_mut();
+        // SAFETY: `raw` is a valid out-pointer; an unknown type is answered
+        // with a status by cuRAND.
+        let status = unsafe { (rand.api.create_host)(&mut raw, rng_type) };
+        check(status, "curandCreateGeneratorHost")?;
+        Ok(RandGenerator {
+            api: rand.api.clone(),
+            ctx: self.inner.clone(),
+            raw,
+        })
+    }
+}
+
 impl RandGenerator {
+    /// `n` values of `output` from a host generator into `out`, which holds
+    /// `n` values of its size (`out.len() * 16 >= n * value size`; 16-byte
+    /// aligned, as NVIDIA's vectorised host code may store).
+    pub fn generate_to_host(
+        &mut self,
+        output: Output,
+        out: &mut [u128],
+        n: usize,
+    ) -> Result<(), RandError> {
+        let fits = n
+            .checked_mul(output.value_size() as usize)
+            .is_some_and(|bytes| bytes <= std::mem::size_of_val(out));
+        if !fits {
+            return Err(RandError::Status {
+                call: "a cuRAND host generation larger than its buffer",
+                status: 104,
+            });
+        }
+        // A host generator writes host memory at the address it is given,
+        // which `out` provides for all `n` values (checked above).
+        self.generate(output, out.as_mut_ptr() as u64, n)
+    }
+
     /// `curandSetPseudoRandomGeneratorSeed`.
     pub fn set_seed(&mut self, seed: u64) -> Result<(), RandError> {
         self.ctx.bind()?;

@@ -294,7 +294,6 @@ static void error_cases() {
     EXPECT_FFT(cufftExecC2C(12345, (cufftComplex*)d, (cufftComplex*)d, CUFFT_FORWARD), CUFFT_INVALID_PLAN);
     EXPECT_FFT(cufftPlan1d(&plan, 0, CUFFT_C2C, 1), CUFFT_INVALID_SIZE);
     EXPECT_FFT(cufftPlan1d(&plan, 16, CUFFT_C2C, 0), CUFFT_INVALID_SIZE);
-    EXPECT_FFT(cufftPlan2d(&plan, 4, -3, CUFFT_C2C), CUFFT_INVALID_SIZE);
     EXPECT_FFT(cufftPlan1d(&plan, 16, (cufftType)0x77, 1), CUFFT_INVALID_TYPE);
     int n4[4] = {2, 2, 2, 2};
     EXPECT_FFT(cufftPlanMany(&plan, 4, n4, NULL, 1, 0, NULL, 1, 0, CUFFT_C2C, 1), CUFFT_INVALID_SIZE);
@@ -309,18 +308,9 @@ static void error_cases() {
     // The wrong execution function for the plan's type.
     EXPECT_FFT(cufftExecC2C(plan, (cufftComplex*)d, (cufftComplex*)d, CUFFT_FORWARD), CUFFT_INVALID_TYPE);
     EXPECT_FFT(cufftExecD2Z(plan, (cufftDoubleReal*)d, (cufftDoubleComplex*)d), CUFFT_INVALID_TYPE);
-    // Data outside the application's device allocations: a host array, a
-    // device range too short, NULL.
-    std::vector<float> host(256);
-    EXPECT_FFT(cufftExecR2C(plan, host.data(), (cufftComplex*)d), CUFFT_INVALID_VALUE);
-    EXPECT_FFT(cufftExecR2C(plan, d + 100, (cufftComplex*)d), CUFFT_INVALID_VALUE);
     EXPECT_FFT(cufftExecR2C(plan, NULL, (cufftComplex*)d), CUFFT_INVALID_VALUE);
     EXPECT_FFT(cufftExecR2C(plan, d, (cufftComplex*)d), CUFFT_SUCCESS);
     CHECK_FFT(cufftDestroy(plan));
-    // Use after destroy.
-    EXPECT_FFT(cufftExecR2C(plan, d, (cufftComplex*)d), CUFFT_INVALID_PLAN);
-    EXPECT_FFT(cufftSetStream(plan, 0), CUFFT_INVALID_PLAN);
-    EXPECT_FFT(cufftDestroy(plan), CUFFT_INVALID_PLAN);
 
     CHECK_FFT(cufftPlan1d(&plan, 64, CUFFT_C2C, 1));
     EXPECT_FFT(cufftExecC2C(plan, (cufftComplex*)d, (cufftComplex*)d, 0), CUFFT_INVALID_VALUE);
@@ -332,15 +322,46 @@ static void error_cases() {
     int version = 0, major = -1;
     CHECK_FFT(cufftGetVersion(&version));
     CHECK_FFT(cufftGetProperty(MAJOR_VERSION, &major));
-    printf("cufftGetVersion: %d, major %d\n", version, major);
-    EXPECT(version == CUFFT_VERSION && major == CUFFT_VER_MAJOR, "version %d, major %d", version, major);
+    // rcud answers one cuFFT 12 version whatever header a program saw.
+    EXPECT(version / 1000 == CUFFT_VER_MAJOR && major == CUFFT_VER_MAJOR, "version %d, major %d", version,
+           major);
     // Nothing above was launched with bad data: no sticky error.
     CHECK(cudaDeviceSynchronize());
     CHECK(cudaGetLastError());
     CHECK(cudaFree(d));
 }
 
-int main() {
+// rcud's refusals of what NVIDIA's cuFFT accepts or leaves undefined: a
+// negative size (cuFFT 12.0 on an H200 made that plan), data outside the
+// application's device allocations (a host array, which HMM would let a
+// local GPU read, and a range too short), a destroyed plan (use after
+// free natively). Under rcud only: `math_fft hostile`.
+static void hostile() {
+    float* d;
+    CHECK(cudaMalloc(&d, 64 * sizeof(cufftComplex)));
+    cufftHandle plan;
+    EXPECT_FFT(cufftPlan2d(&plan, 4, -3, CUFFT_C2C), CUFFT_INVALID_SIZE);
+    size_t work;
+    CHECK_FFT(cufftCreate(&plan));
+    CHECK_FFT(cufftMakePlan1d(plan, 64, CUFFT_R2C, 1, &work));
+    std::vector<float> host(256);
+    EXPECT_FFT(cufftExecR2C(plan, host.data(), (cufftComplex*)d), CUFFT_INVALID_VALUE);
+    EXPECT_FFT(cufftExecR2C(plan, d + 100, (cufftComplex*)d), CUFFT_INVALID_VALUE);
+    CHECK_FFT(cufftDestroy(plan));
+    EXPECT_FFT(cufftExecR2C(plan, d, (cufftComplex*)d), CUFFT_INVALID_PLAN);
+    EXPECT_FFT(cufftSetStream(plan, 0), CUFFT_INVALID_PLAN);
+    EXPECT_FFT(cufftDestroy(plan), CUFFT_INVALID_PLAN);
+    CHECK(cudaDeviceSynchronize());
+    CHECK(cudaFree(d));
+    printf("hostile calls refused\n");
+}
+
+int main(int argc, char** argv) {
+    if (argc > 1 && strcmp(argv[1], "hostile") == 0) {
+        hostile();
+        printf("PASS\n");
+        return 0;
+    }
     const int d1[3] = {1, 1, 1000}, d1s[3] = {1, 1, 15}, d2[3] = {1, 8, 6}, d3[3] = {8, 6, 4};
     for (int in_place = 0; in_place < 2; in_place++) {
         complex_case<float>(3, d3, 1, in_place);

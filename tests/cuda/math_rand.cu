@@ -209,9 +209,13 @@ static void compare(curandRngType_t rng, const char *rng_name, int kind, size_t 
     CHECK(cudaGetLastError());
     CHECK(cudaMemcpy(api.data(), d_api, bytes, cudaMemcpyDeviceToHost));
     CHECK(cudaMemcpy(mirrored.data(), d_mirror, bytes, cudaMemcpyDeviceToHost));
-    EXPECT(memcmp(api.data(), from_host.data(), bytes) == 0,
-           "%s %s: the host generator differs from the device generator", rng_name,
-           KIND_NAMES[kind]);
+    // NVIDIA's host and device generators agree bit for bit on words and
+    // uniforms; device normals use the GPU's own transcendental functions,
+    // which differ from the host's in the last bits (seen on an H200).
+    for (size_t i = 0; i < n; i++)
+        EXPECT(close(kind, api.data(), from_host.data(), i),
+               "%s %s: host value %zu differs from the device generator's", rng_name,
+               KIND_NAMES[kind], i);
     size_t worst = 0;
     for (size_t i = 0; i < n; i++) {
         EXPECT(close(kind, api.data(), mirrored.data(), i),

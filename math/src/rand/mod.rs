@@ -252,7 +252,10 @@ impl State {
     /// Runs one cuRAND call.
     pub fn call(&mut self, memory: &mut dyn DeviceMemory, call: Call) -> Result<Reply, MathError> {
         match call {
-            Call::Create { rng_type } => Ok(self.create(rng_type)),
+            // rcud's generators are NVIDIA's host generators, bit for bit
+            // (math/tests/curand_oracle.rs); on the emulated device they
+            // serve device generators too.
+            Call::Create { rng_type } | Call::CreateHost { rng_type } => Ok(self.create(rng_type)),
             Call::Destroy { generator } => Ok(match self.generators.remove(&generator) {
                 Some(_) => Reply::ok(Vec::new()),
                 None => Reply::status(NOT_INITIALIZED),

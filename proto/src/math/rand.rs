@@ -9,7 +9,7 @@ crate::wire_enum! {
     #[derive(Debug, Clone, PartialEq)]
     pub enum Call {
         // Tag 0 was a placeholder, never sent.
-        /// `curandCreateGenerator(Host)`: answers the new id (u64 LE).
+        /// `curandCreateGenerator`: answers the new id (u64 LE).
         1 Create { rng_type: u32 },
         /// `curandDestroyGenerator`.
         2 Destroy { generator: u64 },
@@ -25,6 +25,11 @@ crate::wire_enum! {
         6 Generate { generator: u64, distribution: u32, ptr: u64, n: u64, mean: f64, stddev: f64 },
         /// `curandSetQuasiRandomGeneratorDimensions`.
         7 SetDimensions { generator: u64, dimensions: u32 },
+        /// `curandCreateGeneratorHost`: answers the new id (u64 LE). Its
+        /// generations answer their values (`ptr` 0). A host generator is
+        /// NVIDIA's CPU implementation, which differs from the device one
+        /// in what it accepts (orderings) and in the last bits of normals.
+        8 CreateHost { rng_type: u32 },
     }
 }
 

@@ -129,7 +129,12 @@ fn create(out: *mut *mut c_void, rng_type: c_uint, host: bool) -> c_int {
     if out.is_null() {
         return OUT_OF_RANGE;
     }
-    let reply = match super::call(0, Library::Rand, &Call::Create { rng_type }) {
+    let call = if host {
+        Call::CreateHost { rng_type }
+    } else {
+        Call::Create { rng_type }
+    };
+    let reply = match super::call(0, Library::Rand, &call) {
         Ok(reply) => reply,
         Err(_) => return INITIALIZATION_FAILED,
     };

@@ -50,14 +50,14 @@ static int sobol64(unsigned t) { return t == 203 || t == 204; }
 // MTGP32 and the quasi-random generators make one normal per word.
 static int pairwise(unsigned t) { return t != 141 && !quasi(t); }
 
-int curandCreateGenerator(struct gen **out, unsigned type) {
+static int create(struct gen **out, unsigned type, const char *name) {
     if (!out) return OUT_OF_RANGE;
     switch (type) {
     case 100: case 101: case 121: case 141: case 142: case 161:
     case 201: case 202: case 203: case 204:
         break;
     default:
-        note("curandCreateGenerator", NULL, 0);
+        note(name, NULL, 0);
         return TYPE_ERROR;
     }
     struct gen *g = calloc(1, sizeof *g);
@@ -66,8 +66,16 @@ int curandCreateGenerator(struct gen **out, unsigned type) {
     g->ordering = quasi(type) ? 201 : 101;
     g->dimensions = 1;
     *out = g;
-    note("curandCreateGenerator", g, 0);
+    note(name, g, 0);
     return OK;
+}
+int curandCreateGenerator(struct gen **out, unsigned type) {
+    return create(out, type, "curandCreateGenerator");
+}
+// A host generator here is the same code, writing wherever it is told:
+// the tests check the server hands it host memory of its own.
+int curandCreateGeneratorHost(struct gen **out, unsigned type) {
+    return create(out, type, "curandCreateGeneratorHost");
 }
 int curandDestroyGenerator(struct gen *g) {
     if (!g) return NOT_INITIALIZED;

@@ -1,16 +1,15 @@
 //! cuRAND calls on a real GPU, in NVIDIA's library loaded at run time on
 //! the first `curandCreateGenerator` ([`RandLibrary`]).
 //!
-//! Each wire generator is one of NVIDIA's device generators. The wire does
-//! not say whether the application created a host or a device generator:
-//! that shows only at generation (`ptr` 0 asks for the values in the reply).
-//! A host generation runs NVIDIA's generator into device memory of the
-//! server's own and answers the values: NVIDIA's host and device generators
-//! give the same values, which rcud's CPU generators (`rcud_math::rand`) do
-//! not always (MT19937 past its first value, scrambled Sobol, some last bits
-//! of single-precision normals; see `docs/math/rand.md`).
+//! Each wire generator is one of NVIDIA's: a device generator
+//! (`curandCreateGenerator`, on the client context's stream, writing the
+//! client's device memory) or a host generator (`curandCreateGeneratorHost`,
+//! NVIDIA's CPU implementation, writing a buffer of the server's whose bytes
+//! go back in the reply). They are not interchangeable: on an H200 NVIDIA's
+//! host XORWOW normals differ from its device ones in the last bits, and
+//! the host MT19937 refuses orderings the device one takes.
 //!
-//! Before NVIDIA's kernels run, the statuses cuRAND answers without
+//! Before NVIDIA's code runs, the statuses cuRAND answers without
 //! generating are answered as `rcud_math::rand` answers them (in the same
 //! order), then the written range `[ptr, ptr + n · value size)` is checked
 //! against the client's allocations: a range outside them is refused with
@@ -38,7 +37,9 @@ pub(super) type RandLibrary = LazyLibrary<nv::Rand>;
 /// One generator of a client.
 #[derive(Debug)]
 struct Generator {
-    device: nv::RandGenerator,
+    nvidia: nv::RandGenerator,
+    /// Made by `curandCreateGeneratorHost`.
+    host: bool,
     /// Its `curandRngType_t` (`PSEUDO_DEFAULT` as the XORWOW it is).
     rng_type: u32,
     /// Dimensions of a quasi-random generator.
@@ -128,7 +129,8 @@ impl CudaDeviceContext {
     /// Runs one cuRAND call (the library's calls on the `cuda` backend).
     pub(super) fn rand_call(&mut self, call: Call) -> Result<Reply, Failure> {
         match call {
-            Call::Create { rng_type } => self.rand_create(rng_type),
+            Call::Create { rng_type } => self.rand_create(rng_type, false),
+            Call::CreateHost { rng_type } => self.rand_create(rng_type, true),
             Call::Destroy { generator } => {
                 // Dropping NVIDIA's generator destroys it, with its context current.
                 Ok(match self.rand.generators.remove(&generator) {
@@ -162,7 +164,16 @@ impl CudaDeviceContext {
                 let Some(distribution) = Distribution::from_wire(distribution) else {
                     return Ok(Reply::status(TYPE_ERROR));
                 };
-                if ptr == 0 {
+                let host = self.rand.generators.get(&generator).is_some_and(|g| g.host);
+                // rcud's client asks a host generator for its values (`ptr`
+                // 0) and a device generator for device memory, never else.
+                if host != (ptr == 0) {
+                    return Err(Failure::new(
+                        CudaError::INVALID_VALUE,
+                        "a cuRAND generation to the wrong side of the generator",
+                    ));
+                }
+                if host {
                     return self.rand_generate_for_host(generator, distribution, n, (mean, stddev));
                 }
                 self.rand_generate(generator, distribution, ptr, n, (mean, stddev))
@@ -170,11 +181,16 @@ impl CudaDeviceContext {
         }
     }
 
-    fn rand_create(&mut self, rng_type: u32) -> Result<Reply, Failure> {
+    fn rand_create(&mut self, rng_type: u32, host: bool) -> Result<Reply, Failure> {
         let library = self.rand_library.clone();
         let rand = library.get()?;
         let ctx = self.live()?.clone();
-        let device = match ctx.rand_generator(rand, rng_type) {
+        let made = if host {
+            ctx.rand_host_generator(rand, rng_type)
+        } else {
+            ctx.rand_generator(rand, rng_type)
+        };
+        let nvidia = match made {
             Ok(g) => g,
             Err(RandError::Status { call, status }) => {
                 tracing::debug!("{call}: curandStatus_t {status}");
@@ -187,7 +203,8 @@ impl CudaDeviceContext {
         self.rand.generators.insert(
             id,
             Generator {
-                device,
+                nvidia,
+                host,
                 rng_type: if rng_type == RNG_PSEUDO_DEFAULT {
                     RNG_XORWOW
                 } else {
@@ -209,10 +226,10 @@ impl CudaDeviceContext {
             return Ok(Reply::status(NOT_INITIALIZED));
         };
         let applied = match setting {
-            Setting::Seed(seed) => g.device.set_seed(seed),
-            Setting::Offset(offset) => g.device.set_offset(offset),
-            Setting::Ordering(ordering) => g.device.set_ordering(ordering),
-            Setting::Dimensions(dimensions) => g.device.set_dimensions(dimensions),
+            Setting::Seed(seed) => g.nvidia.set_seed(seed),
+            Setting::Offset(offset) => g.nvidia.set_offset(offset),
+            Setting::Ordering(ordering) => g.nvidia.set_ordering(ordering),
+            Setting::Dimensions(dimensions) => g.nvidia.set_dimensions(dimensions),
         };
         match applied {
             Ok(()) => {}
@@ -228,10 +245,10 @@ impl CudaDeviceContext {
         Ok(Reply::ok(Vec::new()))
     }
 
-    /// A host generation of `n` values by NVIDIA's generator: into device
-    /// memory the server allocates (never the client's), copied back in the
-    /// reply. At most [`MAX_HOST_BYTES`], as on the emulated device (the
-    /// client splits larger requests).
+    /// A host generation of `n` values by NVIDIA's host generator, into a
+    /// buffer of the server's, answered in the reply. At most
+    /// [`MAX_HOST_BYTES`], as on the emulated device (the client splits
+    /// larger requests).
     fn rand_generate_for_host(
         &mut self,
         generator: u64,
@@ -239,56 +256,34 @@ impl CudaDeviceContext {
         n: u64,
         (mean, stddev): (f64, f64),
     ) -> Result<Reply, Failure> {
-        let Some(g) = self.rand.generators.get(&generator) else {
+        let Some(g) = self.rand.generators.get_mut(&generator) else {
             return Ok(Reply::status(NOT_INITIALIZED));
         };
         if let Some(status) = status_before_generating(g.rng_type, g.dimensions, distribution, n) {
             return Ok(Reply::status(status));
         }
         let bytes = match n.checked_mul(distribution.value_size()) {
-            Some(b) if b <= MAX_HOST_BYTES => b,
+            Some(b) if b <= MAX_HOST_BYTES => b as usize,
             _ => return Ok(Reply::status(OUT_OF_RANGE)),
         };
         if n == 0 {
             return Ok(Reply::ok(Vec::new()));
         }
-        let ctx = self.live()?.clone();
-        let scratch = ctx.alloc(bytes).map_err(|e| self.note(&e))?;
-        let generated = match self.rand.generators.get_mut(&generator) {
-            Some(g) => g
-                .device
-                .generate(output(distribution, mean, stddev), scratch, n as usize),
-            None => Ok(()),
-        };
-        let mut out = Vec::with_capacity(bytes as usize);
-        let copied = match (&generated, self.staging.as_mut()) {
-            (Ok(()), Some(staging)) => staging
-                .download(scratch, bytes, &mut |chunk: &[u8]| -> Result<(), ()> {
-                    out.extend_from_slice(chunk);
-                    Ok(())
-                })
-                .map_err(|e| match e {
-                    rcud_cuda_driver::StagedError::Driver(e) => Some(e),
-                    rcud_cuda_driver::StagedError::Host(()) => None,
-                }),
-            (Ok(()), None) => Err(None),
-            (Err(_), _) => Ok(()),
-        };
-        if let Err(e) = ctx.free(scratch) {
-            tracing::warn!("cuRAND host generation: freeing the server's buffer: {e}");
-        }
+        let mut buffer = vec![0u128; bytes.div_ceil(16)];
+        let generated =
+            g.nvidia
+                .generate_to_host(output(distribution, mean, stddev), &mut buffer, n as usize);
         match generated {
-            Ok(()) => {}
+            Ok(()) => {
+                let mut out: Vec<u8> = buffer.iter().flat_map(|w| w.to_le_bytes()).collect();
+                out.truncate(bytes);
+                Ok(Reply::ok(out))
+            }
             Err(RandError::Status { call, status }) => {
                 tracing::debug!("{call}: curandStatus_t {status}");
-                return Ok(Reply::status(status));
+                Ok(Reply::status(status))
             }
-            Err(RandError::Driver(e)) => return Err(self.note(&e)),
-        }
-        match copied {
-            Ok(()) => Ok(Reply::ok(out)),
-            Err(Some(e)) => Err(self.note(&e)),
-            Err(None) => Err(Failure::from(CudaError::DEVICE_UNINITIALIZED)),
+            Err(RandError::Driver(e)) => Err(self.note(&e)),
         }
     }
 
@@ -330,7 +325,7 @@ impl CudaDeviceContext {
             return Ok(Reply::status(NOT_INITIALIZED));
         };
         match g
-            .device
+            .nvidia
             .generate(output(distribution, mean, stddev), ptr, count)
         {
             Ok(()) => Ok(Reply::ok(Vec::new())),

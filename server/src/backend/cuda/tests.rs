@@ -2019,20 +2019,25 @@ fn fake_curand_bad_requests_are_refused_before_the_library() {
 }
 
 #[test]
-fn fake_curand_host_generations_run_in_the_library_through_a_server_buffer() {
+fn fake_curand_host_generators_answer_through_a_server_buffer() {
     use rcud_math::rand::{
         LENGTH_NOT_MULTIPLE, OUT_OF_RANGE, RNG_MT19937, RNG_SCRAMBLED_SOBOL32, RNG_XORWOW,
     };
-    let test = "fake_curand_host_generations_run_in_the_library_through_a_server_buffer";
+    let test = "fake_curand_host_generators_answer_through_a_server_buffer";
     let Some((b, log)) = fake_rand_backend(test) else {
         return;
     };
     let mut ctx = b.open(0, 0).unwrap();
     let ctx = ctx.as_mut();
-    // NVIDIA's values (those of its host generators), in the reply,
-    // through a buffer of the server's own: MT19937 (rcud's CPU generator
-    // matches NVIDIA's first value only).
-    let g = generator(ctx, RNG_MT19937);
+    // NVIDIA's host generators, answering in the reply through a buffer of
+    // the server's own: MT19937 (rcud's CPU generator matches NVIDIA's
+    // first value only).
+    let host_generator = |ctx: &mut dyn DeviceContext, rng_type| {
+        let reply = rand(ctx, RandCall::CreateHost { rng_type }).unwrap();
+        assert_eq!(reply.status, 0);
+        u64::from_le_bytes(reply.out.try_into().unwrap())
+    };
+    let g = host_generator(ctx, RNG_MT19937);
     let call = RandCall::SetSeed {
         generator: g,
         seed: 77,
@@ -2052,7 +2057,10 @@ fn fake_curand_host_generations_run_in_the_library_through_a_server_buffer() {
         .filter(|l| l.starts_with("curandGenerate"))
         .collect();
     assert_eq!(generated.len(), 2, "{lines:?}");
-    assert_eq!(field(generated[0], "stream"), field(&lines[1], "stream"));
+    assert!(
+        lines[0].starts_with("curandCreateGeneratorHost"),
+        "{lines:?}"
+    );
     // Statuses before the library: odd normals, more than one answer holds.
     let before = log_lines(&log).len();
     let call = generate(g, Distribution::Normal, 0, 3, 0.0, 1.0);
@@ -2062,7 +2070,7 @@ fn fake_curand_host_generations_run_in_the_library_through_a_server_buffer() {
     assert_eq!(calls_after(&log, before), Vec::<String>::new());
 
     // XORWOW, with an offset and two calls continuing one sequence.
-    let x = generator(ctx, RNG_XORWOW);
+    let x = host_generator(ctx, RNG_XORWOW);
     let call = RandCall::SetOffset {
         generator: x,
         offset: 10,
@@ -2074,14 +2082,21 @@ fn fake_curand_host_generations_run_in_the_library_through_a_server_buffer() {
     assert_eq!(reply.out, (14.0f32 / 65536.0).to_le_bytes());
 
     // Scrambled Sobol (rcud cannot compute it: NVIDIA's constants are
-    // unpublished): device and host generation.
+    // unpublished): a device and a host generator.
     let s = generator(ctx, RNG_SCRAMBLED_SOBOL32);
     let buf = ctx.malloc(16).unwrap();
     let call = generate(s, Distribution::Bits, buf, 4, 0.0, 1.0);
     assert_eq!(rand_status(ctx, call), 0);
     assert_eq!(u32s(&read_back(ctx, buf, 16)), [0, 1, 2, 3]);
-    let reply = rand(ctx, generate(s, Distribution::Bits, 0, 4, 0.0, 1.0)).unwrap();
-    assert_eq!(u32s(&reply.out), [4, 5, 6, 7]);
+    let h = host_generator(ctx, RNG_SCRAMBLED_SOBOL32);
+    let reply = rand(ctx, generate(h, Distribution::Bits, 0, 4, 0.0, 1.0)).unwrap();
+    assert_eq!(u32s(&reply.out), [0, 1, 2, 3]);
+    // Neither is asked for the other side's memory.
+    let f = rand(ctx, generate(s, Distribution::Bits, 0, 4, 0.0, 1.0)).unwrap_err();
+    assert_eq!(f.code, CudaError::INVALID_VALUE);
+    let f = rand(ctx, generate(h, Distribution::Bits, buf, 4, 0.0, 1.0)).unwrap_err();
+    assert_eq!(f.code, CudaError::INVALID_VALUE);
+    assert_eq!(u32s(&read_back(ctx, buf, 16)), [0, 1, 2, 3]);
 }
 
 #[test]
