@@ -5,7 +5,9 @@
 //! (measured by `math/tests/curand_oracle.rs`), MT19937's first value with
 //! the reference sequence's, MTGP32 against `curand_kernel.h` and values of
 //! NVIDIA's library, Sobol32/64 against `curand_kernel.h`'s Sobol states,
-//! and checks cuRAND's documented statuses.
+//! `curandGeneratePoisson` (MTGP32) against `curand_poisson.h`'s inverse
+//! transform and values of NVIDIA's library, and checks cuRAND's documented
+//! statuses.
 //!
 //! Requirements and skipping as in `e2e.rs` (see `common/mod.rs`).
 
@@ -53,6 +55,12 @@ fn run_build(cudart: &str) {
             "{sobol}: 90906 values in 3 dimensions match curand_kernel.h"
         ));
     }
+    for lambda in ["50", "777.25"] {
+        run.assert_line(&format!(
+            "Poisson lambda {lambda}: 3001 values as curand_poisson.h's"
+        ));
+    }
+    run.assert_line("curandGeneratePoisson(gen, got.data(), 6, 0.0) -> 104");
     run.assert_line("curandGenerateNormal(gen, d, 63, 0.0f, 1.0f) -> 105");
     // What a local GPU leaves undefined, rcud refuses.
     let hostile = rcud_run_within(env, None, &bin, &["hostile"], TIMEOUT);

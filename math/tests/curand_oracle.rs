@@ -43,6 +43,7 @@ struct Curand {
     normal_double: Symbol<unsafe extern "C" fn(Gen, *mut f64, usize, f64, f64) -> i32>,
     log_normal: Symbol<unsafe extern "C" fn(Gen, *mut f32, usize, f32, f32) -> i32>,
     log_normal_double: Symbol<unsafe extern "C" fn(Gen, *mut f64, usize, f64, f64) -> i32>,
+    poisson: Symbol<unsafe extern "C" fn(Gen, *mut u32, usize, f64) -> i32>,
     _libs: (Library, Library),
 }
 
@@ -132,6 +133,9 @@ fn load() -> Result<Curand, String> {
             log_normal_double: curand
                 .get(b"curandGenerateLogNormalDouble")
                 .map_err(|e| e.to_string())?,
+            poisson: curand
+                .get(b"curandGeneratePoisson")
+                .map_err(|e| e.to_string())?,
             _libs: (cudart, curand),
         })
     }
@@ -208,6 +212,10 @@ fn nvidia(lib: &Curand, case: &Case) -> (Vec<i32>, Vec<(i32, Vec<u8>)>) {
                     Distribution::Bits => {
                         let mut v = vec![0u32; n];
                         ((lib.generate)(g, v.as_mut_ptr(), n), to_bytes(&v, 4))
+                    }
+                    Distribution::Poisson => {
+                        let mut v = vec![0u32; n];
+                        ((lib.poisson)(g, v.as_mut_ptr(), n, mean), to_bytes(&v, 4))
                     }
                     Distribution::LongLong => {
                         let mut v = vec![0u64; n];
@@ -358,6 +366,7 @@ fn tolerance(d: Distribution) -> Option<(f64, f64)> {
     match d {
         Distribution::Bits
         | Distribution::LongLong
+        | Distribution::Poisson
         | Distribution::Uniform
         | Distribution::UniformDouble => None,
         Distribution::Normal => Some((1e-5, 0.0)),
@@ -374,7 +383,7 @@ fn values(d: Distribution, bytes: &[u8]) -> Vec<f64> {
             .map(|c| {
                 let w = u32::from_le_bytes(c.try_into().expect("4 bytes"));
                 match d {
-                    Distribution::Bits => f64::from(w),
+                    Distribution::Bits | Distribution::Poisson => f64::from(w),
                     _ => f64::from(f32::from_bits(w)),
                 }
             })
@@ -710,4 +719,156 @@ fn orderings_answer_as_nvidia() {
             assert_eq!(got, want, "type {rng} ordering {ordering}");
         }
     }
+}
+
+/// `curandGeneratePoisson`'s values and statuses from NVIDIA's host
+/// generator `rng` (seed, offset, then each lambda in turn on one
+/// generator, `n` values each).
+fn nvidia_poisson(
+    lib: &Curand,
+    rng: u32,
+    offset: u64,
+    calls: &[(f64, usize)],
+) -> Vec<(i32, Vec<u32>)> {
+    let mut g: Gen = std::ptr::null_mut();
+    // SAFETY: the library's own calls on a generator it created; every
+    // output buffer holds the count passed.
+    unsafe {
+        assert_eq!((lib.create_host)(&mut g, rng as i32), 0);
+        if rng < 200 {
+            assert_eq!((lib.set_seed)(g, 1234), 0);
+        }
+        if offset > 0 {
+            assert_eq!((lib.set_offset)(g, offset), 0);
+        }
+        let out = calls
+            .iter()
+            .map(|&(lambda, n)| {
+                let mut v = vec![0u32; n];
+                ((lib.poisson)(g, v.as_mut_ptr(), n, lambda), v)
+            })
+            .collect();
+        assert_eq!((lib.destroy)(g), 0);
+        out
+    }
+}
+
+/// The same calls on rcud's server code.
+fn rcud_poisson(rng: u32, offset: u64, calls: &[(f64, usize)]) -> Vec<(i32, Vec<u32>)> {
+    let mut state = State::default();
+    let mut memory = NoMemory;
+    let created = state
+        .call(&mut memory, Call::Create { rng_type: rng })
+        .expect("create");
+    let generator = u64::from_le_bytes(created.out.try_into().expect("an id"));
+    if rng < 200 {
+        let r = state.call(
+            &mut memory,
+            Call::SetSeed {
+                generator,
+                seed: 1234,
+            },
+        );
+        assert_eq!(r.expect("seed").status, 0);
+    }
+    if offset > 0 {
+        let r = state.call(&mut memory, Call::SetOffset { generator, offset });
+        assert_eq!(r.expect("offset").status, 0);
+    }
+    calls
+        .iter()
+        .map(|&(lambda, n)| {
+            let mut values = Vec::new();
+            let mut status = 0;
+            // As the client does: requests of at most MAX_HOST_BYTES.
+            let mut left = n as u64;
+            while left > 0 && status == 0 {
+                let chunk = left.min(MAX_HOST_BYTES / 4);
+                let reply = state
+                    .call(
+                        &mut memory,
+                        Call::Generate {
+                            generator,
+                            distribution: Distribution::Poisson as u32,
+                            ptr: 0,
+                            n: chunk,
+                            mean: lambda,
+                            stddev: 0.0,
+                        },
+                    )
+                    .expect("generate");
+                status = reply.status;
+                values.extend(
+                    reply
+                        .out
+                        .chunks_exact(4)
+                        .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))),
+                );
+                left -= chunk;
+            }
+            if status != 0 {
+                values = vec![0; n];
+            }
+            (status, values)
+        })
+        .collect()
+}
+
+/// `curandGeneratePoisson` bit for bit where rcud reproduces NVIDIA's
+/// method: MTGP32 from lambda 40 and Sobol32/Sobol64 from lambda 10 (each
+/// value from one word: the inverse transform up to lambda 8000, the
+/// normal approximation above), two calls on one generator, odd counts,
+/// Sobol with an offset (its point 0, word 0, is the one value that differs
+/// at these lambdas). Lambda outside (0, 400000] is OUT_OF_RANGE on every
+/// type, as NVIDIA answers.
+#[test]
+fn poisson_matches_nvidia() {
+    let Some(lib) = library() else { return };
+    let mut checked = 0;
+    for (rng, offset, lambdas) in [
+        (
+            141,
+            0,
+            vec![40.0, 64.0, 499.5, 999.99, 1000.0, 5000.0, 400_000.0],
+        ),
+        (201, 1, vec![10.0, 50.0, 777.25, 1000.0, 123_456.5]),
+        (
+            203,
+            3,
+            vec![10.0, 64.0, 999.0, 1999.5, 2000.0, 4000.5, 400_000.0],
+        ),
+    ] {
+        for &lambda in &lambdas {
+            let calls = [(lambda, 4097), (lambda, 192 * 256 + 3)];
+            let want = nvidia_poisson(&lib, rng, offset, &calls);
+            let got = rcud_poisson(rng, offset, &calls);
+            for (call, ((ws, wv), (gs, gv))) in want.iter().zip(&got).enumerate() {
+                assert_eq!(
+                    (gs, gv.len()),
+                    (ws, wv.len()),
+                    "type {rng} lambda {lambda} call {call}"
+                );
+                let differ: Vec<_> = wv
+                    .iter()
+                    .zip(gv)
+                    .enumerate()
+                    .filter(|(_, (a, b))| a != b)
+                    .take(5)
+                    .collect();
+                assert!(
+                    differ.is_empty(),
+                    "type {rng} lambda {lambda} call {call}: (index, (NVIDIA, rcud)) {differ:?}"
+                );
+                checked += wv.len();
+            }
+        }
+    }
+    for rng in [101, 121, 141, 142, 161, 201, 203] {
+        for lambda in [0.0, -1.0, f64::INFINITY, 400_000.000_000_1, 1e6] {
+            let want = nvidia_poisson(&lib, rng, 0, &[(lambda, 5)]);
+            let got = rcud_poisson(rng, 0, &[(lambda, 5)]);
+            assert_eq!(got[0].0, want[0].0, "type {rng} lambda {lambda}");
+        }
+    }
+    eprintln!("Poisson: {checked} values bit for bit");
 }

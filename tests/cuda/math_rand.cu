@@ -12,7 +12,10 @@
 // curandMakeMTGP32Constants/curandMakeMTGP32KernelState, and against values
 // of NVIDIA's library. Sobol32/Sobol64: dimension-major output with
 // offsets and successive calls against curand_kernel.h's Sobol states
-// initialised with curandGetDirectionVectors32/64.
+// initialised with curandGetDirectionVectors32/64. Poisson (MTGP32): each
+// value the inverse transform of one word of curandGenerate's order
+// (curand_poisson.h's _curand_poisson_ITR_double, run in a kernel), values
+// of NVIDIA's library, and lambda's statuses.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -308,6 +311,77 @@ static void mt19937() {
     printf("MT19937: first value, statuses, device and host agree\n");
 }
 
+// curand_poisson.h's inverse transform of each word.
+__global__ void mirror_poisson(const unsigned *words, size_t n, double lambda, unsigned *out) {
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i < n) out[i] = _curand_poisson_ITR_double(words[i], lambda);
+}
+
+static void poisson() {
+    const size_t n = 3001;  // odd: one word per value
+    const double lambdas[] = {50.0, 777.25};
+    unsigned *words = nullptr, *d = nullptr, *mirror = nullptr;
+    CHECK(cudaMalloc(&words, n * 4));
+    CHECK(cudaMalloc(&d, n * 4));
+    CHECK(cudaMalloc(&mirror, n * 4));
+    for (double lambda : lambdas) {
+        curandGenerator_t gen;
+        CURAND_CHECK(curandCreateGenerator(&gen, CURAND_RNG_PSEUDO_MTGP32));
+        CURAND_CHECK(curandSetPseudoRandomGeneratorSeed(gen, 1234));
+        CURAND_CHECK(curandGenerate(gen, words, n));
+        CURAND_CHECK(curandDestroyGenerator(gen));
+        CURAND_CHECK(curandCreateGenerator(&gen, CURAND_RNG_PSEUDO_MTGP32));
+        CURAND_CHECK(curandSetPseudoRandomGeneratorSeed(gen, 1234));
+        CURAND_CHECK(curandGeneratePoisson(gen, d, n, lambda));
+        CURAND_CHECK(curandDestroyGenerator(gen));
+        mirror_poisson<<<(n + 255) / 256, 256>>>(words, n, lambda, mirror);
+        CHECK(cudaGetLastError());
+        std::vector<unsigned> got(n), want(n), host(n);
+        CHECK(cudaMemcpy(got.data(), d, n * 4, cudaMemcpyDeviceToHost));
+        CHECK(cudaMemcpy(want.data(), mirror, n * 4, cudaMemcpyDeviceToHost));
+        size_t differ = 0;
+        for (size_t i = 0; i < n; i++) differ += got[i] != want[i];
+        EXPECT(differ == 0, "Poisson lambda %g: %zu of %zu values differ from curand_poisson.h's",
+               lambda, differ, n);
+        // The host generator gives the same values.
+        CURAND_CHECK(curandCreateGeneratorHost(&gen, CURAND_RNG_PSEUDO_MTGP32));
+        CURAND_CHECK(curandSetPseudoRandomGeneratorSeed(gen, 1234));
+        CURAND_CHECK(curandGeneratePoisson(gen, host.data(), n, lambda));
+        CURAND_CHECK(curandDestroyGenerator(gen));
+        EXPECT(host == got, "Poisson lambda %g: host and device generators differ", lambda);
+        if (lambda == 50.0) {
+            // NVIDIA's library, seed 1234.
+            const unsigned nvidia[] = {51, 49, 52, 70, 42, 46};
+            for (int i = 0; i < 6; i++)
+                EXPECT(got[i] == nvidia[i], "Poisson 50 value %d: %u, NVIDIA's %u", i, got[i], nvidia[i]);
+        }
+        printf("Poisson lambda %g: %zu values as curand_poisson.h's\n", lambda, n);
+    }
+    // Above lambda 8000 the normal approximation: NVIDIA's values.
+    {
+        curandGenerator_t gen;
+        std::vector<unsigned> got(6);
+        CURAND_CHECK(curandCreateGeneratorHost(&gen, CURAND_RNG_PSEUDO_MTGP32));
+        CURAND_CHECK(curandSetPseudoRandomGeneratorSeed(gen, 1234));
+        CURAND_CHECK(curandGeneratePoisson(gen, got.data(), 6, 400000.0));
+        const unsigned nvidia[] = {400131, 399942, 400186};
+        for (int i = 0; i < 3; i++)
+            EXPECT(got[i] == nvidia[i], "Poisson 400000 value %d: %u, NVIDIA's %u", i, got[i], nvidia[i]);
+        // Lambda outside (0, 400000], device and host generators alike.
+        EXPECT_STATUS(curandGeneratePoisson(gen, got.data(), 6, 0.0), CURAND_STATUS_OUT_OF_RANGE);
+        EXPECT_STATUS(curandGeneratePoisson(gen, got.data(), 6, 400001.0), CURAND_STATUS_OUT_OF_RANGE);
+        CURAND_CHECK(curandDestroyGenerator(gen));
+        CURAND_CHECK(curandCreateGenerator(&gen, CURAND_RNG_PSEUDO_XORWOW));
+        EXPECT_STATUS(curandGeneratePoisson(gen, d, 6, -1.0), CURAND_STATUS_OUT_OF_RANGE);
+        CURAND_CHECK(curandGeneratePoisson(gen, d, 7, 3.5));
+        CURAND_CHECK(curandDestroyGenerator(gen));
+    }
+    CHECK(cudaDeviceSynchronize());
+    CHECK(cudaFree(words));
+    CHECK(cudaFree(d));
+    CHECK(cudaFree(mirror));
+}
+
 // One MTGP32 block per parameter set, 256 threads: round r of block b is
 // chunk r * blocks + b of the host API's order.
 __global__ void mirror_mtgp32(curandStateMtgp32_t *states, int rounds, unsigned *out) {
@@ -511,6 +585,7 @@ int main(int argc, char **argv) {
         CURAND_RNG_QUASI_SOBOL32, "Sobol32", CURAND_DIRECTION_VECTORS_32_JOEKUO6);
     sobol<curandStateSobol64_t, curandDirectionVectors64_t, unsigned long long>(
         CURAND_RNG_QUASI_SOBOL64, "Sobol64", CURAND_DIRECTION_VECTORS_64_JOEKUO6);
+    poisson();
     statuses();
     printf("PASS\n");
     return 0;

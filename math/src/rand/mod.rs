@@ -321,6 +321,13 @@ impl State {
                 {
                     return Ok(Reply::status(TYPE_ERROR));
                 }
+                // NVIDIA's library takes lambda in (0, 400000] (and answers
+                // OUT_OF_RANGE for NaN on most generators).
+                if distribution == Distribution::Poisson
+                    && !(mean > 0.0 && mean <= MAX_POISSON_LAMBDA)
+                {
+                    return Ok(Reply::status(OUT_OF_RANGE));
+                }
                 // A quasi-random call is whole points of every dimension.
                 if is_quasi(g.rng_type) && !n.is_multiple_of(u64::from(g.dimensions)) {
                     return Ok(Reply::status(LENGTH_NOT_MULTIPLE));
@@ -469,6 +476,9 @@ fn generate(
     mean: f64,
     stddev: f64,
 ) -> Vec<u8> {
+    if distribution == Distribution::Poisson {
+        return generate_poisson(source, n, mean);
+    }
     match source {
         Source::Mrg32k3a(p) => return generate_mrg(p, distribution, n, mean, stddev),
         Source::Philox { seed, next } => {
@@ -515,7 +525,7 @@ fn generate(
     let (mean32, stddev32) = (mean as f32, stddev as f32);
     match distribution {
         // 64-bit words are refused before (Sobol64 only).
-        Distribution::Bits | Distribution::LongLong => {
+        Distribution::Bits | Distribution::LongLong | Distribution::Poisson => {
             for _ in 0..n {
                 let [x] = source.unit::<1>();
                 out.extend_from_slice(&x.to_le_bytes());
@@ -564,6 +574,85 @@ fn generate(
     out
 }
 
+/// The largest lambda NVIDIA's `curandGeneratePoisson` takes (found with
+/// its library: 400000 is taken, the next double refused).
+pub const MAX_POISSON_LAMBDA: f64 = 400_000.0;
+
+/// Above this lambda NVIDIA's host library takes the normal approximation
+/// for Poisson values (8000 is still the inverse transform, the next
+/// double not).
+const NORMAL_POISSON_ABOVE: f64 = 8000.0;
+/// From this lambda on Sobol64's Poisson values are the normal
+/// approximation.
+const NORMAL_POISSON_FROM_SOBOL64: f64 = 2000.0;
+
+/// `curandGeneratePoisson`: one value per word of `curandGenerate`'s
+/// order (`curandGenerateLongLong`'s for Sobol64), each [`poisson`] of
+/// it — the method NVIDIA's host library uses for MTGP32 and Sobol at all
+/// but small lambdas (docs/math/rand.md).
+fn generate_poisson(source: &mut Source, n: u64, lambda: f64) -> Vec<u8> {
+    if matches!(source, Source::Sobol { bits64: true, .. }) {
+        // The word's top 53 bits, as `_curand_uniform_double_excluding_one`
+        // and `_curand_normal_icdf_double` of a 64-bit word take them.
+        let two_pow_m53 = 2f64.powi(-53);
+        return generate(source, Distribution::LongLong, n, 0.0, 1.0)
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
+            .flat_map(|x| {
+                let u = ((x >> 11) as f64) * two_pow_m53 + two_pow_m53 / 4.0;
+                let normal = lambda >= NORMAL_POISSON_FROM_SOBOL64;
+                poisson(u, || normal_icdf_double_53(x), lambda, normal).to_le_bytes()
+            })
+            .collect();
+    }
+    let two_pow_m32 = 2f64.powi(-32);
+    generate(source, Distribution::Bits, n, 0.0, 1.0)
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap_or_default()))
+        .flat_map(|x| {
+            // (0, 1), never 1: the inverse transform's walk would not end.
+            let u = f64::from(x) * two_pow_m32 + two_pow_m32 / 2.0;
+            let normal = lambda > NORMAL_POISSON_ABOVE;
+            poisson(u, || normal_icdf_double(x), lambda, normal).to_le_bytes()
+        })
+        .collect()
+}
+
+/// One Poisson value from one word, as NVIDIA's host library makes it
+/// (`_curand_poisson` of `curand_poisson.h`, whose switch is at 1000 where
+/// the host library's is above [`NORMAL_POISSON_ABOVE`]): the inverse
+/// transform of the word's uniform `u` in (0, 1) (Fishman's algorithm,
+/// walking the CDF with `e^-lambda` taken in steps of at most `e^-500` so
+/// that it never underflows), or, when `normal`, the normal approximation
+/// `⌊√λ·z + λ + ½⌋` with `z` the word's inverse normal CDF.
+pub fn poisson(u: f64, z: impl FnOnce() -> f64, lambda: f64, normal: bool) -> u32 {
+    if normal {
+        return (lambda.sqrt() * z() + lambda + 0.5) as u32;
+    }
+    const STEP: f64 = 500.0;
+    let (mut p, mut q) = (1.0f64, 1.0f64);
+    let mut k = 0u32;
+    let mut pow = 0i32;
+    loop {
+        let factor = if lambda > f64::from(pow) + STEP {
+            (-STEP).exp()
+        } else {
+            (f64::from(pow) - lambda).exp()
+        };
+        p *= factor;
+        q *= factor;
+        pow += STEP as i32;
+        while u > q {
+            k += 1;
+            p *= lambda / f64::from(k);
+            q += p;
+        }
+        if f64::from(pow) >= lambda {
+            return k;
+        }
+    }
+}
+
 /// `mean + stddev z`, exponentiated for a log-normal distribution.
 fn scale_f32(z: f32, mean: f32, stddev: f32, log_normal: bool) -> f32 {
     let value = stddev.mul_add(z, mean);
@@ -601,7 +690,9 @@ fn generate_one_word(
         let x = word();
         match distribution {
             // Only Sobol64 makes 64-bit words (checked before).
-            Distribution::Bits | Distribution::LongLong => out.extend_from_slice(&x.to_le_bytes()),
+            Distribution::Bits | Distribution::LongLong | Distribution::Poisson => {
+                out.extend_from_slice(&x.to_le_bytes())
+            }
             Distribution::Uniform => out.extend_from_slice(&uniform(x).to_le_bytes()),
             Distribution::UniformDouble => {
                 out.extend_from_slice(&uniform_double_32(x).to_le_bytes())
@@ -802,7 +893,7 @@ fn generate_philox(
     let values = |[a, b, c, d]: [u32; 4]| -> Vec<u8> {
         match distribution {
             // 64-bit words are refused before (Sobol64 only).
-            Distribution::Bits | Distribution::LongLong => {
+            Distribution::Bits | Distribution::LongLong | Distribution::Poisson => {
                 [a, b, c, d].iter().flat_map(|x| x.to_le_bytes()).collect()
             }
             Distribution::Uniform => [a, b, c, d]
@@ -868,7 +959,7 @@ fn generate_mrg(
     );
     match distribution {
         // 64-bit words are refused before (Sobol64 only).
-        Distribution::Bits | Distribution::LongLong => {
+        Distribution::Bits | Distribution::LongLong | Distribution::Poisson => {
             for _ in 0..n {
                 out.extend_from_slice(&p.next_unit().next().to_le_bytes());
             }

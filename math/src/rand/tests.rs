@@ -484,3 +484,94 @@ fn sobol_statuses() {
         assert_eq!(reply.status, TYPE_ERROR);
     }
 }
+
+fn poisson_call(
+    state: &mut State,
+    memory: &mut Memory,
+    generator: u64,
+    n: u64,
+    lambda: f64,
+) -> Reply {
+    state
+        .call(
+            memory,
+            Call::Generate {
+                generator,
+                distribution: Distribution::Poisson as u32,
+                ptr: 0,
+                n,
+                mean: lambda,
+                stddev: 0.0,
+            },
+        )
+        .unwrap()
+}
+
+#[test]
+fn poisson_gives_nvidias_values_and_moments() {
+    let mut state = State::default();
+    let mut memory = Memory(Vec::new());
+    // NVIDIA's library, MTGP32 seed 1234: the inverse transform at 50 and
+    // 5000, the normal approximation above 8000.
+    for (lambda, want) in [
+        (50.0, vec![51, 49, 52, 70, 42, 46]),
+        (5000.0, vec![5015, 4993, 5021, 5191, 4916, 4956]),
+        (400_000.0, vec![400_131, 399_942, 400_186]),
+    ] {
+        let g = mtgp32_generator(&mut state, &mut memory, 1234, ORDERING_DEFAULT);
+        let reply = poisson_call(&mut state, &mut memory, g, want.len() as u64, lambda);
+        assert_eq!(reply.status, 0);
+        let got: Vec<u32> = reply
+            .out
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(got, want, "lambda {lambda}");
+    }
+    // Mean and variance lambda, for small and large lambdas, odd counts.
+    for lambda in [0.5, 3.5, 120.0, 9000.0] {
+        let g = create(&mut state, &mut memory, RNG_XORWOW);
+        let reply = poisson_call(&mut state, &mut memory, g, 20_001, lambda);
+        assert_eq!(reply.status, 0);
+        let v: Vec<f64> = reply
+            .out
+            .chunks_exact(4)
+            .map(|c| f64::from(u32::from_le_bytes(c.try_into().unwrap())))
+            .collect();
+        let mean = v.iter().sum::<f64>() / v.len() as f64;
+        let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / v.len() as f64;
+        let se = (lambda / v.len() as f64).sqrt();
+        assert!(
+            (mean - lambda).abs() < 5.0 * se,
+            "lambda {lambda}: mean {mean}"
+        );
+        assert!(
+            (var / lambda - 1.0).abs() < 0.05,
+            "lambda {lambda}: variance {var}"
+        );
+    }
+}
+
+#[test]
+fn poisson_statuses() {
+    let mut state = State::default();
+    let mut memory = Memory(Vec::new());
+    let g = create(&mut state, &mut memory, RNG_XORWOW);
+    for lambda in [
+        0.0,
+        -2.0,
+        f64::NAN,
+        f64::INFINITY,
+        MAX_POISSON_LAMBDA * 1.000_001,
+    ] {
+        let reply = poisson_call(&mut state, &mut memory, g, 4, lambda);
+        assert_eq!(reply.status, OUT_OF_RANGE, "lambda {lambda}");
+    }
+    assert_eq!(
+        poisson_call(&mut state, &mut memory, g, 4, MAX_POISSON_LAMBDA).status,
+        0
+    );
+    // The inverse transform ends for the extreme words.
+    assert_eq!(poisson(2f64.powi(-33), || 0.0, 1e-9, false), 0);
+    assert!(poisson(1.0 - 2f64.powi(-33), || 0.0, 7999.5, false) > 7999);
+}

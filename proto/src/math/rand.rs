@@ -21,7 +21,8 @@ crate::wire_enum! {
         5 SetOrdering { generator: u64, ordering: u32 },
         /// `curandGenerate*`: `n` values of `distribution` (a [`Distribution`]
         /// as u32) at device address `ptr`, or answered in `out` when `ptr`
-        /// is 0. `mean` and `stddev` are used by the normal distributions.
+        /// is 0. `mean` and `stddev` are used by the normal distributions;
+        /// `mean` is lambda for [`Distribution::Poisson`].
         6 Generate { generator: u64, distribution: u32, ptr: u64, n: u64, mean: f64, stddev: f64 },
         /// `curandSetQuasiRandomGeneratorDimensions`.
         7 SetDimensions { generator: u64, dimensions: u32 },
@@ -53,6 +54,8 @@ pub enum Distribution {
     LogNormalDouble = 6,
     /// `curandGenerateLongLong`: 64-bit words (Sobol64).
     LongLong = 7,
+    /// `curandGeneratePoisson`: 32-bit counts, lambda in `mean`.
+    Poisson = 8,
 }
 
 impl Distribution {
@@ -67,6 +70,7 @@ impl Distribution {
             5 => Self::LogNormal,
             6 => Self::LogNormalDouble,
             7 => Self::LongLong,
+            8 => Self::Poisson,
             _ => return None,
         })
     }
@@ -74,7 +78,7 @@ impl Distribution {
     /// Bytes of one value.
     pub fn value_size(self) -> u64 {
         match self {
-            Self::Bits | Self::Uniform | Self::Normal | Self::LogNormal => 4,
+            Self::Bits | Self::Uniform | Self::Normal | Self::LogNormal | Self::Poisson => 4,
             Self::UniformDouble | Self::NormalDouble | Self::LogNormalDouble | Self::LongLong => 8,
         }
     }

@@ -322,6 +322,10 @@ fn generate(
     if status != SUCCESS {
         return status;
     }
+    // NVIDIA's library takes lambda in (0, 400000].
+    if distribution == Distribution::Poisson && !(mean > 0.0 && mean <= MAX_POISSON_LAMBDA) {
+        return OUT_OF_RANGE;
+    }
     let Some(bytes) = n.checked_mul(distribution.value_size()) else {
         return OUT_OF_RANGE;
     };
@@ -393,6 +397,21 @@ fn generate(
 pub extern "C" fn curandGenerate(generator: *mut c_void, out: *mut c_uint, n: usize) -> c_int {
     super::guard(INTERNAL_ERROR, || {
         generate(generator, out.cast(), n, Distribution::Bits, 0.0, 1.0)
+    })
+}
+
+/// The largest lambda `curandGeneratePoisson` takes, as NVIDIA's library.
+const MAX_POISSON_LAMBDA: f64 = 400_000.0;
+
+#[no_mangle]
+pub extern "C" fn curandGeneratePoisson(
+    generator: *mut c_void,
+    out: *mut c_uint,
+    n: usize,
+    lambda: f64,
+) -> c_int {
+    super::guard(INTERNAL_ERROR, || {
+        generate(generator, out.cast(), n, Distribution::Poisson, lambda, 0.0)
     })
 }
 
