@@ -48,6 +48,7 @@ struct RandApi {
     normal_double: NormalDouble,
     log_normal: Normal,
     log_normal_double: NormalDouble,
+    poisson: unsafe extern "C" fn(Generator, *mut c_uint, usize, f64) -> Status,
     /// Keeps the code behind the pointers mapped; dropped last.
     _library: libloading::Library,
 }
@@ -78,6 +79,7 @@ impl RandApi {
                 normal_double: symbol(lib, "curandGenerateNormalDouble")?,
                 log_normal: symbol(lib, "curandGenerateLogNormal")?,
                 log_normal_double: symbol(lib, "curandGenerateLogNormalDouble")?,
+                poisson: symbol(lib, "curandGeneratePoisson")?,
                 _library: library,
             })
         }
@@ -204,13 +206,22 @@ pub enum Output {
         /// Its standard deviation.
         stddev: f64,
     },
+    /// `curandGeneratePoisson`: 32-bit counts.
+    Poisson {
+        /// The distribution's mean.
+        lambda: f64,
+    },
 }
 
 impl Output {
     /// Bytes of one value.
     pub fn value_size(self) -> u64 {
         match self {
-            Self::Bits | Self::Uniform | Self::Normal { .. } | Self::LogNormal { .. } => 4,
+            Self::Bits
+            | Self::Uniform
+            | Self::Normal { .. }
+            | Self::LogNormal { .. }
+            | Self::Poisson { .. } => 4,
             Self::LongLong
             | Self::UniformDouble
             | Self::NormalDouble { .. }
@@ -409,6 +420,10 @@ impl RandGenerator {
                 Output::LogNormalDouble { mean, stddev } => (
                     (api.log_normal_double)(g, ptr as *mut f64, n, mean, stddev),
                     "curandGenerateLogNormalDouble",
+                ),
+                Output::Poisson { lambda } => (
+                    (api.poisson)(g, ptr as *mut c_uint, n, lambda),
+                    "curandGeneratePoisson",
                 ),
             }
         };

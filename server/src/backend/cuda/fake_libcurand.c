@@ -191,3 +191,13 @@ GENERATE_NORMAL(curandGenerateNormal, float, normal(w, mean, stddev))
 GENERATE_NORMAL(curandGenerateNormalDouble, double, normal(w, mean, stddev))
 GENERATE_NORMAL(curandGenerateLogNormal, float, exp(normal(w, mean, stddev)))
 GENERATE_NORMAL(curandGenerateLogNormalDouble, double, exp(normal(w, mean, stddev)))
+// Poisson: lambda checked as cuRAND checks it, then lambda + (w mod 3) - 1.
+int curandGeneratePoisson(struct gen *g, unsigned *out, size_t n, double lambda) {
+    if (!g) return NOT_INITIALIZED;
+    note("curandGeneratePoisson", g, n);
+    if (!(lambda > 0 && lambda <= 400000)) return OUT_OF_RANGE;
+    int s = check(g, n, 0);
+    if (s) return s;
+    for (size_t i = 0; i < n; i++) out[i] = (unsigned)lambda + word(g) % 3 - 1;
+    return OK;
+}

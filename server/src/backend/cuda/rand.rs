@@ -113,6 +113,7 @@ fn output(distribution: Distribution, mean: f64, stddev: f64) -> Output {
             stddev: stddev as f32,
         },
         Distribution::LogNormalDouble => Output::LogNormalDouble { mean, stddev },
+        Distribution::Poisson => Output::Poisson { lambda: mean },
     }
 }
 

@@ -2149,3 +2149,31 @@ fn fake_driver_without_curand_says_so() {
     );
     assert!(f.message.contains("/nonexistent/libcurand.so.10"), "{f}");
 }
+
+#[test]
+fn fake_curand_poisson_reaches_the_library_with_its_lambda() {
+    let test = "fake_curand_poisson_reaches_the_library_with_its_lambda";
+    let Some((b, log)) = fake_rand_backend(test) else {
+        return;
+    };
+    let mut ctx = b.open(0, 0).unwrap();
+    let ctx = ctx.as_mut();
+    let g = generator(ctx, rcud_math::rand::RNG_XORWOW);
+    let buf = ctx.malloc(64).unwrap();
+    // Odd counts are whole values for Poisson.
+    let call = generate(g, Distribution::Poisson, buf, 5, 50.0, 0.0);
+    assert_eq!(rand_status(ctx, call), 0);
+    let counts = u32s(&read_back(ctx, buf, 20));
+    assert!(counts.iter().all(|c| (49..=51).contains(c)), "{counts:?}");
+    // NVIDIA's own status for a lambda out of range comes back.
+    let call = generate(g, Distribution::Poisson, buf, 4, 0.0, 0.0);
+    assert_eq!(rand_status(ctx, call), rcud_math::rand::OUT_OF_RANGE);
+    let calls: Vec<String> = log_lines(&log)
+        .into_iter()
+        .filter(|l| l.starts_with("curandGeneratePoisson"))
+        .collect();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    // Past the allocation: refused before the library.
+    let f = rand(ctx, generate(g, Distribution::Poisson, buf, 17, 5.0, 0.0)).unwrap_err();
+    assert_eq!(f.code, CudaError::ILLEGAL_ADDRESS);
+}
