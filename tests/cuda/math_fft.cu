@@ -296,7 +296,7 @@ static void error_cases() {
     EXPECT_FFT(cufftPlan1d(&plan, 16, CUFFT_C2C, 0), CUFFT_INVALID_SIZE);
     EXPECT_FFT(cufftPlan1d(&plan, 16, (cufftType)0x77, 1), CUFFT_INVALID_TYPE);
     int n4[4] = {2, 2, 2, 2};
-    EXPECT_FFT(cufftPlanMany(&plan, 4, n4, NULL, 1, 0, NULL, 1, 0, CUFFT_C2C, 1), CUFFT_INVALID_SIZE);
+    EXPECT_FFT(cufftPlanMany(&plan, 4, n4, NULL, 1, 0, NULL, 1, 0, CUFFT_C2C, 1), CUFFT_INVALID_VALUE);
     size_t work;
     EXPECT_FFT(cufftEstimate1d(64, CUFFT_C2C, 1, &work), CUFFT_SUCCESS);
     EXPECT_FFT(cufftEstimate3d(4, 0, 4, CUFFT_C2C, &work), CUFFT_INVALID_SIZE);

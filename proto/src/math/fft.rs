@@ -12,13 +12,14 @@ pub mod status {
     /// `CUFFT_INVALID_TYPE`: an unknown `cufftType`, or an execution
     /// function of another type than the plan's.
     pub const INVALID_TYPE: i32 = 3;
-    /// `CUFFT_INVALID_VALUE`: a bad pointer, direction or layout argument.
+    /// `CUFFT_INVALID_VALUE`: a bad pointer, direction, rank or layout
+    /// argument.
     pub const INVALID_VALUE: i32 = 4;
     /// `CUFFT_INTERNAL_ERROR`.
     pub const INTERNAL_ERROR: i32 = 5;
     /// `CUFFT_EXEC_FAILED`.
     pub const EXEC_FAILED: i32 = 6;
-    /// `CUFFT_INVALID_SIZE`: a bad rank, transform size or batch count.
+    /// `CUFFT_INVALID_SIZE`: a bad transform size or batch count.
     pub const INVALID_SIZE: i32 = 8;
     /// `CUFFT_NOT_SUPPORTED`.
     pub const NOT_SUPPORTED: i32 = 16;
@@ -185,7 +186,7 @@ impl Geometry {
     pub fn check(&self) -> Result<Kind, i32> {
         let kind = self.kind().ok_or(status::INVALID_TYPE)?;
         if !(1..=3).contains(&self.n.len()) {
-            return Err(status::INVALID_SIZE);
+            return Err(status::INVALID_VALUE);
         }
         if self.n.iter().any(|&n| !(1..=MAX_VALUE).contains(&n))
             || !(1..=MAX_VALUE).contains(&self.batch)
@@ -370,13 +371,14 @@ mod tests {
 
     #[test]
     fn bad_plans() {
+        // A bad rank is an invalid value, as cuFFT 12 answers it.
         assert_eq!(
             geometry(Kind::C2C, &[], 1).check(),
-            Err(status::INVALID_SIZE)
+            Err(status::INVALID_VALUE)
         );
         assert_eq!(
             geometry(Kind::C2C, &[1, 1, 1, 1], 1).check(),
-            Err(status::INVALID_SIZE)
+            Err(status::INVALID_VALUE)
         );
         assert_eq!(
             geometry(Kind::C2C, &[0], 1).check(),

@@ -48,8 +48,10 @@ fn many<T: Copy + Into<i64>>(
     kind: c_int,
     batch: i64,
 ) -> Result<Geometry, c_int> {
+    // A rank other than 1, 2 or 3 is an invalid value (cuFFT 12 on an
+    // H200), not an invalid size.
     if !(1..=3).contains(&rank) {
-        return Err(status::INVALID_SIZE);
+        return Err(status::INVALID_VALUE);
     }
     let rank = rank as usize;
     let n = read_array(n, rank)?;

@@ -1622,7 +1622,7 @@ fn fake_cufft_bad_calls_are_answered_before_the_library() {
     rank4.n = vec![2, 2, 2, 2];
     assert_eq!(
         status(fft(ctx, make(rank4))),
-        fft_wire::status::INVALID_SIZE
+        fft_wire::status::INVALID_VALUE
     );
     let mut bad_type = c2c(8, 1);
     bad_type.kind = 0x77;
