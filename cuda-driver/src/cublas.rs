@@ -1,8 +1,8 @@
 //! NVIDIA's cuBLAS, loaded at run time, for the `cuda` backend's math calls.
 //!
 //! As for the driver, every entry point is resolved once when the library is
-//! opened ([`Blas::load`]), through checked function pointers; a host without
-//! cuBLAS gets a [`LoadError`] value. Device addresses are plain numbers here:
+//! opened ([`Blas::load_from`]), through checked function pointers; a host without
+//! cuBLAS gets a [`LibraryLoadError`] value. Device addresses are plain numbers here:
 //! the backend checks every range a call touches against the client's own
 //! allocations before it calls any of these methods. Host pointers (scalars
 //! and results in `CUBLAS_POINTER_MODE_HOST`) never come from the caller:
@@ -530,11 +530,6 @@ impl fmt::Debug for Blas {
 }
 
 impl Blas {
-    /// Opens the first of [`LIBRARIES`] that loads.
-    pub fn load() -> Result<Self, LibraryLoadError> {
-        Self::load_from(&LIBRARIES)
-    }
-
     /// Opens the first of `candidates` (names or paths) that loads and
     /// resolves every entry point; the error is the first candidate's.
     pub fn load_from<S: AsRef<OsStr>>(candidates: &[S]) -> Result<Self, LibraryLoadError> {

@@ -102,11 +102,6 @@ impl fmt::Debug for Rand {
 }
 
 impl Rand {
-    /// Opens the first of [`LIBRARIES`] that loads.
-    pub fn load() -> Result<Self, LibraryLoadError> {
-        Self::load_from(&LIBRARIES)
-    }
-
     /// Opens the first of `candidates` (names or paths) that loads and
     /// resolves every entry point; the error is the first candidate's.
     pub fn load_from<S: AsRef<OsStr>>(candidates: &[S]) -> Result<Self, LibraryLoadError> {
