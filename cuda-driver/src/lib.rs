@@ -40,6 +40,7 @@ pub mod cublas;
 pub mod cufft;
 pub mod curand;
 pub mod math_library;
+pub mod workspace;
 use sys::{CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUmodule, CUstream};
 
 /// The file name the NVIDIA driver installs its CUDA library under (the

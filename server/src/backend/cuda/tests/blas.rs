@@ -1,0 +1,587 @@
+//! cuBLAS on the cuda backend, with the fake driver and `fake_libcublas.c`.
+
+use super::*;
+
+use rcud_proto::math::blas::{self as wire, dtype, Operand, Scalar};
+
+/// `fake_libcublas.c` built for `test`: (library, log).
+fn fake_cublas(test: &str) -> Option<(PathBuf, PathBuf)> {
+    fake_math_library(test, "fake_libcublas.c", "libcublas.so.13")
+}
+
+/// The fake driver with the fake cuBLAS: (backend, log).
+fn fake_blas_backend(test: &str) -> Option<(CudaBackend, PathBuf)> {
+    let backend = fake_backend(test)?;
+    let (lib, log) = fake_cublas(test)?;
+    Some((backend.with_blas_libraries(vec![lib.into()]), log))
+}
+
+fn blas(ctx: &mut dyn DeviceContext, call: wire::Call) -> Result<rcud_math::Reply, Failure> {
+    ctx.math_call(1, &rcud_proto::codec::to_vec(&call))
+}
+
+fn ptrs(values: &[u64]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+fn host(v: f64) -> Scalar {
+    Scalar::Host { re: v, im: 0.0 }
+}
+
+fn operand(ptr: u64, ld: i64, stride: i64) -> Operand {
+    Operand { ptr, ld, stride }
+}
+
+/// SGEMM of m=2, n=2, k=3 with A (ld 2), B (ld 3) and C (ld 2).
+fn sgemm(handle: u64, a: Operand, b: Operand, c: Operand, batch: i64, arrays: bool) -> wire::Call {
+    wire::Call::Gemm {
+        handle,
+        types: [dtype::R32F; 4],
+        transa: 0,
+        transb: 0,
+        m: 2,
+        n: 2,
+        k: 3,
+        alpha: host(1.0),
+        a,
+        b,
+        beta: host(0.0),
+        c,
+        batch,
+        pointer_arrays: arrays,
+    }
+}
+
+fn dot(handle: u64, x: u64, y: u64, result: u64) -> wire::Call {
+    wire::Call::Level1 {
+        handle,
+        op: wire::level1::DOTU,
+        dtype: dtype::R32F,
+        scalar_dtype: dtype::R32F,
+        n: 3,
+        x: operand(x, 1, 0),
+        y: operand(y, 1, 0),
+        alpha: host(0.0),
+        beta: host(0.0),
+        result,
+    }
+}
+
+fn create(ctx: &mut dyn DeviceContext) -> u64 {
+    let reply = blas(ctx, wire::Call::Create {}).unwrap();
+    assert_eq!(reply.status, 0);
+    u64::from_le_bytes(reply.out.try_into().unwrap())
+}
+
+// A = [[1, 3, 5], [2, 4, 6]] (column-major, ld 2); B = [e1, e2 + e3]:
+// A B = [[1, 8], [2, 10]].
+const A: [f32; 6] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+const B: [f32; 6] = [1.0, 0.0, 0.0, 0.0, 1.0, 1.0];
+const AB: [f32; 4] = [1.0, 2.0, 8.0, 10.0];
+
+#[test]
+fn fake_cublas_gemm_and_level1_run_on_the_contexts_stream() {
+    let test = "fake_cublas_gemm_and_level1_run_on_the_contexts_stream";
+    let Some((b, log)) = fake_blas_backend(test) else {
+        return;
+    };
+    let mut ctx = b.open(0, 0).unwrap();
+    let ctx = ctx.as_mut();
+    let h = create(ctx);
+
+    // Two copies of A (the second doubled) and of B, room for two Cs.
+    let (a, bm, c) = (
+        ctx.malloc(48).unwrap(),
+        ctx.malloc(48).unwrap(),
+        ctx.malloc(32).unwrap(),
+    );
+    let doubled: Vec<f32> = A.iter().map(|v| 2.0 * v).collect();
+    put(ctx, a, &f32s(&[A.as_slice(), &doubled].concat()));
+    put(ctx, bm, &f32s(&[B, B].concat()));
+
+    // Single.
+    let reply = blas(
+        ctx,
+        sgemm(
+            h,
+            operand(a, 2, 0),
+            operand(bm, 3, 0),
+            operand(c, 2, 0),
+            1,
+            false,
+        ),
+    )
+    .unwrap();
+    assert_eq!(reply.status, 0);
+    assert_eq!(read_f32s(ctx, c, 4), AB);
+
+    // Strided batch of two.
+    put(ctx, c, &[0; 32]);
+    let call = sgemm(
+        h,
+        operand(a, 2, 6),
+        operand(bm, 3, 6),
+        operand(c, 2, 4),
+        2,
+        false,
+    );
+    assert_eq!(blas(ctx, call).unwrap().status, 0);
+    let doubled_ab: Vec<f32> = AB.iter().map(|v| 2.0 * v).collect();
+    assert_eq!(read_f32s(ctx, c, 8), [AB.as_slice(), &doubled_ab].concat());
+
+    // Pointer arrays: the second product first.
+    put(ctx, c, &[0; 32]);
+    let arrays = ctx.malloc(48).unwrap();
+    put(ctx, arrays, &ptrs(&[a + 24, a, bm + 24, bm, c, c + 16]));
+    let call = sgemm(
+        h,
+        operand(arrays, 2, 0),
+        operand(arrays + 16, 3, 0),
+        operand(arrays + 32, 2, 0),
+        2,
+        true,
+    );
+    assert_eq!(blas(ctx, call).unwrap().status, 0);
+    assert_eq!(read_f32s(ctx, c, 8), [doubled_ab.as_slice(), &AB].concat());
+
+    // Device scalars.
+    let scalars = ctx.malloc(8).unwrap();
+    put(ctx, scalars, &f32s(&[3.0, 0.0]));
+    let mut call = sgemm(
+        h,
+        operand(a, 2, 0),
+        operand(bm, 3, 0),
+        operand(c, 2, 0),
+        1,
+        false,
+    );
+    if let wire::Call::Gemm { alpha, beta, .. } = &mut call {
+        *alpha = Scalar::Device { ptr: scalars };
+        *beta = Scalar::Device { ptr: scalars + 4 };
+    }
+    assert_eq!(blas(ctx, call).unwrap().status, 0);
+    let tripled: Vec<f32> = AB.iter().map(|v| 3.0 * v).collect();
+    assert_eq!(read_f32s(ctx, c, 4), tripled);
+
+    // A reduction to the host and to device memory.
+    let (x, y, r) = (
+        ctx.malloc(12).unwrap(),
+        ctx.malloc(12).unwrap(),
+        ctx.malloc(4).unwrap(),
+    );
+    put(ctx, x, &f32s(&[1.0, 2.0, 3.0]));
+    put(ctx, y, &f32s(&[4.0, 5.0, 6.0]));
+    let reply = blas(ctx, dot(h, x, y, 0)).unwrap();
+    assert_eq!((reply.status, reply.out), (0, 32f32.to_le_bytes().to_vec()));
+    let reply = blas(ctx, dot(h, x, y, r)).unwrap();
+    assert_eq!((reply.status, reply.out.len()), (0, 0));
+    assert_eq!(read_f32s(ctx, r, 1), [32.0]);
+
+    // An index, widened for the _64 form's int64_t.
+    let amax = |scalar_dtype| wire::Call::Level1 {
+        handle: h,
+        op: wire::level1::AMAX,
+        dtype: dtype::R32F,
+        scalar_dtype,
+        n: 3,
+        x: operand(x, 1, 0),
+        y: operand(0, 1, 0),
+        alpha: host(0.0),
+        beta: host(0.0),
+        result: 0,
+    };
+    assert_eq!(
+        blas(ctx, amax(dtype::R32F)).unwrap().out,
+        3i32.to_le_bytes()
+    );
+    assert_eq!(blas(ctx, amax(24)).unwrap().out, 3i64.to_le_bytes());
+
+    // gemv, y = A x with A 2 x 3 and x = (1, 2, 3): (22, 28).
+    let gx = ctx.malloc(12).unwrap();
+    put(ctx, gx, &f32s(&[1.0, 2.0, 3.0]));
+    let gemv = wire::Call::Gemv {
+        handle: h,
+        dtype: dtype::R32F,
+        trans: 0,
+        m: 2,
+        n: 3,
+        alpha: host(1.0),
+        a: operand(a, 2, 0),
+        x: operand(gx, 1, 0),
+        beta: host(0.0),
+        y: operand(c, 1, 0),
+    };
+    assert_eq!(blas(ctx, gemv).unwrap().status, 0);
+    assert_eq!(read_f32s(ctx, c, 2), [22.0, 28.0]);
+
+    let lines = log_lines(&log);
+    let stream = lines
+        .iter()
+        .find(|l| l.starts_with("cublasSetStream"))
+        .and_then(|l| l.split_whitespace().nth(2))
+        .expect("cublasSetStream was called")
+        .to_string();
+    assert_ne!(stream, "stream=(nil)", "{lines:?}");
+    let calls: Vec<(&str, &str, &str)> = lines
+        .iter()
+        .filter(|l| !l.starts_with("cublasCreate") && !l.starts_with("cublasSetStream"))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[0], f[2], f[3])
+        })
+        .collect();
+    assert!(calls.iter().all(|(_, s, _)| *s == stream), "{lines:?}");
+    let expected = [
+        ("cublasGemmEx", "mode=0"),
+        ("cublasGemmStridedBatchedEx", "mode=0"),
+        ("cublasGemmBatchedEx", "mode=0"),
+        ("cublasGemmEx", "mode=1"),
+        ("cublasSdot", "mode=0"),
+        ("cublasSdot", "mode=1"),
+        ("cublasIsamax", "mode=0"),
+        ("cublasIsamax", "mode=0"),
+        ("cublasSgemv", "mode=0"),
+    ];
+    let seen: Vec<(&str, &str)> = calls.iter().map(|(f, _, m)| (*f, *m)).collect();
+    assert_eq!(seen, expected, "{lines:?}");
+
+    // Destroyed on request; an unknown handle is NOT_INITIALIZED.
+    assert_eq!(
+        blas(ctx, wire::Call::Destroy { handle: h }).unwrap().status,
+        0
+    );
+    assert_eq!(
+        blas(ctx, wire::Call::Destroy { handle: h }).unwrap().status,
+        1
+    );
+    assert!(log_lines(&log).last().unwrap().starts_with("cublasDestroy"));
+}
+
+#[test]
+fn fake_cublas_bad_operands_are_refused_before_the_library() {
+    let test = "fake_cublas_bad_operands_are_refused_before_the_library";
+    let Some((b, log)) = fake_blas_backend(test) else {
+        return;
+    };
+    let mut ctx = b.open(0, 0).unwrap();
+    let mut other = b.open(0, 0).unwrap();
+    let foreign = other.malloc(64).unwrap();
+    let ctx = ctx.as_mut();
+    let h = create(ctx);
+    let (a, bm, c) = (
+        ctx.malloc(24).unwrap(),
+        ctx.malloc(24).unwrap(),
+        ctx.malloc(16).unwrap(),
+    );
+    put(ctx, a, &f32s(&A));
+    put(ctx, bm, &f32s(&B));
+    let before = log_lines(&log).len();
+    let illegal = |r: Result<rcud_math::Reply, Failure>| {
+        let f = r.unwrap_err();
+        assert_eq!(f.code, CudaError::ILLEGAL_ADDRESS, "{f}");
+        f.message
+    };
+
+    // C one column too wide for its allocation (ld 4: 4 + 2 floats).
+    illegal(blas(
+        ctx,
+        sgemm(
+            h,
+            operand(a, 2, 0),
+            operand(bm, 3, 0),
+            operand(c, 4, 0),
+            1,
+            false,
+        ),
+    ));
+    // A strided batch running past A.
+    illegal(blas(
+        ctx,
+        sgemm(
+            h,
+            operand(a, 2, 6),
+            operand(bm, 3, 0),
+            operand(c, 2, 0),
+            2,
+            false,
+        ),
+    ));
+    // Another context's memory.
+    let m = illegal(blas(
+        ctx,
+        sgemm(
+            h,
+            operand(foreign, 2, 0),
+            operand(bm, 3, 0),
+            operand(c, 2, 0),
+            1,
+            false,
+        ),
+    ));
+    assert!(m.contains("A"), "{m}");
+    // A forged pointer inside a pointer array, and an array past its end.
+    let arrays = ctx.malloc(48).unwrap();
+    put(ctx, arrays, &ptrs(&[a, foreign, bm, bm, c, c]));
+    let batched = |ptr| {
+        sgemm(
+            h,
+            operand(ptr, 2, 0),
+            operand(arrays + 16, 3, 0),
+            operand(arrays + 32, 2, 0),
+            2,
+            true,
+        )
+    };
+    let m = illegal(blas(ctx, batched(arrays)));
+    assert!(m.contains("A[1]"), "{m}");
+    let m = illegal(blas(ctx, batched(arrays + 40)));
+    assert!(m.contains("pointer array"), "{m}");
+    // A device scalar and a reduction's result outside the client's memory.
+    let mut call = sgemm(
+        h,
+        operand(a, 2, 0),
+        operand(bm, 3, 0),
+        operand(c, 2, 0),
+        1,
+        false,
+    );
+    if let wire::Call::Gemm { alpha, .. } = &mut call {
+        *alpha = Scalar::Device { ptr: foreign };
+    }
+    illegal(blas(ctx, call));
+    illegal(blas(ctx, dot(h, a, bm, foreign)));
+    // A vector running past its allocation (increment 8).
+    let mut call = dot(h, a, bm, 0);
+    if let wire::Call::Level1 { x, .. } = &mut call {
+        x.ld = 8;
+    }
+    illegal(blas(ctx, call));
+    // Bad leading dimension: cuBLAS's own status, without the library.
+    let reply = blas(
+        ctx,
+        sgemm(
+            h,
+            operand(a, 1, 0),
+            operand(bm, 3, 0),
+            operand(c, 2, 0),
+            1,
+            false,
+        ),
+    )
+    .unwrap();
+    assert_eq!(reply.status, 7);
+    // Unknown handle.
+    let reply = blas(
+        ctx,
+        sgemm(
+            h + 7,
+            operand(a, 2, 0),
+            operand(bm, 3, 0),
+            operand(c, 2, 0),
+            1,
+            false,
+        ),
+    )
+    .unwrap();
+    assert_eq!(reply.status, 1);
+
+    let after = log_lines(&log);
+    assert_eq!(after.len(), before, "the library was called: {after:?}");
+
+    // The context is still usable, and the handle goes with it.
+    let reply = blas(
+        ctx,
+        sgemm(
+            h,
+            operand(a, 2, 0),
+            operand(bm, 3, 0),
+            operand(c, 2, 0),
+            1,
+            false,
+        ),
+    )
+    .unwrap();
+    assert_eq!(reply.status, 0);
+    assert_eq!(read_f32s(ctx, c, 4), AB);
+}
+
+/// A complex host scalar reaches cuBLAS 16-byte aligned: NVIDIA's Zscal
+/// reads it with an aligned vector load, and faulted on the byte array the
+/// backend once kept it in (the fake refuses a misaligned one instead).
+#[test]
+fn fake_cublas_complex_host_scalars_are_aligned() {
+    let test = "fake_cublas_complex_host_scalars_are_aligned";
+    let Some((b, _log)) = fake_blas_backend(test) else {
+        return;
+    };
+    let mut ctx = b.open(0, 0).unwrap();
+    let ctx = ctx.as_mut();
+    let h = create(ctx);
+    let x = ctx.malloc(32).unwrap();
+    let values: Vec<u8> = [1.0f64, 2.0, -3.0, 0.5]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    put(ctx, x, &values);
+    let zscal = wire::Call::Level1 {
+        handle: h,
+        op: wire::level1::SCAL,
+        dtype: dtype::C64F,
+        scalar_dtype: dtype::C64F,
+        n: 2,
+        x: operand(x, 1, 0),
+        y: operand(x, 1, 0),
+        alpha: Scalar::Host { re: 0.5, im: 2.0 },
+        beta: host(0.0),
+        result: 0,
+    };
+    let reply = blas(ctx, zscal).unwrap();
+    assert_eq!(reply.status, 0, "Zscal with a host alpha");
+    let got: Vec<f64> = read_back(ctx, x, 32)
+        .chunks_exact(8)
+        .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    // (0.5 + 2i)(1 + 2i) = -3.5 + 3i; (0.5 + 2i)(-3 + 0.5i) = -2.5 - 5.75i.
+    assert_eq!(got, [-3.5, 3.0, -2.5, -5.75]);
+}
+
+#[test]
+fn fake_cublas_handles_are_destroyed_with_the_context() {
+    let test = "fake_cublas_handles_are_destroyed_with_the_context";
+    let Some((b, log)) = fake_blas_backend(test) else {
+        return;
+    };
+    let mut ctx = b.open(0, 0).unwrap();
+    create(ctx.as_mut());
+    create(ctx.as_mut());
+    drop(ctx);
+    let lines = log_lines(&log);
+    let destroyed = lines
+        .iter()
+        .filter(|l| l.starts_with("cublasDestroy"))
+        .count();
+    assert_eq!(destroyed, 2, "{lines:?}");
+}
+
+#[test]
+fn fake_driver_without_cublas_says_so() {
+    let Some(b) = fake_backend("fake_driver_without_cublas_says_so") else {
+        return;
+    };
+    let b = b.with_blas_libraries(vec!["/nonexistent/libcublas.so.13".into()]);
+    let mut ctx = b.open(0, 0).unwrap();
+    let f = blas(ctx.as_mut(), wire::Call::Create {}).unwrap_err();
+    assert_eq!(f.code, CudaError::NOT_SUPPORTED);
+    assert!(
+        f.message
+            .contains("NVIDIA's cuBLAS (libcublas.so.13) was not found on the server"),
+        "{f}"
+    );
+    // Libraries not forwarded are still refused as before.
+    let f = ctx.math_call(5, &[]).unwrap_err();
+    assert_eq!(f.code, CudaError::NOT_SUPPORTED);
+    assert!(f.message.contains("cuda backend"), "{f}");
+}
+
+#[test]
+fn fake_cublas_level3_calls_are_checked_and_forwarded() {
+    let test = "fake_cublas_level3_calls_are_checked_and_forwarded";
+    let Some((b, log)) = fake_blas_backend(test) else {
+        return;
+    };
+    let mut ctx = b.open(0, 0).unwrap();
+    let ctx = ctx.as_mut();
+    let h = create(ctx);
+    let (a, c, x) = (
+        ctx.malloc(24).unwrap(),
+        ctx.malloc(24).unwrap(),
+        ctx.malloc(12).unwrap(),
+    );
+    put(ctx, a, &f32s(&A));
+    put(ctx, x, &f32s(&[1.0, 10.0, 100.0]));
+
+    // geam: C (3 x 2) = A^T.
+    let geam = |ld_c| wire::Call::Geam {
+        handle: h,
+        dtype: dtype::R32F,
+        transa: 1,
+        transb: 0,
+        m: 3,
+        n: 2,
+        alpha: host(1.0),
+        a: operand(a, 2, 0),
+        beta: host(0.0),
+        b: operand(c, 3, 0),
+        c: operand(c, ld_c, 0),
+    };
+    assert_eq!(blas(ctx, geam(3)).unwrap().status, 0);
+    assert_eq!(read_f32s(ctx, c, 6), [1.0, 3.0, 5.0, 2.0, 4.0, 6.0]);
+
+    // dgmm: C (2 x 3) = A diag(x).
+    let dgmm = wire::Call::Dgmm {
+        handle: h,
+        dtype: dtype::R32F,
+        side: 1,
+        m: 2,
+        n: 3,
+        a: operand(a, 2, 0),
+        x: operand(x, 1, 0),
+        c: operand(c, 2, 0),
+    };
+    assert_eq!(blas(ctx, dgmm).unwrap().status, 0);
+    assert_eq!(read_f32s(ctx, c, 6), [1.0, 2.0, 30.0, 40.0, 500.0, 600.0]);
+
+    // syrk reaches the library (which answers NOT_SUPPORTED here).
+    let syrk = |c_ptr| wire::Call::Syrk {
+        handle: h,
+        dtype: dtype::R32F,
+        hermitian: false,
+        uplo: 0,
+        trans: 0,
+        n: 2,
+        k: 3,
+        alpha: host(1.0),
+        a: operand(a, 2, 0),
+        beta: host(0.0),
+        c: operand(c_ptr, 2, 0),
+    };
+    assert_eq!(blas(ctx, syrk(c)).unwrap().status, 15);
+    let before = log_lines(&log).len();
+
+    // Refused before the library: C of geam past its allocation, C of
+    // syrk past it, trsm's B, and a bad fill mode.
+    let illegal = |r: Result<rcud_math::Reply, Failure>| {
+        assert_eq!(r.unwrap_err().code, CudaError::ILLEGAL_ADDRESS);
+    };
+    illegal(blas(ctx, geam(4)));
+    illegal(blas(ctx, syrk(c + 16)));
+    let trsm = wire::Call::Trmm {
+        handle: h,
+        dtype: dtype::R32F,
+        solve: true,
+        side: 0,
+        uplo: 0,
+        trans: 0,
+        diag: 0,
+        m: 2,
+        n: 4,
+        alpha: host(1.0),
+        a: operand(a, 2, 0),
+        b: operand(c, 2, 0),
+        c: operand(0, 2, 0),
+    };
+    illegal(blas(ctx, trsm));
+    let mut bad_fill = syrk(c);
+    if let wire::Call::Syrk { uplo, .. } = &mut bad_fill {
+        *uplo = 9;
+    }
+    assert_eq!(blas(ctx, bad_fill).unwrap().status, 7);
+    let after = log_lines(&log);
+    assert_eq!(after.len(), before, "the library was called: {after:?}");
+    let names: Vec<&str> = after
+        .iter()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| !n.starts_with("cublasCreate") && !n.starts_with("cublasSetStream"))
+        .collect();
+    assert_eq!(names, ["cublasSgeam", "cublasSdgmm", "cublasSsyrk_v2"]);
+}
