@@ -70,11 +70,12 @@
 # k_dynamic's and k_printf's device-side printf lines come in an order CUDA
 # leaves open (blocks run in any order): both outputs are sorted before
 # comparing.
-# math_blas, math_fft and math_rand run against NVIDIA's cuBLAS, cuFFT and
-# cuRAND (the toolkit's, else those of the PyPI wheels python3 finds):
-# natively, and under rcud with rcud-server loading those libraries (the
-# cuda backend forwards them; it runs cuRAND's host generators there too). The other math_* programs are skipped: the cuda backend
-# does not forward their libraries yet. k_dynamic is built with -rdc=true
+# math_blas, math_blaslt, math_fft and math_rand run against NVIDIA's
+# cuBLAS, cuBLASLt, cuFFT and cuRAND (the toolkit's, else those of the PyPI
+# wheels python3 finds): natively, and under rcud with rcud-server loading
+# those libraries (the cuda backend forwards them; it runs cuRAND's host
+# generators there too). The other math_* programs are skipped: the cuda
+# backend does not forward their libraries yet. k_dynamic is built with -rdc=true
 # -lcudadevrt.
 # With RCUD_CHECK_SURVEY=1 in the environment, a program reports every
 # unexpected result and goes on instead of stopping at the first one.
@@ -185,6 +186,7 @@ math_soname() {
 forwarded_library() {
     case "$1" in
         math_blas) echo libcublas ;;
+        math_blaslt) echo libcublasLt ;;
         math_fft) echo libcufft ;;
         math_rand) echo libcurand ;;
     esac

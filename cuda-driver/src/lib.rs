@@ -37,6 +37,7 @@ use std::sync::Arc;
 pub use cudarc::driver::sys;
 
 pub mod cublas;
+pub mod cublaslt;
 pub mod cufft;
 pub mod curand;
 pub mod math_library;

@@ -257,7 +257,7 @@ fn real_of(dt: u8) -> u8 {
 
 impl CudaDeviceContext {
     /// Checks one range against the client's memory.
-    fn check_range(&self, range: Option<Range>, what: &str) -> Result<(), Refusal> {
+    pub(super) fn check_range(&self, range: Option<Range>, what: &str) -> Result<(), Refusal> {
         match range {
             Some(r) => self
                 .memory
@@ -273,7 +273,7 @@ impl CudaDeviceContext {
     }
 
     /// A scalar of type `dt` for cuBLAS, its device address checked.
-    fn scalar_arg(&self, s: Scalar, dt: u8, what: &str) -> Result<ScalarArg, Refusal> {
+    pub(super) fn scalar_arg(&self, s: Scalar, dt: u8, what: &str) -> Result<ScalarArg, Refusal> {
         match s {
             Scalar::Host { re, im } => Ok(ScalarArg::Host(host_bytes(re, im, dt)?)),
             Scalar::Device { ptr } => {

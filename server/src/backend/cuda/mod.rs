@@ -27,6 +27,7 @@
 //! output.
 
 mod blas;
+mod blaslt;
 mod errors;
 mod fft;
 mod library;
@@ -102,6 +103,8 @@ pub struct CudaBackend {
     printf: Arc<OnceLock<output::StdoutCapture>>,
     /// NVIDIA's cuBLAS, opened on the first cuBLAS call of any client.
     blas_library: Arc<blas::BlasLibrary>,
+    /// NVIDIA's cuBLASLt, opened on the first cuBLASLt handle of any client.
+    blaslt_library: Arc<blaslt::BlasLtLibrary>,
     /// NVIDIA's cuFFT, opened on the first cuFFT call of any client.
     fft_library: Arc<fft::FftLibrary>,
     /// NVIDIA's cuRAND, opened on the first cuRAND generator of any client.
@@ -168,6 +171,7 @@ impl CudaBackend {
             images: Arc::default(),
             printf: Arc::default(),
             blas_library: Arc::default(),
+            blaslt_library: Arc::default(),
             fft_library: Arc::default(),
             rand_library: Arc::default(),
         })
@@ -177,6 +181,13 @@ impl CudaBackend {
     /// loads, instead of `libcublas.so.13` or `libcublas.so.12`.
     pub fn with_blas_libraries(mut self, candidates: Vec<std::ffi::OsString>) -> Self {
         self.blas_library = Arc::new(blas::BlasLibrary::new(candidates));
+        self
+    }
+
+    /// Opens cuBLASLt from the first of `candidates` (names or paths) that
+    /// loads, instead of `libcublasLt.so.13` or `libcublasLt.so.12`.
+    pub fn with_blaslt_libraries(mut self, candidates: Vec<std::ffi::OsString>) -> Self {
+        self.blaslt_library = Arc::new(blaslt::BlasLtLibrary::new(candidates));
         self
     }
 
@@ -232,6 +243,8 @@ impl CudaBackend {
             gpu,
             blas: blas::BlasHandles::default(),
             blas_library: self.blas_library.clone(),
+            blaslt: blaslt::BlasLtHandles::default(),
+            blaslt_library: self.blaslt_library.clone(),
             fft: fft::FftPlans::default(),
             fft_library: self.fft_library.clone(),
             rand: rand::RandGenerators::default(),
@@ -405,6 +418,8 @@ pub struct CudaDeviceContext {
     /// cuBLAS handles, destroyed before the context they live in.
     blas: blas::BlasHandles,
     blas_library: Arc<blas::BlasLibrary>,
+    blaslt: blaslt::BlasLtHandles,
+    blaslt_library: Arc<blaslt::BlasLtLibrary>,
     /// cuFFT plans, destroyed before the context they live in.
     fft: fft::FftPlans,
     fft_library: Arc<fft::FftLibrary>,
@@ -618,6 +633,12 @@ impl DeviceContext for CudaDeviceContext {
                 })?;
                 self.blas_call(call)
             }
+            Some(Library::BlasLt) => {
+                let call = rcud_proto::codec::from_slice(call).map_err(|e| {
+                    Failure::new(CudaError::INVALID_VALUE, format!("a cuBLASLt call: {e}"))
+                })?;
+                self.blaslt_call(call)
+            }
             Some(Library::Fft) => {
                 let call = rcud_proto::codec::from_slice(call).map_err(|e| {
                     Failure::new(CudaError::INVALID_VALUE, format!("a cuFFT call: {e}"))
@@ -717,6 +738,7 @@ impl DeviceContext for CudaDeviceContext {
         // Everything goes with the old context, which must be gone before a
         // new one takes device memory.
         self.blas.clear();
+        self.blaslt.clear();
         self.fft.clear();
         self.rand.clear();
         self.functions.clear();

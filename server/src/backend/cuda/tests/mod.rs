@@ -901,5 +901,6 @@ fn read_f32s(ctx: &mut dyn DeviceContext, ptr: u64, n: usize) -> Vec<f32> {
 }
 
 mod blas;
+mod blaslt;
 mod fft;
 mod rand;
