@@ -235,6 +235,37 @@ type Geam = unsafe extern "C" fn(
 type Dgmm =
     unsafe extern "C" fn(Handle, c_int, c_int, c_int, In, c_int, In, c_int, Out, c_int) -> Status;
 
+/// `cublas<t>getrfBatched(handle, n, A[], lda, P, info, batch)`.
+type GetrfBatched =
+    unsafe extern "C" fn(Handle, c_int, Out, c_int, *mut c_int, *mut c_int, c_int) -> Status;
+/// `cublas<t>getrsBatched(handle, trans, n, nrhs, A[], lda, P, B[], ldb, info, batch)`
+/// (`info` in host memory).
+type GetrsBatched = unsafe extern "C" fn(
+    Handle,
+    c_int,
+    c_int,
+    c_int,
+    In,
+    c_int,
+    *const c_int,
+    Out,
+    c_int,
+    *mut c_int,
+    c_int,
+) -> Status;
+/// `cublas<t>getriBatched(handle, n, A[], lda, P, C[], ldc, info, batch)`.
+type GetriBatched = unsafe extern "C" fn(
+    Handle,
+    c_int,
+    In,
+    c_int,
+    *const c_int,
+    Out,
+    c_int,
+    *mut c_int,
+    c_int,
+) -> Status;
+
 /// The cuBLAS entry points the backend uses, with the prototypes of
 /// `cublas_api.h` (element pointers as `void *`, enums as `int`).
 struct BlasApi {
@@ -280,6 +311,9 @@ struct BlasApi {
     gemm_ex: GemmEx,
     gemm_strided_batched_ex: GemmStridedBatchedEx,
     gemm_batched_ex: GemmBatchedEx,
+    getrf_batched: [GetrfBatched; 4],
+    getrs_batched: [GetrsBatched; 4],
+    getri_batched: [GetriBatched; 4],
     /// Keeps the code behind the pointers mapped; dropped last.
     _library: libloading::Library,
 }
@@ -508,6 +542,33 @@ impl BlasApi {
                 gemm_ex: symbol(lib, "cublasGemmEx")?,
                 gemm_strided_batched_ex: symbol(lib, "cublasGemmStridedBatchedEx")?,
                 gemm_batched_ex: symbol(lib, "cublasGemmBatchedEx")?,
+                getrf_batched: typed(
+                    lib,
+                    [
+                        "cublasSgetrfBatched",
+                        "cublasDgetrfBatched",
+                        "cublasCgetrfBatched",
+                        "cublasZgetrfBatched",
+                    ],
+                )?,
+                getrs_batched: typed(
+                    lib,
+                    [
+                        "cublasSgetrsBatched",
+                        "cublasDgetrsBatched",
+                        "cublasCgetrsBatched",
+                        "cublasZgetrsBatched",
+                    ],
+                )?,
+                getri_batched: typed(
+                    lib,
+                    [
+                        "cublasSgetriBatched",
+                        "cublasDgetriBatched",
+                        "cublasCgetriBatched",
+                        "cublasZgetriBatched",
+                    ],
+                )?,
                 _library: library,
             })
         }
@@ -669,6 +730,47 @@ pub struct Matrix {
     pub ptr: u64,
     /// Leading dimension.
     pub ld: i32,
+}
+
+/// A batched LU routine of cuBLAS on `batch` n x n matrices. `a`, `b` and
+/// `c` are device arrays of matrix pointers that the caller filled with
+/// checked pointers, in memory the client cannot change during the call;
+/// `pivots` (0: none) and `info` are checked device ranges.
+#[allow(missing_docs)] // the fields are named as in the cuBLAS documentation
+#[derive(Debug, Clone, Copy)]
+pub enum LuBatched {
+    /// getrfBatched: in place in the A_i.
+    Getrf {
+        n: i32,
+        a: u64,
+        lda: i32,
+        pivots: u64,
+        info: u64,
+        batch: i32,
+    },
+    /// getrsBatched: op(A_i) X_i = B_i in place in the B_i.
+    Getrs {
+        trans: i32,
+        n: i32,
+        nrhs: i32,
+        a: u64,
+        lda: i32,
+        pivots: u64,
+        b: u64,
+        ldb: i32,
+        batch: i32,
+    },
+    /// getriBatched: C_i = inv(A_i) from getrf's factors.
+    Getri {
+        n: i32,
+        a: u64,
+        lda: i32,
+        pivots: u64,
+        c: u64,
+        ldc: i32,
+        info: u64,
+        batch: i32,
+    },
 }
 
 /// A level-2 or level-3 call other than gemv and GEMM, with cuBLAS's
@@ -1331,6 +1433,86 @@ impl BlasHandle {
                         c.ld,
                     ),
                     "cublas<t>dgmm",
+                ),
+            }
+        };
+        self.finish(status, name)
+    }
+
+    /// A batched LU routine (see [`LuBatched`]).
+    pub fn lu_batched(&mut self, call: LuBatched, p: Precision) -> Result<(), BlasError> {
+        self.prepare(POINTER_MODE_HOST)?;
+        let (h, api, pi) = (self.raw, &*self.api, p as usize);
+        let ints = |ptr: u64| ptr as *mut c_int;
+        // SAFETY: the arrays hold checked pointers to matrices inside the
+        // client's allocations and live in the server's own device memory;
+        // pivots and info are checked device ranges (pivots NULL asks for
+        // no pivoting, as cuBLAS documents); getrs's info is a local.
+        let (status, name) = unsafe {
+            match call {
+                LuBatched::Getrf {
+                    n,
+                    a,
+                    lda,
+                    pivots,
+                    info,
+                    batch,
+                } => (
+                    (api.getrf_batched[pi])(h, n, dev_mut(a), lda, ints(pivots), ints(info), batch),
+                    "cublas<t>getrfBatched",
+                ),
+                LuBatched::Getrs {
+                    trans,
+                    n,
+                    nrhs,
+                    a,
+                    lda,
+                    pivots,
+                    b,
+                    ldb,
+                    batch,
+                } => {
+                    let mut info: c_int = 0;
+                    let status = (api.getrs_batched[pi])(
+                        h,
+                        trans,
+                        n,
+                        nrhs,
+                        dev(a),
+                        lda,
+                        ints(pivots),
+                        dev_mut(b),
+                        ldb,
+                        &mut info,
+                        batch,
+                    );
+                    if status == 0 && info != 0 {
+                        tracing::debug!("cublas<t>getrsBatched: info {info}");
+                    }
+                    (status, "cublas<t>getrsBatched")
+                }
+                LuBatched::Getri {
+                    n,
+                    a,
+                    lda,
+                    pivots,
+                    c,
+                    ldc,
+                    info,
+                    batch,
+                } => (
+                    (api.getri_batched[pi])(
+                        h,
+                        n,
+                        dev(a),
+                        lda,
+                        ints(pivots),
+                        dev_mut(c),
+                        ldc,
+                        ints(info),
+                        batch,
+                    ),
+                    "cublas<t>getriBatched",
                 ),
             }
         };

@@ -1,6 +1,6 @@
 // cuBLAS through rcud: handle management, host<->device copies, levels 1,
 // 2 and 3 in S/D/C/Z, batched and mixed-precision GEMM, both pointer modes,
-// and the statuses of bad calls. Every result is checked against a
+// the batched LU routines, and the statuses of bad calls. Every result is checked against a
 // reference computed on the host here.
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -628,6 +628,79 @@ static void test_batched(cublasHandle_t h, cudaStream_t stream) {
 }
 
 // Statuses of bad calls, as NVIDIA's cuBLAS 13.1 answers them on an H200.
+// The batched LU routines (what CuPy's det, batched inv and batched solve
+// call) in one type: getrf with pivots on `batch` matrices, the last one
+// singular; getrs and getri on the regular ones; the residuals checked.
+template <typename T>
+static void test_batched_lu(cublasHandle_t h, const char* name, double tol,
+                            cublasStatus_t (*getrf)(cublasHandle_t, int, T* const[], int, int*, int*, int),
+                            cublasStatus_t (*getrs)(cublasHandle_t, cublasOperation_t, int, int, const T* const[],
+                                                    int, const int*, T* const[], int, int*, int),
+                            cublasStatus_t (*getri)(cublasHandle_t, int, const T* const[], int, const int*,
+                                                    T* const[], int, int*, int)) {
+    const int n = 5, lda = 6, batch = 3, nrhs = 2;
+    auto a = random_values<T>((size_t)lda * n * batch);
+    for (int m = 0; m < batch; m++)
+        for (int i = 0; i < n; i++) a[(size_t)m * lda * n + i + (size_t)i * lda] += 3.0;
+    for (int i = 0; i < lda; i++) a[(size_t)(batch - 1) * lda * n + i + 3 * lda] = 0.0;  // column 4 zero
+    auto b = random_values<T>((size_t)lda * nrhs * batch);
+    T *da = device_copy<T>(a), *db = device_copy<T>(b), *dc = device_copy<T>(a);
+    std::vector<T*> pa(batch), pb(batch), pc(batch);
+    for (int m = 0; m < batch; m++) {
+        pa[m] = da + (size_t)m * lda * n;
+        pb[m] = db + (size_t)m * lda * nrhs;
+        pc[m] = dc + (size_t)m * lda * n;
+    }
+    T **dpa, **dpb, **dpc;
+    int *dpiv, *dinfo;
+    CHECK(cudaMalloc(&dpa, batch * sizeof(T*)));
+    CHECK(cudaMalloc(&dpb, batch * sizeof(T*)));
+    CHECK(cudaMalloc(&dpc, batch * sizeof(T*)));
+    CHECK(cudaMalloc(&dpiv, n * batch * sizeof(int)));
+    CHECK(cudaMalloc(&dinfo, batch * sizeof(int)));
+    CHECK(cudaMemcpy(dpa, pa.data(), batch * sizeof(T*), cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(dpb, pb.data(), batch * sizeof(T*), cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(dpc, pc.data(), batch * sizeof(T*), cudaMemcpyHostToDevice));
+    CHECK_BLAS(getrf(h, n, dpa, lda, dpiv, dinfo, batch));
+    int info[batch];
+    CHECK(cudaMemcpy(info, dinfo, sizeof info, cudaMemcpyDeviceToHost));
+    EXPECT(info[0] == 0 && info[1] == 0 && info[2] == 4, "%s getrf info %d %d %d, want 0 0 4", name, info[0],
+           info[1], info[2]);
+    int host_info = -7;
+    CHECK_BLAS(getrs(h, CUBLAS_OP_N, n, nrhs, dpa, lda, dpiv, dpb, lda, &host_info, batch - 1));
+    EXPECT(host_info == 0, "%s getrs info %d", name, host_info);
+    CHECK_BLAS(getri(h, n, dpa, lda, dpiv, dpc, lda, dinfo, batch - 1));
+    CHECK(cudaMemcpy(info, dinfo, 2 * sizeof(int), cudaMemcpyDeviceToHost));
+    EXPECT(info[0] == 0 && info[1] == 0, "%s getri info %d %d", name, info[0], info[1]);
+    auto x = host_copy(db, b.size()), inv = host_copy(dc, a.size());
+    for (int m = 0; m < batch - 1; m++) {
+        const Z* am = &a[(size_t)m * lda * n];
+        for (int c = 0; c < nrhs; c++)
+            for (int i = 0; i < n; i++) {
+                Z s = 0;
+                for (int k = 0; k < n; k++) s += am[i + k * lda] * x[(size_t)m * lda * nrhs + k + c * lda];
+                Z want = b[(size_t)m * lda * nrhs + i + c * lda];
+                EXPECT(std::abs(s - want) <= tol * 10, "%s getrs: row %d of A x is off by %g", name, i,
+                       std::abs(s - want));
+            }
+        for (int j = 0; j < n; j++)
+            for (int i = 0; i < n; i++) {
+                Z s = 0;
+                for (int k = 0; k < n; k++) s += am[i + k * lda] * inv[(size_t)m * lda * n + k + j * lda];
+                EXPECT(std::abs(s - Z(i == j ? 1.0 : 0.0)) <= tol * 10, "%s getri: (A C)(%d,%d) = (%g,%g)", name,
+                       i, j, s.real(), s.imag());
+            }
+    }
+    // cuBLAS's statuses: lda < n, and getrs's host info names a bad argument.
+    EXPECT_STATUS(getrf(h, n, dpa, n - 1, dpiv, dinfo, batch), CUBLAS_STATUS_INVALID_VALUE);
+    EXPECT_STATUS(getrs(h, CUBLAS_OP_N, -1, nrhs, dpa, lda, dpiv, dpb, lda, &host_info, 1),
+                  CUBLAS_STATUS_INVALID_VALUE);
+    EXPECT(host_info < 0, "%s getrs info for n = -1: %d, want a negative position", name, host_info);
+    for (void* p : {(void*)da, (void*)db, (void*)dc, (void*)dpa, (void*)dpb, (void*)dpc, (void*)dpiv, (void*)dinfo})
+        CHECK(cudaFree(p));
+    printf("%s batched LU ok\n", name);
+}
+
 static void test_errors() {
     cublasHandle_t h;
     CHECK_BLAS(cublasCreate(&h));
@@ -711,6 +784,12 @@ int main(int argc, char** argv) {
     test_level2(h);
     test_level3_others(h);
     test_batched(h, stream);
+    CHECK_BLAS(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST));
+    test_batched_lu<float>(h, "S", 1e-4, cublasSgetrfBatched, cublasSgetrsBatched, cublasSgetriBatched);
+    test_batched_lu<double>(h, "D", 1e-12, cublasDgetrfBatched, cublasDgetrsBatched, cublasDgetriBatched);
+    test_batched_lu<cuComplex>(h, "C", 1e-4, cublasCgetrfBatched, cublasCgetrsBatched, cublasCgetriBatched);
+    test_batched_lu<cuDoubleComplex>(h, "Z", 1e-12, cublasZgetrfBatched, cublasZgetrsBatched,
+                                     cublasZgetriBatched);
     CHECK_BLAS(cublasDestroy(h));
     test_errors();
     CHECK(cudaStreamDestroy(stream));

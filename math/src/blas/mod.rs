@@ -10,6 +10,7 @@ mod elem;
 mod level1;
 mod level2;
 mod level3;
+mod lu;
 #[cfg(test)]
 mod tests;
 
@@ -124,7 +125,10 @@ fn handle_of(call: &Call) -> u64 {
         | Call::Syrk { handle, .. }
         | Call::Trmm { handle, .. }
         | Call::Geam { handle, .. }
-        | Call::Dgmm { handle, .. } => *handle,
+        | Call::Dgmm { handle, .. }
+        | Call::GetrfBatched { handle, .. }
+        | Call::GetrsBatched { handle, .. }
+        | Call::GetriBatched { handle, .. } => *handle,
     }
 }
 
@@ -305,6 +309,36 @@ fn run(memory: &mut dyn DeviceMemory, call: Call) -> Result<Vec<u8>, Failure> {
             c,
             ..
         } => with_type!(dtype, T => level3::dgmm::<T>(memory, side, m, n, a, x, c)),
+        Call::GetrfBatched {
+            dtype,
+            n,
+            a,
+            pivots,
+            info,
+            batch,
+            ..
+        } => lu::getrf_batched(memory, dtype, n, a, pivots, info, batch),
+        Call::GetrsBatched {
+            dtype,
+            trans,
+            n,
+            nrhs,
+            a,
+            pivots,
+            b,
+            batch,
+            ..
+        } => lu::getrs_batched(memory, dtype, trans, n, nrhs, a, pivots, b, batch),
+        Call::GetriBatched {
+            dtype,
+            n,
+            a,
+            pivots,
+            c,
+            info,
+            batch,
+            ..
+        } => lu::getri_batched(memory, dtype, n, a, pivots, c, info, batch),
     }
 }
 

@@ -1082,3 +1082,157 @@ fn a_huge_batch_of_one_matrix_stops_at_the_time_limit() {
         Err(MathError::Timeout)
     ));
 }
+
+/// A device array of pointers to `batch` matrices of `each` elements each,
+/// back to back from `base`, of `size`-byte elements.
+fn pointer_array(memory: &mut Memory, base: u64, batch: usize, each: usize, size: u64) -> u64 {
+    let bytes = (0..batch)
+        .flat_map(|p| (base + p as u64 * each as u64 * size).to_le_bytes())
+        .collect();
+    let at = 0x1000_0000 * (memory.allocations.len() as u64 + 1);
+    memory.allocations.push((at, bytes));
+    at
+}
+
+fn ints(memory: &Memory, ptr: u64, n: usize) -> Vec<i32> {
+    memory
+        .read(ptr, n as u64 * 4)
+        .expect("range")
+        .chunks_exact(4)
+        .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+/// The product of the n x n column-major matrices `a` and `b`.
+fn product(a: &[Z], b: &[Z], n: usize) -> Vec<Z> {
+    let mut c = vec![Z::new(0.0, 0.0); n * n];
+    for j in 0..n {
+        for i in 0..n {
+            c[i + j * n] = (0..n).map(|k| a[i + k * n] * b[k + j * n]).sum();
+        }
+    }
+    c
+}
+
+#[test]
+fn batched_lu_factors_solves_and_inverts_every_matrix() {
+    let (n, batch) = (4usize, 3usize);
+    for (dt, tol) in TYPES {
+        let complex = dtype::is_complex(dt);
+        let size = dtype::size(dt).expect("type");
+        let mut memory = Memory::default();
+        let mut state = State::default();
+        let handle = new_handle(&mut state, &mut memory);
+        // Diagonally dominant matrices; the last one singular (a zero
+        // column), which getrf reports in its info and getri leaves.
+        let mut originals = values(n * n * batch, 7, complex);
+        for m in 0..batch {
+            for i in 0..n {
+                originals[m * n * n + i * n + i] += Z::new(4.0, 0.0);
+            }
+        }
+        for i in 0..n {
+            originals[(batch - 1) * n * n + 2 * n + i] = Z::new(0.0, 0.0);
+        }
+        let a = memory.put(dt, &originals);
+        let a_array = pointer_array(&mut memory, a, batch, n * n, size);
+        let pivots = memory.put(dtype::R32F, &vec![Z::new(0.0, 0.0); n * batch]);
+        let info = memory.put(dtype::R32F, &vec![Z::new(0.0, 0.0); batch]);
+        let call = Call::GetrfBatched {
+            handle,
+            dtype: dt,
+            n: n as i64,
+            a: op(a_array, n as i64),
+            pivots,
+            info,
+            batch: batch as i64,
+        };
+        assert_eq!(state.call(&mut memory, call).expect("getrf").status, 0);
+        assert_eq!(ints(&memory, info, batch), [0, 0, 3], "type {dt}");
+        let piv = ints(&memory, pivots, n * batch);
+        assert!(piv.iter().all(|&p| (1..=n as i32).contains(&p)), "{piv:?}");
+
+        // Solve A_i X = B_i for the two regular matrices, and check A X = B.
+        let rhs = values(n * 2 * batch, 8, complex);
+        let b = memory.put(dt, &rhs);
+        let b_array = pointer_array(&mut memory, b, batch, n * 2, size);
+        let call = Call::GetrsBatched {
+            handle,
+            dtype: dt,
+            trans: 0,
+            n: n as i64,
+            nrhs: 2,
+            a: op(a_array, n as i64),
+            pivots,
+            b: op(b_array, n as i64),
+            batch: 2,
+        };
+        assert_eq!(state.call(&mut memory, call).expect("getrs").status, 0);
+        let x = memory.get(dt, b, n * 2 * batch);
+        for m in 0..2 {
+            let orig = &originals[m * n * n..(m + 1) * n * n];
+            for col in 0..2 {
+                let xs = &x[m * 2 * n + col * n..m * 2 * n + (col + 1) * n];
+                let got: Vec<Z> = (0..n)
+                    .map(|i| (0..n).map(|k| orig[i + k * n] * xs[k]).sum())
+                    .collect();
+                let want = &rhs[m * 2 * n + col * n..m * 2 * n + (col + 1) * n];
+                assert_close(&got, want, tol * 100.0);
+            }
+        }
+
+        // Inverses: A_i C_i = I for the regular ones; C of the singular
+        // one untouched, its info 3.
+        let marker = vec![Z::new(9.0, 0.0); n * n * batch];
+        let c = memory.put(dt, &marker);
+        let c_array = pointer_array(&mut memory, c, batch, n * n, size);
+        let call = Call::GetriBatched {
+            handle,
+            dtype: dt,
+            n: n as i64,
+            a: op(a_array, n as i64),
+            pivots,
+            c: op(c_array, n as i64),
+            info,
+            batch: batch as i64,
+        };
+        assert_eq!(state.call(&mut memory, call).expect("getri").status, 0);
+        assert_eq!(ints(&memory, info, batch), [0, 0, 3]);
+        let inverses = memory.get(dt, c, n * n * batch);
+        let identity: Vec<Z> = (0..n * n)
+            .map(|e| Z::new(if e % (n + 1) == 0 { 1.0 } else { 0.0 }, 0.0))
+            .collect();
+        for m in 0..2 {
+            let orig = &originals[m * n * n..(m + 1) * n * n];
+            let inv = &inverses[m * n * n..(m + 1) * n * n];
+            assert_close(&product(orig, inv, n), &identity, tol * 100.0);
+        }
+        assert_eq!(&inverses[2 * n * n..], &marker[2 * n * n..]);
+
+        // Bad arguments are cuBLAS statuses; a matrix outside memory a fault.
+        let bad_ld = Call::GetrfBatched {
+            handle,
+            dtype: dt,
+            n: n as i64,
+            a: op(a_array, n as i64 - 1),
+            pivots,
+            info,
+            batch: batch as i64,
+        };
+        assert_eq!(state.call(&mut memory, bad_ld).expect("status").status, 7);
+        let wild = pointer_array(&mut memory, 0x77_0000_0000, 1, 0, size);
+        let fault = Call::GetrfBatched {
+            handle,
+            dtype: dt,
+            n: n as i64,
+            a: op(wild, n as i64),
+            pivots: 0,
+            info,
+            batch: 1,
+        };
+        assert!(matches!(
+            state.call(&mut memory, fault),
+            Err(MathError::Fault(_))
+        ));
+    }
+}

@@ -73,14 +73,14 @@ fn size(value: i32) -> usize {
 }
 
 /// A matrix of `dtype` at `ptr` with leading dimension `ld`.
-struct Place {
+pub(crate) struct Place {
     ptr: u64,
     ld: usize,
     dtype: u8,
 }
 
 impl Place {
-    fn new(ptr: u64, ld: i32, dtype: u8) -> Self {
+    pub(crate) fn new(ptr: u64, ld: i32, dtype: u8) -> Self {
         Self {
             ptr,
             ld: size(ld),
@@ -92,7 +92,12 @@ impl Place {
         element_size(self.dtype).unwrap_or(8)
     }
 
-    fn read(&self, memory: &dyn DeviceMemory, rows: usize, cols: usize) -> Result<Mat, Fault> {
+    pub(crate) fn read(
+        &self,
+        memory: &dyn DeviceMemory,
+        rows: usize,
+        cols: usize,
+    ) -> Result<Mat, Fault> {
         let mut mat = Mat::zeros(rows, cols);
         if rows == 0 || cols == 0 {
             return Ok(mat);
@@ -108,7 +113,12 @@ impl Place {
         Ok(mat)
     }
 
-    fn write(&self, memory: &mut dyn DeviceMemory, mat: &Mat, cols: usize) -> Result<(), Fault> {
+    pub(crate) fn write(
+        &self,
+        memory: &mut dyn DeviceMemory,
+        mat: &Mat,
+        cols: usize,
+    ) -> Result<(), Fault> {
         let es = self.element();
         if mat.rows == 0 {
             return Ok(());
@@ -175,7 +185,11 @@ fn write_reals(
     memory.write(ptr, &bytes)
 }
 
-fn write_ints(memory: &mut dyn DeviceMemory, ptr: u64, values: &[i32]) -> Result<(), Fault> {
+pub(crate) fn write_ints(
+    memory: &mut dyn DeviceMemory,
+    ptr: u64,
+    values: &[i32],
+) -> Result<(), Fault> {
     if values.is_empty() {
         return Ok(());
     }
@@ -183,7 +197,11 @@ fn write_ints(memory: &mut dyn DeviceMemory, ptr: u64, values: &[i32]) -> Result
     memory.write(ptr, &bytes)
 }
 
-fn read_ints(memory: &dyn DeviceMemory, ptr: u64, count: usize) -> Result<Vec<i32>, Fault> {
+pub(crate) fn read_ints(
+    memory: &dyn DeviceMemory,
+    ptr: u64,
+    count: usize,
+) -> Result<Vec<i32>, Fault> {
     if count == 0 {
         return Ok(Vec::new());
     }

@@ -270,5 +270,47 @@ crate::wire_enum! {
             x: Operand,
             c: Operand,
         },
+        /// `cublas<t>getrfBatched`: the LU factorization with partial
+        /// pivoting (none when `pivots` is 0) of `batch` n x n matrices,
+        /// in place. `a.ptr` is a device array of `batch` matrix pointers;
+        /// `pivots` receives n 1-based row indices per matrix, `info` one
+        /// `int` per matrix (0, or k when U(k, k) is exactly zero).
+        14 GetrfBatched {
+            handle: u64,
+            dtype: u8,
+            n: i64,
+            a: Operand,
+            pivots: u64,
+            info: u64,
+            batch: i64,
+        },
+        /// `cublas<t>getrsBatched`: solves op(A_i) X_i = B_i in place in
+        /// B_i with the factorization of [`Call::GetrfBatched`] (`pivots`
+        /// 0: made without pivoting). `a.ptr` and `b.ptr` are pointer
+        /// arrays. cuBLAS's host `info` is settled on the client.
+        15 GetrsBatched {
+            handle: u64,
+            dtype: u8,
+            trans: i32,
+            n: i64,
+            nrhs: i64,
+            a: Operand,
+            pivots: u64,
+            b: Operand,
+            batch: i64,
+        },
+        /// `cublas<t>getriBatched`: C_i = inverse of A_i from the
+        /// factorization of [`Call::GetrfBatched`]; `info` one `int` per
+        /// matrix (0, or k when U(k, k) is exactly zero and C_i is left).
+        16 GetriBatched {
+            handle: u64,
+            dtype: u8,
+            n: i64,
+            a: Operand,
+            pivots: u64,
+            c: Operand,
+            info: u64,
+            batch: i64,
+        },
     }
 }

@@ -14,6 +14,7 @@
 mod level1;
 mod level2;
 mod level3;
+mod lu;
 
 use std::collections::HashMap;
 use std::ffi::c_char;

@@ -27,6 +27,8 @@ use rcud_proto::CudaError;
 use super::library::LazyLibrary;
 use super::CudaDeviceContext;
 
+mod lu;
+
 /// `CUBLAS_STATUS_NOT_INITIALIZED`: an unknown or destroyed handle.
 const NOT_INITIALIZED: i32 = 1;
 /// `CUBLAS_STATUS_INVALID_VALUE`.
@@ -60,6 +62,16 @@ pub(super) enum Refusal {
     Status(i32),
     /// A range outside the client's memory (`cudaErrorIllegalAddress`).
     Fault { what: String, ptr: u64, len: u64 },
+}
+
+/// A device array of per-batch matrix pointers: each matrix `shape`
+/// (rows, columns) with leading dimension `ld` and `elem`-byte elements.
+struct PointerArray {
+    what: &'static str,
+    ptr: u64,
+    shape: (i64, i64),
+    ld: i64,
+    elem: u64,
 }
 
 /// A device range a call touches.
@@ -313,7 +325,10 @@ impl CudaDeviceContext {
             | Call::Syrk { handle, .. }
             | Call::Trmm { handle, .. }
             | Call::Geam { handle, .. }
-            | Call::Dgmm { handle, .. } => handle,
+            | Call::Dgmm { handle, .. }
+            | Call::GetrfBatched { handle, .. }
+            | Call::GetrsBatched { handle, .. }
+            | Call::GetriBatched { handle, .. } => handle,
         };
         if !self.blas.handles.contains_key(&handle) {
             return Ok(Reply::status(NOT_INITIALIZED));
@@ -378,6 +393,9 @@ impl CudaDeviceContext {
                 pointer_arrays,
             ),
             Call::Create {} | Call::Destroy { .. } => Ok(Vec::new()),
+            lu @ (Call::GetrfBatched { .. }
+            | Call::GetrsBatched { .. }
+            | Call::GetriBatched { .. }) => self.lu_batched(handle, lu),
             other => self.blas23(handle, other),
         };
         match outcome {
@@ -909,7 +927,10 @@ impl CudaDeviceContext {
             | Call::Destroy { .. }
             | Call::Level1 { .. }
             | Call::Gemv { .. }
-            | Call::Gemm { .. } => return Err(Refusal::Status(INVALID_VALUE).into()),
+            | Call::Gemm { .. }
+            | Call::GetrfBatched { .. }
+            | Call::GetrsBatched { .. }
+            | Call::GetriBatched { .. } => return Err(Refusal::Status(INVALID_VALUE).into()),
         };
         self.handle(handle)?.blas23(forwarded, p)?;
         Ok(Vec::new())
@@ -928,42 +949,70 @@ impl CudaDeviceContext {
         batch: i32,
     ) -> Result<Vec<u8>, Outcome> {
         let names = ["A", "B", "C"];
+        let arrays: Vec<PointerArray> = (0..3)
+            .map(|i| PointerArray {
+                what: names[i],
+                ptr: operands[i].ptr,
+                shape: shapes[i],
+                ld: operands[i].ld,
+                elem: sizes[i],
+            })
+            .collect();
+        self.with_checked_arrays(&arrays, batch, |ctx, staged| {
+            let call = GemmOperands::Arrays {
+                arrays: [staged[0], staged[1], staged[2]],
+                batch,
+            };
+            ctx.handle(handle)?.gemm(args, call).map_err(Outcome::from)
+        })
+        .map(|()| Vec::new())
+    }
+
+    /// Reads each of `arrays` (`batch` device pointers) from the client's
+    /// memory, checks every matrix it names, and runs `call` with copies of
+    /// the checked arrays in device memory of the server's own, which the
+    /// client cannot change during the call (freed after it).
+    fn with_checked_arrays(
+        &mut self,
+        arrays: &[PointerArray],
+        batch: i32,
+        call: impl FnOnce(&mut Self, &[u64]) -> Result<(), Outcome>,
+    ) -> Result<(), Outcome> {
         let count = u64::try_from(batch).unwrap_or(0);
         let array_bytes = count * 8;
-        let mut checked = Vec::with_capacity(3 * count as usize * 8);
-        for i in 0..3 {
-            let what = format!("{} pointer array", names[i]);
+        let mut checked = Vec::with_capacity(arrays.len() * count as usize * 8);
+        for array in arrays {
+            let what = format!("{} pointer array", array.what);
             self.check_range(
-                range_of(&what, operands[i].ptr, 0, i128::from(array_bytes))?,
+                range_of(&what, array.ptr, 0, i128::from(array_bytes))?,
                 &what,
             )?;
-            let bytes = self.read_device(operands[i].ptr, array_bytes)?;
-            let (rows, cols) = shapes[i];
+            let bytes = self.read_device(array.ptr, array_bytes)?;
+            let (rows, cols) = array.shape;
             for (j, p) in bytes.chunks_exact(8).enumerate() {
                 let mut word = [0u8; 8];
                 word.copy_from_slice(p);
                 let ptr = u64::from_le_bytes(word);
-                let what = format!("{}[{j}]", names[i]);
-                let range = matrix_range(&what, ptr, rows, cols, operands[i].ld, sizes[i])?;
+                let what = format!("{}[{j}]", array.what);
+                let range = matrix_range(&what, ptr, rows, cols, array.ld, array.elem)?;
                 self.check_range(range, &what)?;
                 checked.extend_from_slice(&word);
             }
         }
         let ctx = self.live().map_err(Outcome::Failed)?.clone();
-        let arrays = ctx
-            .alloc(checked.len() as u64)
+        let staged = ctx
+            .alloc(checked.len().max(8) as u64)
             .map_err(|e| Outcome::Failed(self.note(&e)))?;
-        let result = self.write_device(arrays, &checked).and_then(|()| {
-            let call = GemmOperands::Arrays {
-                arrays: [arrays, arrays + array_bytes, arrays + 2 * array_bytes],
-                batch,
-            };
-            self.handle(handle)?.gemm(args, call).map_err(Outcome::from)
-        });
-        if let Err(e) = ctx.free(arrays) {
+        let addresses: Vec<u64> = (0..arrays.len() as u64)
+            .map(|i| staged + i * array_bytes)
+            .collect();
+        let result = self
+            .write_device(staged, &checked)
+            .and_then(|()| call(self, &addresses));
+        if let Err(e) = ctx.free(staged) {
             tracing::warn!("freeing the checked pointer arrays: {e}");
         }
-        result.map(|()| Vec::new())
+        result
     }
 
     /// `len` bytes of the client's memory at `ptr` (already checked).

@@ -5,7 +5,8 @@
 // It exports every entry point rcud-cuda-driver resolves. The real-valued
 // forms (S and D) of axpy, scal, dot, nrm2, asum, amax, amin, copy, swap,
 // rot, gemv, cublasGemmEx / StridedBatchedEx / BatchedEx with FP32 or FP64
-// operands, Zscal (with positive increments), and Sgeam and Sdgmm compute;
+// operands, Zscal (with positive increments), Sgeam, Sdgmm and the batched
+// LU routines in FP32 (Sgetrf/Sgetrs/SgetriBatched) compute;
 // the others answer
 // CUBLAS_STATUS_NOT_SUPPORTED (the tests check what reaches them, not
 // their arithmetic). Every call appends one line to the file
@@ -320,3 +321,115 @@ UNSUPPORTED(cublasCherk_v2)
 UNSUPPORTED(cublasZherk_v2)
 ALL4(trmm)
 ALL4(trsm)
+
+// Batched LU: Sgetrf (with or without pivoting), Sgetrs (no transpose) and
+// Sgetri compute on host memory; the other types answer NOT_SUPPORTED.
+// Each logs the pointer arrays it was given, so that the tests can tell
+// they are the server's copies, not the client's.
+static void note_arrays(const char *call, struct handle *h, const void *a, const void *b) {
+    FILE *f = fopen(FAKE_LOG, "a");
+    if (!f) return;
+    fprintf(f, "%s handle=%p stream=%p mode=%d arrays=%p,%p\n", call, (void *)h,
+            h ? h->stream : NULL, h ? h->mode : -1, a, b);
+    fclose(f);
+}
+
+static int sgetrf1(int n, float *a, int lda, int *piv) {
+    int info = 0;
+    for (int j = 0; j < n; j++) {
+        int p = j;
+        if (piv) {
+            for (int i = j + 1; i < n; i++)
+                if (fabsf(a[i + (long)j * lda]) > fabsf(a[p + (long)j * lda])) p = i;
+            piv[j] = p + 1;
+        }
+        if (a[p + (long)j * lda] == 0.0f) {
+            if (!info) info = j + 1;
+            continue;
+        }
+        if (p != j)
+            for (int c = 0; c < n; c++) {
+                float t = a[j + (long)c * lda];
+                a[j + (long)c * lda] = a[p + (long)c * lda];
+                a[p + (long)c * lda] = t;
+            }
+        for (int i = j + 1; i < n; i++) a[i + (long)j * lda] /= a[j + (long)j * lda];
+        for (int c = j + 1; c < n; c++)
+            for (int i = j + 1; i < n; i++)
+                a[i + (long)c * lda] -= a[i + (long)j * lda] * a[j + (long)c * lda];
+    }
+    return info;
+}
+
+// Solves A x = b for one column with getrf's factors.
+static void sgetrs1(int n, const float *lu, int lda, const int *piv, float *b) {
+    if (piv)
+        for (int i = 0; i < n; i++) {
+            float t = b[i];
+            b[i] = b[piv[i] - 1];
+            b[piv[i] - 1] = t;
+        }
+    for (int j = 0; j < n; j++)
+        for (int i = j + 1; i < n; i++) b[i] -= lu[i + (long)j * lda] * b[j];
+    for (int j = n - 1; j >= 0; j--) {
+        b[j] /= lu[j + (long)j * lda];
+        for (int i = 0; i < j; i++) b[i] -= lu[i + (long)j * lda] * b[j];
+    }
+}
+
+int cublasSgetrfBatched(struct handle *h, int n, float *const a[], int lda, int *piv, int *info,
+                        int batch) {
+    note_arrays("cublasSgetrfBatched", h, a, NULL);
+    for (int i = 0; i < batch; i++) info[i] = sgetrf1(n, a[i], lda, piv ? piv + (long)i * n : NULL);
+    return OK;
+}
+int cublasSgetrsBatched(struct handle *h, int trans, int n, int nrhs, const float *const a[],
+                        int lda, const int *piv, float *const b[], int ldb, int *info, int batch) {
+    note_arrays("cublasSgetrsBatched", h, a, b);
+    if (trans != 0) return NOT_SUPPORTED;
+    for (int i = 0; i < batch; i++)
+        for (int c = 0; c < nrhs; c++)
+            sgetrs1(n, a[i], lda, piv ? piv + (long)i * n : NULL, b[i] + (long)c * ldb);
+    *info = 0;
+    return OK;
+}
+int cublasSgetriBatched(struct handle *h, int n, const float *const a[], int lda, const int *piv,
+                        float *const c[], int ldc, int *info, int batch) {
+    note_arrays("cublasSgetriBatched", h, a, c);
+    for (int i = 0; i < batch; i++) {
+        info[i] = 0;
+        for (int k = 0; k < n; k++)
+            if (a[i][k + (long)k * lda] == 0.0f) info[i] = k + 1;
+        if (info[i]) continue;
+        for (int col = 0; col < n; col++) {
+            float *x = c[i] + (long)col * ldc;
+            for (int r = 0; r < n; r++) x[r] = r == col ? 1.0f : 0.0f;
+            sgetrs1(n, a[i], lda, piv ? piv + (long)i * n : NULL, x);
+        }
+    }
+    return OK;
+}
+#define LU_UNSUPPORTED(t, type)                                                                    \
+    int cublas##t##getrfBatched(struct handle *h, int n, type *const a[], int lda, int *piv,       \
+                                int *info, int batch) {                                            \
+        (void)n, (void)a, (void)lda, (void)piv, (void)info, (void)batch;                           \
+        note("cublas" #t "getrfBatched", h);                                                       \
+        return NOT_SUPPORTED;                                                                      \
+    }                                                                                              \
+    int cublas##t##getrsBatched(struct handle *h, int trans, int n, int nrhs,                      \
+                                const type *const a[], int lda, const int *piv, type *const b[],   \
+                                int ldb, int *info, int batch) {                                   \
+        (void)trans, (void)n, (void)nrhs, (void)a, (void)lda, (void)piv, (void)b, (void)ldb,       \
+            (void)info, (void)batch;                                                               \
+        note("cublas" #t "getrsBatched", h);                                                       \
+        return NOT_SUPPORTED;                                                                      \
+    }                                                                                              \
+    int cublas##t##getriBatched(struct handle *h, int n, const type *const a[], int lda,           \
+                                const int *piv, type *const c[], int ldc, int *info, int batch) {  \
+        (void)n, (void)a, (void)lda, (void)piv, (void)c, (void)ldc, (void)info, (void)batch;       \
+        note("cublas" #t "getriBatched", h);                                                       \
+        return NOT_SUPPORTED;                                                                      \
+    }
+LU_UNSUPPORTED(D, double)
+LU_UNSUPPORTED(C, float)
+LU_UNSUPPORTED(Z, double)

@@ -585,3 +585,122 @@ fn fake_cublas_level3_calls_are_checked_and_forwarded() {
         .collect();
     assert_eq!(names, ["cublasSgeam", "cublasSdgmm", "cublasSsyrk_v2"]);
 }
+
+/// `count` ints of the client's device memory at `ptr`.
+fn read_ints(ctx: &mut dyn DeviceContext, ptr: u64, count: usize) -> Vec<i32> {
+    read_back(ctx, ptr, 4 * count as u64)
+        .chunks_exact(4)
+        .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+#[test]
+fn fake_cublas_batched_lu_is_checked_and_forwarded_with_server_arrays() {
+    let test = "fake_cublas_batched_lu_is_checked_and_forwarded_with_server_arrays";
+    let Some((b, log)) = fake_blas_backend(test) else {
+        return;
+    };
+    let mut ctx = b.open(0, 0).unwrap();
+    let ctx = ctx.as_mut();
+    let h = create(ctx);
+    // Two 3 x 3 matrices (column-major): the first needs a row swap, the
+    // second is singular (its second column is zero).
+    let first = [0.0f32, 2.0, 1.0, 1.0, 1.0, 0.0, 2.0, 0.0, 3.0];
+    let second = [1.0f32, 2.0, 3.0, 0.0, 0.0, 0.0, 4.0, 5.0, 7.0];
+    let mats = ctx.malloc(72).unwrap();
+    put(ctx, mats, &f32s(&[first.as_slice(), &second].concat()));
+    let array = ctx.malloc(16).unwrap();
+    put(ctx, array, &ptrs(&[mats, mats + 36]));
+    let (pivots, info) = (ctx.malloc(24).unwrap(), ctx.malloc(8).unwrap());
+    let getrf = |a: Operand, pivots: u64, info: u64| wire::Call::GetrfBatched {
+        handle: h,
+        dtype: dtype::R32F,
+        n: 3,
+        a,
+        pivots,
+        info,
+        batch: 2,
+    };
+    let reply = blas(ctx, getrf(operand(array, 3, 0), pivots, info)).unwrap();
+    assert_eq!(reply.status, 0);
+    assert_eq!(read_ints(ctx, info, 2), [0, 2]);
+    assert_eq!(
+        read_ints(ctx, pivots, 3)[0],
+        2,
+        "row 2 has the largest first entry"
+    );
+    let lines = log_lines(&log);
+    let line = lines
+        .iter()
+        .find(|l| l.starts_with("cublasSgetrfBatched"))
+        .expect("forwarded");
+    assert!(
+        !line.contains(&format!("arrays={array:#x},")),
+        "cuBLAS must get the server's copy of the pointer array: {line}"
+    );
+
+    // Solve with the first factorization (batch 1), then invert it.
+    let rhs = ctx.malloc(12).unwrap();
+    put(ctx, rhs, &f32s(&[3.0, 3.0, 4.0]));
+    let rhs_array = ctx.malloc(8).unwrap();
+    put(ctx, rhs_array, &ptrs(&[rhs]));
+    let getrs = wire::Call::GetrsBatched {
+        handle: h,
+        dtype: dtype::R32F,
+        trans: 0,
+        n: 3,
+        nrhs: 1,
+        a: operand(array, 3, 0),
+        pivots,
+        b: operand(rhs_array, 3, 0),
+        batch: 1,
+    };
+    assert_eq!(blas(ctx, getrs).unwrap().status, 0);
+    // first * (1, 1, 1) = (3, 3, 4).
+    for x in read_f32s(ctx, rhs, 3) {
+        assert!((x - 1.0).abs() < 1e-5, "{x}");
+    }
+    let inverse = ctx.malloc(36).unwrap();
+    let inverse_array = ctx.malloc(8).unwrap();
+    put(ctx, inverse_array, &ptrs(&[inverse]));
+    let getri = wire::Call::GetriBatched {
+        handle: h,
+        dtype: dtype::R32F,
+        n: 3,
+        a: operand(array, 3, 0),
+        pivots,
+        c: operand(inverse_array, 3, 0),
+        info,
+        batch: 1,
+    };
+    assert_eq!(blas(ctx, getri).unwrap().status, 0);
+    let inv = read_f32s(ctx, inverse, 9);
+    for i in 0..3 {
+        for j in 0..3 {
+            let e: f32 = (0..3).map(|k| first[i + 3 * k] * inv[k + 3 * j]).sum();
+            let want = if i == j { 1.0 } else { 0.0 };
+            assert!((e - want).abs() < 1e-5, "({i}, {j}): {e}");
+        }
+    }
+
+    // Refused before cuBLAS: a short leading dimension (cuBLAS's status),
+    // a matrix pointer outside the client's memory, an info array past
+    // its allocation.
+    let forwarded = |log: &PathBuf| {
+        log_lines(log)
+            .iter()
+            .filter(|l| l.starts_with("cublasSgetrfBatched"))
+            .count()
+    };
+    let before = forwarded(&log);
+    let reply = blas(ctx, getrf(operand(array, 2, 0), pivots, info)).unwrap();
+    assert_eq!(reply.status, 7);
+    let wild = ctx.malloc(16).unwrap();
+    put(ctx, wild, &ptrs(&[mats, 0xdead_0000]));
+    let f = blas(ctx, getrf(operand(wild, 3, 0), pivots, info)).unwrap_err();
+    assert_eq!(f.code, CudaError::ILLEGAL_ADDRESS, "{f}");
+    assert!(f.message.contains("A[1]"), "{f}");
+    let f = blas(ctx, getrf(operand(array, 3, 0), pivots, info + 4)).unwrap_err();
+    assert_eq!(f.code, CudaError::ILLEGAL_ADDRESS, "{f}");
+    assert_eq!(forwarded(&log), before, "{:?}", log_lines(&log));
+}
