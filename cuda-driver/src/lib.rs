@@ -40,6 +40,7 @@ pub mod cublas;
 pub mod cublaslt;
 pub mod cufft;
 pub mod curand;
+pub mod cusolver;
 pub mod math_library;
 pub mod workspace;
 use sys::{CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUmodule, CUstream};

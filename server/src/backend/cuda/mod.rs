@@ -35,6 +35,7 @@ mod memory;
 mod output;
 mod props;
 mod rand;
+mod solver;
 
 use std::ffi::{CString, OsStr};
 use std::os::fd::OwnedFd;
@@ -109,6 +110,8 @@ pub struct CudaBackend {
     fft_library: Arc<fft::FftLibrary>,
     /// NVIDIA's cuRAND, opened on the first cuRAND generator of any client.
     rand_library: Arc<rand::RandLibrary>,
+    /// NVIDIA's cuSOLVER, opened on the first cuSOLVER handle of any client.
+    solver_library: Arc<solver::SolverLibrary>,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -174,6 +177,7 @@ impl CudaBackend {
             blaslt_library: Arc::default(),
             fft_library: Arc::default(),
             rand_library: Arc::default(),
+            solver_library: Arc::default(),
         })
     }
 
@@ -202,6 +206,13 @@ impl CudaBackend {
     /// loads, instead of `libcurand.so.10`.
     pub fn with_rand_libraries(mut self, candidates: Vec<std::ffi::OsString>) -> Self {
         self.rand_library = Arc::new(rand::RandLibrary::new(candidates));
+        self
+    }
+
+    /// Opens cuSOLVER from the first of `candidates` (names or paths) that
+    /// loads, instead of `libcusolver.so.12` or `libcusolver.so.11`.
+    pub fn with_solver_libraries(mut self, candidates: Vec<std::ffi::OsString>) -> Self {
+        self.solver_library = Arc::new(solver::SolverLibrary::new(candidates));
         self
     }
 
@@ -249,6 +260,8 @@ impl CudaBackend {
             fft_library: self.fft_library.clone(),
             rand: rand::RandGenerators::default(),
             rand_library: self.rand_library.clone(),
+            solver: solver::SolverHandles::default(),
+            solver_library: self.solver_library.clone(),
             functions: Vec::new(),
             modules: Vec::new(),
             staging: Some(staging),
@@ -426,6 +439,10 @@ pub struct CudaDeviceContext {
     /// cuRAND generators, destroyed before the context they live in.
     rand: rand::RandGenerators,
     rand_library: Arc<rand::RandLibrary>,
+    /// cuSOLVER handles and their workspaces, destroyed before the context
+    /// they live in.
+    solver: solver::SolverHandles,
+    solver_library: Arc<solver::SolverLibrary>,
     // Driver objects, released before the context they live in (each also
     // keeps its context alive, so the order is a courtesy, not a requirement).
     functions: Vec<Kernel>,
@@ -651,6 +668,12 @@ impl DeviceContext for CudaDeviceContext {
                 })?;
                 self.rand_call(call)
             }
+            Some(Library::Solver) => {
+                let call = rcud_proto::codec::from_slice(call).map_err(|e| {
+                    Failure::new(CudaError::INVALID_VALUE, format!("a cuSOLVER call: {e}"))
+                })?;
+                self.solver_call(call)
+            }
             other => Err(Failure::new(
                 CudaError::NOT_SUPPORTED,
                 format!(
@@ -741,6 +764,7 @@ impl DeviceContext for CudaDeviceContext {
         self.blaslt.clear();
         self.fft.clear();
         self.rand.clear();
+        self.solver.clear();
         self.functions.clear();
         self.modules.clear();
         self.staging = None;

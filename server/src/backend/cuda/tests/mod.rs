@@ -904,3 +904,4 @@ mod blas;
 mod blaslt;
 mod fft;
 mod rand;
+mod solver;

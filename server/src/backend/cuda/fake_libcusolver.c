@@ -1,0 +1,458 @@
+// A stand-in for NVIDIA's cuSOLVER (dense), for testing the `cuda` backend's
+// cuSOLVER calls on hosts without a GPU, together with fake_libcuda.c (whose
+// "device memory" is host memory, so the functions here compute on it
+// directly).
+//
+// It exports every entry point rcud-cuda-driver resolves. What it enforces
+// as cuSOLVER does, or as matters to the backend: a handle's stream must
+// have been set (else CUSOLVER_STATUS_EXECUTION_FAILED: the backend must
+// bind every handle to its context's stream); every routine that takes a
+// workspace gets a non-NULL one of at least what its _bufferSize answered
+// (else CUSOLVER_STATUS_INVALID_VALUE), and the fake writes all of it, so
+// that a workspace that is not real memory faults the test; gesvd's rwork
+// holds min(m, n) - 1 reals. What it computes, for S and D: getrf (partial
+// pivoting, or none with ipiv NULL), getrs (op N), potrf and potrs (lower
+// or upper); geqrf, ormqr and orgqr of an upper triangular A (whose
+// reflectors are the identity: tau = 0); syevd and gesvd of a diagonal A.
+// Anything else (the complex forms, a matrix outside those shapes) answers
+// CUSOLVER_STATUS_NOT_SUPPORTED: the tests check what reaches the library,
+// not its arithmetic. Every call appends one line to the file FAKE_LOG:
+// `<function> handle=<h> stream=<s> <arguments>`.
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef FAKE_LOG
+#error "build with -DFAKE_LOG='\"path\"'"
+#endif
+
+enum {
+    OK = 0,
+    NOT_INITIALIZED = 1,
+    INVALID_VALUE = 3,
+    EXECUTION_FAILED = 6,
+    NOT_SUPPORTED = 9,
+};
+
+struct handle {
+    void *stream;
+};
+
+__attribute__((format(printf, 3, 4)))
+static void note(const char *call, struct handle *h, const char *fmt, ...) {
+    FILE *f = fopen(FAKE_LOG, "a");
+    if (!f) return;
+    fprintf(f, "%s handle=%p stream=%p ", call, (void *)h, h ? h->stream : NULL);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    fputc('\n', f);
+    fclose(f);
+}
+
+int cusolverDnCreate(struct handle **out) {
+    struct handle *h = calloc(1, sizeof *h);
+    if (!h) return 2; // CUSOLVER_STATUS_ALLOC_FAILED
+    *out = h;
+    note("cusolverDnCreate", h, "%s", "");
+    return OK;
+}
+
+int cusolverDnDestroy(struct handle *h) {
+    note("cusolverDnDestroy", h, "%s", "");
+    free(h);
+    return OK;
+}
+
+int cusolverDnSetStream(struct handle *h, void *stream) {
+    if (!h) return NOT_INITIALIZED;
+    h->stream = stream;
+    note("cusolverDnSetStream", h, "%s", "");
+    return OK;
+}
+
+// The workspace every routine asks for, in elements: enough to tell a
+// workspace of the server's own sized from the query from a bogus one.
+static int lwork_of(int m, int n) { return 64 + (m > 0 ? m : 0) * (n > 0 ? n : 0); }
+
+// A call's preconditions: a live handle bound to a stream, and (when `size`
+// is not 0) a workspace of at least `need` elements of `size` bytes, which
+// is then written through.
+static int ready(struct handle *h, void *work, int lwork, int need, size_t size) {
+    if (!h) return NOT_INITIALIZED;
+    if (!h->stream) return EXECUTION_FAILED;
+    if (size) {
+        if (!work || lwork < need) return INVALID_VALUE;
+        memset(work, 0xA5, (size_t)need * size);
+    }
+    return OK;
+}
+
+#define A_(i, j) a[(long)(j) * lda + (i)]
+#define B_(i, j) b[(long)(j) * ldb + (i)]
+
+// The real forms: P is S or D, T float or double.
+#define REAL(P, T)                                                                               \
+    int cusolverDn##P##getrf_bufferSize(struct handle *h, int m, int n, T *a, int lda,         \
+                                        int *lwork) {                                           \
+        (void)a, (void)lda;                                                                     \
+        note("cusolverDn" #P "getrf_bufferSize", h, "m=%d n=%d", m, n);                         \
+        *lwork = lwork_of(m, n);                                                                \
+        return h ? OK : NOT_INITIALIZED;                                                        \
+    }                                                                                           \
+    int cusolverDn##P##getrf(struct handle *h, int m, int n, T *a, int lda, T *work, int *ipiv, \
+                             int *info) {                                                       \
+        note("cusolverDn" #P "getrf", h, "m=%d n=%d lda=%d ipiv=%p work=%p", m, n, lda,         \
+             (void *)ipiv, (void *)work);                                                       \
+        int r = ready(h, work, lwork_of(m, n), lwork_of(m, n), sizeof(T));                      \
+        if (r) return r;                                                                        \
+        int k = m < n ? m : n;                                                                  \
+        *info = 0;                                                                              \
+        for (int j = 0; j < k; j++) {                                                           \
+            int p = j;                                                                          \
+            if (ipiv) {                                                                         \
+                for (int i = j + 1; i < m; i++)                                                 \
+                    if (fabs((double)A_(i, j)) > fabs((double)A_(p, j))) p = i;                 \
+                ipiv[j] = p + 1;                                                                \
+                for (int c = 0; c < n; c++) {                                                   \
+                    T t = A_(j, c);                                                             \
+                    A_(j, c) = A_(p, c);                                                        \
+                    A_(p, c) = t;                                                               \
+                }                                                                               \
+            }                                                                                   \
+            if (A_(j, j) == 0) {                                                                \
+                if (!*info) *info = j + 1;                                                      \
+                continue;                                                                       \
+            }                                                                                   \
+            for (int i = j + 1; i < m; i++) {                                                   \
+                A_(i, j) /= A_(j, j);                                                           \
+                for (int c = j + 1; c < n; c++) A_(i, c) -= A_(i, j) * A_(j, c);                \
+            }                                                                                   \
+        }                                                                                       \
+        return OK;                                                                              \
+    }                                                                                           \
+    int cusolverDn##P##getrs(struct handle *h, int trans, int n, int nrhs, const T *a, int lda, \
+                             const int *ipiv, T *b, int ldb, int *info) {                       \
+        note("cusolverDn" #P "getrs", h, "trans=%d n=%d nrhs=%d ipiv=%p", trans, n, nrhs,       \
+             (const void *)ipiv);                                                               \
+        int r = ready(h, NULL, 0, 0, 0);                                                        \
+        if (r) return r;                                                                        \
+        if (trans != 0) return NOT_SUPPORTED;                                                   \
+        for (int c = 0; c < nrhs; c++) {                                                        \
+            if (ipiv)                                                                           \
+                for (int i = 0; i < n; i++) {                                                   \
+                    T t = B_(i, c);                                                             \
+                    B_(i, c) = B_(ipiv[i] - 1, c);                                              \
+                    B_(ipiv[i] - 1, c) = t;                                                     \
+                }                                                                               \
+            for (int i = 0; i < n; i++)                                                         \
+                for (int j = 0; j < i; j++) B_(i, c) -= A_(i, j) * B_(j, c);                    \
+            for (int i = n - 1; i >= 0; i--) {                                                  \
+                for (int j = i + 1; j < n; j++) B_(i, c) -= A_(i, j) * B_(j, c);                \
+                B_(i, c) /= A_(i, i);                                                           \
+            }                                                                                   \
+        }                                                                                       \
+        *info = 0;                                                                              \
+        return OK;                                                                              \
+    }                                                                                           \
+    int cusolverDn##P##potrf_bufferSize(struct handle *h, int uplo, int n, T *a, int lda,      \
+                                        int *lwork) {                                           \
+        (void)a, (void)lda;                                                                     \
+        note("cusolverDn" #P "potrf_bufferSize", h, "uplo=%d n=%d", uplo, n);                   \
+        *lwork = lwork_of(n, n);                                                                \
+        return h ? OK : NOT_INITIALIZED;                                                        \
+    }                                                                                           \
+    /* The lower factor L (A = L Lᵀ); the upper one is Lᵀ in the other triangle. */           \
+    static T P##chol(const T *a, int lda, int upper, int i, int j) {                            \
+        return upper ? A_(j, i) : A_(i, j);                                                     \
+    }                                                                                           \
+    int cusolverDn##P##potrf(struct handle *h, int uplo, int n, T *a, int lda, T *work,         \
+                             int lwork, int *info) {                                            \
+        note("cusolverDn" #P "potrf", h, "uplo=%d n=%d lda=%d lwork=%d work=%p", uplo, n, lda,  \
+             lwork, (void *)work);                                                              \
+        int r = ready(h, work, lwork, lwork_of(n, n), sizeof(T));                               \
+        if (r) return r;                                                                        \
+        *info = 0;                                                                              \
+        for (int j = 0; j < n; j++) {                                                           \
+            double d = P##chol(a, lda, uplo, j, j);                                             \
+            for (int k = 0; k < j; k++) d -= pow(P##chol(a, lda, uplo, j, k), 2);               \
+            if (d <= 0) {                                                                       \
+                *info = j + 1;                                                                  \
+                return OK;                                                                      \
+            }                                                                                   \
+            T l = (T)sqrt(d);                                                                   \
+            A_(j, j) = l;                                                                       \
+            for (int i = j + 1; i < n; i++) {                                                   \
+                double s = P##chol(a, lda, uplo, i, j);                                         \
+                for (int k = 0; k < j; k++)                                                     \
+                    s -= P##chol(a, lda, uplo, i, k) * P##chol(a, lda, uplo, j, k);             \
+                if (uplo) A_(j, i) = (T)(s / l); else A_(i, j) = (T)(s / l);                    \
+            }                                                                                   \
+        }                                                                                       \
+        return OK;                                                                              \
+    }                                                                                           \
+    int cusolverDn##P##potrs(struct handle *h, int uplo, int n, int nrhs, const T *a, int lda,  \
+                             T *b, int ldb, int *info) {                                        \
+        note("cusolverDn" #P "potrs", h, "uplo=%d n=%d nrhs=%d", uplo, n, nrhs);                \
+        int r = ready(h, NULL, 0, 0, 0);                                                        \
+        if (r) return r;                                                                        \
+        for (int c = 0; c < nrhs; c++) {                                                        \
+            for (int i = 0; i < n; i++) {                                                       \
+                for (int k = 0; k < i; k++) B_(i, c) -= P##chol(a, lda, uplo, i, k) * B_(k, c); \
+                B_(i, c) /= P##chol(a, lda, uplo, i, i);                                        \
+            }                                                                                   \
+            for (int i = n - 1; i >= 0; i--) {                                                  \
+                for (int k = i + 1; k < n; k++) B_(i, c) -= P##chol(a, lda, uplo, k, i) * B_(k, c); \
+                B_(i, c) /= P##chol(a, lda, uplo, i, i);                                        \
+            }                                                                                   \
+        }                                                                                       \
+        *info = 0;                                                                              \
+        return OK;                                                                              \
+    }                                                                                           \
+    /* Whether the m x n A is upper triangular (its reflectors the identity). */              \
+    static int P##upper(const T *a, int lda, int m, int n) {                                    \
+        for (int j = 0; j < n; j++)                                                             \
+            for (int i = j + 1; i < m; i++)                                                     \
+                if (A_(i, j) != 0) return 0;                                                    \
+        return 1;                                                                               \
+    }                                                                                           \
+    static int P##zero(const T *tau, int k) {                                                   \
+        for (int i = 0; i < k; i++)                                                             \
+            if (tau[i] != 0) return 0;                                                          \
+        return 1;                                                                               \
+    }                                                                                           \
+    int cusolverDn##P##geqrf_bufferSize(struct handle *h, int m, int n, T *a, int lda,         \
+                                        int *lwork) {                                           \
+        (void)a, (void)lda;                                                                     \
+        note("cusolverDn" #P "geqrf_bufferSize", h, "m=%d n=%d", m, n);                         \
+        *lwork = lwork_of(m, n);                                                                \
+        return h ? OK : NOT_INITIALIZED;                                                        \
+    }                                                                                           \
+    int cusolverDn##P##geqrf(struct handle *h, int m, int n, T *a, int lda, T *tau, T *work,    \
+                             int lwork, int *info) {                                            \
+        note("cusolverDn" #P "geqrf", h, "m=%d n=%d lda=%d lwork=%d", m, n, lda, lwork);        \
+        int r = ready(h, work, lwork, lwork_of(m, n), sizeof(T));                               \
+        if (r) return r;                                                                        \
+        if (!P##upper(a, lda, m, n)) return NOT_SUPPORTED;                                      \
+        for (int i = 0; i < (m < n ? m : n); i++) tau[i] = 0;                                   \
+        *info = 0;                                                                              \
+        return OK;                                                                              \
+    }                                                                                           \
+    int cusolverDn##P##ormqr_bufferSize(struct handle *h, int side, int trans, int m, int n,   \
+                                        int k, const T *a, int lda, const T *tau, const T *c,  \
+                                        int ldc, int *lwork) {                                  \
+        (void)a, (void)lda, (void)tau, (void)c, (void)ldc;                                      \
+        note("cusolverDn" #P "ormqr_bufferSize", h, "side=%d trans=%d m=%d n=%d k=%d", side,    \
+             trans, m, n, k);                                                                   \
+        *lwork = lwork_of(m, n);                                                                \
+        return h ? OK : NOT_INITIALIZED;                                                        \
+    }                                                                                           \
+    int cusolverDn##P##ormqr(struct handle *h, int side, int trans, int m, int n, int k,        \
+                             const T *a, int lda, const T *tau, T *c, int ldc, T *work,         \
+                             int lwork, int *info) {                                            \
+        (void)a, (void)lda, (void)c, (void)ldc;                                                 \
+        note("cusolverDn" #P "ormqr", h, "side=%d trans=%d m=%d n=%d k=%d lwork=%d", side,      \
+             trans, m, n, k, lwork);                                                            \
+        int r = ready(h, work, lwork, lwork_of(m, n), sizeof(T));                               \
+        if (r) return r;                                                                        \
+        if (!P##zero(tau, k)) return NOT_SUPPORTED;                                             \
+        *info = 0; /* Q = I: C stays. */                                                        \
+        return OK;                                                                              \
+    }                                                                                           \
+    int cusolverDn##P##orgqr_bufferSize(struct handle *h, int m, int n, int k, const T *a,     \
+                                        int lda, const T *tau, int *lwork) {                    \
+        (void)a, (void)lda, (void)tau;                                                          \
+        note("cusolverDn" #P "orgqr_bufferSize", h, "m=%d n=%d k=%d", m, n, k);                 \
+        *lwork = lwork_of(m, n);                                                                \
+        return h ? OK : NOT_INITIALIZED;                                                        \
+    }                                                                                           \
+    int cusolverDn##P##orgqr(struct handle *h, int m, int n, int k, T *a, int lda,              \
+                             const T *tau, T *work, int lwork, int *info) {                     \
+        note("cusolverDn" #P "orgqr", h, "m=%d n=%d k=%d lwork=%d", m, n, k, lwork);            \
+        int r = ready(h, work, lwork, lwork_of(m, n), sizeof(T));                               \
+        if (r) return r;                                                                        \
+        if (!P##zero(tau, k)) return NOT_SUPPORTED;                                             \
+        for (int j = 0; j < n; j++)                                                             \
+            for (int i = 0; i < m; i++) A_(i, j) = i == j;                                      \
+        *info = 0;                                                                              \
+        return OK;                                                                              \
+    }                                                                                           \
+    int cusolverDn##P##syevd_bufferSize(struct handle *h, int jobz, int uplo, int n,           \
+                                        const T *a, int lda, const T *w, int *lwork) {          \
+        (void)a, (void)lda, (void)w;                                                            \
+        note("cusolverDn" #P "syevd_bufferSize", h, "jobz=%d uplo=%d n=%d", jobz, uplo, n);     \
+        *lwork = lwork_of(n, n);                                                                \
+        return h ? OK : NOT_INITIALIZED;                                                        \
+    }                                                                                           \
+    int cusolverDn##P##syevd(struct handle *h, int jobz, int uplo, int n, T *a, int lda, T *w,  \
+                             T *work, int lwork, int *info) {                                   \
+        note("cusolverDn" #P "syevd", h, "jobz=%d uplo=%d n=%d lwork=%d", jobz, uplo, n,        \
+             lwork);                                                                            \
+        int r = ready(h, work, lwork, lwork_of(n, n), sizeof(T));                               \
+        if (r) return r;                                                                        \
+        for (int j = 0; j < n; j++)                                                             \
+            for (int i = 0; i < n; i++)                                                         \
+                if (i != j && A_(i, j) != 0) return NOT_SUPPORTED;                              \
+        for (int i = 0; i + 1 < n; i++)  /* eigenvalues come ascending */                       \
+            if (A_(i, i) > A_(i + 1, i + 1)) return NOT_SUPPORTED;                              \
+        for (int i = 0; i < n; i++) w[i] = A_(i, i);                                            \
+        if (jobz)                                                                               \
+            for (int j = 0; j < n; j++)                                                         \
+                for (int i = 0; i < n; i++) A_(i, j) = i == j;                                  \
+        *info = 0;                                                                              \
+        return OK;                                                                              \
+    }                                                                                           \
+    int cusolverDn##P##gesvd_bufferSize(struct handle *h, int m, int n, int *lwork) {          \
+        note("cusolverDn" #P "gesvd_bufferSize", h, "m=%d n=%d", m, n);                         \
+        *lwork = lwork_of(m, n);                                                                \
+        return h ? OK : NOT_INITIALIZED;                                                        \
+    }                                                                                           \
+    int cusolverDn##P##gesvd(struct handle *h, signed char jobu, signed char jobvt, int m,      \
+                             int n, T *a, int lda, T *s, T *u, int ldu, T *vt, int ldvt,        \
+                             T *work, int lwork, T *rwork, int *info) {                         \
+        (void)u, (void)ldu, (void)vt, (void)ldvt;                                               \
+        note("cusolverDn" #P "gesvd", h, "jobu=%c jobvt=%c m=%d n=%d lwork=%d rwork=%p", jobu,  \
+             jobvt, m, n, lwork, (void *)rwork);                                                \
+        int r = ready(h, work, lwork, lwork_of(m, n), sizeof(T));                               \
+        if (r) return r;                                                                        \
+        int k = m < n ? m : n;                                                                  \
+        if (k > 1) {                                                                            \
+            if (!rwork) return INVALID_VALUE;                                                   \
+            memset(rwork, 0x5A, (size_t)(k - 1) * sizeof(T));                                   \
+        }                                                                                       \
+        if (jobu != 'N' || jobvt != 'N') return NOT_SUPPORTED;                                  \
+        for (int j = 0; j < n; j++)                                                             \
+            for (int i = 0; i < m; i++)                                                         \
+                if (i != j && A_(i, j) != 0) return NOT_SUPPORTED;                              \
+        for (int i = 0; i < k; i++) s[i] = (T)fabs((double)A_(i, i));                           \
+        *info = 0;                                                                              \
+        return OK;                                                                              \
+    }
+
+REAL(S, float)
+REAL(D, double)
+
+// The complex forms check and log like the real ones and compute nothing.
+#define COMPLEX(P, E)                                                                            \
+    int cusolverDn##P##getrf_bufferSize(struct handle *h, int m, int n, void *a, int lda,       \
+                                        int *lwork) {                                            \
+        (void)a, (void)lda;                                                                      \
+        note("cusolverDn" #P "getrf_bufferSize", h, "m=%d n=%d", m, n);                          \
+        *lwork = lwork_of(m, n);                                                                 \
+        return h ? OK : NOT_INITIALIZED;                                                         \
+    }                                                                                            \
+    int cusolverDn##P##getrf(struct handle *h, int m, int n, void *a, int lda, void *work,       \
+                             int *ipiv, int *info) {                                             \
+        (void)a, (void)lda, (void)ipiv, (void)info;                                              \
+        note("cusolverDn" #P "getrf", h, "m=%d n=%d", m, n);                                     \
+        int r = ready(h, work, lwork_of(m, n), lwork_of(m, n), E);                               \
+        return r ? r : NOT_SUPPORTED;                                                            \
+    }                                                                                            \
+    int cusolverDn##P##getrs(struct handle *h, int trans, int n, int nrhs, const void *a,       \
+                             int lda, const int *ipiv, void *b, int ldb, int *info) {            \
+        (void)a, (void)lda, (void)ipiv, (void)b, (void)ldb, (void)info;                          \
+        note("cusolverDn" #P "getrs", h, "trans=%d n=%d nrhs=%d", trans, n, nrhs);               \
+        int r = ready(h, NULL, 0, 0, 0);                                                         \
+        return r ? r : NOT_SUPPORTED;                                                            \
+    }                                                                                            \
+    int cusolverDn##P##potrf_bufferSize(struct handle *h, int uplo, int n, void *a, int lda,    \
+                                        int *lwork) {                                            \
+        (void)a, (void)lda;                                                                      \
+        note("cusolverDn" #P "potrf_bufferSize", h, "uplo=%d n=%d", uplo, n);                    \
+        *lwork = lwork_of(n, n);                                                                 \
+        return h ? OK : NOT_INITIALIZED;                                                         \
+    }                                                                                            \
+    int cusolverDn##P##potrf(struct handle *h, int uplo, int n, void *a, int lda, void *work,    \
+                             int lwork, int *info) {                                             \
+        (void)a, (void)lda, (void)info;                                                          \
+        note("cusolverDn" #P "potrf", h, "uplo=%d n=%d lwork=%d", uplo, n, lwork);               \
+        int r = ready(h, work, lwork, lwork_of(n, n), E);                                        \
+        return r ? r : NOT_SUPPORTED;                                                            \
+    }                                                                                            \
+    int cusolverDn##P##potrs(struct handle *h, int uplo, int n, int nrhs, const void *a,        \
+                             int lda, void *b, int ldb, int *info) {                             \
+        (void)a, (void)lda, (void)b, (void)ldb, (void)info;                                      \
+        note("cusolverDn" #P "potrs", h, "uplo=%d n=%d nrhs=%d", uplo, n, nrhs);                 \
+        int r = ready(h, NULL, 0, 0, 0);                                                         \
+        return r ? r : NOT_SUPPORTED;                                                            \
+    }                                                                                            \
+    int cusolverDn##P##geqrf_bufferSize(struct handle *h, int m, int n, void *a, int lda,       \
+                                        int *lwork) {                                            \
+        (void)a, (void)lda;                                                                      \
+        note("cusolverDn" #P "geqrf_bufferSize", h, "m=%d n=%d", m, n);                          \
+        *lwork = lwork_of(m, n);                                                                 \
+        return h ? OK : NOT_INITIALIZED;                                                         \
+    }                                                                                            \
+    int cusolverDn##P##geqrf(struct handle *h, int m, int n, void *a, int lda, void *tau,        \
+                             void *work, int lwork, int *info) {                                 \
+        (void)a, (void)lda, (void)tau, (void)info;                                               \
+        note("cusolverDn" #P "geqrf", h, "m=%d n=%d lwork=%d", m, n, lwork);                     \
+        int r = ready(h, work, lwork, lwork_of(m, n), E);                                        \
+        return r ? r : NOT_SUPPORTED;                                                            \
+    }                                                                                            \
+    int cusolverDn##P##unmqr_bufferSize(struct handle *h, int side, int trans, int m, int n,    \
+                                        int k, const void *a, int lda, const void *tau,         \
+                                        const void *c, int ldc, int *lwork) {                    \
+        (void)a, (void)lda, (void)tau, (void)c, (void)ldc;                                       \
+        note("cusolverDn" #P "unmqr_bufferSize", h, "side=%d trans=%d m=%d n=%d k=%d", side,     \
+             trans, m, n, k);                                                                    \
+        *lwork = lwork_of(m, n);                                                                 \
+        return h ? OK : NOT_INITIALIZED;                                                         \
+    }                                                                                            \
+    int cusolverDn##P##unmqr(struct handle *h, int side, int trans, int m, int n, int k,         \
+                             const void *a, int lda, const void *tau, void *c, int ldc,          \
+                             void *work, int lwork, int *info) {                                 \
+        (void)a, (void)lda, (void)tau, (void)c, (void)ldc, (void)info;                           \
+        note("cusolverDn" #P "unmqr", h, "side=%d trans=%d m=%d n=%d k=%d lwork=%d", side,       \
+             trans, m, n, k, lwork);                                                             \
+        int r = ready(h, work, lwork, lwork_of(m, n), E);                                        \
+        return r ? r : NOT_SUPPORTED;                                                            \
+    }                                                                                            \
+    int cusolverDn##P##ungqr_bufferSize(struct handle *h, int m, int n, int k, const void *a,   \
+                                        int lda, const void *tau, int *lwork) {                  \
+        (void)a, (void)lda, (void)tau;                                                           \
+        note("cusolverDn" #P "ungqr_bufferSize", h, "m=%d n=%d k=%d", m, n, k);                  \
+        *lwork = lwork_of(m, n);                                                                 \
+        return h ? OK : NOT_INITIALIZED;                                                         \
+    }                                                                                            \
+    int cusolverDn##P##ungqr(struct handle *h, int m, int n, int k, void *a, int lda,            \
+                             const void *tau, void *work, int lwork, int *info) {                \
+        (void)a, (void)lda, (void)tau, (void)info;                                               \
+        note("cusolverDn" #P "ungqr", h, "m=%d n=%d k=%d lwork=%d", m, n, k, lwork);             \
+        int r = ready(h, work, lwork, lwork_of(m, n), E);                                        \
+        return r ? r : NOT_SUPPORTED;                                                            \
+    }                                                                                            \
+    int cusolverDn##P##heevd_bufferSize(struct handle *h, int jobz, int uplo, int n,            \
+                                        const void *a, int lda, const void *w, int *lwork) {     \
+        (void)a, (void)lda, (void)w;                                                             \
+        note("cusolverDn" #P "heevd_bufferSize", h, "jobz=%d uplo=%d n=%d", jobz, uplo, n);      \
+        *lwork = lwork_of(n, n);                                                                 \
+        return h ? OK : NOT_INITIALIZED;                                                         \
+    }                                                                                            \
+    int cusolverDn##P##heevd(struct handle *h, int jobz, int uplo, int n, void *a, int lda,      \
+                             void *w, void *work, int lwork, int *info) {                        \
+        (void)a, (void)lda, (void)w, (void)info;                                                 \
+        note("cusolverDn" #P "heevd", h, "jobz=%d uplo=%d n=%d lwork=%d", jobz, uplo, n, lwork); \
+        int r = ready(h, work, lwork, lwork_of(n, n), E);                                        \
+        return r ? r : NOT_SUPPORTED;                                                            \
+    }                                                                                            \
+    int cusolverDn##P##gesvd_bufferSize(struct handle *h, int m, int n, int *lwork) {           \
+        note("cusolverDn" #P "gesvd_bufferSize", h, "m=%d n=%d", m, n);                          \
+        *lwork = lwork_of(m, n);                                                                 \
+        return h ? OK : NOT_INITIALIZED;                                                         \
+    }                                                                                            \
+    int cusolverDn##P##gesvd(struct handle *h, signed char jobu, signed char jobvt, int m,       \
+                             int n, void *a, int lda, void *s, void *u, int ldu, void *vt,       \
+                             int ldvt, void *work, int lwork, void *rwork, int *info) {          \
+        (void)a, (void)lda, (void)s, (void)u, (void)ldu, (void)vt, (void)ldvt, (void)info;       \
+        note("cusolverDn" #P "gesvd", h, "jobu=%c jobvt=%c m=%d n=%d lwork=%d rwork=%p", jobu,   \
+             jobvt, m, n, lwork, rwork);                                                         \
+        int r = ready(h, work, lwork, lwork_of(m, n), E);                                        \
+        return r ? r : NOT_SUPPORTED;                                                            \
+    }
+
+COMPLEX(C, 8)
+COMPLEX(Z, 16)
