@@ -39,6 +39,7 @@ pub use cudarc::driver::sys;
 pub mod cublas;
 pub mod cufft;
 pub mod curand;
+pub mod cusparse;
 pub mod math_library;
 pub mod workspace;
 use sys::{CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUmodule, CUstream};

@@ -34,6 +34,7 @@ mod memory;
 mod output;
 mod props;
 mod rand;
+mod sparse;
 
 use std::ffi::{CString, OsStr};
 use std::os::fd::OwnedFd;
@@ -106,6 +107,8 @@ pub struct CudaBackend {
     fft_library: Arc<fft::FftLibrary>,
     /// NVIDIA's cuRAND, opened on the first cuRAND generator of any client.
     rand_library: Arc<rand::RandLibrary>,
+    /// NVIDIA's cuSPARSE, opened on the first cuSPARSE handle of any client.
+    sparse_library: Arc<sparse::SparseLibrary>,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -170,6 +173,7 @@ impl CudaBackend {
             blas_library: Arc::default(),
             fft_library: Arc::default(),
             rand_library: Arc::default(),
+            sparse_library: Arc::default(),
         })
     }
 
@@ -191,6 +195,13 @@ impl CudaBackend {
     /// loads, instead of `libcurand.so.10`.
     pub fn with_rand_libraries(mut self, candidates: Vec<std::ffi::OsString>) -> Self {
         self.rand_library = Arc::new(rand::RandLibrary::new(candidates));
+        self
+    }
+
+    /// Opens cuSPARSE from the first of `candidates` (names or paths) that
+    /// loads, instead of `libcusparse.so.12` or `libcusparse.so.11`.
+    pub fn with_sparse_libraries(mut self, candidates: Vec<std::ffi::OsString>) -> Self {
+        self.sparse_library = Arc::new(sparse::SparseLibrary::new(candidates));
         self
     }
 
@@ -236,6 +247,8 @@ impl CudaBackend {
             fft_library: self.fft_library.clone(),
             rand: rand::RandGenerators::default(),
             rand_library: self.rand_library.clone(),
+            sparse: sparse::SparseHandles::default(),
+            sparse_library: self.sparse_library.clone(),
             functions: Vec::new(),
             modules: Vec::new(),
             staging: Some(staging),
@@ -411,6 +424,10 @@ pub struct CudaDeviceContext {
     /// cuRAND generators, destroyed before the context they live in.
     rand: rand::RandGenerators,
     rand_library: Arc<rand::RandLibrary>,
+    /// cuSPARSE handles and their buffers, destroyed before the context
+    /// they live in.
+    sparse: sparse::SparseHandles,
+    sparse_library: Arc<sparse::SparseLibrary>,
     // Driver objects, released before the context they live in (each also
     // keeps its context alive, so the order is a courtesy, not a requirement).
     functions: Vec<Kernel>,
@@ -630,6 +647,12 @@ impl DeviceContext for CudaDeviceContext {
                 })?;
                 self.rand_call(call)
             }
+            Some(Library::Sparse) => {
+                let call = rcud_proto::codec::from_slice(call).map_err(|e| {
+                    Failure::new(CudaError::INVALID_VALUE, format!("a cuSPARSE call: {e}"))
+                })?;
+                self.sparse_call(call)
+            }
             other => Err(Failure::new(
                 CudaError::NOT_SUPPORTED,
                 format!(
@@ -719,6 +742,7 @@ impl DeviceContext for CudaDeviceContext {
         self.blas.clear();
         self.fft.clear();
         self.rand.clear();
+        self.sparse.clear();
         self.functions.clear();
         self.modules.clear();
         self.staging = None;

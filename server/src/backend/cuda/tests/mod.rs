@@ -903,3 +903,4 @@ fn read_f32s(ctx: &mut dyn DeviceContext, ptr: u64, n: usize) -> Vec<f32> {
 mod blas;
 mod fft;
 mod rand;
+mod sparse;
