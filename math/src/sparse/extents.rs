@@ -300,3 +300,73 @@ fn product(e: &mut Extents, a: &SpMat, b: &SpMat) -> Result<(usize, usize), Fail
     }
     Ok((a_rows, b_cols))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn csr(rows: i64, cols: i64, nnz: i64) -> SpMat {
+        SpMat {
+            format: FORMAT_CSR,
+            rows,
+            cols,
+            nnz,
+            offsets: 0x1000,
+            indices: 0x2000,
+            values: 0x3000,
+            offset_type: 3,
+            index_type: 2,
+            value_type: 5,
+            ..SpMat::default()
+        }
+    }
+
+    fn dense(values: u64) -> DnMat {
+        DnMat {
+            rows: 3,
+            cols: 2,
+            ld: 5,
+            values,
+            value_type: 0,
+            order: 1,
+        }
+    }
+
+    #[test]
+    fn sparse_arrays_are_sized_by_their_types_and_offsets_even_when_empty() {
+        let call = Call::SparseToDense {
+            handle: 1,
+            a: csr(3, 2, 4),
+            b: dense(0x4000),
+        };
+        let got: Vec<(u64, u64)> = of(&call).unwrap().iter().map(|e| (e.ptr, e.len)).collect();
+        // 4 i64 offsets, 4 i32 columns, 4 c64 values; (2 - 1) * 5 + 3 f32.
+        assert_eq!(
+            got,
+            vec![(0x1000, 32), (0x2000, 16), (0x3000, 64), (0x4000, 32)]
+        );
+        let call = Call::SparseToDense {
+            handle: 1,
+            a: csr(3, 2, 0),
+            b: dense(0x4000),
+        };
+        assert_eq!(of(&call).unwrap()[0].len, 32);
+    }
+
+    #[test]
+    fn the_analysis_touches_the_offsets_only_and_shapes_must_agree() {
+        let call = Call::DenseToSparseAnalysis {
+            handle: 1,
+            a: dense(0x4000),
+            b: csr(3, 2, 9),
+        };
+        let whats: Vec<&str> = of(&call).unwrap().iter().map(|e| e.what).collect();
+        assert_eq!(whats, vec!["A", "B offsets"]);
+        let call = Call::DenseToSparseAnalysis {
+            handle: 1,
+            a: dense(0x4000),
+            b: csr(2, 3, 0),
+        };
+        assert_eq!(of(&call), Err(invalid()));
+    }
+}

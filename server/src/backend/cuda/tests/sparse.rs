@@ -401,6 +401,9 @@ fn fake_cusparse_solves_and_converts() {
     assert_eq!(read_f32s(ctx, back[2], 5), vec![2.0, 1.0, 3.0, 4.0, 5.0]);
 }
 
+/// A change to an SpMV's A, x and compute type.
+type Tweak = dyn Fn(&mut SpMat, &mut DnVec, &mut u8);
+
 #[test]
 fn fake_cusparse_bad_calls_are_answered_before_the_library() {
     let test = "fake_cusparse_bad_calls_are_answered_before_the_library";
@@ -422,7 +425,7 @@ fn fake_cusparse_bad_calls_are_answered_before_the_library() {
     }
     assert_eq!(status(ctx, call), NOT_INITIALIZED);
     // Bad dimensions, enumerations and types, as cuSPARSE answers them.
-    let with = |f: &dyn Fn(&mut SpMat, &mut DnVec, &mut u8)| {
+    let with = |f: &Tweak| {
         let mut call = ok.clone();
         if let sparse_wire::Call::SpMv {
             a, x, compute_type, ..
@@ -432,7 +435,7 @@ fn fake_cusparse_bad_calls_are_answered_before_the_library() {
         }
         call
     };
-    let cases: [(&dyn Fn(&mut SpMat, &mut DnVec, &mut u8), i32); 6] = [
+    let cases: [(&Tweak, i32); 6] = [
         (&|_, x, _| x.size = 4, INVALID_VALUE),
         (&|a, _, _| a.rows = -1, INVALID_VALUE),
         (&|a, _, _| a.base = 2, INVALID_VALUE),
@@ -445,7 +448,7 @@ fn fake_cusparse_bad_calls_are_answered_before_the_library() {
     }
     // Ranges outside the client's memory: values, indices, offsets, the
     // vectors, a device scalar.
-    let faults: [&dyn Fn(&mut SpMat, &mut DnVec, &mut u8); 4] = [
+    let faults: [&Tweak; 4] = [
         &|a, _, _| a.nnz = 6,
         &|a, _, _| a.offsets += 4,
         &|a, x, _| {
