@@ -743,6 +743,9 @@ impl SparseHandle {
     fn prepare(&mut self, scalars: &[&ScalarArg]) -> Result<(), SparseError> {
         let mode = pointer_mode(scalars)?;
         self.ctx.bind()?;
+        // A call that failed half-way may have left work queued on our
+        // buffers: it completes before this call can regrow them.
+        self.ctx.sync_stream()?;
         // SAFETY: a live handle; `mode` is one of the two valid values.
         let status = unsafe { (self.api.set_pointer_mode)(self.raw, mode) };
         check(status, "cusparseSetPointerMode")
