@@ -70,8 +70,9 @@
 # k_dynamic's and k_printf's device-side printf lines come in an order CUDA
 # leaves open (blocks run in any order): both outputs are sorted before
 # comparing.
-# math_blas, math_fft and math_rand run against NVIDIA's cuBLAS, cuFFT and
-# cuRAND (the toolkit's, else those of the PyPI wheels python3 finds):
+# math_blas, math_fft, math_rand and math_sparse run against NVIDIA's
+# cuBLAS, cuFFT, cuRAND and cuSPARSE (the toolkit's, else those of the PyPI
+# wheels python3 finds):
 # natively, and under rcud with rcud-server loading those libraries (the
 # cuda backend forwards them; it runs cuRAND's host generators there too). The other math_* programs are skipped: the cuda backend
 # does not forward their libraries yet. k_dynamic is built with -rdc=true
@@ -187,6 +188,7 @@ forwarded_library() {
         math_blas) echo libcublas ;;
         math_fft) echo libcufft ;;
         math_rand) echo libcurand ;;
+        math_sparse) echo libcusparse ;;
     esac
 }
 # nvcc arguments for a forwarded math program ($1), or nothing when its
