@@ -245,7 +245,7 @@ int cusparseSpGEMM_workEstimation(struct handle *h, int opa, int opb, const void
 int cusparseSpGEMM_compute(struct handle *h, int opa, int opb, const void *alpha, struct descr *a,
                            struct descr *b, const void *beta, struct descr *c, int ct, int alg,
                            struct descr *d, size_t *size, void *buffer) {
-    (void)opa, (void)opb, (void)beta, (void)alg;
+    (void)opa, (void)opb, (void)alg;
     note(h, "cusparseSpGEMM_compute buffer=%p c_offsets=%p", buffer, c->offsets);
     if (!buffer) {
         *size = BUFFER;
@@ -254,6 +254,8 @@ int cusparseSpGEMM_compute(struct handle *h, int opa, int opb, const void *alpha
     int s = ready(h, buffer, 1);
     if (s) return s;
     if (ct != R32F) return NOT_SUPPORTED;
+    // C starts empty: beta must be zero (read in the handle's pointer mode).
+    if (*(const float *)beta != 0) return INVALID_VALUE;
     float al = *(const float *)alpha;
     int64_t n = b->cols;
     float *row = calloc(n ? n : 1, sizeof *row);

@@ -256,6 +256,24 @@ fn fake_cusparse_spgemm_answers_the_nnz_then_copies_the_product() {
         read_f32s(ctx, c_arrays[2], 6),
         vec![8.0, 10.0, 18.0, 8.0, 64.0, 50.0]
     );
+    // Alpha in device memory: device pointer mode, with a zero beta there.
+    let alpha = ctx.malloc(4).unwrap();
+    put(ctx, alpha, &f32s(&[-1.0]));
+    let mut call = copy(csr(3, 3, 6, c_arrays));
+    if let sparse_wire::Call::SpGemmCopy { alpha: a, .. } = &mut call {
+        *a = Scalar {
+            value: (0.0, 0.0),
+            device: Some(alpha),
+        };
+    }
+    assert_eq!(status(ctx, call), 0);
+    assert_eq!(
+        read_f32s(ctx, c_arrays[2], 6),
+        vec![-4.0, -5.0, -9.0, -4.0, -32.0, -25.0]
+    );
+    assert!(log_lines(&log)
+        .iter()
+        .any(|l| l.starts_with("cusparseSpGEMM_copy") && l.ends_with("mode=1")));
     let lines = log_lines(&log);
     assert!(
         lines
