@@ -70,12 +70,11 @@
 # k_dynamic's and k_printf's device-side printf lines come in an order CUDA
 # leaves open (blocks run in any order): both outputs are sorted before
 # comparing.
-# math_blas, math_blaslt, math_fft and math_rand run against NVIDIA's
-# cuBLAS, cuBLASLt, cuFFT and cuRAND (the toolkit's, else those of the PyPI
-# wheels python3 finds): natively, and under rcud with rcud-server loading
-# those libraries (the cuda backend forwards them; it runs cuRAND's host
-# generators there too). The other math_* programs are skipped: the cuda
-# backend does not forward their libraries yet. k_dynamic is built with -rdc=true
+# The math_* programs run against NVIDIA's cuBLAS, cuBLASLt, cuFFT, cuRAND,
+# cuSPARSE and cuSOLVER (the toolkit's, else those of the PyPI wheels
+# python3 finds): natively, and under rcud with rcud-server loading those
+# libraries (the cuda backend forwards them; it runs cuRAND's host
+# generators there too). k_dynamic is built with -rdc=true
 # -lcudadevrt.
 # With RCUD_CHECK_SURVEY=1 in the environment, a program reports every
 # unexpected result and goes on instead of stopping at the first one.
@@ -189,17 +188,23 @@ forwarded_library() {
         math_blaslt) echo libcublasLt ;;
         math_fft) echo libcufft ;;
         math_rand) echo libcurand ;;
+        math_sparse) echo libcusparse ;;
+        math_solver) echo libcusolver ;;
+        math_graph) echo libcublas libcufft libcurand ;;
     esac
 }
-# nvcc arguments for a forwarded math program ($1), or nothing when its
-# library is missing here.
+# nvcc arguments for a forwarded math program ($1), or nothing when one of
+# its libraries is missing here.
 math_link() {
-    local lib soname
-    lib="$(forwarded_library "$1")"
-    [[ -n "$lib" && -n "$math_dir" ]] || return 1
-    soname="$(math_soname "$lib")"
-    [[ -n "$soname" ]] || return 1
-    echo "-I $math_dir/../include -L $math_dir -l:$soname"
+    local libs lib soname flags=""
+    libs="$(forwarded_library "$1")"
+    [[ -n "$libs" && -n "$math_dir" ]] || return 1
+    for lib in $libs; do
+        soname="$(math_soname "$lib")"
+        [[ -n "$soname" ]] || return 1
+        flags+=" -l:$soname"
+    done
+    echo "-I $math_dir/../include -L $math_dir$flags"
 }
 if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
     die "port $port is in use (pass --port)"

@@ -41,6 +41,7 @@ pub mod cublaslt;
 pub mod cufft;
 pub mod curand;
 pub mod cusolver;
+pub mod cusparse;
 pub mod math_library;
 pub mod workspace;
 use sys::{CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUmodule, CUstream};

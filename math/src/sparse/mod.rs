@@ -7,6 +7,7 @@
 //! the matrix's dimensions before use: a malformed matrix gives
 //! `CUSPARSE_STATUS_INVALID_VALUE`, never an out-of-range access.
 
+pub mod extents;
 pub mod kernels;
 pub mod values;
 
@@ -441,33 +442,64 @@ struct DeviceDense {
     storage: Vec<Complex>,
 }
 
+/// A dense matrix's shape and storage, checked: its order, `ld` at least
+/// the inner dimension (and 1), and the elements its storage spans.
+struct DenseLayout {
+    rows: usize,
+    cols: usize,
+    ld: usize,
+    row_major: bool,
+    ty: ValueType,
+    /// Elements from the first to the last one stored.
+    extent: usize,
+}
+
+fn dense_layout(m: &DnMat) -> Result<DenseLayout, Failure> {
+    let rows = dim(m.rows)?;
+    let cols = dim(m.cols)?;
+    let ld = dim(m.ld)?;
+    let row_major = match m.order {
+        ORDER_COL => false,
+        ORDER_ROW => true,
+        _ => return Err(invalid()),
+    };
+    let (outer, inner) = if row_major {
+        (rows, cols)
+    } else {
+        (cols, rows)
+    };
+    if ld < inner.max(1) {
+        return Err(invalid());
+    }
+    let ty = ValueType::from_cuda(m.value_type)?;
+    let extent = if outer == 0 || inner == 0 {
+        0
+    } else {
+        (outer - 1)
+            .checked_mul(ld)
+            .and_then(|e| e.checked_add(inner))
+            .ok_or_else(invalid)?
+    };
+    Ok(DenseLayout {
+        rows,
+        cols,
+        ld,
+        row_major,
+        ty,
+        extent,
+    })
+}
+
 impl DeviceDense {
     fn read(memory: &dyn DeviceMemory, m: &DnMat) -> Result<Self, Failure> {
-        let rows = dim(m.rows)?;
-        let cols = dim(m.cols)?;
-        let ld = dim(m.ld)?;
-        let row_major = match m.order {
-            ORDER_COL => false,
-            ORDER_ROW => true,
-            _ => return Err(invalid()),
-        };
-        let (outer, inner) = if row_major {
-            (rows, cols)
-        } else {
-            (cols, rows)
-        };
-        if ld < inner.max(1) {
-            return Err(invalid());
-        }
-        let ty = ValueType::from_cuda(m.value_type)?;
-        let extent = if outer == 0 || inner == 0 {
-            0
-        } else {
-            (outer - 1)
-                .checked_mul(ld)
-                .and_then(|e| e.checked_add(inner))
-                .ok_or_else(invalid)?
-        };
+        let DenseLayout {
+            rows,
+            cols,
+            ld,
+            row_major,
+            ty,
+            extent,
+        } = dense_layout(m)?;
         let storage = read_values(memory, m.values, extent as i64, ty)?;
         Ok(Self {
             rows,

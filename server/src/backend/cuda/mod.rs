@@ -36,6 +36,7 @@ mod output;
 mod props;
 mod rand;
 mod solver;
+mod sparse;
 
 use std::ffi::{CString, OsStr};
 use std::os::fd::OwnedFd;
@@ -112,6 +113,8 @@ pub struct CudaBackend {
     rand_library: Arc<rand::RandLibrary>,
     /// NVIDIA's cuSOLVER, opened on the first cuSOLVER handle of any client.
     solver_library: Arc<solver::SolverLibrary>,
+    /// NVIDIA's cuSPARSE, opened on the first cuSPARSE handle of any client.
+    sparse_library: Arc<sparse::SparseLibrary>,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -178,6 +181,7 @@ impl CudaBackend {
             fft_library: Arc::default(),
             rand_library: Arc::default(),
             solver_library: Arc::default(),
+            sparse_library: Arc::default(),
         })
     }
 
@@ -213,6 +217,13 @@ impl CudaBackend {
     /// loads, instead of `libcusolver.so.12` or `libcusolver.so.11`.
     pub fn with_solver_libraries(mut self, candidates: Vec<std::ffi::OsString>) -> Self {
         self.solver_library = Arc::new(solver::SolverLibrary::new(candidates));
+        self
+    }
+
+    /// Opens cuSPARSE from the first of `candidates` (names or paths) that
+    /// loads, instead of `libcusparse.so.12` or `libcusparse.so.11`.
+    pub fn with_sparse_libraries(mut self, candidates: Vec<std::ffi::OsString>) -> Self {
+        self.sparse_library = Arc::new(sparse::SparseLibrary::new(candidates));
         self
     }
 
@@ -262,6 +273,8 @@ impl CudaBackend {
             rand_library: self.rand_library.clone(),
             solver: solver::SolverHandles::default(),
             solver_library: self.solver_library.clone(),
+            sparse: sparse::SparseHandles::default(),
+            sparse_library: self.sparse_library.clone(),
             functions: Vec::new(),
             modules: Vec::new(),
             staging: Some(staging),
@@ -443,6 +456,10 @@ pub struct CudaDeviceContext {
     /// they live in.
     solver: solver::SolverHandles,
     solver_library: Arc<solver::SolverLibrary>,
+    /// cuSPARSE handles and their buffers, destroyed before the context
+    /// they live in.
+    sparse: sparse::SparseHandles,
+    sparse_library: Arc<sparse::SparseLibrary>,
     // Driver objects, released before the context they live in (each also
     // keeps its context alive, so the order is a courtesy, not a requirement).
     functions: Vec<Kernel>,
@@ -674,6 +691,12 @@ impl DeviceContext for CudaDeviceContext {
                 })?;
                 self.solver_call(call)
             }
+            Some(Library::Sparse) => {
+                let call = rcud_proto::codec::from_slice(call).map_err(|e| {
+                    Failure::new(CudaError::INVALID_VALUE, format!("a cuSPARSE call: {e}"))
+                })?;
+                self.sparse_call(call)
+            }
             other => Err(Failure::new(
                 CudaError::NOT_SUPPORTED,
                 format!(
@@ -765,6 +788,7 @@ impl DeviceContext for CudaDeviceContext {
         self.fft.clear();
         self.rand.clear();
         self.solver.clear();
+        self.sparse.clear();
         self.functions.clear();
         self.modules.clear();
         self.staging = None;

@@ -477,8 +477,8 @@ fn fake_driver_without_cublas_says_so() {
             .contains("NVIDIA's cuBLAS (libcublas.so.13) was not found on the server"),
         "{f}"
     );
-    // Libraries not forwarded are still refused as before.
-    let f = ctx.math_call(5, &[]).unwrap_err();
+    // A library number rcud does not know is refused.
+    let f = ctx.math_call(99, &[]).unwrap_err();
     assert_eq!(f.code, CudaError::NOT_SUPPORTED);
     assert!(f.message.contains("cuda backend"), "{f}");
 }

@@ -905,3 +905,4 @@ mod blaslt;
 mod fft;
 mod rand;
 mod solver;
+mod sparse;
