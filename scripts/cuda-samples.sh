@@ -33,7 +33,10 @@
 # - CMake and Ninja come from PyPI into <out>/cmake-venv: no system CMake needed.
 #   So do the CUDA profiler API and NVTX headers (cuda_profiler_api.h,
 #   nvtx3/), which asyncAPI, matrixMul and cudaGraphsPerfScaling include and
-#   ensure-nvcc.sh's toolkit lacks; their include dir is added to the flags.
+#   ensure-nvcc.sh's toolkit lacks; their include dir is added to the flags,
+#   and so is that of the math libraries' headers: a toolkit has them in its
+#   own include dir, where samples that only include curand_kernel.h
+#   (MC_EstimatePiInlineP, MC_SingleAsianOptionP) find them.
 # - nvcc is the CUDA 13 toolkit of scripts/ensure-nvcc.sh (PyPI). CMake's
 #   FindCUDAToolkit accepts its layout (nvidia/cu13/{bin,include,lib}) given
 #   CUDAToolkit_ROOT and CMAKE_CUDA_COMPILER. The PyPI toolkit has no
@@ -235,7 +238,7 @@ build_config() {
         -DCMAKE_BUILD_TYPE=Release \
         -DCMAKE_CUDA_COMPILER="$nvcc" -DCUDAToolkit_ROOT="$cuda_root" \
         -DCMAKE_CUDA_ARCHITECTURES=80 -DRCUD_CUDA_ARCH=80 -DRCUD_RDC="$rdc" \
-        -DCMAKE_CUDA_FLAGS="-I$inc" -DCMAKE_CXX_FLAGS="-I$inc" \
+        -DCMAKE_CUDA_FLAGS="-I$inc -I$math_inc" -DCMAKE_CXX_FLAGS="-I$inc -I$math_inc" \
         -DCMAKE_PROJECT_INCLUDE="$wrap/rcud-hook.cmake" \
         -DCUDA_cuda_driver_LIBRARY="$stubs/libcuda.so" \
         -DRCUD_MATH_STUBS="$stubs" -DRCUD_MATH_INCLUDE="$math_inc" \

@@ -91,6 +91,27 @@ def test_solve_inv_cholesky(dtype):
     )
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.complex128])
+def test_det_and_batched_inv_and_solve(dtype):
+    # cuBLAS's batched LU: getrfBatched for det, getriBatched for a stack of
+    # inverses, getrsBatched for a stack of systems.
+    tol = tolerance(dtype) * 10
+    a = random_matrix(20, (4, 6, 6), dtype) + 6 * np.eye(6, dtype=dtype)
+    b = random_matrix(21, (4, 6, 2), dtype)
+    np.testing.assert_allclose(cp.linalg.det(cp.asarray(a)).get(), np.linalg.det(a), rtol=tol)
+    sign, logdet = cp.linalg.slogdet(cp.asarray(a[0]))
+    want_sign, want_logdet = np.linalg.slogdet(a[0])
+    np.testing.assert_allclose(complex(sign), complex(want_sign), rtol=tol, atol=tol)
+    np.testing.assert_allclose(float(logdet), want_logdet, rtol=tol)
+    np.testing.assert_allclose(cp.linalg.inv(cp.asarray(a)).get(), np.linalg.inv(a), rtol=tol, atol=tol)
+    np.testing.assert_allclose(
+        cp.linalg.solve(cp.asarray(a), cp.asarray(b)).get(), np.linalg.solve(a, b), rtol=tol, atol=tol
+    )
+    singular = a[1].copy()
+    singular[:, 2] = 0
+    assert float(abs(cp.linalg.det(cp.asarray(singular)))) == 0.0
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.complex64])
 def test_qr_eigh_svd(dtype):
     tol = tolerance(dtype) * 10
