@@ -10,11 +10,11 @@
 //! the pointer mode is set for each call from the kind of its scalars, so a
 //! device address is never read as a host pointer or the other way round.
 
-use std::ffi::{c_int, c_void, OsStr};
+use std::ffi::{c_int, c_void};
 use std::fmt;
 use std::sync::Arc;
 
-use crate::math_library::{open_first, LibraryLoadError, MathLibrary};
+use crate::math_library::loaded_library;
 use crate::{symbol, CtxInner, DriverError, LoadError};
 use cudarc::driver::sys::CUstream;
 
@@ -575,49 +575,9 @@ impl BlasApi {
     }
 }
 
-/// NVIDIA's cuBLAS, loaded.
-#[derive(Clone)]
-pub struct Blas {
-    api: Arc<BlasApi>,
-    library: String,
-}
-
-impl fmt::Debug for Blas {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Blas")
-            .field("library", &self.library)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Blas {
-    /// Opens the first of `candidates` (names or paths) that loads and
-    /// resolves every entry point; the error is the first candidate's.
-    pub fn load_from<S: AsRef<OsStr>>(candidates: &[S]) -> Result<Self, LibraryLoadError> {
-        let (api, library) = open_first(candidates, "cuBLAS 12", BlasApi::resolve)?;
-        Ok(Self {
-            api: Arc::new(api),
-            library,
-        })
-    }
-
-    /// The name or path it was loaded from.
-    pub fn library(&self) -> &str {
-        &self.library
-    }
-}
-
-impl MathLibrary for Blas {
-    const NAME: &'static str = "cuBLAS";
-    const LIBRARIES: &'static [&'static str] = &LIBRARIES;
-
-    fn load_from(candidates: &[std::ffi::OsString]) -> Result<Self, LibraryLoadError> {
-        Blas::load_from(candidates)
-    }
-
-    fn library(&self) -> &str {
-        Blas::library(self)
-    }
+loaded_library! {
+    /// NVIDIA's cuBLAS, loaded.
+    Blas(BlasApi), "cuBLAS", "cuBLAS 12"
 }
 
 /// A cuBLAS call failed.

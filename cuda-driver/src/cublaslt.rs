@@ -9,12 +9,12 @@
 //! addresses are plain numbers: the backend checks every range the product
 //! touches against the client's allocations first.
 
-use std::ffi::{c_int, c_void, OsStr};
+use std::ffi::{c_int, c_void};
 use std::fmt;
 use std::sync::Arc;
 
 use crate::cublas::ScalarArg;
-use crate::math_library::{open_first, LibraryLoadError, MathLibrary};
+use crate::math_library::loaded_library;
 use crate::workspace::Workspace;
 use crate::{symbol, Context, CtxInner, DriverError, LoadError};
 use cudarc::driver::sys::CUstream;
@@ -149,40 +149,9 @@ impl LtApi {
     }
 }
 
-/// NVIDIA's cuBLASLt, loaded.
-#[derive(Clone)]
-pub struct BlasLt {
-    api: Arc<LtApi>,
-    library: String,
-}
-
-impl fmt::Debug for BlasLt {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BlasLt")
-            .field("library", &self.library)
-            .finish_non_exhaustive()
-    }
-}
-
-impl MathLibrary for BlasLt {
-    const NAME: &'static str = "cuBLASLt";
-    const LIBRARIES: &'static [&'static str] = &LIBRARIES;
-
-    fn load_from(candidates: &[std::ffi::OsString]) -> Result<Self, LibraryLoadError> {
-        load(candidates)
-    }
-
-    fn library(&self) -> &str {
-        &self.library
-    }
-}
-
-fn load<S: AsRef<OsStr>>(candidates: &[S]) -> Result<BlasLt, LibraryLoadError> {
-    let (api, library) = open_first(candidates, "cuBLASLt 12", LtApi::resolve)?;
-    Ok(BlasLt {
-        api: Arc::new(api),
-        library,
-    })
+loaded_library! {
+    /// NVIDIA's cuBLASLt, loaded.
+    BlasLt(LtApi), "cuBLASLt", "cuBLASLt 12"
 }
 
 /// A cuBLASLt call failed.

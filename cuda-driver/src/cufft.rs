@@ -7,11 +7,11 @@
 //! [`FftPlan::exec`]. A plan is made in one client context, bound to its
 //! stream, and destroyed with that context current when dropped.
 
-use std::ffi::{c_int, c_longlong, c_void, OsStr};
+use std::ffi::{c_int, c_longlong, c_void};
 use std::fmt;
 use std::sync::Arc;
 
-use crate::math_library::{open_first, LibraryLoadError, MathLibrary};
+use crate::math_library::loaded_library;
 use crate::{symbol, CtxInner, DriverError, LoadError};
 use cudarc::driver::sys::CUstream;
 
@@ -77,49 +77,9 @@ impl FftApi {
     }
 }
 
-/// NVIDIA's cuFFT, opened once and shared by every client.
-#[derive(Clone)]
-pub struct Fft {
-    api: Arc<FftApi>,
-    library: String,
-}
-
-impl fmt::Debug for Fft {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Fft")
-            .field("library", &self.library)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Fft {
-    /// Opens the first of `candidates` (names or paths) that loads and
-    /// resolves every entry point; the error is the first candidate's.
-    pub fn load_from<S: AsRef<OsStr>>(candidates: &[S]) -> Result<Self, LibraryLoadError> {
-        let (api, library) = open_first(candidates, "cuFFT 11", FftApi::resolve)?;
-        Ok(Self {
-            api: Arc::new(api),
-            library,
-        })
-    }
-
-    /// The name or path it was loaded from.
-    pub fn library(&self) -> &str {
-        &self.library
-    }
-}
-
-impl MathLibrary for Fft {
-    const NAME: &'static str = "cuFFT";
-    const LIBRARIES: &'static [&'static str] = &LIBRARIES;
-
-    fn load_from(candidates: &[std::ffi::OsString]) -> Result<Self, LibraryLoadError> {
-        Fft::load_from(candidates)
-    }
-
-    fn library(&self) -> &str {
-        Fft::library(self)
-    }
+loaded_library! {
+    /// NVIDIA's cuFFT, opened once and shared by every client.
+    Fft(FftApi), "cuFFT", "cuFFT 11"
 }
 
 /// A cuFFT call failed.

@@ -7,11 +7,11 @@
 //! backend checks the range a generation writes against the client's own
 //! allocations before it calls [`RandGenerator::generate`].
 
-use std::ffi::{c_int, c_uint, c_ulonglong, c_void, OsStr};
+use std::ffi::{c_int, c_uint, c_ulonglong, c_void};
 use std::fmt;
 use std::sync::Arc;
 
-use crate::math_library::{open_first, LibraryLoadError, MathLibrary};
+use crate::math_library::loaded_library;
 use crate::{symbol, CtxInner, DriverError, LoadError};
 use cudarc::driver::sys::CUstream;
 
@@ -86,49 +86,9 @@ impl RandApi {
     }
 }
 
-/// NVIDIA's cuRAND, loaded.
-#[derive(Clone)]
-pub struct Rand {
-    api: Arc<RandApi>,
-    library: String,
-}
-
-impl fmt::Debug for Rand {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Rand")
-            .field("library", &self.library)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Rand {
-    /// Opens the first of `candidates` (names or paths) that loads and
-    /// resolves every entry point; the error is the first candidate's.
-    pub fn load_from<S: AsRef<OsStr>>(candidates: &[S]) -> Result<Self, LibraryLoadError> {
-        let (api, library) = open_first(candidates, "cuRAND 10", RandApi::resolve)?;
-        Ok(Self {
-            api: Arc::new(api),
-            library,
-        })
-    }
-
-    /// The name or path it was loaded from.
-    pub fn library(&self) -> &str {
-        &self.library
-    }
-}
-
-impl MathLibrary for Rand {
-    const NAME: &'static str = "cuRAND";
-    const LIBRARIES: &'static [&'static str] = &LIBRARIES;
-
-    fn load_from(candidates: &[std::ffi::OsString]) -> Result<Self, LibraryLoadError> {
-        Rand::load_from(candidates)
-    }
-
-    fn library(&self) -> &str {
-        Rand::library(self)
-    }
+loaded_library! {
+    /// NVIDIA's cuRAND, loaded.
+    Rand(RandApi), "cuRAND", "cuRAND 10"
 }
 
 /// A cuRAND call failed.

@@ -13,11 +13,11 @@
 //! client (rcud's wire protocol does not carry it), so each handle keeps a
 //! [`Workspace`] of the server's own, grown to the largest size asked.
 
-use std::ffi::{c_int, c_schar, c_void, OsStr};
+use std::ffi::{c_int, c_schar, c_void};
 use std::fmt;
 use std::sync::Arc;
 
-use crate::math_library::{open_first, LibraryLoadError, MathLibrary};
+use crate::math_library::loaded_library;
 use crate::workspace::Workspace;
 use crate::{symbol, CtxInner, DriverError, LoadError};
 use cudarc::driver::sys::CUstream;
@@ -179,49 +179,9 @@ impl SolverApi {
     }
 }
 
-/// NVIDIA's cuSOLVER, opened once and shared by every client.
-#[derive(Clone)]
-pub struct Solver {
-    api: Arc<SolverApi>,
-    library: String,
-}
-
-impl fmt::Debug for Solver {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Solver")
-            .field("library", &self.library)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Solver {
-    /// Opens the first of `candidates` (names or paths) that loads and
-    /// resolves every entry point; the error is the first candidate's.
-    pub fn load_from<S: AsRef<OsStr>>(candidates: &[S]) -> Result<Self, LibraryLoadError> {
-        let (api, library) = open_first(candidates, "cuSOLVER 11", SolverApi::resolve)?;
-        Ok(Self {
-            api: Arc::new(api),
-            library,
-        })
-    }
-
-    /// The name or path it was loaded from.
-    pub fn library(&self) -> &str {
-        &self.library
-    }
-}
-
-impl MathLibrary for Solver {
-    const NAME: &'static str = "cuSOLVER";
-    const LIBRARIES: &'static [&'static str] = &LIBRARIES;
-
-    fn load_from(candidates: &[std::ffi::OsString]) -> Result<Self, LibraryLoadError> {
-        Solver::load_from(candidates)
-    }
-
-    fn library(&self) -> &str {
-        Solver::library(self)
-    }
+loaded_library! {
+    /// NVIDIA's cuSOLVER, opened once and shared by every client.
+    Solver(SolverApi), "cuSOLVER", "cuSOLVER 11"
 }
 
 /// A cuSOLVER call failed.

@@ -13,12 +13,12 @@
 //! arguments, and the pointer mode is set for each call from the kind of
 //! its scalars.
 
-use std::ffi::{c_int, c_void, OsStr};
+use std::ffi::{c_int, c_void};
 use std::fmt;
 use std::sync::Arc;
 
 pub use crate::cublas::{HostScalar, ScalarArg};
-use crate::math_library::{open_first, LibraryLoadError, MathLibrary};
+use crate::math_library::loaded_library;
 use crate::workspace::Workspace;
 use crate::{symbol, CtxInner, DriverError, LoadError};
 use cudarc::driver::sys::CUstream;
@@ -301,49 +301,9 @@ impl SparseApi {
     }
 }
 
-/// NVIDIA's cuSPARSE, opened once and shared by every client.
-#[derive(Clone)]
-pub struct Sparse {
-    api: Arc<SparseApi>,
-    library: String,
-}
-
-impl fmt::Debug for Sparse {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Sparse")
-            .field("library", &self.library)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Sparse {
-    /// Opens the first of `candidates` (names or paths) that loads and
-    /// resolves every entry point; the error is the first candidate's.
-    pub fn load_from<S: AsRef<OsStr>>(candidates: &[S]) -> Result<Self, LibraryLoadError> {
-        let (api, library) = open_first(candidates, "cuSPARSE 11.3", SparseApi::resolve)?;
-        Ok(Self {
-            api: Arc::new(api),
-            library,
-        })
-    }
-
-    /// The name or path it was loaded from.
-    pub fn library(&self) -> &str {
-        &self.library
-    }
-}
-
-impl MathLibrary for Sparse {
-    const NAME: &'static str = "cuSPARSE";
-    const LIBRARIES: &'static [&'static str] = &LIBRARIES;
-
-    fn load_from(candidates: &[std::ffi::OsString]) -> Result<Self, LibraryLoadError> {
-        Sparse::load_from(candidates)
-    }
-
-    fn library(&self) -> &str {
-        Sparse::library(self)
-    }
+loaded_library! {
+    /// NVIDIA's cuSPARSE, opened once and shared by every client.
+    Sparse(SparseApi), "cuSPARSE", "cuSPARSE 11.3"
 }
 
 /// A cuSPARSE call failed or was not made.

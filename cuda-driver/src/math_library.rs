@@ -73,3 +73,64 @@ pub trait MathLibrary: Sized {
     /// The name or path it was opened under.
     fn library(&self) -> &str;
 }
+
+/// Defines `$name`, one of NVIDIA's math libraries once loaded: its entry
+/// points (`$api`, made by `$api::resolve`) shared by every handle made
+/// from it, the name it was opened under, and its [`MathLibrary`] impl.
+/// `$title` names it in messages, `$needed` the oldest version with every
+/// entry point; the module's `LIBRARIES` lists its file names.
+macro_rules! loaded_library {
+    ($(#[$doc:meta])* $name:ident($api:ident), $title:literal, $needed:literal) => {
+        $(#[$doc])*
+        #[derive(Clone)]
+        pub struct $name {
+            api: std::sync::Arc<$api>,
+            library: String,
+        }
+
+        impl std::fmt::Debug for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($name))
+                    .field("library", &self.library)
+                    .finish_non_exhaustive()
+            }
+        }
+
+        impl $name {
+            /// Opens the first of `candidates` (names or paths) that loads
+            /// and resolves every entry point; the error is the first
+            /// candidate's.
+            pub fn load_from<S: AsRef<std::ffi::OsStr>>(
+                candidates: &[S],
+            ) -> Result<Self, $crate::math_library::LibraryLoadError> {
+                let (api, library) =
+                    $crate::math_library::open_first(candidates, $needed, $api::resolve)?;
+                Ok(Self {
+                    api: std::sync::Arc::new(api),
+                    library,
+                })
+            }
+
+            /// The name or path it was loaded from.
+            pub fn library(&self) -> &str {
+                &self.library
+            }
+        }
+
+        impl $crate::math_library::MathLibrary for $name {
+            const NAME: &'static str = $title;
+            const LIBRARIES: &'static [&'static str] = &LIBRARIES;
+
+            fn load_from(
+                candidates: &[std::ffi::OsString],
+            ) -> Result<Self, $crate::math_library::LibraryLoadError> {
+                $name::load_from(candidates)
+            }
+
+            fn library(&self) -> &str {
+                $name::library(self)
+            }
+        }
+    };
+}
+pub(crate) use loaded_library;
