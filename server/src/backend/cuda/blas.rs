@@ -980,7 +980,9 @@ impl CudaDeviceContext {
     ) -> Result<(), Outcome> {
         let count = u64::try_from(batch).unwrap_or(0);
         let array_bytes = count * 8;
-        let mut checked = Vec::with_capacity(arrays.len() * count as usize * 8);
+        // Grown only after each array's range is checked: the batch count
+        // is the client's, and only its own allocations bound it.
+        let mut checked = Vec::new();
         for array in arrays {
             let what = format!("{} pointer array", array.what);
             self.check_range(
@@ -988,6 +990,7 @@ impl CudaDeviceContext {
                 &what,
             )?;
             let bytes = self.read_device(array.ptr, array_bytes)?;
+            checked.reserve(bytes.len());
             let (rows, cols) = array.shape;
             for (j, p) in bytes.chunks_exact(8).enumerate() {
                 let mut word = [0u8; 8];

@@ -702,5 +702,21 @@ fn fake_cublas_batched_lu_is_checked_and_forwarded_with_server_arrays() {
     assert!(f.message.contains("A[1]"), "{f}");
     let f = blas(ctx, getrf(operand(array, 3, 0), pivots, info + 4)).unwrap_err();
     assert_eq!(f.code, CudaError::ILLEGAL_ADDRESS, "{f}");
+    // A batch count far beyond the pointer array is a fault, not an
+    // allocation of the count's size on the server.
+    let huge = wire::Call::GetrsBatched {
+        handle: h,
+        dtype: dtype::R32F,
+        trans: 0,
+        n: 3,
+        nrhs: 1,
+        a: operand(array, 3, 0),
+        pivots: 0,
+        b: operand(rhs_array, 3, 0),
+        batch: i64::from(i32::MAX),
+    };
+    let f = blas(ctx, huge).unwrap_err();
+    assert_eq!(f.code, CudaError::ILLEGAL_ADDRESS, "{f}");
+    assert!(f.message.contains("A pointer array"), "{f}");
     assert_eq!(forwarded(&log), before, "{:?}", log_lines(&log));
 }
