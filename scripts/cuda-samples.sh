@@ -175,6 +175,15 @@ function(_rcud_fix_targets)
       set_target_properties(CUDA::${lib} PROPERTIES
         IMPORTED_LOCATION "${RCUD_MATH_STUBS}/lib${lib}.so"
         INTERFACE_INCLUDE_DIRECTORIES "${RCUD_MATH_INCLUDE}")
+      # The dependencies CMake's FindCUDAToolkit gives these targets
+      # (NVIDIA's libcusolver needs cuBLAS and cuSPARSE): samples that call
+      # cusparse* but name only CUDA::cusolver link as on a CUDA machine.
+      if(lib STREQUAL "cublas")
+        set_property(TARGET CUDA::cublas PROPERTY INTERFACE_LINK_LIBRARIES CUDA::cublasLt)
+      elseif(lib STREQUAL "cusolver")
+        set_property(TARGET CUDA::cusolver PROPERTY INTERFACE_LINK_LIBRARIES
+          CUDA::cublas CUDA::cublasLt CUDA::cusparse)
+      endif()
     endif()
   endforeach()
   # Static math libraries (cuFFT callbacks need cufft_static): rcud's are

@@ -23,7 +23,7 @@ const KERNEL_RUN_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// nvcc arguments of every variant: the emulated device is compute capability
 /// 8.0, and host-code warnings show up in a failed build's output.
-const COMMON_ARGS: &[&str] = &["-arch=sm_80", "-Xcompiler", "-Wall"];
+const COMMON_ARGS: &[&str] = common::KERNEL_PROGRAM_ARGS;
 
 /// Each variant's name (the suffix of the binary) and its extra nvcc arguments.
 const VARIANTS: [(&str, &[&str]); 4] = [
@@ -837,11 +837,7 @@ fn every_program_over(transport: &str) {
         return;
     };
     for &(name, args, rcud_args) in common::PROGRAMS {
-        let bin = if name.starts_with("k_") {
-            build_as(env, name, &format!("{name}-default"), COMMON_ARGS)
-        } else {
-            common::build(env, name)
-        };
+        let bin = common::build_program(env, name, "shared");
         let mut cmd = std::process::Command::new(&env.rcud);
         cmd.env_remove("LD_PRELOAD")
             .env_remove("RCUD_SERVERS")

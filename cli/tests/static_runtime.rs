@@ -11,25 +11,14 @@ mod common;
 
 use std::time::Duration;
 
-use common::{build_as, run_with_timeout, setup, Env, Run, PROGRAMS};
+use common::{run_with_timeout, setup, Env, Run, PROGRAMS};
 
 /// The emulated device interprets kernels on the CPU.
 const TIMEOUT: Duration = Duration::from_secs(300);
 
-/// nvcc arguments of both builds.
-const COMMON_ARGS: &[&str] = &["-arch=sm_80"];
-
 /// Known differences: (program, arguments, why). Each is in
 /// docs/compatibility.md.
 const KNOWN_DIFFERENT: &[(&str, &[&str], &str)] = &[];
-/// nvcc's arguments for the static build.
-fn static_args() -> Vec<&'static str> {
-    COMMON_ARGS
-        .iter()
-        .chain(&["-cudart", "static"])
-        .copied()
-        .collect()
-}
 
 fn run(env: &Env, bin: &std::path::Path, args: &[&str], rcud_args: &[&str]) -> Run {
     let mut cmd = std::process::Command::new(&env.rcud);
@@ -77,7 +66,6 @@ fn every_program_with_the_static_runtime() {
     let Some(env) = setup("every_program_with_the_static_runtime") else {
         return;
     };
-    let static_args = static_args();
     for &(name, args, rcud_args) in PROGRAMS {
         if let Some((_, _, why)) = KNOWN_DIFFERENT
             .iter()
@@ -86,8 +74,10 @@ fn every_program_with_the_static_runtime() {
             eprintln!("{name} {args:?}: not compared: {why}");
             continue;
         }
-        let shared = build_as(env, name, &format!("{name}-sm80-shared"), COMMON_ARGS);
-        let stat = build_as(env, name, &format!("{name}-sm80-static"), &static_args);
+        // The builds of the other test files, static linked from the same
+        // objects: the programs differ in their runtime only.
+        let shared = common::build_program(env, name, "shared");
+        let stat = common::build_program(env, name, "static");
         let expected = run(env, &shared, args, rcud_args);
         expected.assert_pass(None);
         let got = run(env, &stat, args, rcud_args);
@@ -115,13 +105,7 @@ fn static_runtime_starts_without_an_nvidia_driver() {
     let Some(env) = setup("static_runtime_starts_without_an_nvidia_driver") else {
         return;
     };
-    let static_args = static_args();
-    let bin = build_as(
-        env,
-        "device_query",
-        "device_query-sm80-static",
-        &static_args,
-    );
+    let bin = common::build_program(env, "device_query", "static");
     let got = run(env, &bin, &[], &[]);
     got.assert_pass(None);
     got.assert_contains("runtime version: 13.");

@@ -251,6 +251,26 @@ pub(crate) fn build(env: &Env, name: &str) -> PathBuf {
     build_as(env, name, name, &[])
 }
 
+/// nvcc's arguments for the kernel programs (`k_*`) of [`PROGRAMS`].
+pub(crate) const KERNEL_PROGRAM_ARGS: &[&str] = &["-arch=sm_80", "-Xcompiler", "-Wall"];
+
+/// Builds a program of [`PROGRAMS`] the one way every test file builds it,
+/// with the runtime `cudart` (`shared` or `static`): the kernel programs
+/// with [`KERNEL_PROGRAM_ARGS`] (as `<name>-default`), the others with no
+/// extra argument. The two runtimes link one object.
+pub(crate) fn build_program(env: &Env, name: &str, cudart: &str) -> PathBuf {
+    let (args, out_name) = if name.starts_with("k_") {
+        (KERNEL_PROGRAM_ARGS, format!("{name}-default"))
+    } else {
+        (&[][..], name.to_string())
+    };
+    if cudart == "shared" {
+        return build_as(env, name, &out_name, args);
+    }
+    let args: Vec<&str> = args.iter().copied().chain(["-cudart", cudart]).collect();
+    build_as(env, name, &format!("{out_name}-{cudart}"), &args)
+}
+
 /// Builds `tests/cuda/<name>.cu` (with `-cudart shared` unless `extra` names
 /// a `-cudart`) with the extra nvcc arguments `extra` into
 /// `<repo>/target/cuda-tests/<out_name>`, once per test process, and not at all
@@ -283,21 +303,26 @@ fn compile(env: &Env, name: &str, out_name: &str, extra: &[&str]) -> Result<Path
         .join(format!("{name}.cu"));
     let out_dir = cuda_build_dir();
     let out = out_dir.join(out_name);
-    let src_time = modified(&src).ok_or_else(|| format!("{} does not exist", src.display()))?;
-    // The shared header counts as a source of every program.
-    let header = repo_root().join("tests").join("cuda").join("check.h");
-    let src_time = modified(&header).map_or(src_time, |h| h.max(src_time));
+    let src_time = sources_time(&src)?;
     if modified(&out).is_some_and(|t| t > src_time) {
         return Ok(out);
     }
     fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
+    // `-cudart shared` unless the caller picks the runtime itself.
+    let mut args: Vec<&str> = extra.to_vec();
+    if !extra.contains(&"-cudart") {
+        args.extend(["-cudart", "shared"]);
+    }
     let tmp = out_dir.join(format!(".{out_name}.{}.tmp", std::process::id()));
     let mut cmd = Command::new(&env.nvcc);
-    // `-cudart shared` unless the caller picks the runtime itself.
-    if !extra.contains(&"-cudart") {
-        cmd.args(["-cudart", "shared"]);
-    }
-    cmd.arg("-O2").args(extra).arg("-o").arg(&tmp).arg(&src);
+    cmd.arg("-O2").args(&args).arg("-o").arg(&tmp);
+    // One source: link a compiled object that every build differing only in
+    // its runtime shares (the static-runtime tests link the shared builds'
+    // objects again instead of compiling each program twice).
+    match object(env, name, &src, src_time, extra)? {
+        Some(obj) => cmd.arg(obj),
+        None => cmd.arg(&src),
+    };
     if let Some(dir) = &env.link_dir {
         cmd.arg(format!("-L{}", dir.display()));
     }
@@ -308,6 +333,82 @@ fn compile(env: &Env, name: &str, out_name: &str, extra: &[&str]) -> Result<Path
         &format!("nvcc failed to compile {}", src.display()),
     )?;
     Ok(out)
+}
+
+/// The newest modification time of `src` and of the header every program
+/// includes.
+fn sources_time(src: &Path) -> Result<SystemTime, String> {
+    let src_time = modified(src).ok_or_else(|| format!("{} does not exist", src.display()))?;
+    let header = repo_root().join("tests").join("cuda").join("check.h");
+    Ok(modified(&header).map_or(src_time, |h| h.max(src_time)))
+}
+
+/// The relocatable object of `src` compiled with `extra` less its `-cudart`
+/// choice, under `<build dir>/obj/`, compiled once per test process and not
+/// at all when newer than the sources. `None` for builds of several
+/// sources or with separable compilation, which are compiled in one step.
+fn object(
+    env: &Env,
+    name: &str,
+    src: &Path,
+    src_time: SystemTime,
+    extra: &[&str],
+) -> Result<Option<PathBuf>, String> {
+    use std::hash::{Hash, Hasher};
+    let several_files = extra.iter().any(|a| {
+        [".cu", ".cpp", ".c", ".o"]
+            .iter()
+            .any(|ext| a.ends_with(ext))
+    });
+    if several_files || extra.iter().any(|a| a.starts_with("-rdc") || *a == "-dc") {
+        return Ok(None);
+    }
+    let mut compile_args = Vec::new();
+    let mut it = extra.iter();
+    while let Some(&a) = it.next() {
+        if a == "-cudart" {
+            it.next();
+        } else {
+            compile_args.push(a);
+        }
+    }
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    compile_args.hash(&mut hasher);
+    let obj_dir = cuda_build_dir().join("obj");
+    let stem = name.replace('/', "_");
+    let obj = obj_dir.join(format!("{stem}.{:016x}.o", hasher.finish()));
+
+    type Cell = Arc<OnceLock<Result<(), String>>>;
+    static OBJECTS: OnceLock<Mutex<HashMap<PathBuf, Cell>>> = OnceLock::new();
+    let cell: Cell = OBJECTS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .entry(obj.clone())
+        .or_default()
+        .clone();
+    cell.get_or_init(|| {
+        if modified(&obj).is_some_and(|t| t > src_time) {
+            return Ok(());
+        }
+        fs::create_dir_all(&obj_dir).map_err(|e| format!("{}: {e}", obj_dir.display()))?;
+        let tmp = obj_dir.join(format!(".{stem}.{}.o.tmp", std::process::id()));
+        let mut cmd = Command::new(&env.nvcc);
+        cmd.arg("-O2")
+            .args(&compile_args)
+            .arg("-c")
+            .arg("-o")
+            .arg(&tmp)
+            .arg(src);
+        build_into(
+            cmd,
+            &tmp,
+            &obj,
+            &format!("nvcc failed to compile {}", src.display()),
+        )
+    })
+    .clone()
+    .map(|()| Some(obj))
 }
 
 /// Runs the build `cmd`, which writes `tmp`, and moves `tmp` to `out` when
