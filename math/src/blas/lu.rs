@@ -166,17 +166,17 @@ pub(crate) fn getri_batched(
     for i in 0..batch {
         expired(memory)?;
         let lu = Place::new(factors[i], lda, dt).read(memory, n, n)?;
-        // A zero on U's diagonal: no inverse; C_i is left as it was.
+        // A zero on U's diagonal: no inverse, and `info` says where. The
+        // substitution still runs, as on a GPU: C_i gets the infinities and
+        // NaNs of the divisions by zero, which is how callers such as
+        // CuPy's `cond` see a singular matrix.
         let singular = (0..n).find(|&k| lu[(k, k)] == num_complex::Complex64::new(0.0, 0.0));
-        if let Some(k) = singular {
-            write_ints(memory, info + (i * 4) as u64, &[k as i32 + 1])?;
-            continue;
-        }
         let ipiv = pivots_of(memory, pivots, i, n)?;
         let mut inverse = Mat::identity(n);
         dense::getrs(Op::N, &lu, ipiv.as_deref(), &mut inverse);
         Place::new(inverses[i], ldc, dt).write(memory, &inverse, n)?;
-        write_ints(memory, info + (i * 4) as u64, &[0])?;
+        let status = singular.map_or(0, |k| k as i32 + 1);
+        write_ints(memory, info + (i * 4) as u64, &[status])?;
     }
     Ok(Vec::new())
 }

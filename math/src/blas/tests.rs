@@ -1124,7 +1124,7 @@ fn batched_lu_factors_solves_and_inverts_every_matrix() {
         let mut state = State::default();
         let handle = new_handle(&mut state, &mut memory);
         // Diagonally dominant matrices; the last one singular (a zero
-        // column), which getrf reports in its info and getri leaves.
+        // column), which getrf and getri report in their info.
         let mut originals = values(n * n * batch, 7, complex);
         for m in 0..batch {
             for i in 0..n {
@@ -1181,8 +1181,8 @@ fn batched_lu_factors_solves_and_inverts_every_matrix() {
             }
         }
 
-        // Inverses: A_i C_i = I for the regular ones; C of the singular
-        // one untouched, its info 3.
+        // Inverses: A_i C_i = I for the regular ones; the singular one's
+        // info 3.
         let marker = vec![Z::new(9.0, 0.0); n * n * batch];
         let c = memory.put(dt, &marker);
         let c_array = pointer_array(&mut memory, c, batch, n * n, size);
@@ -1207,7 +1207,14 @@ fn batched_lu_factors_solves_and_inverts_every_matrix() {
             let inv = &inverses[m * n * n..(m + 1) * n * n];
             assert_close(&product(orig, inv, n), &identity, tol * 100.0);
         }
-        assert_eq!(&inverses[2 * n * n..], &marker[2 * n * n..]);
+        // The singular one's "inverse" holds the divisions by zero, as a
+        // GPU's does: not a number a caller could take for an inverse.
+        assert!(
+            inverses[2 * n * n..]
+                .iter()
+                .any(|z| !z.re.is_finite() || !z.im.is_finite()),
+            "type {dt}"
+        );
 
         // Bad arguments are cuBLAS statuses; a matrix outside memory a fault.
         let bad_ld = Call::GetrfBatched {

@@ -476,25 +476,38 @@ pub fn syevd(uplo: Uplo, a: &Mat, vectors: bool) -> Option<(Vec<f64>, Mat)> {
 /// Completes `cols` (orthonormal columns of length m) with columns of the
 /// identity made orthogonal to them, until there are `want`.
 fn complete_orthonormal(cols: &mut Vec<Vec<C>>, m: usize, want: usize) {
-    for e in 0..m {
-        if cols.len() >= want {
-            return;
+    // A unit vector's part outside the span shrinks as columns are added,
+    // and one pass with a fixed bar can run out of candidates (a 64×32
+    // matrix's U lacked its last columns). Some e has at least
+    // sqrt(missing / m) outside the span, so passes with lower bars always
+    // complete the basis; the first bar keeps the best-conditioned ones.
+    for bar in [0.5, 0.25, 0.1, 1e-2, 1e-4] {
+        for e in 0..m {
+            if cols.len() >= want {
+                return;
+            }
+            add_unit_vector(cols, m, e, bar);
         }
-        let mut x = vec![C::new(0.0, 0.0); m];
-        x[e] = C::new(1.0, 0.0);
-        // Two passes of Gram-Schmidt keep x orthogonal to working precision.
-        for _ in 0..2 {
-            for q in cols.iter() {
-                let d: C = q.iter().zip(&x).map(|(q, x)| q.conj() * x).sum();
-                for (x, q) in x.iter_mut().zip(q) {
-                    *x -= d * q;
-                }
+    }
+}
+
+/// Adds the unit vector `e` made orthogonal to `cols`, normalized, if its
+/// part outside their span is longer than `bar`.
+fn add_unit_vector(cols: &mut Vec<Vec<C>>, m: usize, e: usize, bar: f64) {
+    let mut x = vec![C::new(0.0, 0.0); m];
+    x[e] = C::new(1.0, 0.0);
+    // Two passes of Gram-Schmidt keep x orthogonal to working precision.
+    for _ in 0..2 {
+        for q in cols.iter() {
+            let d: C = q.iter().zip(&x).map(|(q, x)| q.conj() * x).sum();
+            for (x, q) in x.iter_mut().zip(q) {
+                *x -= d * q;
             }
         }
-        let norm = x.iter().map(|z| z.norm_sqr()).sum::<f64>().sqrt();
-        if norm > 0.5 {
-            cols.push(x.into_iter().map(|z| z / norm).collect());
-        }
+    }
+    let norm = x.iter().map(|z| z.norm_sqr()).sum::<f64>().sqrt();
+    if norm > bar {
+        cols.push(x.into_iter().map(|z| z / norm).collect());
     }
 }
 
@@ -523,12 +536,20 @@ pub fn gesvd(a: &Mat) -> Option<Svd> {
     {
         return None;
     }
+    // A column of a rank-deficient matrix shrinks to rounding noise, which
+    // rotations would chase forever: below this squared length a column is
+    // zero and pairs with it are done.
+    let total: f64 = w.data.iter().map(|z| z.norm_sqr()).sum();
+    let zero_column = f64::EPSILON * f64::EPSILON * total * m.max(1) as f64;
     for _ in 0..MAX_SWEEPS {
         let mut rotated = false;
         for p in 0..n {
             for q in p + 1..n {
                 let alpha: f64 = w.col(p).iter().map(|z| z.norm_sqr()).sum();
                 let beta: f64 = w.col(q).iter().map(|z| z.norm_sqr()).sum();
+                if alpha <= zero_column || beta <= zero_column {
+                    continue;
+                }
                 let gamma: C = w
                     .col(p)
                     .iter()

@@ -674,6 +674,21 @@ fn gesvd_of_a_rank_deficient_matrix_has_orthonormal_u() {
     assert!(max_diff(&mul(&adjoint(&svd.u), &svd.u), &Mat::identity(6)) < 1e-12);
 }
 
+/// A tall matrix's full U: half of its columns come from completing the
+/// basis (one pass over the unit vectors with a fixed bar left the last
+/// four columns of a 64×32 matrix's U zero).
+#[test]
+fn gesvd_of_a_tall_matrix_has_a_complete_unitary_u() {
+    for dtype in [1u8, 3] {
+        let a = sample(64, 32, dtype, 52);
+        let svd = dense::gesvd(&a).expect("svd");
+        assert!(
+            max_diff(&mul(&adjoint(&svd.u), &svd.u), &Mat::identity(64)) < 1e-12,
+            "dtype {dtype}"
+        );
+    }
+}
+
 #[test]
 fn bad_arguments_and_handles_get_cusolver_statuses() {
     let mut f = Fixture::new();
@@ -742,4 +757,280 @@ fn bad_arguments_and_handles_get_cusolver_statuses() {
     assert_eq!(f.call(Call::Destroy { handle: h }), 0);
     assert_eq!(f.call(getrf(h, 4, at(0))), NOT_INITIALIZED);
     assert_eq!(f.call(Call::Destroy { handle: h }), NOT_INITIALIZED);
+}
+
+/// Writes the device pointers `ptrs` at `slot`.
+fn put_pointers(f: &mut Fixture, slot: u64, ptrs: &[u64]) {
+    let bytes: Vec<u8> = ptrs.iter().flat_map(|p| p.to_le_bytes()).collect();
+    f.memory.write(at(slot), &bytes).expect("pointers");
+}
+
+#[test]
+fn potrf_potrs_batched_solve_each_matrix() {
+    for dtype in 0..4u8 {
+        let mut f = Fixture::new();
+        let n = 5;
+        // Matrix 0 positive definite, matrix 1 not (its info is the first
+        // bad minor), matrix 2 positive definite again.
+        let good = [hermitian(n, dtype, 41, 1.0), hermitian(n, dtype, 43, 1.0)];
+        let mut bad = good[0].clone();
+        bad[(2, 2)] = C::new(-100.0, 0.0);
+        f.put(0, dtype, &good[0]);
+        f.put(1, dtype, &bad);
+        f.put(2, dtype, &good[1]);
+        put_pointers(&mut f, 10, &[at(0), at(1), at(2)]);
+        let h = f.handle;
+        let status = f.call(Call::PotrfBatched {
+            handle: h,
+            dtype,
+            uplo: 0,
+            n: 5,
+            a: at(10),
+            lda: 5,
+            info: at(15),
+            batch: 3,
+        });
+        assert_eq!(status, 0);
+        let infos = read_ints(&f.memory, at(15), 3).expect("infos");
+        assert_eq!(infos, vec![0, 3, 0], "dtype {dtype}");
+        // Solve with matrices 0 and 2 (the pointer array may repeat).
+        let rhs = [
+            rounded(&sample(n, 1, dtype, 44), dtype),
+            rounded(&sample(n, 1, dtype, 45), dtype),
+        ];
+        f.put(3, dtype, &rhs[0]);
+        f.put(4, dtype, &rhs[1]);
+        put_pointers(&mut f, 11, &[at(0), at(2)]);
+        put_pointers(&mut f, 12, &[at(3), at(4)]);
+        let solve = |nrhs| Call::PotrsBatched {
+            handle: h,
+            dtype,
+            uplo: 0,
+            n: 5,
+            nrhs,
+            a: at(11),
+            lda: 5,
+            b: at(12),
+            ldb: 5,
+            info: at(15),
+            batch: 2,
+        };
+        assert_eq!(f.call(solve(2)), INVALID_VALUE, "nrhs must be 1");
+        assert_eq!(f.call(solve(1)), 0);
+        for (k, slot) in [3, 4].into_iter().enumerate() {
+            let x = f.get(slot, dtype, n, 1);
+            assert!(
+                max_diff(&mul(&good[k], &x), &rhs[k]) < 100.0 * tol(dtype),
+                "dtype {dtype} matrix {k}"
+            );
+        }
+    }
+}
+
+#[test]
+fn batched_pointer_outside_memory_faults_before_writing() {
+    let mut f = Fixture::new();
+    let a = hermitian(4, 1, 7, 1.0);
+    f.put(0, 1, &a);
+    put_pointers(&mut f, 10, &[at(0), 0xdead_0000]);
+    let h = f.handle;
+    let got = f.state.call(
+        &mut f.memory,
+        Call::PotrfBatched {
+            handle: h,
+            dtype: 1,
+            uplo: 0,
+            n: 4,
+            a: at(10),
+            lda: 4,
+            info: at(15),
+            batch: 2,
+        },
+    );
+    assert!(matches!(got, Err(MathError::Fault(_))), "{got:?}");
+    // The first matrix was not factored either.
+    assert_eq!(f.get(0, 1, 4, 4), a);
+}
+
+#[test]
+fn syevj_batched_gives_each_matrix_its_eigenpairs() {
+    for dtype in 0..4u8 {
+        let mut f = Fixture::new();
+        let (n, batch) = (6usize, 3usize);
+        let mats: Vec<Mat> = (0..batch)
+            .map(|k| hermitian(n, dtype, 50 + k as u64, -1.0))
+            .collect();
+        let mut stacked = Mat::zeros(n, n * batch);
+        for (k, m) in mats.iter().enumerate() {
+            stacked.data[k * n * n..(k + 1) * n * n].copy_from_slice(&m.data);
+        }
+        f.put(0, dtype, &stacked);
+        let h = f.handle;
+        let call = |batched, n: i32, batch| Call::Syevj {
+            handle: h,
+            dtype,
+            jobz: 1,
+            uplo: 1,
+            n,
+            a: at(0),
+            lda: n.max(1),
+            w: at(1),
+            info: at(15),
+            batch,
+            batched,
+            tol: 0.0,
+            max_sweeps: 0,
+            sort: 1,
+        };
+        assert_eq!(f.call(call(1, 33, 1)), INVALID_VALUE, "n > 32 batched");
+        assert_eq!(f.call(call(0, 6, 3)), INVALID_VALUE, "batch, not batched");
+        assert_eq!(f.call(call(1, 6, 3)), 0);
+        assert_eq!(read_ints(&f.memory, at(15), 3).expect("info"), vec![0; 3]);
+        let w = f.reals(1, dtype, n * batch);
+        let vectors = f.get(0, dtype, n, n * batch);
+        for (k, a) in mats.iter().enumerate() {
+            let wk = &w[k * n..(k + 1) * n];
+            assert!(wk.windows(2).all(|p| p[0] <= p[1]), "{wk:?}");
+            let v = Mat {
+                rows: n,
+                cols: n,
+                data: vectors.data[k * n * n..(k + 1) * n * n].to_vec(),
+            };
+            let mut vl = v.clone();
+            for j in 0..n {
+                for i in 0..n {
+                    vl[(i, j)] *= wk[j];
+                }
+            }
+            assert!(
+                max_diff(&mul(a, &v), &vl) < 100.0 * tol(dtype),
+                "dtype {dtype} matrix {k}"
+            );
+        }
+    }
+}
+
+#[test]
+fn gesvdj_reconstructs_tall_and_wide_matrices() {
+    for dtype in 0..4u8 {
+        for (m, n, econ, batched, batch) in [
+            (5usize, 3usize, 0, 0u8, 1usize),
+            (3, 5, 0, 0, 1),
+            (5, 3, 1, 0, 1),
+            (3, 5, 1, 0, 1),
+            (4, 3, 0, 1, 2),
+            (2, 4, 0, 1, 3),
+        ] {
+            let mut f = Fixture::new();
+            let k = m.min(n);
+            let mats: Vec<Mat> = (0..batch)
+                .map(|b| rounded(&sample(m, n, dtype, 60 + b as u64), dtype))
+                .collect();
+            let mut stacked = Mat::zeros(m, n * batch);
+            for (b, a) in mats.iter().enumerate() {
+                stacked.data[b * m * n..(b + 1) * m * n].copy_from_slice(&a.data);
+            }
+            f.put(0, dtype, &stacked);
+            let (ucols, vcols) = if econ == 1 { (k, k) } else { (m, n) };
+            let h = f.handle;
+            let status = f.call(Call::Gesvdj {
+                handle: h,
+                dtype,
+                jobz: 1,
+                econ,
+                m: m as i32,
+                n: n as i32,
+                a: at(0),
+                lda: m as i32,
+                s: at(1),
+                u: at(2),
+                ldu: m as i32,
+                v: at(3),
+                ldv: n as i32,
+                info: at(15),
+                batch: batch as i32,
+                batched,
+                tol: 0.0,
+                max_sweeps: 0,
+                sort: 1,
+            });
+            assert_eq!(status, 0, "dtype {dtype} {m}x{n}");
+            assert_eq!(
+                read_ints(&f.memory, at(15), batch).expect("info"),
+                vec![0; batch]
+            );
+            let s = f.reals(1, dtype, k * batch);
+            let us = f.get(2, dtype, m, ucols * batch);
+            let vs = f.get(3, dtype, n, vcols * batch);
+            for (b, a) in mats.iter().enumerate() {
+                let u = &us.data[b * m * ucols..];
+                let v = &vs.data[b * n * vcols..];
+                let sb = &s[b * k..(b + 1) * k];
+                assert!(sb.windows(2).all(|p| p[0] >= p[1]), "{sb:?}");
+                for i in 0..m {
+                    for j in 0..n {
+                        let x: C = (0..k)
+                            .map(|l| u[i + l * m] * sb[l] * v[j + l * n].conj())
+                            .sum();
+                        assert!(
+                            (x - a[(i, j)]).norm() < 100.0 * tol(dtype),
+                            "dtype {dtype} {m}x{n} econ {econ} matrix {b} A[{i},{j}]"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn gesvdj_batched_refuses_large_matrices() {
+    let mut f = Fixture::new();
+    let h = f.handle;
+    let status = f.call(Call::Gesvdj {
+        handle: h,
+        dtype: 1,
+        jobz: 0,
+        econ: 0,
+        m: 33,
+        n: 2,
+        a: at(0),
+        lda: 33,
+        s: at(1),
+        u: at(2),
+        ldu: 33,
+        v: at(3),
+        ldv: 2,
+        info: at(15),
+        batch: 1,
+        batched: 1,
+        tol: 0.0,
+        max_sweeps: 0,
+        sort: 1,
+    });
+    assert_eq!(status, INVALID_VALUE);
+}
+
+/// A singular integer matrix (rank 2, CuPy's `lstsq` test): Jacobi's
+/// rotations must stop once the null column is negligible, not chase its
+/// rounding noise until the sweep limit.
+#[test]
+fn gesvd_of_a_singular_integer_matrix_converges() {
+    let mut a = Mat::zeros(3, 3);
+    for (i, x) in [4.0, 4.0, 2.0, 4.0, 4.0, 4.0, 2.0, 2.0, 5.0]
+        .into_iter()
+        .enumerate()
+    {
+        a.data[i] = C::new(x, 0.0);
+    }
+    let svd = dense::gesvd(&a).expect("converges");
+    assert!(svd.s[2] < 1e-14, "{:?}", svd.s);
+    let (u, vt) = (&svd.u, &svd.vt);
+    let mut us = u.clone();
+    for j in 0..3 {
+        for i in 0..3 {
+            us[(i, j)] *= svd.s[j];
+        }
+    }
+    assert!(max_diff(&mul(&us, vt), &a) < 1e-13);
 }
