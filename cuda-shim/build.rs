@@ -476,8 +476,12 @@ fn implemented_functions(dir: &Path) -> BTreeSet<String> {
             // `with_ptsz! { fn name / name_ptsz (...) { ... } }` defines both.
             if let Some(rest) = line.trim_start().strip_prefix("fn ") {
                 if let Some((a, b)) = rest.split('(').next().and_then(|h| h.split_once(" / ")) {
-                    names.insert(a.trim().to_string());
-                    names.insert(b.trim().to_string());
+                    // A macro's own pattern names `$name:ident`.
+                    for name in [a.trim(), b.trim()] {
+                        if !name.starts_with('$') {
+                            names.insert(name.to_string());
+                        }
+                    }
                 }
                 continue;
             }

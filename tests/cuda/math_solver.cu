@@ -1,5 +1,6 @@
 // cuSOLVER (dense) on small matrices in every element type: LU, Cholesky,
-// QR, symmetric/Hermitian eigenvalues and SVD, each checked by its residual
+// QR, symmetric/Hermitian eigenvalues and SVD, the batched Cholesky and the
+// Jacobi eigensolver and SVD (plain and batched), each checked by its residual
 // computed on the host; devInfo of a singular and of an indefinite matrix;
 // the statuses of bad handles, dimensions, pointers and workspaces.
 #include <cuComplex.h>
@@ -45,7 +46,7 @@ template <> cuDoubleComplex from_c<cuDoubleComplex>(cd z) { return make_cuDouble
 
 // The functions of one element type, named as cuSOLVER names them.
 template <typename T> struct Sol;
-#define SOLVER_TYPE(T, R, P, ORM, ORG, SYE, CPLX, EPS)                                                                   \
+#define SOLVER_TYPE(T, R, P, ORM, ORG, SYE, SYEJ, CPLX, EPS)                                                                   \
     template <> struct Sol<T> {                                                                                     \
         typedef R Real;                                                                                             \
         static const char *name() { return #P; }                                                                    \
@@ -109,11 +110,47 @@ template <typename T> struct Sol;
                                       int lda, R *s, T *u, int ldu, T *vt, int ldvt, T *w, int lw, int *inf) {      \
             return cusolverDn##P##gesvd(h, ju, jv, m, n, a, lda, s, u, ldu, vt, ldvt, w, lw, NULL, inf);            \
         }                                                                                                           \
+        static cusolverStatus_t potrf_batched(cusolverDnHandle_t h, cublasFillMode_t u, int n, T **a, int lda,      \
+                                              int *inf, int batch) {                                                \
+            return cusolverDn##P##potrfBatched(h, u, n, a, lda, inf, batch);                                        \
+        }                                                                                                           \
+        static cusolverStatus_t potrs_batched(cusolverDnHandle_t h, cublasFillMode_t u, int n, int nrhs, T **a,     \
+                                              int lda, T **b, int ldb, int *inf, int batch) {                       \
+            return cusolverDn##P##potrsBatched(h, u, n, nrhs, a, lda, b, ldb, inf, batch);                          \
+        }                                                                                                           \
+        static cusolverStatus_t syevj_batched_bs(cusolverDnHandle_t h, cusolverEigMode_t j, cublasFillMode_t u,     \
+                                                 int n, T *a, int lda, R *w, int *lw, syevjInfo_t p, int batch) {   \
+            return cusolverDn##P##SYEJ##Batched_bufferSize(h, j, u, n, a, lda, w, lw, p, batch);                    \
+        }                                                                                                           \
+        static cusolverStatus_t syevj_batched(cusolverDnHandle_t h, cusolverEigMode_t j, cublasFillMode_t u, int n, \
+                                              T *a, int lda, R *w, T *work, int lw, int *inf, syevjInfo_t p,        \
+                                              int batch) {                                                          \
+            return cusolverDn##P##SYEJ##Batched(h, j, u, n, a, lda, w, work, lw, inf, p, batch);                    \
+        }                                                                                                           \
+        static cusolverStatus_t gesvdj_bs(cusolverDnHandle_t h, cusolverEigMode_t j, int econ, int m, int n, T *a,  \
+                                          int lda, R *s, T *u, int ldu, T *v, int ldv, int *lw, gesvdjInfo_t p) {   \
+            return cusolverDn##P##gesvdj_bufferSize(h, j, econ, m, n, a, lda, s, u, ldu, v, ldv, lw, p);            \
+        }                                                                                                           \
+        static cusolverStatus_t gesvdj(cusolverDnHandle_t h, cusolverEigMode_t j, int econ, int m, int n, T *a,     \
+                                       int lda, R *s, T *u, int ldu, T *v, int ldv, T *work, int lw, int *inf,      \
+                                       gesvdjInfo_t p) {                                                            \
+            return cusolverDn##P##gesvdj(h, j, econ, m, n, a, lda, s, u, ldu, v, ldv, work, lw, inf, p);            \
+        }                                                                                                           \
+        static cusolverStatus_t gesvdj_batched_bs(cusolverDnHandle_t h, cusolverEigMode_t j, int m, int n, T *a,    \
+                                                  int lda, R *s, T *u, int ldu, T *v, int ldv, int *lw,             \
+                                                  gesvdjInfo_t p, int batch) {                                      \
+            return cusolverDn##P##gesvdjBatched_bufferSize(h, j, m, n, a, lda, s, u, ldu, v, ldv, lw, p, batch);    \
+        }                                                                                                           \
+        static cusolverStatus_t gesvdj_batched(cusolverDnHandle_t h, cusolverEigMode_t j, int m, int n, T *a,       \
+                                               int lda, R *s, T *u, int ldu, T *v, int ldv, T *work, int lw,        \
+                                               int *inf, gesvdjInfo_t p, int batch) {                               \
+            return cusolverDn##P##gesvdjBatched(h, j, m, n, a, lda, s, u, ldu, v, ldv, work, lw, inf, p, batch);    \
+        }                                                                                                           \
     };
-SOLVER_TYPE(float, float, S, ormqr, orgqr, syevd, false, 1e-6)
-SOLVER_TYPE(double, double, D, ormqr, orgqr, syevd, false, 1e-15)
-SOLVER_TYPE(cuComplex, float, C, unmqr, ungqr, heevd, true, 1e-6)
-SOLVER_TYPE(cuDoubleComplex, double, Z, unmqr, ungqr, heevd, true, 1e-15)
+SOLVER_TYPE(float, float, S, ormqr, orgqr, syevd, syevj, false, 1e-6)
+SOLVER_TYPE(double, double, D, ormqr, orgqr, syevd, syevj, false, 1e-15)
+SOLVER_TYPE(cuComplex, float, C, unmqr, ungqr, heevd, heevj, true, 1e-6)
+SOLVER_TYPE(cuDoubleComplex, double, Z, unmqr, ungqr, heevd, heevj, true, 1e-15)
 
 // A column-major host matrix.
 struct Mat {
@@ -407,12 +444,205 @@ template <typename T> void test_svd(cusolverDnHandle_t h, int *info) {
     CHECK(cudaFree(work));
 }
 
+// potrfBatched and potrsBatched: three matrices named by a device array of
+// pointers, the second indefinite (its own info says so).
+template <typename T> void test_cholesky_batched(cusolverDnHandle_t h) {
+    const int n = 4, batch = 3;
+    Mat a[batch] = {positive_definite<T>(n), positive_definite<T>(n), positive_definite<T>(n)};
+    a[1](1, 1) = cd(-1000.0, 0);
+    Mat b[batch] = {random_mat<T>(n, 1), random_mat<T>(n, 1), random_mat<T>(n, 1)};
+    T *da[batch], *db[batch];
+    for (int k = 0; k < batch; k++) {
+        da[k] = upload<T>(a[k]);
+        db[k] = upload<T>(b[k]);
+    }
+    T **darr, **brr;
+    int *infos;
+    CHECK(cudaMalloc(&darr, sizeof da));
+    CHECK(cudaMalloc(&brr, sizeof db));
+    CHECK(cudaMalloc(&infos, batch * sizeof(int)));
+    CHECK(cudaMemcpy(darr, da, sizeof da, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(brr, db, sizeof db, cudaMemcpyHostToDevice));
+    SOLVER(Sol<T>::potrf_batched(h, CUBLAS_FILL_MODE_LOWER, n, darr, n, infos, batch));
+    int got[batch];
+    CHECK(cudaMemcpy(got, infos, sizeof got, cudaMemcpyDeviceToHost));
+    EXPECT(got[0] == 0 && got[1] == 2 && got[2] == 0, "%s potrfBatched infos %d %d %d", Sol<T>::name(), got[0],
+           got[1], got[2]);
+    // Solve with matrices 0 and 2 only; nrhs other than 1 is refused.
+    T *two[2] = {da[0], da[2]}, *rhs[2] = {db[0], db[2]};
+    CHECK(cudaMemcpy(darr, two, sizeof two, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(brr, rhs, sizeof rhs, cudaMemcpyHostToDevice));
+    EXPECT_STATUS(Sol<T>::potrs_batched(h, CUBLAS_FILL_MODE_LOWER, n, 2, darr, n, brr, n, infos, 2),
+                  CUSOLVER_STATUS_INVALID_VALUE);
+    SOLVER(Sol<T>::potrs_batched(h, CUBLAS_FILL_MODE_LOWER, n, 1, darr, n, brr, n, infos, 2));
+    for (int k = 0; k < 3; k += 2) {
+        Mat x = download<T>(db[k], n, 1, n);
+        double r = diff(mul(a[k], x), b[k]) / (norm(a[k]) * norm(x));
+        EXPECT(r < tol<T>(n), "%s potrsBatched matrix %d residual %g", Sol<T>::name(), k, r);
+    }
+    printf("%s potrfBatched/potrsBatched: ok\n", Sol<T>::name());
+    for (int k = 0; k < batch; k++) {
+        CHECK(cudaFree(da[k]));
+        CHECK(cudaFree(db[k]));
+    }
+    CHECK(cudaFree(darr));
+    CHECK(cudaFree(brr));
+    CHECK(cudaFree(infos));
+}
+
+// ||A V - V diag(w)|| of one eigendecomposition, relative to ||A||.
+static double eig_residual(const Mat &a, const Mat &v, const double *w) {
+    Mat vl = v;
+    for (int j = 0; j < v.cols; j++)
+        for (int i = 0; i < v.rows; i++) vl(i, j) *= w[j];
+    return diff(mul(a, v), vl) / norm(a);
+}
+
+// syevjBatched / heevjBatched on matrices stored back to back, with a
+// syevjInfo_t's settings.
+template <typename T> void test_syevj_batched(cusolverDnHandle_t h) {
+    typedef typename Sol<T>::Real R;
+    const int n = 5, batch = 3;
+    Mat all(n, n * batch);
+    std::vector<Mat> a;
+    for (int k = 0; k < batch; k++) {
+        Mat b = random_mat<T>(n, n);
+        a.push_back(mul(b, adjoint(b)));
+        for (int j = 0; j < n; j++)
+            for (int i = 0; i < n; i++) all(i, k * n + j) = a[k](i, j);
+    }
+    T *da = upload<T>(all);
+    for (int k = 0; k < batch; k++)
+        for (int j = 0; j < n; j++)
+            for (int i = 0; i < n; i++) a[k](i, j) = all(i, k * n + j);
+    R *w;
+    int *infos, lwork = 0;
+    CHECK(cudaMalloc(&w, n * batch * sizeof(R)));
+    CHECK(cudaMalloc(&infos, batch * sizeof(int)));
+    syevjInfo_t params;
+    SOLVER(cusolverDnCreateSyevjInfo(&params));
+    SOLVER(cusolverDnXsyevjSetTolerance(params, 1e-7));
+    SOLVER(cusolverDnXsyevjSetMaxSweeps(params, 50));
+    SOLVER(cusolverDnXsyevjSetSortEig(params, 1));
+    EXPECT_STATUS(cusolverDnXsyevjSetMaxSweeps(params, 0), CUSOLVER_STATUS_INVALID_VALUE);
+    SOLVER(Sol<T>::syevj_batched_bs(h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_UPPER, n, da, n, w, &lwork, params,
+                                    batch));
+    T *work = workspace<T>(lwork);
+    SOLVER(Sol<T>::syevj_batched(h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_UPPER, n, da, n, w, work, lwork,
+                                 infos, params, batch));
+    std::vector<double> lambda = download_reals<R>(w, n * batch);
+    Mat v = download<T>(da, n, n * batch, n);
+    int got[batch];
+    CHECK(cudaMemcpy(got, infos, sizeof got, cudaMemcpyDeviceToHost));
+    for (int k = 0; k < batch; k++) {
+        EXPECT(got[k] == 0, "%s syevjBatched info[%d] %d", Sol<T>::name(), k, got[k]);
+        Mat vk(n, n);
+        for (int j = 0; j < n; j++)
+            for (int i = 0; i < n; i++) vk(i, j) = v(i, k * n + j);
+        for (int j = 1; j < n; j++)
+            EXPECT(lambda[k * n + j - 1] <= lambda[k * n + j], "%s eigenvalues not ascending", Sol<T>::name());
+        double r = eig_residual(a[k], vk, &lambda[k * n]);
+        EXPECT(r < tol<T>(n), "%s syevjBatched matrix %d residual %g", Sol<T>::name(), k, r);
+    }
+    // syevjBatched takes n <= 32 only.
+    EXPECT_STATUS(Sol<T>::syevj_batched(h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_UPPER, 33, da, 33, w, work,
+                                        lwork, infos, params, 1),
+                  CUSOLVER_STATUS_INVALID_VALUE);
+    SOLVER(cusolverDnDestroySyevjInfo(params));
+    printf("%s %sBatched: ok\n", Sol<T>::name(), Sol<T>::complex ? "heevj" : "syevj");
+    CHECK(cudaFree(da));
+    CHECK(cudaFree(w));
+    CHECK(cudaFree(infos));
+    CHECK(cudaFree(work));
+}
+
+// ||A - U S Vᴴ|| / ||A|| with U m×k, V n×k.
+static double svd_residual(const Mat &a, const Mat &u, const double *s, const Mat &v, int k) {
+    Mat us(a.rows, k), vk(a.cols, k);
+    for (int j = 0; j < k; j++) {
+        for (int i = 0; i < a.rows; i++) us(i, j) = u(i, j) * s[j];
+        for (int i = 0; i < a.cols; i++) vk(i, j) = v(i, j);
+    }
+    return diff(mul(us, adjoint(vk)), a) / norm(a);
+}
+
+// gesvdj (full and economy, tall and wide) and gesvdjBatched.
+template <typename T> void test_gesvdj(cusolverDnHandle_t h, int *info) {
+    typedef typename Sol<T>::Real R;
+    gesvdjInfo_t params;
+    SOLVER(cusolverDnCreateGesvdjInfo(&params));
+    SOLVER(cusolverDnXgesvdjSetTolerance(params, 1e-7));
+    const int shapes[4][3] = {{6, 3, 0}, {3, 6, 0}, {6, 3, 1}, {3, 6, 1}};
+    for (const auto &shape : shapes) {
+        int m = shape[0], n = shape[1], econ = shape[2], k = m < n ? m : n;
+        int ucols = econ ? k : m, vcols = econ ? k : n;
+        Mat a = random_mat<T>(m, n);
+        T *da = upload<T>(a), *u = workspace<T>(m * ucols), *v = workspace<T>(n * vcols);
+        R *s;
+        CHECK(cudaMalloc(&s, k * sizeof(R)));
+        int lwork = 0;
+        SOLVER(Sol<T>::gesvdj_bs(h, CUSOLVER_EIG_MODE_VECTOR, econ, m, n, da, m, s, u, m, v, n, &lwork, params));
+        T *work = workspace<T>(lwork);
+        SOLVER(Sol<T>::gesvdj(h, CUSOLVER_EIG_MODE_VECTOR, econ, m, n, da, m, s, u, m, v, n, work, lwork, info,
+                              params));
+        EXPECT(read_info(info) == 0, "%s gesvdj info", Sol<T>::name());
+        std::vector<double> sigma = download_reals<R>(s, k);
+        double r = svd_residual(a, download<T>(u, m, ucols, m), sigma.data(), download<T>(v, n, vcols, n), k);
+        EXPECT(r < tol<T>(m + n), "%s gesvdj %dx%d econ %d residual %g", Sol<T>::name(), m, n, econ, r);
+        CHECK(cudaFree(da));
+        CHECK(cudaFree(u));
+        CHECK(cudaFree(v));
+        CHECK(cudaFree(s));
+        CHECK(cudaFree(work));
+    }
+    // Batched: two 4×3 matrices back to back, full U and V.
+    const int m = 4, n = 3, batch = 2;
+    Mat all = random_mat<T>(m, n * batch);
+    T *da = upload<T>(all), *u = workspace<T>(m * m * batch), *v = workspace<T>(n * n * batch);
+    R *s;
+    int *infos, lwork = 0;
+    CHECK(cudaMalloc(&s, n * batch * sizeof(R)));
+    CHECK(cudaMalloc(&infos, batch * sizeof(int)));
+    SOLVER(Sol<T>::gesvdj_batched_bs(h, CUSOLVER_EIG_MODE_VECTOR, m, n, da, m, s, u, m, v, n, &lwork, params, batch));
+    T *work = workspace<T>(lwork);
+    SOLVER(Sol<T>::gesvdj_batched(h, CUSOLVER_EIG_MODE_VECTOR, m, n, da, m, s, u, m, v, n, work, lwork, infos, params,
+                                  batch));
+    std::vector<double> sigma = download_reals<R>(s, n * batch);
+    Mat uu = download<T>(u, m, m * batch, m), vv = download<T>(v, n, n * batch, n);
+    for (int b = 0; b < batch; b++) {
+        Mat ab(m, n), ub(m, m), vb(n, n);
+        for (int j = 0; j < n; j++)
+            for (int i = 0; i < m; i++) ab(i, j) = all(i, b * n + j);
+        for (int j = 0; j < m; j++)
+            for (int i = 0; i < m; i++) ub(i, j) = uu(i, b * m + j);
+        for (int j = 0; j < n; j++)
+            for (int i = 0; i < n; i++) vb(i, j) = vv(i, b * n + j);
+        double r = svd_residual(ab, ub, &sigma[b * n], vb, n);
+        EXPECT(r < tol<T>(m + n), "%s gesvdjBatched matrix %d residual %g", Sol<T>::name(), b, r);
+    }
+    // gesvdjBatched takes m, n <= 32 only.
+    EXPECT_STATUS(Sol<T>::gesvdj_batched(h, CUSOLVER_EIG_MODE_VECTOR, 40, 2, da, 40, s, u, 40, v, 2, work, lwork,
+                                         infos, params, 1),
+                  CUSOLVER_STATUS_INVALID_VALUE);
+    SOLVER(cusolverDnDestroyGesvdjInfo(params));
+    printf("%s gesvdj/gesvdjBatched: ok\n", Sol<T>::name());
+    CHECK(cudaFree(da));
+    CHECK(cudaFree(u));
+    CHECK(cudaFree(v));
+    CHECK(cudaFree(s));
+    CHECK(cudaFree(infos));
+    CHECK(cudaFree(work));
+}
+
 template <typename T> void test_type(cusolverDnHandle_t h, int *info) {
     test_lu<T>(h, info);
     test_cholesky<T>(h, info);
     test_qr<T>(h, info);
     test_eig<T>(h, info);
     test_svd<T>(h, info);
+    test_cholesky_batched<T>(h);
+    test_syevj_batched<T>(h);
+    test_gesvdj<T>(h, info);
 }
 
 int main() {

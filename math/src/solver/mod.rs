@@ -5,6 +5,7 @@
 //! [`dense`] and writes the results back in the call's element type, in
 //! LAPACK's storage conventions, with `devInfo` as LAPACK's `info`.
 
+mod batched;
 pub mod dense;
 
 use std::collections::HashSet;
@@ -60,7 +61,10 @@ impl State {
                 Ok(Reply::ok(Vec::new()))
             }
             call => {
-                run(memory, call)?;
+                match batched::run(memory, &call) {
+                    Some(result) => result?,
+                    None => run(memory, call)?,
+                }
                 Ok(Reply::ok(Vec::new()))
             }
         }
@@ -243,7 +247,13 @@ fn op(value: i32) -> Op {
 /// Runs a call whose arguments and ranges were checked.
 fn run(memory: &mut dyn DeviceMemory, call: Call) -> Result<(), Fault> {
     match call {
-        Call::Create {} | Call::Destroy { .. } => Ok(()),
+        // Handled by `State::call` (and `batched::run`).
+        Call::Create {}
+        | Call::Destroy { .. }
+        | Call::PotrfBatched { .. }
+        | Call::PotrsBatched { .. }
+        | Call::Syevj { .. }
+        | Call::Gesvdj { .. } => Ok(()),
         Call::Getrf {
             dtype,
             m,

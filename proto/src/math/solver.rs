@@ -36,8 +36,30 @@ crate::wire_enum! {
         11 Orgqr { handle: u64, dtype: u8, m: i32, n: i32, k: i32, a: u64, lda: i32, tau: u64, info: u64 },
         /// `cusolverDn?gesvd` (m ≥ n, as cuSOLVER requires).
         10 Gesvd { handle: u64, dtype: u8, jobu: u8, jobvt: u8, m: i32, n: i32, a: u64, lda: i32, s: u64, u: u64, ldu: i32, vt: u64, ldvt: i32, info: u64 },
+        /// `cusolverDn?potrfBatched`: Cholesky of `batch` matrices named
+        /// by the device array of pointers `a`; `info` holds one `int` per
+        /// matrix.
+        12 PotrfBatched { handle: u64, dtype: u8, uplo: i32, n: i32, a: u64, lda: i32, info: u64, batch: i32 },
+        /// `cusolverDn?potrsBatched`: `a` and `b` are device arrays of
+        /// pointers; `nrhs` must be 1 and `info` is one `int`, as cuSOLVER
+        /// requires.
+        13 PotrsBatched { handle: u64, dtype: u8, uplo: i32, n: i32, nrhs: i32, a: u64, lda: i32, b: u64, ldb: i32, info: u64, batch: i32 },
+        /// `cusolverDn?syevj` (`batched` 0, `batch` 1) and
+        /// `?syevjBatched` (n ≤ 32): Jacobi's eigensolver on `batch`
+        /// matrices `lda * n` elements apart, eigenvalues `n` apart, one
+        /// `info` per matrix. `tol`, `max_sweeps` and `sort` are the
+        /// `syevjInfo_t`'s settings (0 for cuSOLVER's defaults).
+        14 Syevj { handle: u64, dtype: u8, jobz: i32, uplo: i32, n: i32, a: u64, lda: i32, w: u64, info: u64, batch: i32, batched: u8, tol: f64, max_sweeps: i32, sort: i32 },
+        /// `cusolverDn?gesvdj` (`batched` 0, `batch` 1, `econ` honoured)
+        /// and `?gesvdjBatched` (m, n ≤ 32, full U and V): A = U S Vᴴ with
+        /// V itself (not Vᴴ) in `v`; one `info` per matrix.
+        15 Gesvdj { handle: u64, dtype: u8, jobz: i32, econ: i32, m: i32, n: i32, a: u64, lda: i32, s: u64, u: u64, ldu: i32, v: u64, ldv: i32, info: u64, batch: i32, batched: u8, tol: f64, max_sweeps: i32, sort: i32 },
     }
 }
+
+/// The largest matrix the `*Batched` Jacobi solvers take (cuSOLVER's rule
+/// for `syevjBatched` and `gesvdjBatched`).
+pub const JACOBI_BATCHED_MAX: i32 = 32;
 
 /// `cublasOperation_t`: op(A) = A.
 pub const OP_N: i32 = 0;
@@ -103,6 +125,31 @@ fn matrix(
         .and_then(|e| e.checked_mul(size))
         .ok_or(InvalidValue(what))?;
     Ok((ptr, elements))
+}
+
+/// `batch` m×n matrices `ld * cols` elements apart, as one range.
+fn strided(
+    ptr: u64,
+    rows: u64,
+    cols: u64,
+    ld: i32,
+    size: u64,
+    batch: u64,
+    what: &'static str,
+) -> Result<Range, InvalidValue> {
+    let (_, one) = matrix(ptr, rows, cols, ld, size, what)?;
+    if batch <= 1 || one == 0 {
+        return Ok((ptr, if batch == 0 { 0 } else { one }));
+    }
+    let stride = dim(ld, what)?
+        .checked_mul(cols)
+        .and_then(|e| e.checked_mul(size))
+        .ok_or(InvalidValue(what))?;
+    let bytes = stride
+        .checked_mul(batch - 1)
+        .and_then(|b| b.checked_add(one))
+        .ok_or(InvalidValue(what))?;
+    Ok((ptr, bytes))
 }
 
 fn array(ptr: u64, count: u64, size: u64, what: &'static str) -> Result<Range, InvalidValue> {
@@ -308,6 +355,139 @@ impl Call {
                     info_range(info),
                 ]
             }
+            Call::PotrfBatched {
+                dtype,
+                uplo: u,
+                n,
+                a,
+                lda,
+                info,
+                batch,
+                ..
+            } => {
+                uplo(u)?;
+                let (n, batch) = (dim(n, "n")?, dim(batch, "batchSize")?);
+                // The matrices themselves are checked where the pointers
+                // are read: on the device.
+                matrix(0, n, n, lda, size(dtype)?, "lda")?;
+                vec![
+                    array(a, batch, 8, "Aarray")?,
+                    array(info, batch, 4, "infoArray")?,
+                ]
+            }
+            Call::PotrsBatched {
+                dtype,
+                uplo: u,
+                n,
+                nrhs,
+                a,
+                lda,
+                b,
+                ldb,
+                info,
+                batch,
+                ..
+            } => {
+                uplo(u)?;
+                if nrhs != 1 {
+                    return Err(InvalidValue("nrhs (must be 1)"));
+                }
+                let (n, batch, size) = (dim(n, "n")?, dim(batch, "batchSize")?, size(dtype)?);
+                matrix(0, n, n, lda, size, "lda")?;
+                matrix(0, n, 1, ldb, size, "ldb")?;
+                vec![
+                    array(a, batch, 8, "Aarray")?,
+                    array(b, batch, 8, "Barray")?,
+                    info_range(info),
+                ]
+            }
+            Call::Syevj {
+                dtype,
+                jobz,
+                uplo: u,
+                n,
+                a,
+                lda,
+                w,
+                info,
+                batch,
+                batched,
+                ..
+            } => {
+                uplo(u)?;
+                if jobz != 0 && jobz != 1 {
+                    return Err(InvalidValue("jobz"));
+                }
+                if batched != 0 && n > JACOBI_BATCHED_MAX {
+                    return Err(InvalidValue("n > 32 (syevjBatched)"));
+                }
+                if batched == 0 && batch != 1 {
+                    return Err(InvalidValue("batch of a non-batched call"));
+                }
+                let (n, batch, size) = (dim(n, "n")?, dim(batch, "batchSize")?, size(dtype)?);
+                let real = real_size(dtype).ok_or(InvalidValue("data type"))?;
+                vec![
+                    strided(a, n, n, lda, size, batch, "lda")?,
+                    array(w, n.checked_mul(batch).ok_or(InvalidValue("W"))?, real, "W")?,
+                    array(info, batch, 4, "info")?,
+                ]
+            }
+            Call::Gesvdj {
+                dtype,
+                jobz,
+                econ,
+                m,
+                n,
+                a,
+                lda,
+                s,
+                u,
+                ldu,
+                v,
+                ldv,
+                info,
+                batch,
+                batched,
+                ..
+            } => {
+                if jobz != 0 && jobz != 1 {
+                    return Err(InvalidValue("jobz"));
+                }
+                if batched != 0 && (m > JACOBI_BATCHED_MAX || n > JACOBI_BATCHED_MAX) {
+                    return Err(InvalidValue("m or n > 32 (gesvdjBatched)"));
+                }
+                if batched == 0 && batch != 1 {
+                    return Err(InvalidValue("batch of a non-batched call"));
+                }
+                if econ != 0 && econ != 1 {
+                    return Err(InvalidValue("econ"));
+                }
+                let (m, n, batch, size) = (
+                    dim(m, "m")?,
+                    dim(n, "n")?,
+                    dim(batch, "batchSize")?,
+                    size(dtype)?,
+                );
+                let real = real_size(dtype).ok_or(InvalidValue("data type"))?;
+                let k = m.min(n);
+                let (ucols, vcols) = if econ == 1 && batched == 0 {
+                    (k, k)
+                } else {
+                    (m, n)
+                };
+                let mut ranges = vec![
+                    strided(a, m, n, lda, size, batch, "lda")?,
+                    array(s, k.checked_mul(batch).ok_or(InvalidValue("S"))?, real, "S")?,
+                    array(info, batch, 4, "info")?,
+                ];
+                // cuSOLVER checks ldu and ldv whatever jobz says.
+                let u_range = strided(u, m, ucols, ldu, size, batch, "ldu")?;
+                let v_range = strided(v, n, vcols, ldv, size, batch, "ldv")?;
+                if jobz == 1 {
+                    ranges.extend([u_range, v_range]);
+                }
+                ranges
+            }
             Call::Gesvd {
                 dtype,
                 jobu,
@@ -368,7 +548,11 @@ impl Call {
             | Call::Ormqr { handle, .. }
             | Call::Orgqr { handle, .. }
             | Call::Syevd { handle, .. }
-            | Call::Gesvd { handle, .. } => Some(handle),
+            | Call::Gesvd { handle, .. }
+            | Call::PotrfBatched { handle, .. }
+            | Call::PotrsBatched { handle, .. }
+            | Call::Syevj { handle, .. }
+            | Call::Gesvdj { handle, .. } => Some(handle),
         }
     }
 }

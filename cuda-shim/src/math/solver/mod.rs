@@ -8,6 +8,7 @@
 //! device memory, as cuSOLVER's kernels leave them.
 
 mod dense;
+mod jacobi;
 
 use std::collections::HashMap;
 use std::os::raw::{c_int, c_void};

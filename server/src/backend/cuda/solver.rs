@@ -28,6 +28,8 @@ const NOT_INITIALIZED: i32 = 1;
 const INVALID_VALUE: i32 = 3;
 /// `CUSOLVER_STATUS_INTERNAL_ERROR`.
 const INTERNAL_ERROR: i32 = 7;
+/// `CUSOLVER_STATUS_NOT_SUPPORTED`.
+const NOT_SUPPORTED: i32 = 9;
 
 /// NVIDIA's cuSOLVER, opened on first use and shared by every client.
 pub(super) type SolverLibrary = LazyLibrary<nv::Solver>;
@@ -57,7 +59,13 @@ impl SolverHandles {
 fn dense(call: &Call) -> Option<(Precision, Dense)> {
     let p = |dtype: u8| Precision::from_dtype(dtype);
     Some(match *call {
-        Call::Create {} | Call::Destroy { .. } => return None,
+        // Not forwarded yet: `solver_call` answers NOT_SUPPORTED.
+        Call::Create {}
+        | Call::Destroy { .. }
+        | Call::PotrfBatched { .. }
+        | Call::PotrsBatched { .. }
+        | Call::Syevj { .. }
+        | Call::Gesvdj { .. } => return None,
         Call::Getrf {
             dtype,
             m,
@@ -300,6 +308,18 @@ impl CudaDeviceContext {
                 return Ok(Reply::status(INVALID_VALUE));
             }
         };
+        if matches!(
+            call,
+            Call::PotrfBatched { .. }
+                | Call::PotrsBatched { .. }
+                | Call::Syevj { .. }
+                | Call::Gesvdj { .. }
+        ) {
+            tracing::info!(
+                "cuSOLVER's batched and Jacobi routines are not forwarded to the GPU yet"
+            );
+            return Ok(Reply::status(NOT_SUPPORTED));
+        }
         let Some((precision, op)) = dense(&call) else {
             // `device_ranges` refused every other data type.
             return Ok(Reply::status(INVALID_VALUE));
