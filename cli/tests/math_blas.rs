@@ -57,6 +57,46 @@ fn math_blas_static_cudart() {
     run("math_blas_static", "static");
 }
 
+/// cuBLASXt: `tests/cuda/math_blasxt.cu`, level-3 routines on host (and
+/// device) memory through an Xt handle on device 0.
+fn run_xt(out_name: &str, cudart: &str) {
+    let Some(env) = setup(out_name) else {
+        return;
+    };
+    let mut extra = math_args();
+    extra.extend(["-cudart", cudart, "-lcublas"].map(String::from));
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let bin = build_as(env, "math_blasxt", out_name, &extra);
+    let run = rcud_run(env, None, &bin, &[]);
+    run.assert_pass(None);
+    for line in [
+        "settings ok",
+        "Sgemm: 9 transpose combinations on host memory ok",
+        "Dgemm: 9 transpose combinations on host memory ok",
+        "Cgemm: 9 transpose combinations on host memory ok",
+        "Zgemm: 9 transpose combinations on host memory ok",
+        "gemm on device memory ok",
+        "symm and hemm on host memory ok",
+        "syrk and herk on host memory ok",
+        "trmm and trsm on host memory ok",
+        "errors ok",
+    ] {
+        run.assert_line(line);
+    }
+    run.assert_contains("-> CUBLAS_STATUS_NOT_INITIALIZED");
+    run.assert_contains("-> CUBLAS_STATUS_INVALID_VALUE");
+}
+
+#[test]
+fn math_blasxt_shared_cudart() {
+    run_xt("math_blasxt_shared", "shared");
+}
+
+#[test]
+fn math_blasxt_static_cudart() {
+    run_xt("math_blasxt_static", "static");
+}
+
 /// cuBLASLt: `tests/cuda/math_blaslt.cu`.
 fn run_lt(out_name: &str, cudart: &str) {
     let Some(env) = setup(out_name) else {

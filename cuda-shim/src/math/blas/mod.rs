@@ -8,13 +8,15 @@
 //! in host pointer mode are read at call time and sent by value; in device
 //! pointer mode the server reads them when the call runs. Results for host
 //! memory (dot, nrm2, amax, ... in host pointer mode) wait for the answer,
-//! as cuBLAS blocks there.
+//! as cuBLAS blocks there. cuBLASXt (`xt.rs`) runs its host-memory
+//! level-3 routines through a handle of these.
 #![allow(non_snake_case, unreachable_pub)]
 
 mod level1;
 mod level2;
 mod level3;
 mod lu;
+mod xt;
 
 use std::collections::HashMap;
 use std::ffi::c_char;
@@ -426,11 +428,12 @@ pub(crate) fn vector_or_broadcast(
 
 /// Exports `$name` with 32-bit sizes (`Int` = `int`) and `$name64` with
 /// 64-bit sizes (`Int` = `int64_t`) from one body: cuBLAS's `_64` forms
-/// are the same functions with wider integers.
+/// are the same functions with wider integers. The modules are
+/// `pub(crate)` so that cuBLASXt (`xt.rs`) calls the routines directly.
 macro_rules! both {
     (fn $name:ident / $name64:ident ($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
         #[allow(non_snake_case, unreachable_pub)]
-        mod $name {
+        pub(crate) mod $name {
             #[allow(unused_imports)]
             use super::*;
             type Int = std::os::raw::c_int;
@@ -442,7 +445,7 @@ macro_rules! both {
             }
         }
         #[allow(non_snake_case, unreachable_pub)]
-        mod $name64 {
+        pub(crate) mod $name64 {
             #[allow(unused_imports)]
             use super::*;
             type Int = i64;
