@@ -13,7 +13,9 @@
 //!   cuRAND and cuSPARSE, checked against numpy; every test passes;
 //! - `cupy13_suite_subset`, `cupy12_suite_subset`: files of CuPy's own test
 //!   suite (`tests/python/cupy_suite`, from CuPy 14.2.0), at least the
-//!   measured number of tests pass and none errors.
+//!   measured number of tests pass and none errors;
+//! - `cupy13_linalg_suite_subset`: CuPy's own `linalg` tests of solves and
+//!   decompositions; every test passes.
 //!
 //! Needs the Python environments of `scripts/ensure-cupy.sh`:
 //! `$RCUD_CUPY13_PYTHON` / `$RCUD_CUPY12_PYTHON`, else
@@ -357,6 +359,46 @@ fn cupy13_suite_subset() {
 #[test]
 fn cupy12_suite_subset() {
     suite_subset("cupy12_suite_subset", &CUPY12);
+}
+
+/// The `linalg` files of CuPy's suite that rcud's cuSOLVER and cuBLAS
+/// serve in full (the general eigensolver of `test_eigenvalue.py`,
+/// `cusolverDnXgeev`, is missing: docs/compatibility.md), without the
+/// `*_loop` SVD tests: the same calls on larger stacks, 150 s more.
+const LINALG_FILES: &[&str] = &[
+    "linalg_tests/test_solve.py",
+    "linalg_tests/test_decomposition.py",
+];
+
+/// CuPy 13 only: the same libraries serve both wheels, and `cupy_math.py`
+/// covers them on CuPy 12.
+#[test]
+fn cupy13_linalg_suite_subset() {
+    let Some(py) = setup("cupy13_linalg_suite_subset", &CUPY13) else {
+        return;
+    };
+    let dir = "tests/python/cupy_suite";
+    let ini = format!("{dir}/pytest.ini");
+    let files: Vec<String> = LINALG_FILES
+        .iter()
+        .map(|f| format!("{dir}/cupy_tests/{f}"))
+        .collect();
+    let mut args = vec!["-c", &ini, "-m", "not slow", "-k", "not _loop", "-rfE"];
+    args.extend(files.iter().map(String::as_str));
+    let run = rcud_pytest(&py, &args, &[], SUITE_TIMEOUT);
+    let summary = pytest_summary(&run);
+    let _ = writeln!(std::io::stderr(), "cupy13 linalg subset: {summary}");
+    let passed = pytest_count(&summary, "passed");
+    let bad = ["failed", "error", "errors"]
+        .iter()
+        .map(|w| pytest_count(&summary, w))
+        .sum::<u64>();
+    if !run.status.success() || passed == 0 || bad != 0 {
+        run.fail(
+            &format!("every test of CuPy's linalg subset must pass (summary: {summary:?})"),
+            None,
+        );
+    }
 }
 
 #[test]
