@@ -361,6 +361,10 @@ fn rotg<T: HostValue + FromLe, R: FromLe>(
         ];
         ([0.0; 4], ptrs)
     } else {
+        // Every output is checked before anything is written.
+        if c.is_null() || sine.is_null() {
+            return Err(INVALID_VALUE);
+        }
         let (ar, ai) = read_host(a)?.parts();
         let (br, bi) = read_host(b)?.parts();
         ([ar, ai, br, bi], [0; 5])
@@ -411,6 +415,9 @@ fn rotmg<T: HostValue + FromLe>(
         ];
         ([0.0; 4], ptrs)
     } else {
+        if param.is_null() {
+            return Err(INVALID_VALUE);
+        }
         let v = |p: *const T| read_host(p).map(|v| v.parts().0);
         ([v(d1)?, v(d2)?, v(x1)?, v(y1)?], [0; 5])
     };
@@ -433,9 +440,6 @@ fn rotmg<T: HostValue + FromLe>(
     write_host(d1, value(0)?)?;
     write_host(d2, value(1)?)?;
     write_host(x1, value(2)?)?;
-    if param.is_null() {
-        return Err(INVALID_VALUE);
-    }
     // Only the entries the flag names are stored, as BLAS does.
     let flag = value(3)?.parts().0;
     let entries: &[usize] = if flag == -2.0 {

@@ -329,6 +329,11 @@ macro_rules! syr2k {
             let s = handle(h)?;
             fill_arg(uplo)?;
             op_arg(trans)?;
+            // The complex symmetric forms take N or T, the Hermitian N or C
+            // (checked here: the call is queued, its status not waited for).
+            if dtype::is_complex(dtype::$dt) && trans == if $hermitian { 1 } else { 2 } {
+                return Err($crate::math::blas::INVALID_VALUE);
+            }
             let (n, k) = (i64::from(n), i64::from(k));
             nonnegative(&[n, k])?;
             let size = std::mem::size_of::<$t>();
