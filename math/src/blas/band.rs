@@ -85,11 +85,19 @@ impl<T: Elem> Stored<T> {
         let elements = if m == 0 || n == 0 {
             0
         } else {
+            let last = match layout {
+                Layout::Dense { .. } => m,
+                Layout::General { kl, ku, ld } => (kl + ku + 1).min(ld),
+                Layout::Band { k, ld } => (k + 1).min(ld),
+                Layout::Packed => 0,
+            };
             match layout {
-                Layout::Dense { ld } => mul(ld, n - 1)? + m,
-                Layout::General { kl, ku, ld } => mul(ld, n - 1)? + (kl + ku + 1).min(ld),
-                Layout::Band { k, ld } => mul(ld, n - 1)? + (k + 1).min(ld),
                 Layout::Packed => packed_len(n)?,
+                Layout::Dense { ld } | Layout::General { ld, .. } | Layout::Band { ld, .. } => {
+                    mul(ld, n - 1)?
+                        .checked_add(last)
+                        .ok_or(Failure::Status(INVALID_VALUE))?
+                }
             }
         };
         Ok(Self {
