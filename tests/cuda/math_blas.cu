@@ -1102,6 +1102,8 @@ static void test_syr2k(cublasHandle_t h) {
                       CUBLAS_STATUS_INVALID_VALUE);
         EXPECT_STATUS(cublasZher2k(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, n, k, &al, da, ld, db, ld, &rbe, d[2], ldc),
                       CUBLAS_STATUS_INVALID_VALUE);
+        EXPECT_STATUS(cublasZsyrk(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_C, n, k, &al, da, ld, &be, d[2], ldc),
+                      CUBLAS_STATUS_INVALID_VALUE);
         EXPECT_STATUS(cublasZherkx(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C, n, k, &al, da, ld, db, ld, &rbe, d[3], n - 1),
                       CUBLAS_STATUS_INVALID_VALUE);
         for (int i = 0; i < 4; i++) CHECK(cudaFree(d[i]));

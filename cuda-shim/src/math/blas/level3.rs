@@ -293,6 +293,11 @@ macro_rules! syrk {
             let s = handle(h)?;
             fill_arg(uplo)?;
             op_arg(trans)?;
+            // As syr2k: complex syrk takes N or T, herk N or C (the call is
+            // queued, so the server's status would not reach the caller).
+            if dtype::is_complex(dtype::$dt) && trans == if $hermitian { 1 } else { 2 } {
+                return Err($crate::math::blas::INVALID_VALUE);
+            }
             let (n, k) = (i64::from(n), i64::from(k));
             nonnegative(&[n, k])?;
             let size = std::mem::size_of::<$t>();
