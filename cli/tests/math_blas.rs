@@ -30,7 +30,11 @@ fn run(out_name: &str, cudart: &str) {
         "Zgemm: 9 transpose combinations ok",
         "level 1 ok",
         "level 2 ok",
+        "banded and packed level 2 ok",
+        "rank updates ok",
         "level 3 (symm, herk, trmm, trsm, geam, dgmm) ok",
+        "syr2k, her2k, syrkx, herkx ok",
+        "rotg, rotmg, rotm ok",
         "batched and mixed-precision GEMM ok",
         "errors ok",
     ] {

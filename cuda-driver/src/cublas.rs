@@ -235,6 +235,76 @@ type Geam = unsafe extern "C" fn(
 type Dgmm =
     unsafe extern "C" fn(Handle, c_int, c_int, c_int, In, c_int, In, c_int, Out, c_int) -> Status;
 
+type Gbmv = unsafe extern "C" fn(
+    Handle,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    In,
+    In,
+    c_int,
+    In,
+    c_int,
+    In,
+    Out,
+    c_int,
+) -> Status;
+type Sbmv = unsafe extern "C" fn(
+    Handle,
+    c_int,
+    c_int,
+    c_int,
+    In,
+    In,
+    c_int,
+    In,
+    c_int,
+    In,
+    Out,
+    c_int,
+) -> Status;
+type Spmv = unsafe extern "C" fn(Handle, c_int, c_int, In, In, In, c_int, In, Out, c_int) -> Status;
+type Tbmv = unsafe extern "C" fn(
+    Handle,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    In,
+    c_int,
+    Out,
+    c_int,
+) -> Status;
+type Tpmv = unsafe extern "C" fn(Handle, c_int, c_int, c_int, c_int, In, Out, c_int) -> Status;
+type Syr = unsafe extern "C" fn(Handle, c_int, c_int, In, In, c_int, Out, c_int) -> Status;
+type Syr2 =
+    unsafe extern "C" fn(Handle, c_int, c_int, In, In, c_int, In, c_int, Out, c_int) -> Status;
+type Spr = unsafe extern "C" fn(Handle, c_int, c_int, In, In, c_int, Out) -> Status;
+type Spr2 = unsafe extern "C" fn(Handle, c_int, c_int, In, In, c_int, In, c_int, Out) -> Status;
+/// syr2k, her2k, syrkx, herkx: `(handle, uplo, trans, n, k, alpha, A, lda,
+/// B, ldb, beta, C, ldc)`.
+type Syr2k = unsafe extern "C" fn(
+    Handle,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    In,
+    In,
+    c_int,
+    In,
+    c_int,
+    In,
+    Out,
+    c_int,
+) -> Status;
+type Rotg = unsafe extern "C" fn(Handle, Out, Out, Out, Out) -> Status;
+type Rotmg = unsafe extern "C" fn(Handle, Out, Out, Out, In, Out) -> Status;
+type Rotm = unsafe extern "C" fn(Handle, c_int, Out, c_int, Out, c_int, In) -> Status;
+
 /// `cublas<t>getrfBatched(handle, n, A[], lda, P, info, batch)`.
 type GetrfBatched =
     unsafe extern "C" fn(Handle, c_int, Out, c_int, *mut c_int, *mut c_int, c_int) -> Status;
@@ -308,6 +378,36 @@ struct BlasApi {
     trsm: [Trsm; 4],
     geam: [Geam; 4],
     dgmm: [Dgmm; 4],
+    gbmv: [Gbmv; 4],
+    /// Ssbmv, Dsbmv, Chbmv, Zhbmv (cuBLAS has no complex symmetric form).
+    sbmv: [Sbmv; 4],
+    /// Sspmv, Dspmv, Chpmv, Zhpmv.
+    spmv: [Spmv; 4],
+    tbmv: [Tbmv; 4],
+    tbsv: [Tbmv; 4],
+    tpmv: [Tpmv; 4],
+    tpsv: [Tpmv; 4],
+    syr: [Syr; 4],
+    /// Cher, Zher (real alpha).
+    her: [Syr; 2],
+    syr2: [Syr2; 4],
+    /// Cher2, Zher2.
+    her2: [Syr2; 2],
+    /// Sspr, Dspr, Chpr, Zhpr.
+    spr: [Spr; 4],
+    /// Sspr2, Dspr2, Chpr2, Zhpr2.
+    spr2: [Spr2; 4],
+    syr2k: [Syr2k; 4],
+    /// Cher2k, Zher2k (real beta).
+    her2k: [Syr2k; 2],
+    syrkx: [Syr2k; 4],
+    /// Cherkx, Zherkx (real beta).
+    herkx: [Syr2k; 2],
+    rotg: [Rotg; 4],
+    /// Srotmg, Drotmg.
+    rotmg: [Rotmg; 2],
+    /// Srotm, Drotm.
+    rotm: [Rotm; 2],
     gemm_ex: GemmEx,
     gemm_strided_batched_ex: GemmStridedBatchedEx,
     gemm_batched_ex: GemmBatchedEx,
@@ -539,6 +639,138 @@ impl BlasApi {
                     lib,
                     ["cublasSdgmm", "cublasDdgmm", "cublasCdgmm", "cublasZdgmm"],
                 )?,
+                gbmv: typed(
+                    lib,
+                    [
+                        "cublasSgbmv_v2",
+                        "cublasDgbmv_v2",
+                        "cublasCgbmv_v2",
+                        "cublasZgbmv_v2",
+                    ],
+                )?,
+                sbmv: typed(
+                    lib,
+                    [
+                        "cublasSsbmv_v2",
+                        "cublasDsbmv_v2",
+                        "cublasChbmv_v2",
+                        "cublasZhbmv_v2",
+                    ],
+                )?,
+                spmv: typed(
+                    lib,
+                    [
+                        "cublasSspmv_v2",
+                        "cublasDspmv_v2",
+                        "cublasChpmv_v2",
+                        "cublasZhpmv_v2",
+                    ],
+                )?,
+                tbmv: typed(
+                    lib,
+                    [
+                        "cublasStbmv_v2",
+                        "cublasDtbmv_v2",
+                        "cublasCtbmv_v2",
+                        "cublasZtbmv_v2",
+                    ],
+                )?,
+                tbsv: typed(
+                    lib,
+                    [
+                        "cublasStbsv_v2",
+                        "cublasDtbsv_v2",
+                        "cublasCtbsv_v2",
+                        "cublasZtbsv_v2",
+                    ],
+                )?,
+                tpmv: typed(
+                    lib,
+                    [
+                        "cublasStpmv_v2",
+                        "cublasDtpmv_v2",
+                        "cublasCtpmv_v2",
+                        "cublasZtpmv_v2",
+                    ],
+                )?,
+                tpsv: typed(
+                    lib,
+                    [
+                        "cublasStpsv_v2",
+                        "cublasDtpsv_v2",
+                        "cublasCtpsv_v2",
+                        "cublasZtpsv_v2",
+                    ],
+                )?,
+                syr: typed(
+                    lib,
+                    [
+                        "cublasSsyr_v2",
+                        "cublasDsyr_v2",
+                        "cublasCsyr_v2",
+                        "cublasZsyr_v2",
+                    ],
+                )?,
+                syr2: typed(
+                    lib,
+                    [
+                        "cublasSsyr2_v2",
+                        "cublasDsyr2_v2",
+                        "cublasCsyr2_v2",
+                        "cublasZsyr2_v2",
+                    ],
+                )?,
+                her: typed(lib, ["cublasCher_v2", "cublasZher_v2"])?,
+                her2: typed(lib, ["cublasCher2_v2", "cublasZher2_v2"])?,
+                spr: typed(
+                    lib,
+                    [
+                        "cublasSspr_v2",
+                        "cublasDspr_v2",
+                        "cublasChpr_v2",
+                        "cublasZhpr_v2",
+                    ],
+                )?,
+                spr2: typed(
+                    lib,
+                    [
+                        "cublasSspr2_v2",
+                        "cublasDspr2_v2",
+                        "cublasChpr2_v2",
+                        "cublasZhpr2_v2",
+                    ],
+                )?,
+                syr2k: typed(
+                    lib,
+                    [
+                        "cublasSsyr2k_v2",
+                        "cublasDsyr2k_v2",
+                        "cublasCsyr2k_v2",
+                        "cublasZsyr2k_v2",
+                    ],
+                )?,
+                her2k: typed(lib, ["cublasCher2k_v2", "cublasZher2k_v2"])?,
+                syrkx: typed(
+                    lib,
+                    [
+                        "cublasSsyrkx",
+                        "cublasDsyrkx",
+                        "cublasCsyrkx",
+                        "cublasZsyrkx",
+                    ],
+                )?,
+                herkx: typed(lib, ["cublasCherkx", "cublasZherkx"])?,
+                rotg: typed(
+                    lib,
+                    [
+                        "cublasSrotg_v2",
+                        "cublasDrotg_v2",
+                        "cublasCrotg_v2",
+                        "cublasZrotg_v2",
+                    ],
+                )?,
+                rotmg: typed(lib, ["cublasSrotmg_v2", "cublasDrotmg_v2"])?,
+                rotm: typed(lib, ["cublasSrotm_v2", "cublasDrotm_v2"])?,
                 gemm_ex: symbol(lib, "cublasGemmEx")?,
                 gemm_strided_batched_ex: symbol(lib, "cublasGemmStridedBatchedEx")?,
                 gemm_batched_ex: symbol(lib, "cublasGemmBatchedEx")?,
@@ -829,6 +1061,108 @@ pub enum Blas23 {
         x: Vector,
         c: Matrix,
     },
+    /// gbmv.
+    Gbmv {
+        trans: i32,
+        m: i32,
+        n: i32,
+        kl: i32,
+        ku: i32,
+        alpha: ScalarArg,
+        a: Matrix,
+        x: Vector,
+        beta: ScalarArg,
+        y: Vector,
+    },
+    /// sbmv (real types), hbmv (complex types).
+    Sbmv {
+        uplo: i32,
+        n: i32,
+        k: i32,
+        alpha: ScalarArg,
+        a: Matrix,
+        x: Vector,
+        beta: ScalarArg,
+        y: Vector,
+    },
+    /// spmv (real types), hpmv (complex types); `ap` packed.
+    Spmv {
+        uplo: i32,
+        n: i32,
+        alpha: ScalarArg,
+        ap: u64,
+        x: Vector,
+        beta: ScalarArg,
+        y: Vector,
+    },
+    /// tbmv, or tbsv with `solve`.
+    Tbmv {
+        solve: bool,
+        uplo: i32,
+        trans: i32,
+        diag: i32,
+        n: i32,
+        k: i32,
+        a: Matrix,
+        x: Vector,
+    },
+    /// tpmv, or tpsv with `solve`; `ap` packed.
+    Tpmv {
+        solve: bool,
+        uplo: i32,
+        trans: i32,
+        diag: i32,
+        n: i32,
+        ap: u64,
+        x: Vector,
+    },
+    /// syr/her (`y` unused), syr2/her2 with `two`; packed (spr/hpr,
+    /// spr2/hpr2; `a.ld` unused) with `packed`.
+    Syr {
+        hermitian: bool,
+        two: bool,
+        packed: bool,
+        uplo: i32,
+        n: i32,
+        alpha: ScalarArg,
+        x: Vector,
+        y: Vector,
+        a: Matrix,
+    },
+    /// syr2k/her2k, or syrkx/herkx with `x`.
+    Syr2k {
+        hermitian: bool,
+        x: bool,
+        uplo: i32,
+        trans: i32,
+        n: i32,
+        k: i32,
+        alpha: ScalarArg,
+        a: Matrix,
+        b: Matrix,
+        beta: ScalarArg,
+        c: Matrix,
+    },
+}
+
+/// Host buffers of a rotation construction in host pointer mode: rotg's
+/// `a`, `b`, `c`, `s` or rotmg's `d1`, `d2`, `x1`, `y1` in `values`, and
+/// rotmg's 5-element `param` in `param`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RotBuffers {
+    /// One value each.
+    pub values: [HostScalar; 4],
+    /// 48 contiguous bytes, 16-aligned: room for 5 doubles.
+    pub param: [HostScalar; 3],
+}
+
+/// rotm's `param`: 5 values of the call's type.
+#[derive(Debug, Clone, Copy)]
+pub enum ParamArg {
+    /// In host memory (the buffer holds them).
+    Host([HostScalar; 3]),
+    /// At this device address.
+    Device(u64),
 }
 
 /// GEMM arguments of `cublasGemmEx` and its batched forms.
@@ -1136,7 +1470,15 @@ impl BlasHandle {
             | Blas23::Symm { alpha, beta, .. }
             | Blas23::Syrk { alpha, beta, .. }
             | Blas23::Geam { alpha, beta, .. } => vec![alpha, beta],
-            Blas23::Trmv { .. } | Blas23::Dgmm { .. } => vec![],
+            Blas23::Trmv { .. }
+            | Blas23::Dgmm { .. }
+            | Blas23::Tbmv { .. }
+            | Blas23::Tpmv { .. } => vec![],
+            Blas23::Syr { alpha, .. } => vec![alpha],
+            Blas23::Gbmv { alpha, beta, .. }
+            | Blas23::Sbmv { alpha, beta, .. }
+            | Blas23::Spmv { alpha, beta, .. }
+            | Blas23::Syr2k { alpha, beta, .. } => vec![alpha, beta],
         };
         self.prepare(pointer_mode(&scalars, None)?)?;
         let h = self.raw;
@@ -1394,9 +1736,306 @@ impl BlasHandle {
                     ),
                     "cublas<t>dgmm",
                 ),
+                Blas23::Gbmv {
+                    trans,
+                    m,
+                    n,
+                    kl,
+                    ku,
+                    alpha,
+                    a,
+                    x,
+                    beta,
+                    y,
+                } => (
+                    (api.gbmv[pi])(
+                        h,
+                        trans,
+                        m,
+                        n,
+                        kl,
+                        ku,
+                        s(&alpha),
+                        dev(a.ptr),
+                        a.ld,
+                        dev(x.ptr),
+                        x.inc,
+                        s(&beta),
+                        dev_mut(y.ptr),
+                        y.inc,
+                    ),
+                    "cublas<t>gbmv",
+                ),
+                Blas23::Sbmv {
+                    uplo,
+                    n,
+                    k,
+                    alpha,
+                    a,
+                    x,
+                    beta,
+                    y,
+                } => (
+                    (api.sbmv[pi])(
+                        h,
+                        uplo,
+                        n,
+                        k,
+                        s(&alpha),
+                        dev(a.ptr),
+                        a.ld,
+                        dev(x.ptr),
+                        x.inc,
+                        s(&beta),
+                        dev_mut(y.ptr),
+                        y.inc,
+                    ),
+                    "cublas<t>sbmv",
+                ),
+                Blas23::Spmv {
+                    uplo,
+                    n,
+                    alpha,
+                    ap,
+                    x,
+                    beta,
+                    y,
+                } => (
+                    (api.spmv[pi])(
+                        h,
+                        uplo,
+                        n,
+                        s(&alpha),
+                        dev(ap),
+                        dev(x.ptr),
+                        x.inc,
+                        s(&beta),
+                        dev_mut(y.ptr),
+                        y.inc,
+                    ),
+                    "cublas<t>spmv",
+                ),
+                Blas23::Tbmv {
+                    solve,
+                    uplo,
+                    trans,
+                    diag,
+                    n,
+                    k,
+                    a,
+                    x,
+                } => {
+                    let f = if solve { api.tbsv[pi] } else { api.tbmv[pi] };
+                    (
+                        f(
+                            h,
+                            uplo,
+                            trans,
+                            diag,
+                            n,
+                            k,
+                            dev(a.ptr),
+                            a.ld,
+                            dev_mut(x.ptr),
+                            x.inc,
+                        ),
+                        "cublas<t>tbmv",
+                    )
+                }
+                Blas23::Tpmv {
+                    solve,
+                    uplo,
+                    trans,
+                    diag,
+                    n,
+                    ap,
+                    x,
+                } => {
+                    let f = if solve { api.tpsv[pi] } else { api.tpmv[pi] };
+                    (
+                        f(h, uplo, trans, diag, n, dev(ap), dev_mut(x.ptr), x.inc),
+                        "cublas<t>tpmv",
+                    )
+                }
+                Blas23::Syr {
+                    hermitian,
+                    two,
+                    packed,
+                    uplo,
+                    n,
+                    alpha,
+                    x,
+                    y,
+                    a,
+                } => {
+                    let (xp, yp, ap) = (dev(x.ptr), dev(y.ptr), dev_mut(a.ptr));
+                    match (two, packed) {
+                        (false, false) => (
+                            pick(&api.syr, &api.her, hermitian, pi)(
+                                h,
+                                uplo,
+                                n,
+                                s(&alpha),
+                                xp,
+                                x.inc,
+                                ap,
+                                a.ld,
+                            ),
+                            "cublas<t>syr",
+                        ),
+                        (true, false) => (
+                            pick(&api.syr2, &api.her2, hermitian, pi)(
+                                h,
+                                uplo,
+                                n,
+                                s(&alpha),
+                                xp,
+                                x.inc,
+                                yp,
+                                y.inc,
+                                ap,
+                                a.ld,
+                            ),
+                            "cublas<t>syr2",
+                        ),
+                        (false, true) => (
+                            (api.spr[pi])(h, uplo, n, s(&alpha), xp, x.inc, ap),
+                            "cublas<t>spr",
+                        ),
+                        (true, true) => (
+                            (api.spr2[pi])(h, uplo, n, s(&alpha), xp, x.inc, yp, y.inc, ap),
+                            "cublas<t>spr2",
+                        ),
+                    }
+                }
+                Blas23::Syr2k {
+                    hermitian,
+                    x,
+                    uplo,
+                    trans,
+                    n,
+                    k,
+                    alpha,
+                    a,
+                    b,
+                    beta,
+                    c,
+                } => {
+                    let f = if x {
+                        pick(&api.syrkx, &api.herkx, hermitian, pi)
+                    } else {
+                        pick(&api.syr2k, &api.her2k, hermitian, pi)
+                    };
+                    (
+                        f(
+                            h,
+                            uplo,
+                            trans,
+                            n,
+                            k,
+                            s(&alpha),
+                            dev(a.ptr),
+                            a.ld,
+                            dev(b.ptr),
+                            b.ld,
+                            s(&beta),
+                            dev_mut(c.ptr),
+                            c.ld,
+                        ),
+                        "cublas<t>syr2k",
+                    )
+                }
             }
         };
         self.finish(status, name)
+    }
+
+    /// rotg (rotmg with `modified`, real precisions): in host pointer mode
+    /// (`device` `None`) on the values in `host`, which receive the
+    /// results; else on the checked device addresses in `device` (rotg: a,
+    /// b, c, s; rotmg: d1, d2, x1, y1, param).
+    pub fn rotg(
+        &mut self,
+        p: Precision,
+        modified: bool,
+        device: Option<[u64; 5]>,
+        host: &mut RotBuffers,
+    ) -> Result<(), BlasError> {
+        let pi = p as usize;
+        if modified && pi >= 2 {
+            return Err(BlasError::Arguments("rotmg has real forms only"));
+        }
+        self.prepare(if device.is_some() {
+            POINTER_MODE_DEVICE
+        } else {
+            POINTER_MODE_HOST
+        })?;
+        let ptrs: [Out; 5] = match device {
+            Some(d) => d.map(dev_mut),
+            None => {
+                let [a, b, c, s] = &mut host.values;
+                [
+                    a.0.as_mut_ptr().cast(),
+                    b.0.as_mut_ptr().cast(),
+                    c.0.as_mut_ptr().cast(),
+                    s.0.as_mut_ptr().cast(),
+                    host.param.as_mut_ptr().cast(),
+                ]
+            }
+        };
+        // SAFETY: the prototypes match (see `resolve`); in device mode the
+        // addresses were checked by the caller for one value each (param:
+        // five); in host mode they point into `host`, 16 bytes per value
+        // and 48 for param, which outlive the completed call.
+        let (status, name) = unsafe {
+            if modified {
+                (
+                    (self.api.rotmg[pi])(self.raw, ptrs[0], ptrs[1], ptrs[2], ptrs[3], ptrs[4]),
+                    "cublas<t>rotmg",
+                )
+            } else {
+                (
+                    (self.api.rotg[pi])(self.raw, ptrs[0], ptrs[1], ptrs[2], ptrs[3]),
+                    "cublas<t>rotg",
+                )
+            }
+        };
+        self.finish(status, name)
+    }
+
+    /// rotm (real precisions) on `n` elements of `x` and `y`.
+    pub fn rotm(
+        &mut self,
+        p: Precision,
+        n: i32,
+        x: Vector,
+        y: Vector,
+        param: ParamArg,
+    ) -> Result<(), BlasError> {
+        let pi = p as usize;
+        if pi >= 2 {
+            return Err(BlasError::Arguments("rotm has real forms only"));
+        }
+        let (mode, param_ptr): (c_int, In) = match &param {
+            ParamArg::Host(buffer) => (POINTER_MODE_HOST, buffer.as_ptr().cast()),
+            ParamArg::Device(ptr) => (POINTER_MODE_DEVICE, dev(*ptr)),
+        };
+        self.prepare(mode)?;
+        // SAFETY: the prototype matches; x, y and a device param were
+        // checked by the caller; a host param points into `param`, 48
+        // bytes, which outlives the completed call.
+        let status = unsafe {
+            (self.api.rotm[pi])(
+                self.raw,
+                n,
+                dev_mut(x.ptr),
+                x.inc,
+                dev_mut(y.ptr),
+                y.inc,
+                param_ptr,
+            )
+        };
+        self.finish(status, "cublas<t>rotm")
     }
 
     /// A batched LU routine (see [`LuBatched`]).

@@ -306,6 +306,57 @@ fn math(dir: &Path) {
         write(dir, name, &seed);
     }
 
+    // A packed triangle (n (n + 1) / 2 elements) and rotg's device outputs,
+    // aimed inside, at the other client, past the end.
+    let tpmv = |ap: u64| blas::Call::Banded {
+        handle: 1,
+        dtype: blas::dtype::R32F,
+        kind: blas::level2::TPMV,
+        hermitian: false,
+        uplo: 0,
+        trans: 0,
+        diag: 0,
+        m: 32,
+        n: 32,
+        kl: 0,
+        k: 0,
+        alpha: blas::Scalar::Host { re: 1.0, im: 0.0 },
+        a: blas::Operand {
+            ptr: ap,
+            ld: 0,
+            stride: 0,
+        },
+        x: blas::Operand {
+            ptr: at(TAG_SECOND, 0),
+            ld: 1,
+            stride: 0,
+        },
+        beta: blas::Scalar::Host { re: 0.0, im: 0.0 },
+        y: blas::Operand {
+            ptr: 0,
+            ld: 1,
+            stride: 0,
+        },
+    };
+    let rotg = |s: u64| blas::Call::Rotg {
+        handle: 1,
+        dtype: blas::dtype::R64F,
+        modified: false,
+        values: [0.0; 4],
+        ptrs: [at(TAG_FIRST, 0), at(TAG_FIRST, 8), at(TAG_FIRST, 16), s, 0],
+    };
+    for (name, call) in [
+        ("blas-tpmv", tpmv(at(TAG_FIRST, 0))),
+        ("blas-tpmv-victim", tpmv(at(TAG_VICTIM, 0))),
+        ("blas-tpmv-end", tpmv(at(TAG_FIRST_END, 0))),
+        ("blas-rotg-device", rotg(at(TAG_FIRST, 24))),
+        ("blas-rotg-victim", rotg(at(TAG_VICTIM, 0))),
+    ] {
+        let mut seed = blas_create.clone();
+        seed.extend(record(lib(Library::Blas), &to_vec(&call)));
+        write(dir, name, &seed);
+    }
+
     let generate = |ptr: u64, n: u64| rand::Call::Generate {
         generator: 1,
         distribution: rand::Distribution::Normal as u32,

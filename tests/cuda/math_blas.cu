@@ -1,5 +1,6 @@
 // cuBLAS through rcud: handle management, host<->device copies, levels 1,
-// 2 and 3 in S/D/C/Z, batched and mixed-precision GEMM, both pointer modes,
+// 2 and 3 in S/D/C/Z (banded, packed, rank updates, syr2k/syrkx and the
+// rotations included), batched and mixed-precision GEMM, both pointer modes,
 // the batched LU routines, and the statuses of bad calls. Every result is checked against a
 // reference computed on the host here.
 #include <cublas_v2.h>
@@ -765,6 +766,435 @@ static void test_hostile() {
     printf("hostile calls refused\n");
 }
 
+// ---- banded, packed, rank updates, syr2k/syrkx, rotations -----------------
+
+// Dense m x n (ld m) from general band storage (kl sub-, ku superdiagonals).
+static std::vector<Z> dense_gb(const std::vector<Z>& ab, int lda, int m, int n, int kl, int ku) {
+    std::vector<Z> d((size_t)m * n);
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++)
+            if (i + ku >= j && i <= j + kl) d[i + (size_t)j * m] = ab[ku + i - j + (size_t)j * lda];
+    return d;
+}
+
+// Index of (i, j) of the stored triangle: band (lda > 0, width k) or packed
+// (lda == 0); -1 outside.
+static long tri_index(int n, int k, int lda, bool upper, int i, int j) {
+    if (upper ? i > j : i < j) return -1;
+    if (lda == 0) return upper ? i + (long)j * (j + 1) / 2 : i + (long)(2 * n - j - 1) * j / 2;
+    if ((upper ? j - i : i - j) > k) return -1;
+    return upper ? k + i - j + (long)j * lda : i - j + (long)j * lda;
+}
+
+// Dense n x n symmetric/Hermitian or triangular matrix from band/packed storage.
+static std::vector<Z> dense_tri(const std::vector<Z>& s, int n, int k, int lda, bool upper, int kind,
+                                bool unit) {
+    // kind 0: symmetric, 1: Hermitian, 2: triangular.
+    std::vector<Z> d((size_t)n * n);
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < n; i++) {
+            long at = tri_index(n, k, lda, upper, i, j);
+            long mirror = tri_index(n, k, lda, upper, j, i);
+            Z v = 0;
+            if (kind == 2) {
+                v = i == j && unit ? Z(1, 0) : at >= 0 ? s[at] : Z(0);
+            } else if (i == j && kind == 1) {
+                v = Z(s[at].real(), 0);
+            } else if (at >= 0) {
+                v = s[at];
+            } else if (mirror >= 0) {
+                v = kind == 1 ? std::conj(s[mirror]) : s[mirror];
+            }
+            d[i + (size_t)j * n] = v;
+        }
+    return d;
+}
+
+// op(A) x for dense A (ld m).
+static std::vector<Z> ref_matvec(const std::vector<Z>& a, int m, int n, cublasOperation_t op, const std::vector<Z>& x) {
+    int out = op == CUBLAS_OP_N ? m : n, inner = op == CUBLAS_OP_N ? n : m;
+    std::vector<Z> y(out);
+    for (int i = 0; i < out; i++)
+        for (int j = 0; j < inner; j++) y[i] += op_elem(a, m, op, i, j) * x[j];
+    return y;
+}
+
+// Every other element (increment 2) of v, as BLAS reads it.
+static std::vector<Z> stride2(const std::vector<Z>& v, int n) {
+    std::vector<Z> out(n);
+    for (int i = 0; i < n; i++) out[i] = v[2 * i];
+    return out;
+}
+
+static void test_banded_packed(cublasHandle_t h) {
+    const int m = 9, n = 7, kl = 2, ku = 1, lda = kl + ku + 2;
+    // gbmv: S transposed with increment 2 on x, Z conjugate-transposed.
+    {
+        auto ab = random_values<float>((size_t)lda * n);
+        auto x = random_values<float>(2 * m), y = random_values<float>(n);
+        float *dab = device_copy<float>(ab), *dx = device_copy<float>(x), *dy = device_copy<float>(y);
+        float al = 1.5f, be = -0.5f;
+        CHECK_BLAS(cublasSgbmv(h, CUBLAS_OP_T, m, n, kl, ku, &al, dab, lda, dx, 2, &be, dy, 1));
+        auto p = ref_matvec(dense_gb(ab, lda, m, n, kl, ku), m, n, CUBLAS_OP_T, stride2(x, m));
+        for (int i = 0; i < n; i++) p[i] = 1.5 * p[i] - 0.5 * y[i];
+        expect_close(host_copy(dy, n), p, 1e-5, "Sgbmv T");
+        // lda below kl + ku + 1.
+        EXPECT_STATUS(cublasSgbmv(h, CUBLAS_OP_N, m, n, kl, ku, &al, dab, kl + ku, dx, 1, &be, dy, 1),
+                      CUBLAS_STATUS_INVALID_VALUE);
+        auto zab = random_values<cuDoubleComplex>((size_t)lda * n);
+        auto zx = random_values<cuDoubleComplex>(m), zy = random_values<cuDoubleComplex>(n);
+        cuDoubleComplex *dzab = device_copy<cuDoubleComplex>(zab), *dzx = device_copy<cuDoubleComplex>(zx),
+                        *dzy = device_copy<cuDoubleComplex>(zy);
+        cuDoubleComplex zal = make_cuDoubleComplex(0.5, 1), zbe = make_cuDoubleComplex(1, -1);
+        CHECK_BLAS(cublasZgbmv(h, CUBLAS_OP_C, m, n, kl, ku, &zal, dzab, lda, dzx, 1, &zbe, dzy, 1));
+        auto zp = ref_matvec(dense_gb(zab, lda, m, n, kl, ku), m, n, CUBLAS_OP_C, zx);
+        for (int i = 0; i < n; i++) zp[i] = Z(0.5, 1) * zp[i] + Z(1, -1) * zy[i];
+        expect_close(host_copy(dzy, n), zp, 1e-12, "Zgbmv C");
+        for (void* q : {(void*)dab, (void*)dx, (void*)dy, (void*)dzab, (void*)dzx, (void*)dzy}) CHECK(cudaFree(q));
+    }
+    // sbmv/hbmv (band k) and spmv/hpmv (packed), S lower and Z upper.
+    const int k = 2, ldb = k + 1, np = n * (n + 1) / 2;
+    {
+        auto sb = random_values<float>((size_t)ldb * n), sp = random_values<float>(np);
+        auto x = random_values<float>(n), y = random_values<float>(n);
+        float *dsb = device_copy<float>(sb), *dsp = device_copy<float>(sp), *dx = device_copy<float>(x),
+              *dy = device_copy<float>(y), *dy2 = device_copy<float>(y);
+        float al = 2.0f, be = 0.5f;
+        CHECK_BLAS(cublasSsbmv(h, CUBLAS_FILL_MODE_LOWER, n, k, &al, dsb, ldb, dx, 1, &be, dy, 1));
+        CHECK_BLAS(cublasSspmv(h, CUBLAS_FILL_MODE_LOWER, n, &al, dsp, dx, 1, &be, dy2, 1));
+        auto p = ref_matvec(dense_tri(sb, n, k, ldb, false, 0, false), n, n, CUBLAS_OP_N, x);
+        auto q = ref_matvec(dense_tri(sp, n, 0, 0, false, 0, false), n, n, CUBLAS_OP_N, x);
+        for (int i = 0; i < n; i++) {
+            p[i] = 2.0 * p[i] + 0.5 * y[i];
+            q[i] = 2.0 * q[i] + 0.5 * y[i];
+        }
+        expect_close(host_copy(dy, n), p, 1e-5, "Ssbmv");
+        expect_close(host_copy(dy2, n), q, 1e-5, "Sspmv");
+        // A band's lda below k + 1; incx 0 for spmv.
+        EXPECT_STATUS(cublasSsbmv(h, CUBLAS_FILL_MODE_LOWER, n, k, &al, dsb, k, dx, 1, &be, dy, 1),
+                      CUBLAS_STATUS_INVALID_VALUE);
+        EXPECT_STATUS(cublasSspmv(h, CUBLAS_FILL_MODE_LOWER, n, &al, dsp, dx, 0, &be, dy2, 1),
+                      CUBLAS_STATUS_INVALID_VALUE);
+        auto hb = random_values<cuDoubleComplex>((size_t)ldb * n), hp = random_values<cuDoubleComplex>(np);
+        auto zx = random_values<cuDoubleComplex>(n), zy = random_values<cuDoubleComplex>(n);
+        cuDoubleComplex *dhb = device_copy<cuDoubleComplex>(hb), *dhp = device_copy<cuDoubleComplex>(hp),
+                        *dzx = device_copy<cuDoubleComplex>(zx), *dzy = device_copy<cuDoubleComplex>(zy),
+                        *dzy2 = device_copy<cuDoubleComplex>(zy);
+        cuDoubleComplex zal = make_cuDoubleComplex(1, 0.5), zbe = make_cuDoubleComplex(0, 0);
+        CHECK_BLAS(cublasZhbmv(h, CUBLAS_FILL_MODE_UPPER, n, k, &zal, dhb, ldb, dzx, 1, &zbe, dzy, 1));
+        CHECK_BLAS(cublasZhpmv(h, CUBLAS_FILL_MODE_UPPER, n, &zal, dhp, dzx, 1, &zbe, dzy2, 1));
+        auto zp = ref_matvec(dense_tri(hb, n, k, ldb, true, 1, false), n, n, CUBLAS_OP_N, zx);
+        auto zq = ref_matvec(dense_tri(hp, n, 0, 0, true, 1, false), n, n, CUBLAS_OP_N, zx);
+        for (int i = 0; i < n; i++) {
+            zp[i] *= Z(1, 0.5);
+            zq[i] *= Z(1, 0.5);
+        }
+        expect_close(host_copy(dzy, n), zp, 1e-12, "Zhbmv");
+        expect_close(host_copy(dzy2, n), zq, 1e-12, "Zhpmv");
+        EXPECT_STATUS(cublasZhpmv(h, (cublasFillMode_t)7, n, &zal, dhp, dzx, 1, &zbe, dzy2, 1),
+                      CUBLAS_STATUS_INVALID_VALUE);
+        for (void* q : {(void*)dsb, (void*)dsp, (void*)dx, (void*)dy, (void*)dy2, (void*)dhb, (void*)dhp,
+                        (void*)dzx, (void*)dzy, (void*)dzy2})
+            CHECK(cudaFree(q));
+    }
+    // tbmv/tpmv then tbsv/tpsv restore x: S (upper, transposed), Z (lower,
+    // conjugate-transposed, unit diagonal).
+    {
+        auto tb = random_values<float>((size_t)ldb * n), tp = random_values<float>(np);
+        for (int j = 0; j < n; j++) {
+            tb[k + (size_t)j * ldb] += 4.0;  // upper band's diagonal
+            tp[j + (size_t)j * (j + 1) / 2] += 4.0;
+        }
+        // Back to float values, as the device holds them.
+        for (auto& v : tb) v = (float)v.real();
+        for (auto& v : tp) v = (float)v.real();
+        auto x = random_values<float>(n);
+        float *dtb = device_copy<float>(tb), *dtp = device_copy<float>(tp), *dx = device_copy<float>(x),
+              *dx2 = device_copy<float>(x);
+        CHECK_BLAS(cublasStbmv(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT, n, k, dtb, ldb, dx, 1));
+        CHECK_BLAS(cublasStpmv(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT, n, dtp, dx2, 1));
+        expect_close(host_copy(dx, n), ref_matvec(dense_tri(tb, n, k, ldb, true, 2, false), n, n, CUBLAS_OP_T, x),
+                     1e-5, "Stbmv");
+        expect_close(host_copy(dx2, n), ref_matvec(dense_tri(tp, n, 0, 0, true, 2, false), n, n, CUBLAS_OP_T, x),
+                     1e-5, "Stpmv");
+        CHECK_BLAS(cublasStbsv(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT, n, k, dtb, ldb, dx, 1));
+        CHECK_BLAS(cublasStpsv(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT, n, dtp, dx2, 1));
+        expect_close(host_copy(dx, n), x, 1e-4, "Stbsv");
+        expect_close(host_copy(dx2, n), x, 1e-4, "Stpsv");
+        EXPECT_STATUS(cublasStbsv(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, (cublasDiagType_t)5, n, k, dtb, ldb, dx, 1),
+                      CUBLAS_STATUS_INVALID_VALUE);
+        EXPECT_STATUS(cublasStpmv(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, CUBLAS_DIAG_UNIT, -1, dtp, dx2, 1),
+                      CUBLAS_STATUS_INVALID_VALUE);
+        auto zb = random_values<cuDoubleComplex>((size_t)ldb * n), zp = random_values<cuDoubleComplex>(np);
+        auto zx = random_values<cuDoubleComplex>(n);
+        cuDoubleComplex *dzb = device_copy<cuDoubleComplex>(zb), *dzp = device_copy<cuDoubleComplex>(zp),
+                        *dzx = device_copy<cuDoubleComplex>(zx), *dzx2 = device_copy<cuDoubleComplex>(zx);
+        CHECK_BLAS(cublasZtbmv(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C, CUBLAS_DIAG_UNIT, n, k, dzb, ldb, dzx, 1));
+        CHECK_BLAS(cublasZtpmv(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C, CUBLAS_DIAG_UNIT, n, dzp, dzx2, 1));
+        expect_close(host_copy(dzx, n), ref_matvec(dense_tri(zb, n, k, ldb, false, 2, true), n, n, CUBLAS_OP_C, zx),
+                     1e-12, "Ztbmv");
+        expect_close(host_copy(dzx2, n), ref_matvec(dense_tri(zp, n, 0, 0, false, 2, true), n, n, CUBLAS_OP_C, zx),
+                     1e-12, "Ztpmv");
+        CHECK_BLAS(cublasZtbsv(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C, CUBLAS_DIAG_UNIT, n, k, dzb, ldb, dzx, 1));
+        CHECK_BLAS(cublasZtpsv(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C, CUBLAS_DIAG_UNIT, n, dzp, dzx2, 1));
+        expect_close(host_copy(dzx, n), zx, 1e-10, "Ztbsv");
+        expect_close(host_copy(dzx2, n), zx, 1e-10, "Ztpsv");
+        EXPECT_STATUS(cublasZtbmv(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C, CUBLAS_DIAG_UNIT, n, k, dzb, k, dzx, 1),
+                      CUBLAS_STATUS_INVALID_VALUE);
+        EXPECT_STATUS(cublasZtpsv(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C, CUBLAS_DIAG_UNIT, n, dzp, dzx2, 0),
+                      CUBLAS_STATUS_INVALID_VALUE);
+        for (void* q : {(void*)dtb, (void*)dtp, (void*)dx, (void*)dx2, (void*)dzb, (void*)dzp, (void*)dzx,
+                        (void*)dzx2})
+            CHECK(cudaFree(q));
+    }
+    printf("banded and packed level 2 ok\n");
+}
+
+// The stored triangle of A (dense, ld lda; or packed with lda 0) after
+// A += alpha x y' + beta y x' (' is ^T, or ^H with herm), the diagonal of a
+// Hermitian A real.
+static std::vector<Z> ref_rank(std::vector<Z> a, int n, int lda, bool upper, bool herm, Z alpha,
+                               const std::vector<Z>& x, const std::vector<Z>& y, Z beta) {
+    auto c = [&](Z v) { return herm ? std::conj(v) : v; };
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < n; i++) {
+            long at = lda ? (upper ? (i <= j ? i + (long)j * lda : -1) : (i >= j ? i + (long)j * lda : -1))
+                          : tri_index(n, 0, 0, upper, i, j);
+            if (at < 0) continue;
+            a[at] += alpha * x[i] * c(y[j]) + beta * y[i] * c(x[j]);
+            if (herm && i == j) a[at] = Z(a[at].real(), 0);
+        }
+    return a;
+}
+
+static void test_rank_updates(cublasHandle_t h) {
+    const int n = 6, lda = 8, np = n * (n + 1) / 2;
+    // S: syr, syr2 (lower), spr, spr2 (upper).
+    {
+        auto a = random_values<float>((size_t)lda * n), ap = random_values<float>(np);
+        auto x = random_values<float>(2 * n), y = random_values<float>(n);
+        float *da = device_copy<float>(a), *da2 = device_copy<float>(a), *dap = device_copy<float>(ap),
+              *dap2 = device_copy<float>(ap), *dx = device_copy<float>(x), *dy = device_copy<float>(y);
+        float al = 0.75f;
+        auto xs = stride2(x, n);
+        CHECK_BLAS(cublasSsyr(h, CUBLAS_FILL_MODE_LOWER, n, &al, dx, 2, da, lda));
+        CHECK_BLAS(cublasSsyr2(h, CUBLAS_FILL_MODE_LOWER, n, &al, dx, 2, dy, 1, da2, lda));
+        CHECK_BLAS(cublasSspr(h, CUBLAS_FILL_MODE_UPPER, n, &al, dx, 2, dap));
+        CHECK_BLAS(cublasSspr2(h, CUBLAS_FILL_MODE_UPPER, n, &al, dx, 2, dy, 1, dap2));
+        expect_close(host_copy(da, a.size()), ref_rank(a, n, lda, false, false, 0.75, xs, xs, 0), 1e-5, "Ssyr");
+        expect_close(host_copy(da2, a.size()), ref_rank(a, n, lda, false, false, 0.75, xs, y, 0.75), 1e-5, "Ssyr2");
+        expect_close(host_copy(dap, np), ref_rank(ap, n, 0, true, false, 0.75, xs, xs, 0), 1e-5, "Sspr");
+        expect_close(host_copy(dap2, np), ref_rank(ap, n, 0, true, false, 0.75, xs, y, 0.75), 1e-5, "Sspr2");
+        EXPECT_STATUS(cublasSsyr(h, CUBLAS_FILL_MODE_LOWER, n, &al, dx, 2, da, n - 1), CUBLAS_STATUS_INVALID_VALUE);
+        EXPECT_STATUS(cublasSsyr2(h, CUBLAS_FILL_MODE_LOWER, n, &al, dx, 0, dy, 1, da2, lda),
+                      CUBLAS_STATUS_INVALID_VALUE);
+        EXPECT_STATUS(cublasSspr(h, (cublasFillMode_t)3, n, &al, dx, 2, dap), CUBLAS_STATUS_INVALID_VALUE);
+        EXPECT_STATUS(cublasSspr2(h, CUBLAS_FILL_MODE_UPPER, -2, &al, dx, 2, dy, 1, dap2), CUBLAS_STATUS_INVALID_VALUE);
+        for (void* q : {(void*)da, (void*)da2, (void*)dap, (void*)dap2, (void*)dx, (void*)dy}) CHECK(cudaFree(q));
+    }
+    // Z: syr, syr2 (complex symmetric), her, her2, hpr, hpr2.
+    {
+        auto a = random_values<cuDoubleComplex>((size_t)lda * n), ap = random_values<cuDoubleComplex>(np);
+        auto x = random_values<cuDoubleComplex>(n), y = random_values<cuDoubleComplex>(n);
+        cuDoubleComplex* d[6];
+        for (int i = 0; i < 4; i++) d[i] = device_copy<cuDoubleComplex>(a);
+        cuDoubleComplex *dap = device_copy<cuDoubleComplex>(ap), *dap2 = device_copy<cuDoubleComplex>(ap);
+        cuDoubleComplex *dx = device_copy<cuDoubleComplex>(x), *dy = device_copy<cuDoubleComplex>(y);
+        cuDoubleComplex al = make_cuDoubleComplex(0.5, -1.5);
+        double ral = 0.5;
+        Z zal(0.5, -1.5);
+        CHECK_BLAS(cublasZsyr(h, CUBLAS_FILL_MODE_UPPER, n, &al, dx, 1, d[0], lda));
+        CHECK_BLAS(cublasZsyr2(h, CUBLAS_FILL_MODE_UPPER, n, &al, dx, 1, dy, 1, d[1], lda));
+        CHECK_BLAS(cublasZher(h, CUBLAS_FILL_MODE_LOWER, n, &ral, dx, 1, d[2], lda));
+        CHECK_BLAS(cublasZher2(h, CUBLAS_FILL_MODE_LOWER, n, &al, dx, 1, dy, 1, d[3], lda));
+        CHECK_BLAS(cublasZhpr(h, CUBLAS_FILL_MODE_UPPER, n, &ral, dx, 1, dap));
+        CHECK_BLAS(cublasZhpr2(h, CUBLAS_FILL_MODE_LOWER, n, &al, dx, 1, dy, 1, dap2));
+        expect_close(host_copy(d[0], a.size()), ref_rank(a, n, lda, true, false, zal, x, x, 0), 1e-12, "Zsyr");
+        expect_close(host_copy(d[1], a.size()), ref_rank(a, n, lda, true, false, zal, x, y, zal), 1e-12, "Zsyr2");
+        expect_close(host_copy(d[2], a.size()), ref_rank(a, n, lda, false, true, 0.5, x, x, 0), 1e-12, "Zher");
+        expect_close(host_copy(d[3], a.size()), ref_rank(a, n, lda, false, true, zal, x, y, std::conj(zal)), 1e-12,
+                     "Zher2");
+        expect_close(host_copy(dap, np), ref_rank(ap, n, 0, true, true, 0.5, x, x, 0), 1e-12, "Zhpr");
+        expect_close(host_copy(dap2, np), ref_rank(ap, n, 0, false, true, zal, x, y, std::conj(zal)), 1e-12, "Zhpr2");
+        EXPECT_STATUS(cublasZsyr(h, CUBLAS_FILL_MODE_UPPER, n, &al, dx, 0, d[0], lda), CUBLAS_STATUS_INVALID_VALUE);
+        EXPECT_STATUS(cublasZsyr2(h, CUBLAS_FILL_MODE_UPPER, n, &al, dx, 1, dy, 1, d[1], 0), CUBLAS_STATUS_INVALID_VALUE);
+        EXPECT_STATUS(cublasZher(h, (cublasFillMode_t)2, n, &ral, dx, 1, d[2], lda), CUBLAS_STATUS_INVALID_VALUE);
+        EXPECT_STATUS(cublasZher2(h, CUBLAS_FILL_MODE_LOWER, -1, &al, dx, 1, dy, 1, d[3], lda),
+                      CUBLAS_STATUS_INVALID_VALUE);
+        EXPECT_STATUS(cublasZhpr(h, CUBLAS_FILL_MODE_UPPER, n, &ral, dx, 0, dap), CUBLAS_STATUS_INVALID_VALUE);
+        EXPECT_STATUS(cublasZhpr2(h, CUBLAS_FILL_MODE_LOWER, n, &al, dx, 1, dy, 0, dap2), CUBLAS_STATUS_INVALID_VALUE);
+        for (int i = 0; i < 4; i++) CHECK(cudaFree(d[i]));
+        for (void* q : {(void*)dap, (void*)dap2, (void*)dx, (void*)dy}) CHECK(cudaFree(q));
+    }
+    printf("rank updates ok\n");
+}
+
+// C's uplo triangle after alpha op(A) op(B)' [+ alpha2 op(B) op(A)'] + beta C.
+static std::vector<Z> ref_syr2k(bool upper, cublasOperation_t trans, bool herm, bool two, int n, int k, Z alpha,
+                                const std::vector<Z>& a, const std::vector<Z>& b, int lda, Z beta, std::vector<Z> c,
+                                int ldc) {
+    auto cj = [&](Z v) { return herm ? std::conj(v) : v; };
+    auto opm = [&](const std::vector<Z>& mtx, int i, int l) {
+        return trans == CUBLAS_OP_N ? mtx[i + (size_t)l * lda] : cj(mtx[l + (size_t)i * lda]);
+    };
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < n; i++) {
+            if (upper ? i > j : i < j) continue;
+            Z s = 0;
+            for (int l = 0; l < k; l++) {
+                s += alpha * opm(a, i, l) * cj(opm(b, j, l));
+                if (two) s += cj(alpha) * opm(b, i, l) * cj(opm(a, j, l));
+            }
+            Z v = s + beta * c[i + (size_t)j * ldc];
+            if (herm && i == j) v = Z(v.real(), 0);
+            c[i + (size_t)j * ldc] = v;
+        }
+    return c;
+}
+
+static void test_syr2k(cublasHandle_t h) {
+    const int n = 5, k = 4, ld = 7, ldc = 6;
+    {
+        // S, transposed (A, B are k x n).
+        auto a = random_values<float>((size_t)ld * n), b = random_values<float>((size_t)ld * n),
+             c = random_values<float>((size_t)ldc * n);
+        float *da = device_copy<float>(a), *db = device_copy<float>(b), *dc = device_copy<float>(c),
+              *dc2 = device_copy<float>(c);
+        float al = 1.25f, be = -0.5f;
+        CHECK_BLAS(cublasSsyr2k(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, n, k, &al, da, ld, db, ld, &be, dc, ldc));
+        CHECK_BLAS(cublasSsyrkx(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, n, k, &al, da, ld, db, ld, &be, dc2, ldc));
+        expect_close(host_copy(dc, c.size()), ref_syr2k(true, CUBLAS_OP_T, false, true, n, k, 1.25, a, b, ld, -0.5, c, ldc),
+                     1e-5, "Ssyr2k");
+        expect_close(host_copy(dc2, c.size()),
+                     ref_syr2k(false, CUBLAS_OP_T, false, false, n, k, 1.25, a, b, ld, -0.5, c, ldc), 1e-5, "Ssyrkx");
+        EXPECT_STATUS(cublasSsyr2k(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, n, k, &al, da, k - 1, db, ld, &be, dc, ldc),
+                      CUBLAS_STATUS_INVALID_VALUE);
+        EXPECT_STATUS(cublasSsyrkx(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, -1, k, &al, da, ld, db, ld, &be, dc2, ldc),
+                      CUBLAS_STATUS_INVALID_VALUE);
+        for (void* q : {(void*)da, (void*)db, (void*)dc, (void*)dc2}) CHECK(cudaFree(q));
+    }
+    {
+        // Z: syr2k and syrkx (N), her2k and herkx (C).
+        auto a = random_values<cuDoubleComplex>((size_t)ld * n), b = random_values<cuDoubleComplex>((size_t)ld * n),
+             c = random_values<cuDoubleComplex>((size_t)ldc * n);
+        cuDoubleComplex* d[4];
+        for (int i = 0; i < 4; i++) d[i] = device_copy<cuDoubleComplex>(c);
+        cuDoubleComplex *da = device_copy<cuDoubleComplex>(a), *db = device_copy<cuDoubleComplex>(b);
+        cuDoubleComplex al = make_cuDoubleComplex(0.5, 1), be = make_cuDoubleComplex(-1, 0.25);
+        double rbe = -1;
+        Z zal(0.5, 1), zbe(-1, 0.25);
+        CHECK_BLAS(cublasZsyr2k(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, n, k, &al, da, ld, db, ld, &be, d[0], ldc));
+        CHECK_BLAS(cublasZsyrkx(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, n, k, &al, da, ld, db, ld, &be, d[1], ldc));
+        CHECK_BLAS(cublasZher2k(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_C, n, k, &al, da, ld, db, ld, &rbe, d[2], ldc));
+        CHECK_BLAS(cublasZherkx(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C, n, k, &al, da, ld, db, ld, &rbe, d[3], ldc));
+        expect_close(host_copy(d[0], c.size()), ref_syr2k(false, CUBLAS_OP_N, false, true, n, k, zal, a, b, ld, zbe, c, ldc),
+                     1e-12, "Zsyr2k");
+        expect_close(host_copy(d[1], c.size()), ref_syr2k(true, CUBLAS_OP_N, false, false, n, k, zal, a, b, ld, zbe, c, ldc),
+                     1e-12, "Zsyrkx");
+        expect_close(host_copy(d[2], c.size()), ref_syr2k(true, CUBLAS_OP_C, true, true, n, k, zal, a, b, ld, -1.0, c, ldc),
+                     1e-12, "Zher2k");
+        expect_close(host_copy(d[3], c.size()), ref_syr2k(false, CUBLAS_OP_C, true, false, n, k, zal, a, b, ld, -1.0, c, ldc),
+                     1e-12, "Zherkx");
+        // The complex symmetric forms take N or T, the Hermitian N or C.
+        EXPECT_STATUS(cublasZsyr2k(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C, n, k, &al, da, ld, db, ld, &be, d[0], ldc),
+                      CUBLAS_STATUS_INVALID_VALUE);
+        EXPECT_STATUS(cublasZsyrkx(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, n, k, &al, da, ld, db, n - 1, &be, d[1], ldc),
+                      CUBLAS_STATUS_INVALID_VALUE);
+        EXPECT_STATUS(cublasZher2k(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, n, k, &al, da, ld, db, ld, &rbe, d[2], ldc),
+                      CUBLAS_STATUS_INVALID_VALUE);
+        EXPECT_STATUS(cublasZsyrk(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_C, n, k, &al, da, ld, &be, d[2], ldc),
+                      CUBLAS_STATUS_INVALID_VALUE);
+        EXPECT_STATUS(cublasZherkx(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_C, n, k, &al, da, ld, db, ld, &rbe, d[3], n - 1),
+                      CUBLAS_STATUS_INVALID_VALUE);
+        for (int i = 0; i < 4; i++) CHECK(cudaFree(d[i]));
+        CHECK(cudaFree(da));
+        CHECK(cudaFree(db));
+    }
+    printf("syr2k, her2k, syrkx, herkx ok\n");
+}
+
+static void test_rotations(cublasHandle_t h) {
+    // Srotg, host pointer mode: (3, 4) -> r 5, z 1/c, c 0.6, s 0.8.
+    float a = 3, b = 4, c = 0, s = 0;
+    CHECK_BLAS(cublasSrotg(h, &a, &b, &c, &s));
+    expect_close({Z(a), Z(b), Z(c), Z(s)}, {Z(5), Z(1 / 0.6), Z(0.6), Z(0.8)}, 1e-6, "Srotg");
+    // Zrotg: [c s; -conj(s) c] [a; b] = [r; 0].
+    cuDoubleComplex za = make_cuDoubleComplex(1, 2), zb = make_cuDoubleComplex(-3, 0.5), zs;
+    double zc;
+    CHECK_BLAS(cublasZrotg(h, &za, &zb, &zc, &zs));
+    Z A(1, 2), B(-3, 0.5), S(zs.x, zs.y), R(za.x, za.y);
+    EXPECT(std::abs(zc * A + S * B - R) < 1e-12 && std::abs(-std::conj(S) * A + zc * B) < 1e-12,
+           "Zrotg: c %g s (%g,%g) r (%g,%g)", zc, S.real(), S.imag(), R.real(), R.imag());
+    // Drotg in device pointer mode.
+    double hv[4] = {-4, 3, 0, 0};
+    double* dv;
+    CHECK(cudaMalloc(&dv, sizeof hv));
+    CHECK(cudaMemcpy(dv, hv, sizeof hv, cudaMemcpyHostToDevice));
+    CHECK_BLAS(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_DEVICE));
+    CHECK_BLAS(cublasDrotg(h, dv, dv + 1, dv + 2, dv + 3));
+    EXPECT_STATUS(cublasDrotg(h, dv, dv + 1, dv + 2, nullptr), CUBLAS_STATUS_INVALID_VALUE);
+    CHECK_BLAS(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST));
+    CHECK(cudaMemcpy(hv, dv, sizeof hv, cudaMemcpyDeviceToHost));
+    expect_close({Z(hv[0]), Z(hv[2]), Z(hv[3])}, {Z(-5), Z(0.8), Z(-0.6)}, 1e-12, "Drotg (device)");
+    EXPECT_STATUS(cublasSrotg(h, &a, &b, &c, nullptr), CUBLAS_STATUS_INVALID_VALUE);
+
+    // S and D rotmg, then rotm with the result zeroes y[0] of the pair.
+    for (int dbl = 0; dbl < 2; dbl++) {
+        double d1 = 2, d2 = 3, x1 = 1.5, y1 = -0.5;
+        double param[5] = {0, 0, 0, 0, 0};
+        std::vector<double> x = {x1, 1, -2}, y = {y1, 0.5, 0.25};
+        std::vector<Z> got_x, got_y;
+        if (dbl) {
+            CHECK_BLAS(cublasDrotmg(h, &d1, &d2, &x1, &y1, param));
+            double *dx = nullptr, *dy = nullptr;
+            CHECK(cudaMalloc(&dx, 24));
+            CHECK(cudaMalloc(&dy, 24));
+            CHECK(cudaMemcpy(dx, x.data(), 24, cudaMemcpyHostToDevice));
+            CHECK(cudaMemcpy(dy, y.data(), 24, cudaMemcpyHostToDevice));
+            CHECK_BLAS(cublasDrotm(h, 3, dx, 1, dy, 1, param));
+            EXPECT_STATUS(cublasDrotm(h, 3, dx, 0, dy, 1, param), CUBLAS_STATUS_INVALID_VALUE);
+            got_x = host_copy(dx, 3);
+            got_y = host_copy(dy, 3);
+            CHECK(cudaFree(dx));
+            CHECK(cudaFree(dy));
+        } else {
+            float f[4] = {(float)d1, (float)d2, (float)x1, (float)y1}, fp[5] = {0, 0, 0, 0, 0};
+            CHECK_BLAS(cublasSrotmg(h, &f[0], &f[1], &f[2], &f[3], fp));
+            EXPECT_STATUS(cublasSrotmg(h, &f[0], &f[1], &f[2], &f[3], nullptr), CUBLAS_STATUS_INVALID_VALUE);
+            for (int i = 0; i < 5; i++) param[i] = fp[i];
+            float fx[3] = {(float)x[0], (float)x[1], (float)x[2]}, fy[3] = {(float)y[0], (float)y[1], (float)y[2]};
+            float *dx = nullptr, *dy = nullptr;
+            CHECK(cudaMalloc(&dx, 12));
+            CHECK(cudaMalloc(&dy, 12));
+            CHECK(cudaMemcpy(dx, fx, 12, cudaMemcpyHostToDevice));
+            CHECK(cudaMemcpy(dy, fy, 12, cudaMemcpyHostToDevice));
+            CHECK_BLAS(cublasSrotm(h, 3, dx, 1, dy, 1, fp));
+            got_x = host_copy(dx, 3);
+            got_y = host_copy(dy, 3);
+            CHECK(cudaFree(dx));
+            CHECK(cudaFree(dy));
+        }
+        double h11, h21, h12, h22;
+        if (param[0] < 0) {
+            h11 = param[1], h21 = param[2], h12 = param[3], h22 = param[4];
+        } else if (param[0] == 0) {
+            h11 = 1, h21 = param[2], h12 = param[3], h22 = 1;
+        } else {
+            h11 = param[1], h21 = -1, h12 = 1, h22 = param[4];
+        }
+        std::vector<Z> wx(3), wy(3);
+        for (int i = 0; i < 3; i++) {
+            wx[i] = h11 * x[i] + h12 * y[i];
+            wy[i] = h21 * x[i] + h22 * y[i];
+        }
+        double tol = dbl ? 1e-12 : 1e-5;
+        expect_close(got_x, wx, tol, dbl ? "Drotm x" : "Srotm x");
+        expect_close(got_y, wy, tol, dbl ? "Drotm y" : "Srotm y");
+        EXPECT(std::abs(got_y[0]) < tol * 10, "rotmg did not zero y: %g", got_y[0].real());
+    }
+    printf("rotg, rotmg, rotm ok\n");
+}
+
 int main(int argc, char** argv) {
     if (argc > 1 && strcmp(argv[1], "hostile") == 0) {
         test_hostile();
@@ -782,7 +1212,11 @@ int main(int argc, char** argv) {
     test_gemm<cuDoubleComplex>(h, "Zgemm", 1e-12);
     test_level1(h);
     test_level2(h);
+    test_banded_packed(h);
+    test_rank_updates(h);
     test_level3_others(h);
+    test_syr2k(h);
+    test_rotations(h);
     test_batched(h, stream);
     CHECK_BLAS(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST));
     test_batched_lu<float>(h, "S", 1e-4, cublasSgetrfBatched, cublasSgetrsBatched, cublasSgetriBatched);

@@ -1,6 +1,7 @@
 // cuBLASXt through rcud: a handle on device 0, S/D/C/Z GEMM on host
 // matrices (every transpose pair, leading dimensions above the row
-// counts), symm/hemm, syrk/herk, trmm and trsm on host memory, GEMM with
+// counts), symm/hemm, syrk/herk, syr2k/her2k/syrkx/herkx, trmm and trsm on
+// host memory, GEMM with
 // operands in device memory (and one mixed), the settings, and the
 // statuses of bad calls. Every result is checked against a naive host
 // reference computed here.
@@ -269,6 +270,65 @@ static void test_syrk(cublasXtHandle_t h, F xt, bool herm, const char* name, dou
         }
 }
 
+// ---- syr2k / her2k / syrkx / herkx ------------------------------------------------
+
+// C = alpha op(A) op(B)^T + alpha' op(B) op(A)^T + beta C (syr2k/her2k; for
+// her2k alpha' is conj(alpha) and ^T is ^H), or alpha op(A) op(B)^T + beta C
+// (`x`: syrkx/herkx), in the `uplo` triangle.
+template <typename T, typename S, typename F>
+static void test_syr2k(cublasXtHandle_t h, F xt, bool herm, bool x, const char* name, double tol) {
+    const int n = 11, k = 7;
+    cublasOperation_t ops[2] = {CUBLAS_OP_N, herm ? CUBLAS_OP_C : CUBLAS_OP_T};
+    cublasFillMode_t fills[2] = {CUBLAS_FILL_MODE_LOWER, CUBLAS_FILL_MODE_UPPER};
+    for (auto trans : ops)
+        for (auto uplo : fills) {
+            int ar = trans == CUBLAS_OP_N ? n : k, ac = trans == CUBLAS_OP_N ? k : n;
+            int lda = ar + 1, ldb = ar + 3, ldc = n + 2;
+            auto a = random_host<T>((size_t)lda * ac);
+            auto b = random_host<T>((size_t)ldb * ac);
+            auto c = random_host<T>((size_t)ldc * n);
+            Z alpha = is_complex<T>() ? Z(0.5, -0.25) : Z(0.5, 0);
+            Z beta = herm || !is_complex<T>() ? Z(2.0, 0) : Z(2.0, 0.5);
+            T al;
+            S be;
+            to_host(alpha, &al);
+            to_host(beta, &be);
+            CHECK_BLAS(xt(h, uplo, trans, n, k, &al, a.data.data(), lda, b.data.data(), ldb, &be, c.data.data(), ldc));
+            auto at = [&](const std::vector<Z>& m, int ld, int i, int l) {
+                return trans == CUBLAS_OP_N ? m[i + (size_t)l * ld] : m[l + (size_t)i * ld];
+            };
+            auto adj = [&](Z v) { return herm ? std::conj(v) : v; };
+            auto want = c.ref;
+            for (int j = 0; j < n; j++)
+                for (int i = 0; i < n; i++) {
+                    if (uplo == CUBLAS_FILL_MODE_UPPER ? i > j : i < j) continue;
+                    Z s = 0;
+                    for (int l = 0; l < k; l++) {
+                        // op(X)(i, l): X itself or, for trans, its (conjugate) transpose.
+                        Z ai = trans == CUBLAS_OP_N ? at(a.ref, lda, i, l) : adj(at(a.ref, lda, i, l));
+                        Z bj = trans == CUBLAS_OP_N ? at(b.ref, ldb, j, l) : adj(at(b.ref, ldb, j, l));
+                        s += alpha * ai * adj(bj);
+                        if (!x) {
+                            Z bi = trans == CUBLAS_OP_N ? at(b.ref, ldb, i, l) : adj(at(b.ref, ldb, i, l));
+                            Z aj = trans == CUBLAS_OP_N ? at(a.ref, lda, j, l) : adj(at(a.ref, lda, j, l));
+                            s += (herm ? std::conj(alpha) : alpha) * bi * adj(aj);
+                        }
+                    }
+                    Z v = s + beta * c.ref[i + (size_t)j * ldc];
+                    if (herm && i == j && !x) v = Z(v.real(), 0);
+                    want[i + (size_t)j * ldc] = v;
+                }
+            std::vector<Z> got = refs(c.data);
+            // herkx leaves the diagonal's imaginary part to cuBLAS.
+            if (herm && x)
+                for (int i = 0; i < n; i++) {
+                    got[i + (size_t)i * ldc] = Z(got[i + (size_t)i * ldc].real(), 0);
+                    want[i + (size_t)i * ldc] = Z(want[i + (size_t)i * ldc].real(), 0);
+                }
+            expect_close(got, want, tol, name);
+        }
+}
+
 // ---- trmm / trsm ---------------------------------------------------------------
 
 // alpha op(A) B (left) or alpha B op(A) (right).
@@ -409,6 +469,12 @@ int main() {
     test_syrk<cuComplex, float>(h, cublasXtCherk, true, "Cherk", 1e-4);
     test_syrk<cuDoubleComplex, double>(h, cublasXtZherk, true, "Zherk", 1e-12);
     printf("syrk and herk on host memory ok\n");
+    test_syr2k<float, float>(h, cublasXtSsyr2k, false, false, "Ssyr2k", 1e-4);
+    test_syr2k<double, double>(h, cublasXtDsyrkx, false, true, "Dsyrkx", 1e-12);
+    test_syr2k<cuDoubleComplex, cuDoubleComplex>(h, cublasXtZsyr2k, false, false, "Zsyr2k", 1e-12);
+    test_syr2k<cuComplex, float>(h, cublasXtCher2k, true, false, "Cher2k", 1e-4);
+    test_syr2k<cuDoubleComplex, double>(h, cublasXtZherkx, true, true, "Zherkx", 1e-12);
+    printf("syr2k, her2k, syrkx and herkx on host memory ok\n");
     test_triangular<float>(h, cublasXtStrmm, cublasXtStrsm, "Strmm/Strsm", 1e-4);
     test_triangular<double>(h, cublasXtDtrmm, cublasXtDtrsm, "Dtrmm/Dtrsm", 1e-12);
     test_triangular<cuDoubleComplex>(h, cublasXtZtrmm, cublasXtZtrsm, "Ztrmm/Ztrsm", 1e-12);

@@ -328,6 +328,93 @@ pub(crate) fn syrk<T: Elem>(
     Ok(Vec::new())
 }
 
+/// The arguments of [`syr2k`] (one `Call::Syr2k`).
+pub(crate) struct Syr2kArgs {
+    pub(crate) hermitian: bool,
+    pub(crate) x: bool,
+    pub(crate) uplo: i32,
+    pub(crate) trans: i32,
+    pub(crate) n: i64,
+    pub(crate) k: i64,
+    pub(crate) alpha: Scalar,
+    pub(crate) a: Operand,
+    pub(crate) b: Operand,
+    pub(crate) beta: Scalar,
+    pub(crate) c: Operand,
+}
+
+/// syr2k/her2k (`alpha op(A) op(B)^T + alpha op(B) op(A)^T + beta C`,
+/// `^H` and `conj(alpha)` for her2k) and syrkx/herkx (the first product
+/// only), on the `uplo` triangle of `C`.
+pub(crate) fn syr2k<T: Elem>(
+    memory: &mut dyn DeviceMemory,
+    s: Syr2kArgs,
+) -> Result<Vec<u8>, Failure> {
+    let complex = dtype::is_complex(T::DTYPE);
+    if s.hermitian && !complex {
+        return Err(Failure::Status(INVALID_VALUE));
+    }
+    let uplo = one_of(s.uplo, &[LOWER, UPPER])?;
+    // As syrk: the complex symmetric forms take N or T, the Hermitian N or C.
+    let transposed = if s.hermitian {
+        one_of(s.trans, &[OP_N, OP_C])?
+    } else if complex {
+        one_of(s.trans, &[OP_N, OP_T])?
+    } else {
+        one_of(s.trans, &[OP_N, OP_T, OP_C])?
+    } != OP_N;
+    let (n, k) = (dim(s.n)?, dim(s.k)?);
+    let (ar, ac) = if transposed { (k, n) } else { (n, k) };
+    check_ld(s.a.ld, ar)?;
+    check_ld(s.b.ld, ar)?;
+    check_ld(s.c.ld, n)?;
+    let dt = T::DTYPE;
+    let alpha: T = scalar(memory, s.alpha, dt)?;
+    let beta: T = scalar(memory, s.beta, if s.hermitian { T::REAL_DTYPE } else { dt })?;
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let read = |memory: &dyn DeviceMemory, m: Operand| {
+        if k > 0 {
+            Matrix::<T>::read(memory, dt, m.ptr, ar, ac, m.ld)
+        } else {
+            Ok(Matrix::zeros(ar, ac))
+        }
+    };
+    let am = read(memory, s.a)?;
+    let bm = read(memory, s.b)?;
+    let other = if s.hermitian { OP_C } else { OP_T };
+    let (first, second) = if transposed {
+        (other, OP_N)
+    } else {
+        (OP_N, other)
+    };
+    let mut p = Matrix::zeros(n, n);
+    product(alpha, &am, first, &bm, second, T::zero(), &mut p);
+    if !s.x {
+        let alpha2 = if s.hermitian { alpha.conj() } else { alpha };
+        product(alpha2, &bm, first, &am, second, T::one(), &mut p);
+    }
+    let mut cm = Matrix::<T>::read(memory, dt, s.c.ptr, n, n, s.c.ld)?;
+    for j in 0..n {
+        let rows = if uplo == LOWER { j..n } else { 0..j + 1 };
+        for i in rows {
+            let old = if beta == T::zero() {
+                T::zero()
+            } else {
+                beta * cm.get(i, j)
+            };
+            let mut v = p.get(i, j) + old;
+            if s.hermitian && i == j {
+                v = T::from_parts(v.re(), 0.0);
+            }
+            cm.set(i, j, v);
+        }
+    }
+    cm.write(memory, dt, s.c.ptr)?;
+    Ok(Vec::new())
+}
+
 /// The arguments of [`trmm`].
 pub(crate) struct TriArgs {
     pub(crate) solve: bool,

@@ -6,11 +6,13 @@
 //! the results back. Mixed-precision GEMMs convert FP16/BF16 operands to
 //! the compute type on load and round on store, as cuBLAS does.
 
+mod band;
 mod elem;
 mod level1;
 mod level2;
 mod level3;
 mod lu;
+mod rot;
 #[cfg(test)]
 mod tests;
 
@@ -128,7 +130,12 @@ fn handle_of(call: &Call) -> u64 {
         | Call::Dgmm { handle, .. }
         | Call::GetrfBatched { handle, .. }
         | Call::GetrsBatched { handle, .. }
-        | Call::GetriBatched { handle, .. } => *handle,
+        | Call::GetriBatched { handle, .. }
+        | Call::Banded { handle, .. }
+        | Call::Syr { handle, .. }
+        | Call::Syr2k { handle, .. }
+        | Call::Rotg { handle, .. }
+        | Call::Rotm { handle, .. } => *handle,
     }
 }
 
@@ -339,6 +346,74 @@ fn run(memory: &mut dyn DeviceMemory, call: Call) -> Result<Vec<u8>, Failure> {
             batch,
             ..
         } => lu::getri_batched(memory, dtype, n, a, pivots, c, info, batch),
+        Call::Banded {
+            dtype,
+            kind,
+            hermitian,
+            uplo,
+            trans,
+            diag,
+            m,
+            n,
+            kl,
+            k,
+            alpha,
+            a,
+            x,
+            beta,
+            y,
+            ..
+        } => with_type!(dtype, T => band::banded::<T>(memory, band::BandArgs {
+            kind, hermitian, uplo, trans, diag, m, n, kl, k, alpha, a, x, beta, y,
+        })),
+        Call::Syr {
+            dtype,
+            hermitian,
+            two,
+            packed,
+            uplo,
+            n,
+            alpha,
+            x,
+            y,
+            a,
+            ..
+        } => with_type!(dtype, T => band::rank::<T>(memory, band::RankArgs {
+            hermitian, two, packed, uplo, n, alpha, x, y, a,
+        })),
+        Call::Syr2k {
+            dtype,
+            hermitian,
+            x,
+            uplo,
+            trans,
+            n,
+            k,
+            alpha,
+            a,
+            b,
+            beta,
+            c,
+            ..
+        } => with_type!(dtype, T => level3::syr2k::<T>(memory, level3::Syr2kArgs {
+            hermitian, x, uplo, trans, n, k, alpha, a, b, beta, c,
+        })),
+        Call::Rotg {
+            dtype,
+            modified,
+            values,
+            ptrs,
+            ..
+        } => with_type!(dtype, T => rot::rotg::<T>(memory, modified, values, ptrs)),
+        Call::Rotm {
+            dtype,
+            n,
+            x,
+            y,
+            param,
+            param_ptr,
+            ..
+        } => with_type!(dtype, T => rot::rotm::<T>(memory, n, x, y, param, param_ptr)),
     }
 }
 

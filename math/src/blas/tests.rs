@@ -1243,3 +1243,823 @@ fn batched_lu_factors_solves_and_inverts_every_matrix() {
         ));
     }
 }
+
+// ---- banded, packed, rank updates, syr2k/syrkx, rotations -----------------
+
+/// Element `i` of a vector of `n` stored with increment `inc` (negative
+/// increments run from the end, as in BLAS).
+fn vget(v: &[Z], inc: i64, n: usize, i: usize) -> Z {
+    let step = inc.unsigned_abs() as usize;
+    if inc > 0 {
+        v[i * step]
+    } else {
+        v[(n - 1 - i) * step]
+    }
+}
+
+/// The logical vector of `n` elements of storage `v` with increment `inc`.
+fn logical(v: &[Z], inc: i64, n: usize) -> Vec<Z> {
+    (0..n).map(|i| vget(v, inc, n, i)).collect()
+}
+
+/// `op(A) x` for a dense `rows` x `cols` `A` given by `at`.
+fn matvec(at: &dyn Fn(usize, usize) -> Z, rows: usize, cols: usize, trans: i32, x: &[Z]) -> Vec<Z> {
+    let (out, inner) = if trans == 0 {
+        (rows, cols)
+    } else {
+        (cols, rows)
+    };
+    (0..out)
+        .map(|i| {
+            (0..inner)
+                .map(|j| match trans {
+                    0 => at(i, j) * x[j],
+                    1 => at(j, i) * x[j],
+                    _ => at(j, i).conj() * x[j],
+                })
+                .sum()
+        })
+        .collect()
+}
+
+/// Scalars of the type: the imaginary part dropped for real types.
+fn typed_scalar(v: Z, complex: bool) -> Z {
+    if complex {
+        v
+    } else {
+        Z::new(v.re, 0.0)
+    }
+}
+
+fn packed_at(upper: bool, n: usize, i: usize, j: usize) -> usize {
+    super::band::packed_index(upper, n, i, j)
+}
+
+/// Full symmetric/Hermitian `A` from one stored triangle (`stored(i, j)`
+/// for `(i, j)` in the triangle, `None` outside the band).
+fn full_sym(
+    stored: &dyn Fn(usize, usize) -> Option<Z>,
+    upper: bool,
+    hermitian: bool,
+    i: usize,
+    j: usize,
+) -> Z {
+    let in_tri = if upper { i <= j } else { i >= j };
+    if hermitian && i == j {
+        return Z::new(stored(i, i).unwrap_or_default().re, 0.0);
+    }
+    if in_tri {
+        stored(i, j).unwrap_or_default()
+    } else {
+        let v = stored(j, i).unwrap_or_default();
+        if hermitian {
+            v.conj()
+        } else {
+            v
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn banded_call(
+    handle: u64,
+    dt: u8,
+    kind: u8,
+    hermitian: bool,
+    (uplo, trans, diag): (i32, i32, i32),
+    (m, n, kl, k): (usize, usize, usize, usize),
+    (alpha, beta): (Z, Z),
+    a: Operand,
+    x: Operand,
+    y: Operand,
+) -> Call {
+    Call::Banded {
+        handle,
+        dtype: dt,
+        kind,
+        hermitian,
+        uplo,
+        trans,
+        diag,
+        m: m as i64,
+        n: n as i64,
+        kl: kl as i64,
+        k: k as i64,
+        alpha: host(alpha),
+        a,
+        x,
+        beta: host(beta),
+        y,
+    }
+}
+
+#[test]
+fn level2_banded_and_packed_matrix_vector() {
+    use rcud_proto::math::blas::level2 as kind;
+    for (dt, tol) in TYPES {
+        let complex = dtype::is_complex(dt);
+        let mut memory = Memory::default();
+        let mut state = State::default();
+        let handle = new_handle(&mut state, &mut memory);
+        let round = |v: Vec<Z>| load::<Z>(dt, &store(dt, &v).unwrap()).unwrap();
+        let alpha = typed_scalar(Z::new(1.25, -0.5), complex);
+        let beta = typed_scalar(Z::new(-0.5, 0.75), complex);
+
+        // gbmv: 6 x 5, 1 sub- and 2 superdiagonals, lda one more than needed.
+        let (m, n, kl, ku) = (6usize, 5usize, 1usize, 2usize);
+        let lda = kl + ku + 2;
+        let ab = round(values(lda * n, 30, complex));
+        let pa = memory.put(dt, &ab);
+        let at = |i: usize, j: usize| {
+            if i + ku >= j && i <= j + kl {
+                ab[ku + i - j + j * lda]
+            } else {
+                Z::default()
+            }
+        };
+        for trans in [0, 1, 2] {
+            let (lx, ly) = if trans == 0 { (n, m) } else { (m, n) };
+            let (incx, incy) = (-2i64, 3i64);
+            let xs = round(values(2 * lx, 31, complex));
+            let ys = round(values(3 * ly, 32, complex));
+            let (px, py) = (memory.put(dt, &xs), memory.put(dt, &ys));
+            let call = banded_call(
+                handle,
+                dt,
+                kind::GBMV,
+                false,
+                (0, trans, 0),
+                (m, n, kl, ku),
+                (alpha, beta),
+                op(pa, lda as i64),
+                op(px, incx),
+                op(py, incy),
+            );
+            assert_eq!(state.call(&mut memory, call).unwrap().status, 0);
+            let p = matvec(&at, m, n, trans, &logical(&xs, incx, lx));
+            let want: Vec<Z> = (0..ly)
+                .map(|i| alpha * p[i] + beta * vget(&ys, incy, ly, i))
+                .collect();
+            let got = logical(&memory.get(dt, py, ys.len()), incy, ly);
+            assert_close(&got, &want, tol);
+        }
+
+        // sbmv/hbmv and spmv/hpmv, both triangles.
+        let (n, k) = (6usize, 2usize);
+        for hermitian in [false, true] {
+            if hermitian && !complex {
+                continue;
+            }
+            for upper in [false, true] {
+                let uplo = i32::from(upper);
+                let lda = k + 2;
+                let ab = round(values(lda * n, 33, complex));
+                let band = |i: usize, j: usize| -> Option<Z> {
+                    let inside = if upper {
+                        i <= j && j - i <= k
+                    } else {
+                        i >= j && i - j <= k
+                    };
+                    inside.then(|| {
+                        if upper {
+                            ab[k + i - j + j * lda]
+                        } else {
+                            ab[i - j + j * lda]
+                        }
+                    })
+                };
+                let ap = round(values(n * (n + 1) / 2, 34, complex));
+                let packed =
+                    |i: usize, j: usize| -> Option<Z> { Some(ap[packed_at(upper, n, i, j)]) };
+                let xs = round(values(n, 35, complex));
+                let ys = round(values(n, 36, complex));
+                for (which, storage, ld, stored) in [
+                    (
+                        kind::SBMV,
+                        &ab,
+                        lda,
+                        &band as &dyn Fn(usize, usize) -> Option<Z>,
+                    ),
+                    (
+                        kind::SPMV,
+                        &ap,
+                        0,
+                        &packed as &dyn Fn(usize, usize) -> Option<Z>,
+                    ),
+                ] {
+                    let pa = memory.put(dt, storage);
+                    let (px, py) = (memory.put(dt, &xs), memory.put(dt, &ys));
+                    let call = banded_call(
+                        handle,
+                        dt,
+                        which,
+                        hermitian,
+                        (uplo, 0, 0),
+                        (n, n, 0, k),
+                        (alpha, beta),
+                        op(pa, ld as i64),
+                        op(px, -1),
+                        op(py, 1),
+                    );
+                    assert_eq!(state.call(&mut memory, call).unwrap().status, 0);
+                    let full = |i: usize, j: usize| full_sym(stored, upper, hermitian, i, j);
+                    let p = matvec(&full, n, n, 0, &logical(&xs, -1, n));
+                    let want: Vec<Z> = (0..n).map(|i| alpha * p[i] + beta * ys[i]).collect();
+                    assert_close(&memory.get(dt, py, n), &want, tol);
+                }
+            }
+        }
+
+        // tbmv/tpmv against the reference, then tbsv/tpsv undo them.
+        for upper in [false, true] {
+            for trans in [0, 1, 2] {
+                for diag in [0, 1] {
+                    let uplo = i32::from(upper);
+                    let lda = k + 1;
+                    let mut ab = round(values(lda * n, 37, complex));
+                    let mut ap = round(values(n * (n + 1) / 2, 38, complex));
+                    // Well conditioned: a heavy diagonal.
+                    for j in 0..n {
+                        let d = if upper { k + j * lda } else { j * lda };
+                        ab[d] += Z::new(4.0, 0.0);
+                        ap[packed_at(upper, n, j, j)] += Z::new(4.0, 0.0);
+                    }
+                    let tri = |stored: &dyn Fn(usize, usize) -> Option<Z>, i: usize, j: usize| {
+                        let in_tri = if upper { i <= j } else { i >= j };
+                        if i == j && diag == 1 {
+                            Z::new(1.0, 0.0)
+                        } else if in_tri {
+                            stored(i, j).unwrap_or_default()
+                        } else {
+                            Z::default()
+                        }
+                    };
+                    let band = |i: usize, j: usize| -> Option<Z> {
+                        let inside = if upper { j - i <= k } else { i - j <= k };
+                        inside.then(|| {
+                            if upper {
+                                ab[k + i - j + j * lda]
+                            } else {
+                                ab[i - j + j * lda]
+                            }
+                        })
+                    };
+                    let packed =
+                        |i: usize, j: usize| -> Option<Z> { Some(ap[packed_at(upper, n, i, j)]) };
+                    for (mv, sv, storage, ld, stored) in [
+                        (
+                            kind::TBMV,
+                            kind::TBSV,
+                            &ab,
+                            lda,
+                            &band as &dyn Fn(usize, usize) -> Option<Z>,
+                        ),
+                        (
+                            kind::TPMV,
+                            kind::TPSV,
+                            &ap,
+                            0,
+                            &packed as &dyn Fn(usize, usize) -> Option<Z>,
+                        ),
+                    ] {
+                        let pa = memory.put(dt, storage);
+                        let xs = round(values(2 * n, 39, complex));
+                        let px = memory.put(dt, &xs);
+                        let one = Z::new(1.0, 0.0);
+                        let call = |kind| {
+                            banded_call(
+                                handle,
+                                dt,
+                                kind,
+                                false,
+                                (uplo, trans, diag),
+                                (n, n, 0, k),
+                                (one, one),
+                                op(pa, ld as i64),
+                                op(px, -2),
+                                op(0, 1),
+                            )
+                        };
+                        assert_eq!(state.call(&mut memory, call(mv)).unwrap().status, 0);
+                        let at = |i: usize, j: usize| tri(stored, i, j);
+                        let want = matvec(&at, n, n, trans, &logical(&xs, -2, n));
+                        let got = logical(&memory.get(dt, px, 2 * n), -2, n);
+                        assert_close(&got, &want, tol);
+                        assert_eq!(state.call(&mut memory, call(sv)).unwrap().status, 0);
+                        let back = logical(&memory.get(dt, px, 2 * n), -2, n);
+                        assert_close(&back, &logical(&xs, -2, n), tol * 10.0);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn level2_rank_updates_dense_and_packed() {
+    for (dt, tol) in TYPES {
+        let complex = dtype::is_complex(dt);
+        let mut memory = Memory::default();
+        let mut state = State::default();
+        let handle = new_handle(&mut state, &mut memory);
+        let round = |v: Vec<Z>| load::<Z>(dt, &store(dt, &v).unwrap()).unwrap();
+        let (n, lda) = (5usize, 7usize);
+        for hermitian in [false, true] {
+            if hermitian && !complex {
+                continue;
+            }
+            for two in [false, true] {
+                for packed in [false, true] {
+                    for upper in [false, true] {
+                        // her's alpha is real.
+                        let alpha = if hermitian && !two {
+                            Z::new(0.75, 0.0)
+                        } else {
+                            typed_scalar(Z::new(0.75, -1.25), complex)
+                        };
+                        let len = if packed { n * (n + 1) / 2 } else { lda * n };
+                        let a = round(values(len, 40, complex));
+                        let xs = round(values(2 * n, 41, complex));
+                        let ys = round(values(n, 42, complex));
+                        let (pa, px, py) =
+                            (memory.put(dt, &a), memory.put(dt, &xs), memory.put(dt, &ys));
+                        let call = Call::Syr {
+                            handle,
+                            dtype: dt,
+                            hermitian,
+                            two,
+                            packed,
+                            uplo: i32::from(upper),
+                            n: n as i64,
+                            alpha: host(alpha),
+                            x: op(px, -2),
+                            y: op(py, 1),
+                            a: op(pa, if packed { 0 } else { lda as i64 }),
+                        };
+                        assert_eq!(state.call(&mut memory, call).unwrap().status, 0);
+                        let x = logical(&xs, -2, n);
+                        let c = |v: Z| if hermitian { v.conj() } else { v };
+                        let mut want = a.clone();
+                        for j in 0..n {
+                            for i in 0..n {
+                                if (upper && i > j) || (!upper && i < j) {
+                                    continue;
+                                }
+                                let at = if packed {
+                                    packed_at(upper, n, i, j)
+                                } else {
+                                    i + j * lda
+                                };
+                                let d = if two {
+                                    alpha * x[i] * c(ys[j]) + c(alpha) * ys[i] * c(x[j])
+                                } else {
+                                    alpha * x[i] * c(x[j])
+                                };
+                                want[at] += d;
+                                if hermitian && i == j {
+                                    want[at].im = 0.0;
+                                }
+                            }
+                        }
+                        assert_close(&memory.get(dt, pa, len), &want, tol);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn level3_syr2k_her2k_syrkx_herkx() {
+    for (dt, tol) in TYPES {
+        let complex = dtype::is_complex(dt);
+        let mut memory = Memory::default();
+        let mut state = State::default();
+        let handle = new_handle(&mut state, &mut memory);
+        let round = |v: Vec<Z>| load::<Z>(dt, &store(dt, &v).unwrap()).unwrap();
+        let (n, k, ldc) = (4usize, 3usize, 6usize);
+        for hermitian in [false, true] {
+            if hermitian && !complex {
+                continue;
+            }
+            let transes: &[i32] = if hermitian {
+                &[0, 2]
+            } else if complex {
+                &[0, 1]
+            } else {
+                &[0, 1, 2]
+            };
+            for &trans in transes {
+                for x in [false, true] {
+                    for upper in [false, true] {
+                        let (ar, ac) = if trans == 0 { (n, k) } else { (k, n) };
+                        let lda = ar + 1;
+                        let a = round(values(lda * ac, 50, complex));
+                        let b = round(values(lda * ac, 51, complex));
+                        let cm = round(values(ldc * n, 52, complex));
+                        let (pa, pb, pc) =
+                            (memory.put(dt, &a), memory.put(dt, &b), memory.put(dt, &cm));
+                        let alpha = typed_scalar(Z::new(0.5, 1.5), complex);
+                        let beta = if hermitian {
+                            Z::new(-0.25, 0.0)
+                        } else {
+                            typed_scalar(Z::new(-0.25, 0.5), complex)
+                        };
+                        let call = Call::Syr2k {
+                            handle,
+                            dtype: dt,
+                            hermitian,
+                            x,
+                            uplo: i32::from(upper),
+                            trans,
+                            n: n as i64,
+                            k: k as i64,
+                            alpha: host(alpha),
+                            a: op(pa, lda as i64),
+                            b: op(pb, lda as i64),
+                            beta: host(beta),
+                            c: op(pc, ldc as i64),
+                        };
+                        assert_eq!(state.call(&mut memory, call).unwrap().status, 0);
+                        let c = |v: Z| if hermitian { v.conj() } else { v };
+                        // op(M)(i, l) for the n x k operand.
+                        let opm = |m: &[Z], i: usize, l: usize| {
+                            if trans == 0 {
+                                m[i + l * lda]
+                            } else {
+                                c(m[l + i * lda])
+                            }
+                        };
+                        let mut want = cm.clone();
+                        for j in 0..n {
+                            for i in 0..n {
+                                if (upper && i > j) || (!upper && i < j) {
+                                    continue;
+                                }
+                                let mut v: Z = (0..k)
+                                    .map(|l| alpha * opm(&a, i, l) * c(opm(&b, j, l)))
+                                    .sum();
+                                if !x {
+                                    v += (0..k)
+                                        .map(|l| c(alpha) * opm(&b, i, l) * c(opm(&a, j, l)))
+                                        .sum::<Z>();
+                                }
+                                v += beta * cm[i + j * ldc];
+                                if hermitian && i == j {
+                                    v.im = 0.0;
+                                }
+                                want[i + j * ldc] = v;
+                            }
+                        }
+                        assert_close(&memory.get(dt, pc, ldc * n), &want, tol * 4.0);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn rotations_rotg_rotmg_rotm_host_and_device() {
+    use super::rot::{givens, modified_givens};
+    // rotg, real: r = sign * hypot, c = a / r, s = b / r.
+    let (r, z, c, s) = givens::<f64>(3.0, 4.0);
+    assert!((r - 5.0).abs() < 1e-12 && (c - 0.6).abs() < 1e-12 && (s - 0.8).abs() < 1e-12);
+    assert!((z - 1.0 / 0.6).abs() < 1e-12);
+    let (r, z, c, s) = givens::<f64>(-4.0, 3.0);
+    assert!((r + 5.0).abs() < 1e-12 && (c - 0.8).abs() < 1e-12 && (s + 0.6).abs() < 1e-12);
+    assert!((z + 0.6).abs() < 1e-12);
+    assert_eq!(givens::<f64>(0.0, 0.0), (0.0, 0.0, 1.0, 0.0));
+    // rotg, complex: [c s; -conj(s) c] [a; b] = [r; 0].
+    let (a, b) = (Z::new(1.0, 2.0), Z::new(-3.0, 0.5));
+    let (r, _, c, s) = givens::<Z>(a, b);
+    assert!((c * a + s * b - r).norm() < 1e-12);
+    assert!((-s.conj() * a + c * b).norm() < 1e-12);
+    // rotmg then rotm: H [sqrt(d1) x1; sqrt(d2) y1] zeroes the second.
+    for (d1, d2, x1, y1) in [
+        (2.0, 3.0, 1.5, -0.5),
+        (0.5, 4.0, 0.25, 2.0),
+        (1e-9, 1e9, 3.0, 1.0),
+    ] {
+        let ([_, _, nx], param) = modified_givens(d1, d2, x1, y1);
+        let (h11, h21, h12, h22) = match param[0] {
+            f if f < 0.0 => (param[1], param[2], param[3], param[4]),
+            _ if param[0] == 0.0 => (1.0, param[2], param[3], 1.0),
+            _ => (param[1], -1.0, 1.0, param[4]),
+        };
+        assert!(
+            (h21 * x1 + h22 * y1).abs() < 1e-9 * (1.0 + nx.abs()),
+            "{param:?}"
+        );
+        assert!(
+            (h11 * x1 + h12 * y1 - nx).abs() < 1e-9 * (1.0 + nx.abs()),
+            "{param:?}"
+        );
+    }
+    assert_eq!(modified_givens(1.0, 0.0, 2.0, 3.0).1[0], -2.0);
+
+    let mut memory = Memory::default();
+    let mut state = State::default();
+    let handle = new_handle(&mut state, &mut memory);
+    for dt in [dtype::R32F, dtype::R64F] {
+        let tol = if dt == dtype::R32F { 1e-5 } else { 1e-12 };
+        // Host pointer mode: the reply carries a, b, c, s.
+        let reply = state
+            .call(
+                &mut memory,
+                Call::Rotg {
+                    handle,
+                    dtype: dt,
+                    modified: false,
+                    values: [3.0, 0.0, 4.0, 0.0],
+                    ptrs: [0; 5],
+                },
+            )
+            .unwrap();
+        assert_eq!(reply.status, 0);
+        let out: Vec<Z> = load(dt, &reply.out).unwrap();
+        assert_close(
+            &out,
+            &[
+                Z::new(5.0, 0.0),
+                Z::new(1.0 / 0.6, 0.0),
+                Z::new(0.6, 0.0),
+                Z::new(0.8, 0.0),
+            ],
+            tol,
+        );
+        // Device pointer mode: in place.
+        let pa = memory.put(dt, &[Z::new(3.0, 0.0)]);
+        let pb = memory.put(dt, &[Z::new(4.0, 0.0)]);
+        let pc = memory.put(dt, &[Z::default()]);
+        let ps = memory.put(dt, &[Z::default()]);
+        let reply = state
+            .call(
+                &mut memory,
+                Call::Rotg {
+                    handle,
+                    dtype: dt,
+                    modified: false,
+                    values: [0.0; 4],
+                    ptrs: [pa, pb, pc, ps, 0],
+                },
+            )
+            .unwrap();
+        assert_eq!((reply.status, reply.out.len()), (0, 0));
+        assert_close(&memory.get(dt, pa, 1), &[Z::new(5.0, 0.0)], tol);
+        assert_close(&memory.get(dt, ps, 1), &[Z::new(0.8, 0.0)], tol);
+        // rotmg in device mode, then rotm with its param from device memory.
+        let (d1, d2, x1, y1) = (2.0, 3.0, 1.5, -0.5);
+        let p: Vec<u64> = [d1, d2, x1, y1]
+            .iter()
+            .map(|&v| memory.put(dt, &[Z::new(v, 0.0)]))
+            .collect();
+        let pparam = memory.put(dt, &[Z::default(); 5]);
+        let reply = state
+            .call(
+                &mut memory,
+                Call::Rotg {
+                    handle,
+                    dtype: dt,
+                    modified: true,
+                    values: [0.0; 4],
+                    ptrs: [p[0], p[1], p[2], p[3], pparam],
+                },
+            )
+            .unwrap();
+        assert_eq!(reply.status, 0);
+        let host_reply = state
+            .call(
+                &mut memory,
+                Call::Rotg {
+                    handle,
+                    dtype: dt,
+                    modified: true,
+                    values: [d1, d2, x1, y1],
+                    ptrs: [0; 5],
+                },
+            )
+            .unwrap();
+        let host_out: Vec<Z> = load(dt, &host_reply.out).unwrap();
+        assert_eq!(host_out.len(), 8);
+        assert_close(&memory.get(dt, pparam, 5), &host_out[3..], tol);
+        let xs = vec![Z::new(x1, 0.0), Z::new(1.0, 0.0), Z::new(-2.0, 0.0)];
+        let ys = vec![Z::new(0.25, 0.0), Z::new(0.5, 0.0), Z::new(y1, 0.0)];
+        let (px, py) = (memory.put(dt, &xs), memory.put(dt, &ys));
+        let reply = state
+            .call(
+                &mut memory,
+                Call::Rotm {
+                    handle,
+                    dtype: dt,
+                    n: 3,
+                    x: op(px, 1),
+                    y: op(py, -1),
+                    param: [0.0; 5],
+                    param_ptr: pparam,
+                },
+            )
+            .unwrap();
+        assert_eq!(reply.status, 0);
+        let param: Vec<f64> = host_out[3..].iter().map(|v| v.re).collect();
+        let (h11, h21, h12, h22) = match param[0] {
+            f if f < 0.0 => (param[1], param[2], param[3], param[4]),
+            _ if param[0] == 0.0 => (1.0, param[2], param[3], 1.0),
+            _ => (param[1], -1.0, 1.0, param[4]),
+        };
+        let y = logical(&ys, -1, 3);
+        let want_x: Vec<Z> = (0..3).map(|i| xs[i] * h11 + y[i] * h12).collect();
+        let want_y: Vec<Z> = (0..3).map(|i| xs[i] * h21 + y[i] * h22).collect();
+        assert_close(&memory.get(dt, px, 3), &want_x, tol);
+        assert_close(&logical(&memory.get(dt, py, 3), -1, 3), &want_y, tol);
+        // The first pair was the one rotmg zeroed: y_0 (stored last) is 0.
+        assert!(logical(&memory.get(dt, py, 3), -1, 3)[0].norm() < tol * 10.0);
+        // flag -2: nothing changes.
+        let before = memory.get(dt, px, 3);
+        let reply = state
+            .call(
+                &mut memory,
+                Call::Rotm {
+                    handle,
+                    dtype: dt,
+                    n: 3,
+                    x: op(px, 1),
+                    y: op(py, 1),
+                    param: [-2.0, 9.0, 9.0, 9.0, 9.0],
+                    param_ptr: 0,
+                },
+            )
+            .unwrap();
+        assert_eq!(reply.status, 0);
+        assert_eq!(memory.get(dt, px, 3), before);
+    }
+    // Complex rotg in host mode.
+    let reply = state
+        .call(
+            &mut memory,
+            Call::Rotg {
+                handle,
+                dtype: dtype::C64F,
+                modified: false,
+                values: [1.0, 2.0, -3.0, 0.5],
+                ptrs: [0; 5],
+            },
+        )
+        .unwrap();
+    assert_eq!(reply.status, 0);
+    assert_eq!(reply.out.len(), 16 + 16 + 8 + 16);
+    // rotm and rotmg are real only.
+    let reply = state
+        .call(
+            &mut memory,
+            Call::Rotm {
+                handle,
+                dtype: dtype::C32F,
+                n: 1,
+                x: op(0, 1),
+                y: op(0, 1),
+                param: [0.0; 5],
+                param_ptr: 0,
+            },
+        )
+        .unwrap();
+    assert_eq!(reply.status, 15);
+}
+
+#[test]
+fn banded_packed_and_rank_arguments_are_checked() {
+    use rcud_proto::math::blas::level2 as kind;
+    let mut memory = Memory::default();
+    let mut state = State::default();
+    let handle = new_handle(&mut state, &mut memory);
+    let dt = dtype::R64F;
+    let a = memory.put(dt, &values(64, 1, false));
+    let x = memory.put(dt, &values(8, 2, false));
+    let y = memory.put(dt, &values(8, 3, false));
+    let one = Z::new(1.0, 0.0);
+    let status =
+        |state: &mut State, memory: &mut Memory, call| state.call(memory, call).map(|r| r.status);
+    let gbmv = |lda: i64, kl, ku, incx| {
+        banded_call(
+            handle,
+            dt,
+            kind::GBMV,
+            false,
+            (0, 0, 0),
+            (4, 4, kl, ku),
+            (one, one),
+            op(a, lda),
+            op(x, incx),
+            op(y, 1),
+        )
+    };
+    assert_eq!(
+        status(&mut state, &mut memory, gbmv(4, 1, 2, 1)).unwrap(),
+        0
+    );
+    // lda < kl + ku + 1.
+    assert_eq!(
+        status(&mut state, &mut memory, gbmv(3, 1, 2, 1)).unwrap(),
+        7
+    );
+    // incx = 0.
+    assert_eq!(
+        status(&mut state, &mut memory, gbmv(4, 1, 2, 0)).unwrap(),
+        7
+    );
+    // A band past the allocation faults.
+    assert!(matches!(
+        status(&mut state, &mut memory, gbmv(40, 1, 2, 1)),
+        Err(MathError::Fault(_))
+    ));
+    // sbmv: lda < k + 1; a bad uplo.
+    let sbmv = |lda: i64, uplo| {
+        banded_call(
+            handle,
+            dt,
+            kind::SBMV,
+            false,
+            (uplo, 0, 0),
+            (4, 4, 0, 2),
+            (one, one),
+            op(a, lda),
+            op(x, 1),
+            op(y, 1),
+        )
+    };
+    assert_eq!(status(&mut state, &mut memory, sbmv(3, 0)).unwrap(), 0);
+    assert_eq!(status(&mut state, &mut memory, sbmv(2, 0)).unwrap(), 7);
+    assert_eq!(status(&mut state, &mut memory, sbmv(3, 5)).unwrap(), 7);
+    // Hermitian forms of a real type; a negative n; a bad diag.
+    let tpmv = |hermitian, n: usize, diag| {
+        banded_call(
+            handle,
+            dt,
+            kind::TPMV,
+            hermitian,
+            (0, 0, diag),
+            (n, n, 0, 0),
+            (one, one),
+            op(a, 0),
+            op(x, 1),
+            op(y, 1),
+        )
+    };
+    assert_eq!(
+        status(&mut state, &mut memory, tpmv(false, 4, 0)).unwrap(),
+        0
+    );
+    assert_eq!(
+        status(&mut state, &mut memory, tpmv(true, 4, 0)).unwrap(),
+        7
+    );
+    assert_eq!(
+        status(&mut state, &mut memory, tpmv(false, 4, 2)).unwrap(),
+        7
+    );
+    let mut neg = tpmv(false, 4, 0);
+    if let Call::Banded { n, .. } = &mut neg {
+        *n = -1;
+    }
+    assert_eq!(status(&mut state, &mut memory, neg).unwrap(), 7);
+    // A packed matrix holds n (n + 1) / 2: 11 x 11 needs 66 > 64 elements.
+    assert!(matches!(
+        status(&mut state, &mut memory, tpmv(false, 11, 0)),
+        Err(MathError::Fault(_))
+    ));
+    // syr: lda < n.
+    let syr = |lda| Call::Syr {
+        handle,
+        dtype: dt,
+        hermitian: false,
+        two: false,
+        packed: false,
+        uplo: 0,
+        n: 4,
+        alpha: host(one),
+        x: op(x, 1),
+        y: op(y, 1),
+        a: op(a, lda),
+    };
+    assert_eq!(status(&mut state, &mut memory, syr(4)).unwrap(), 0);
+    assert_eq!(status(&mut state, &mut memory, syr(3)).unwrap(), 7);
+    // syr2k: complex symmetric with trans C is refused, as cuBLAS does.
+    let c = memory.put(dtype::C64F, &values(16, 4, true));
+    let syr2k = |trans| Call::Syr2k {
+        handle,
+        dtype: dtype::C64F,
+        hermitian: false,
+        x: false,
+        uplo: 0,
+        trans,
+        n: 2,
+        k: 2,
+        alpha: host(one),
+        a: op(c, 2),
+        b: op(c, 2),
+        beta: host(one),
+        c: op(c, 2),
+    };
+    assert_eq!(status(&mut state, &mut memory, syr2k(1)).unwrap(), 0);
+    assert_eq!(status(&mut state, &mut memory, syr2k(2)).unwrap(), 7);
+}

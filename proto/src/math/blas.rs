@@ -96,6 +96,25 @@ pub mod level1 {
     pub const ROT: u8 = 10;
 }
 
+/// Banded and packed matrix-vector operations of [`Call::Banded`].
+pub mod level2 {
+    /// `y = alpha op(A) x + beta y`, `A` general banded (gbmv).
+    pub const GBMV: u8 = 0;
+    /// `y = alpha A x + beta y`, `A` symmetric (Hermitian with
+    /// `hermitian`) banded (sbmv, hbmv).
+    pub const SBMV: u8 = 1;
+    /// As [`SBMV`] with `A` packed (spmv, hpmv).
+    pub const SPMV: u8 = 2;
+    /// `x = op(A) x`, `A` triangular banded (tbmv).
+    pub const TBMV: u8 = 3;
+    /// `x = op(A)^-1 x`, `A` triangular banded (tbsv).
+    pub const TBSV: u8 = 4;
+    /// `x = op(A) x`, `A` triangular packed (tpmv).
+    pub const TPMV: u8 = 5;
+    /// `x = op(A)^-1 x`, `A` triangular packed (tpsv).
+    pub const TPSV: u8 = 6;
+}
+
 crate::wire_enum! {
     /// A cuBLAS call.
     // Decoded once and consumed at once; the size of the GEMM variants
@@ -311,6 +330,98 @@ crate::wire_enum! {
             c: Operand,
             info: u64,
             batch: i64,
+        },
+        /// A banded or packed matrix-vector operation ([`level2`]). `m`
+        /// and `kl` are gbmv's rows and subdiagonals; `k` is gbmv's
+        /// superdiagonals or the band width of the symmetric and
+        /// triangular forms. Packed matrices hold `n (n + 1) / 2` elements
+        /// (`a.ld` unused). The triangular forms use `uplo`, `trans`,
+        /// `diag` and `x` only; the others ignore `diag`.
+        17 Banded {
+            handle: u64,
+            dtype: u8,
+            kind: u8,
+            hermitian: bool,
+            uplo: i32,
+            trans: i32,
+            diag: i32,
+            m: i64,
+            n: i64,
+            kl: i64,
+            k: i64,
+            alpha: Scalar,
+            a: Operand,
+            x: Operand,
+            beta: Scalar,
+            y: Operand,
+        },
+        /// Rank-1 and rank-2 updates of the `uplo` triangle of `A`:
+        /// `alpha x x^T` (syr), `alpha x x^H` (her, real alpha), `alpha
+        /// (x y^T + y x^T)` (syr2), `alpha x y^H + conj(alpha) y x^H`
+        /// (her2), with `two` for the rank-2 forms, and `A` packed
+        /// (`n (n + 1) / 2` elements, `a.ld` unused) with `packed` (spr,
+        /// hpr, spr2, hpr2).
+        18 Syr {
+            handle: u64,
+            dtype: u8,
+            hermitian: bool,
+            two: bool,
+            packed: bool,
+            uplo: i32,
+            n: i64,
+            alpha: Scalar,
+            x: Operand,
+            y: Operand,
+            a: Operand,
+        },
+        /// Updates of the `uplo` triangle of `C`: `alpha (op(A) op(B)^T +
+        /// op(B) op(A)^T) + beta C` (syr2k), `alpha op(A) op(B)^H +
+        /// conj(alpha) op(B) op(A)^H + beta C` (her2k, real beta), or with
+        /// `x` the one product `alpha op(A) op(B)^T (^H) + beta C` (syrkx,
+        /// herkx, real beta).
+        19 Syr2k {
+            handle: u64,
+            dtype: u8,
+            hermitian: bool,
+            x: bool,
+            uplo: i32,
+            trans: i32,
+            n: i64,
+            k: i64,
+            alpha: Scalar,
+            a: Operand,
+            b: Operand,
+            beta: Scalar,
+            c: Operand,
+        },
+        /// Rotation construction: Givens (rotg: in `a`, `b`; out `a` = r,
+        /// `b` = z (real types), `c` (real), `s`) or modified Givens with
+        /// `modified` (rotmg, real types: in `d1`, `d2`, `x1`, `y1`; out
+        /// `d1`, `d2`, `x1`, `param[5]`). In host pointer mode `ptrs` are 0,
+        /// `values` carry the inputs (rotg: a.re, a.im, b.re, b.im; rotmg:
+        /// d1, d2, x1, y1) and the reply the outputs as bytes of their
+        /// types in that order; in device pointer mode `ptrs` are their
+        /// device addresses (rotg: a, b, c, s; rotmg: d1, d2, x1, y1,
+        /// param).
+        20 Rotg {
+            handle: u64,
+            dtype: u8,
+            modified: bool,
+            values: [f64; 4],
+            ptrs: [u64; 5],
+        },
+        /// Applies the modified Givens rotation `param` (flag, h11, h21,
+        /// h12, h22) to `x` and `y` (rotm, real types): its values in
+        /// host pointer mode, or its device address `param_ptr` (non-zero)
+        /// in device pointer mode.
+        21 Rotm {
+            handle: u64,
+            dtype: u8,
+            n: i64,
+            x: Operand,
+            y: Operand,
+            param: [f64; 5],
+            param_ptr: u64,
         },
     }
 }

@@ -1,11 +1,14 @@
 //! cuBLAS level 1: `cublas<t>axpy`, scal, dot/dotu/dotc, nrm2, asum,
-//! amax/amin, copy, swap, rot (and their `_64` forms).
+//! amax/amin, copy, swap, rot, rotm (and their `_64` forms), rotg, rotmg.
 
 use std::os::raw::{c_int, c_void};
 
 use rcud_proto::math::blas::{dtype, level1, Call, Scalar};
 
-use super::{both, handle, vector, vector_or_broadcast, Handle, HandleState};
+use super::{
+    both, handle, read_host, vector, vector_or_broadcast, write_host, Handle, HandleState,
+    HostValue, INTERNAL_ERROR, INVALID_VALUE,
+};
 
 /// The scalar a call without one sends.
 const NONE: Scalar = Scalar::Host { re: 0.0, im: 0.0 };
@@ -314,4 +317,268 @@ rot! {
     fn cublasCsrot_v2 / cublasCsrot_v2_64 ([f32; 2], C32F, f32, f32, R32F);
     fn cublasZrot_v2 / cublasZrot_v2_64 ([f64; 2], C64F, f64, [f64; 2], C64F);
     fn cublasZdrot_v2 / cublasZdrot_v2_64 ([f64; 2], C64F, f64, f64, R64F);
+}
+
+/// A device scalar argument of `size` bytes, checked.
+fn device_ptr<T>(ptr: *const T) -> Result<u64, c_int> {
+    let address = ptr as u64;
+    if address == 0 || !crate::math::is_device_range(address, std::mem::size_of::<T>() as u64) {
+        return Err(INVALID_VALUE);
+    }
+    Ok(address)
+}
+
+/// Runs a rotg/rotmg call: queued in device pointer mode; in host pointer
+/// mode it waits for the answer (cuBLAS computes on the host there).
+fn rot_construct(s: &HandleState, call: &Call) -> Result<Option<Vec<u8>>, c_int> {
+    if s.device_mode() {
+        return s.enqueue(call).map(|()| None);
+    }
+    if let Err(e) = crate::graph::capture::refuse_wait(s.stream_id()) {
+        tracing::debug!("cuBLAS rotation to the host during stream capture: {e:?}");
+        return Err(super::EXECUTION_FAILED);
+    }
+    s.call(call).map(Some)
+}
+
+/// rotg: `a`, `b` in; `a` = r, `b` = z (real types), `c`, `s` out.
+fn rotg<T: HostValue + FromLe, R: FromLe>(
+    h: Handle,
+    dt: u8,
+    a: *mut T,
+    b: *mut T,
+    c: *mut R,
+    sine: *mut T,
+) -> Result<(), c_int> {
+    let s = handle(h)?;
+    let (values, ptrs) = if s.device_mode() {
+        let ptrs = [
+            device_ptr(a)?,
+            device_ptr(b)?,
+            device_ptr(c)?,
+            device_ptr(sine)?,
+            0,
+        ];
+        ([0.0; 4], ptrs)
+    } else {
+        // Every output is checked before anything is written.
+        if c.is_null() || sine.is_null() {
+            return Err(INVALID_VALUE);
+        }
+        let (ar, ai) = read_host(a)?.parts();
+        let (br, bi) = read_host(b)?.parts();
+        ([ar, ai, br, bi], [0; 5])
+    };
+    let call = Call::Rotg {
+        handle: s.id(),
+        dtype: dt,
+        modified: false,
+        values,
+        ptrs,
+    };
+    let Some(out) = rot_construct(&s, &call)? else {
+        return Ok(());
+    };
+    let (t, r) = (std::mem::size_of::<T>(), std::mem::size_of::<R>());
+    let piece = |at: usize, len: usize| out.get(at..at + len).ok_or(INTERNAL_ERROR);
+    let decode_t = |at| T::from_le(piece(at, t)?).ok_or(INTERNAL_ERROR);
+    write_host(a, decode_t(0)?)?;
+    write_host(b, decode_t(t)?)?;
+    write_host(c, R::from_le(piece(2 * t, r)?).ok_or(INTERNAL_ERROR)?)?;
+    write_host(sine, decode_t(2 * t + r)?)
+}
+
+/// rotmg: `d1`, `d2`, `x1`, `y1` in; `d1`, `d2`, `x1` and `param` out.
+fn rotmg<T: HostValue + FromLe>(
+    h: Handle,
+    dt: u8,
+    d1: *mut T,
+    d2: *mut T,
+    x1: *mut T,
+    y1: *const T,
+    param: *mut T,
+) -> Result<(), c_int> {
+    let s = handle(h)?;
+    let (values, ptrs) = if s.device_mode() {
+        let param_ptr = param as u64;
+        if param.is_null()
+            || !crate::math::is_device_range(param_ptr, 5 * std::mem::size_of::<T>() as u64)
+        {
+            return Err(INVALID_VALUE);
+        }
+        let ptrs = [
+            device_ptr(d1)?,
+            device_ptr(d2)?,
+            device_ptr(x1)?,
+            device_ptr(y1)?,
+            param_ptr,
+        ];
+        ([0.0; 4], ptrs)
+    } else {
+        if param.is_null() {
+            return Err(INVALID_VALUE);
+        }
+        let v = |p: *const T| read_host(p).map(|v| v.parts().0);
+        ([v(d1)?, v(d2)?, v(x1)?, v(y1)?], [0; 5])
+    };
+    let call = Call::Rotg {
+        handle: s.id(),
+        dtype: dt,
+        modified: true,
+        values,
+        ptrs,
+    };
+    let Some(out) = rot_construct(&s, &call)? else {
+        return Ok(());
+    };
+    let t = std::mem::size_of::<T>();
+    let value = |i: usize| {
+        out.get(i * t..(i + 1) * t)
+            .and_then(T::from_le)
+            .ok_or(INTERNAL_ERROR)
+    };
+    write_host(d1, value(0)?)?;
+    write_host(d2, value(1)?)?;
+    write_host(x1, value(2)?)?;
+    // Only the entries the flag names are stored, as BLAS does.
+    let flag = value(3)?.parts().0;
+    let entries: &[usize] = if flag == -2.0 {
+        &[0]
+    } else if flag < 0.0 {
+        &[0, 1, 2, 3, 4]
+    } else if flag == 0.0 {
+        &[0, 2, 3]
+    } else {
+        &[0, 1, 4]
+    };
+    for &i in entries {
+        // `param` holds 5 values in host memory (cuBLAS's contract).
+        write_host(param.wrapping_add(i), value(3 + i)?)?;
+    }
+    Ok(())
+}
+
+// rotg and rotmg have no `_64` forms; written out so that the export
+// list's generator sees them.
+#[no_mangle]
+pub extern "C" fn cublasSrotg_v2(
+    h: Handle,
+    a: *mut f32,
+    b: *mut f32,
+    c: *mut f32,
+    s: *mut f32,
+) -> c_int {
+    super::run(|| rotg(h, dtype::R32F, a, b, c, s))
+}
+
+#[no_mangle]
+pub extern "C" fn cublasDrotg_v2(
+    h: Handle,
+    a: *mut f64,
+    b: *mut f64,
+    c: *mut f64,
+    s: *mut f64,
+) -> c_int {
+    super::run(|| rotg(h, dtype::R64F, a, b, c, s))
+}
+
+#[no_mangle]
+pub extern "C" fn cublasCrotg_v2(
+    h: Handle,
+    a: *mut [f32; 2],
+    b: *mut [f32; 2],
+    c: *mut f32,
+    s: *mut [f32; 2],
+) -> c_int {
+    super::run(|| rotg(h, dtype::C32F, a, b, c, s))
+}
+
+#[no_mangle]
+pub extern "C" fn cublasZrotg_v2(
+    h: Handle,
+    a: *mut [f64; 2],
+    b: *mut [f64; 2],
+    c: *mut f64,
+    s: *mut [f64; 2],
+) -> c_int {
+    super::run(|| rotg(h, dtype::C64F, a, b, c, s))
+}
+
+#[no_mangle]
+pub extern "C" fn cublasSrotmg_v2(
+    h: Handle,
+    d1: *mut f32,
+    d2: *mut f32,
+    x1: *mut f32,
+    y1: *const f32,
+    param: *mut f32,
+) -> c_int {
+    super::run(|| rotmg(h, dtype::R32F, d1, d2, x1, y1, param))
+}
+
+#[no_mangle]
+pub extern "C" fn cublasDrotmg_v2(
+    h: Handle,
+    d1: *mut f64,
+    d2: *mut f64,
+    x1: *mut f64,
+    y1: *const f64,
+    param: *mut f64,
+) -> c_int {
+    super::run(|| rotmg(h, dtype::R64F, d1, d2, x1, y1, param))
+}
+
+/// rotm: the modified rotation `param` applied to `x` and `y`.
+fn rotm<T: HostValue>(
+    s: &HandleState,
+    dt: u8,
+    n: i64,
+    (x, incx): (*const c_void, i64),
+    (y, incy): (*const c_void, i64),
+    param: *const T,
+) -> Result<(), c_int> {
+    let size = std::mem::size_of::<T>();
+    let x = vector(x, n.max(0), incx, size)?;
+    let y = vector(y, n.max(0), incy, size)?;
+    let (values, param_ptr) = if s.device_mode() {
+        let ptr = param as u64;
+        if param.is_null() || !crate::math::is_device_range(ptr, 5 * size as u64) {
+            return Err(INVALID_VALUE);
+        }
+        ([0.0; 5], ptr)
+    } else {
+        let mut v = [0.0; 5];
+        for (i, slot) in v.iter_mut().enumerate() {
+            // `param` points to 5 values in host memory in host pointer
+            // mode (cuBLAS's contract); read_host rejects NULL.
+            if param.is_null() {
+                return Err(INVALID_VALUE);
+            }
+            *slot = read_host(param.wrapping_add(i))?.parts().0;
+        }
+        (v, 0)
+    };
+    s.enqueue(&Call::Rotm {
+        handle: s.id(),
+        dtype: dt,
+        n,
+        x,
+        y,
+        param: values,
+        param_ptr,
+    })
+}
+
+macro_rules! rotm {
+    ($(fn $name:ident / $name64:ident ($t:ty, $dt:ident);)*) => {$(
+        both! { fn $name / $name64 (h: Handle, n: Int, x: *mut $t, incx: Int, y: *mut $t, incy: Int, param: *const $t) {
+            let s = handle(h)?;
+            rotm(&s, dtype::$dt, n.into(), (x.cast_const().cast(), incx.into()), (y.cast_const().cast(), incy.into()), param)
+        } }
+    )*};
+}
+
+rotm! {
+    fn cublasSrotm_v2 / cublasSrotm_v2_64 (f32, R32F);
+    fn cublasDrotm_v2 / cublasDrotm_v2_64 (f64, R64F);
 }

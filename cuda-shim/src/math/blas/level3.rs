@@ -1,6 +1,7 @@
 //! cuBLAS level 3: gemm (single, batched, strided-batched, the `Ex` forms
-//! with FP16/BF16/FP32/FP64/complex types), symm/hemm, syrk/herk, trmm,
-//! trsm, geam, dgmm (and their `_64` forms).
+//! with FP16/BF16/FP32/FP64/complex types), symm/hemm, syrk/herk,
+//! syr2k/her2k, syrkx/herkx, trmm, trsm, geam, dgmm (and their `_64`
+//! forms).
 
 use std::os::raw::{c_int, c_void};
 
@@ -292,6 +293,11 @@ macro_rules! syrk {
             let s = handle(h)?;
             fill_arg(uplo)?;
             op_arg(trans)?;
+            // As syr2k: complex syrk takes N or T, herk N or C (the call is
+            // queued, so the server's status would not reach the caller).
+            if dtype::is_complex(dtype::$dt) && trans == if $hermitian { 1 } else { 2 } {
+                return Err($crate::math::blas::INVALID_VALUE);
+            }
             let (n, k) = (i64::from(n), i64::from(k));
             nonnegative(&[n, k])?;
             let size = std::mem::size_of::<$t>();
@@ -320,6 +326,55 @@ syrk! {
     fn cublasZsyrk_v2 / cublasZsyrk_v2_64 ([f64; 2], C64F, [f64; 2], false);
     fn cublasCherk_v2 / cublasCherk_v2_64 ([f32; 2], C32F, f32, true);
     fn cublasZherk_v2 / cublasZherk_v2_64 ([f64; 2], C64F, f64, true);
+}
+
+macro_rules! syr2k {
+    ($(fn $name:ident / $name64:ident ($t:ty, $dt:ident, $b:ty, $hermitian:expr, $x:expr);)*) => {$(
+        both! { fn $name / $name64 (h: Handle, uplo: c_int, trans: c_int, n: Int, k: Int, alpha: *const $t, a: *const $t, lda: Int, b: *const $t, ldb: Int, beta: *const $b, c: *mut $t, ldc: Int) {
+            let s = handle(h)?;
+            fill_arg(uplo)?;
+            op_arg(trans)?;
+            // The complex symmetric forms take N or T, the Hermitian N or C
+            // (checked here: the call is queued, its status not waited for).
+            if dtype::is_complex(dtype::$dt) && trans == if $hermitian { 1 } else { 2 } {
+                return Err($crate::math::blas::INVALID_VALUE);
+            }
+            let (n, k) = (i64::from(n), i64::from(k));
+            nonnegative(&[n, k])?;
+            let size = std::mem::size_of::<$t>();
+            let (ar, ac) = if trans == 0 { (n, k) } else { (k, n) };
+            s.enqueue(&Call::Syr2k {
+                handle: s.id(),
+                dtype: dtype::$dt,
+                hermitian: $hermitian,
+                x: $x,
+                uplo,
+                trans,
+                n,
+                k,
+                alpha: s.scalar(alpha)?,
+                a: matrix(a.cast(), ar, ac, lda.into(), size)?,
+                b: matrix(b.cast(), ar, ac, ldb.into(), size)?,
+                beta: s.scalar(beta)?,
+                c: matrix(c.cast_const().cast(), n, n, ldc.into(), size)?,
+            })
+        } }
+    )*};
+}
+
+syr2k! {
+    fn cublasSsyr2k_v2 / cublasSsyr2k_v2_64 (f32, R32F, f32, false, false);
+    fn cublasDsyr2k_v2 / cublasDsyr2k_v2_64 (f64, R64F, f64, false, false);
+    fn cublasCsyr2k_v2 / cublasCsyr2k_v2_64 ([f32; 2], C32F, [f32; 2], false, false);
+    fn cublasZsyr2k_v2 / cublasZsyr2k_v2_64 ([f64; 2], C64F, [f64; 2], false, false);
+    fn cublasCher2k_v2 / cublasCher2k_v2_64 ([f32; 2], C32F, f32, true, false);
+    fn cublasZher2k_v2 / cublasZher2k_v2_64 ([f64; 2], C64F, f64, true, false);
+    fn cublasSsyrkx / cublasSsyrkx_64 (f32, R32F, f32, false, true);
+    fn cublasDsyrkx / cublasDsyrkx_64 (f64, R64F, f64, false, true);
+    fn cublasCsyrkx / cublasCsyrkx_64 ([f32; 2], C32F, [f32; 2], false, true);
+    fn cublasZsyrkx / cublasZsyrkx_64 ([f64; 2], C64F, [f64; 2], false, true);
+    fn cublasCherkx / cublasCherkx_64 ([f32; 2], C32F, f32, true, true);
+    fn cublasZherkx / cublasZherkx_64 ([f64; 2], C64F, f64, true, true);
 }
 
 /// Checks and queues trmm (into `c`) or trsm (in place in `b`).

@@ -210,6 +210,16 @@ impl HandleState {
         }
     }
 
+    /// Whether scalars and results are in device memory.
+    pub(crate) fn device_mode(&self) -> bool {
+        self.pointer_mode == POINTER_MODE_DEVICE
+    }
+
+    /// The handle's stream.
+    pub(crate) fn stream_id(&self) -> u64 {
+        self.stream
+    }
+
     pub(crate) fn id(&self) -> u64 {
         self.id
     }
@@ -405,6 +415,24 @@ pub(crate) fn vector(ptr: *const c_void, n: i64, inc: i64, size: usize) -> Resul
     Ok(Operand {
         ptr: ptr as u64,
         ld: inc,
+        stride: 0,
+    })
+}
+
+/// A packed triangle of an `n` x `n` matrix (`n (n + 1) / 2` elements),
+/// checked.
+pub(crate) fn packed(ptr: *const c_void, n: i64, size: usize) -> Result<Operand, c_int> {
+    let elements = (n as u64)
+        .checked_mul(n as u64 + 1)
+        .map(|e| e / 2)
+        .and_then(|e| e.checked_mul(size as u64))
+        .ok_or(INVALID_VALUE)?;
+    if elements > 0 && !super::is_device_range(ptr as u64, elements) {
+        return Err(INVALID_VALUE);
+    }
+    Ok(Operand {
+        ptr: ptr as u64,
+        ld: 0,
         stride: 0,
     })
 }

@@ -16,8 +16,8 @@
 //! checked and stored, but the work still goes to the device: the "CPU"
 //! of an rcud client is not where the data is computed.
 //!
-//! syr2k, her2k, syrkx, herkx and spmm stay stubs: rcud's cuBLAS has no
-//! such routine to run them on (`exports/unsupported.txt`).
+//! spmm stays a stub: rcud's cuBLAS has no packed level-3 routine to run
+//! it on (`exports/unsupported.txt`).
 
 use std::collections::HashMap;
 use std::os::raw::{c_int, c_void};
@@ -558,6 +558,47 @@ xt_syrk! {
     pub extern "C" fn cublasXtZsyrk([f64; 2], [f64; 2]) => cublasZsyrk_v2_64;
     pub extern "C" fn cublasXtCherk([f32; 2], f32) => cublasCherk_v2_64;
     pub extern "C" fn cublasXtZherk([f64; 2], f64) => cublasZherk_v2_64;
+}
+
+/// syr2k/her2k (`C = alpha op(A) op(B)ᴴ + conj(alpha) op(B) op(A)ᴴ + beta
+/// C`) and syrkx/herkx (`C = alpha op(A) op(B)ᴴ + beta C`): one shape.
+macro_rules! xt_syr2k {
+    ($(pub extern "C" fn $name:ident($t:ty, $s:ty) => $inner:ident;)*) => {$(
+        #[no_mangle]
+        #[allow(clippy::too_many_arguments)]
+        pub extern "C" fn $name(h: XtHandle, uplo: c_int, trans: c_int, n: usize, k: usize, alpha: *const $t, a: *const $t, lda: usize, b: *const $t, ldb: usize, beta: *const $s, c: *mut $t, ldc: usize) -> c_int {
+            run(|| {
+                with_state(h, |_| ())?;
+                fill_arg(uplo)?;
+                op_arg(trans)?;
+                let (n, k) = (dim(n)?, dim(k)?);
+                let (r, cols) = if trans == 0 { (n, k) } else { (k, n) };
+                let mats = [
+                    Mat::new(a, r, cols, lda, Role::In)?,
+                    Mat::new(b, r, cols, ldb, Role::In)?,
+                    Mat::new(c, n, n, ldc, Role::InOut)?,
+                ];
+                launch(h, std::mem::size_of::<$t>(), mats, |blas, [(a, lda), (b, ldb), (c, ldc)]| {
+                    level3::$inner::$inner(blas, uplo, trans, n, k, alpha, a.cast(), lda, b.cast(), ldb, beta, c.cast(), ldc)
+                })
+            })
+        }
+    )*};
+}
+
+xt_syr2k! {
+    pub extern "C" fn cublasXtSsyr2k(f32, f32) => cublasSsyr2k_v2_64;
+    pub extern "C" fn cublasXtDsyr2k(f64, f64) => cublasDsyr2k_v2_64;
+    pub extern "C" fn cublasXtCsyr2k([f32; 2], [f32; 2]) => cublasCsyr2k_v2_64;
+    pub extern "C" fn cublasXtZsyr2k([f64; 2], [f64; 2]) => cublasZsyr2k_v2_64;
+    pub extern "C" fn cublasXtCher2k([f32; 2], f32) => cublasCher2k_v2_64;
+    pub extern "C" fn cublasXtZher2k([f64; 2], f64) => cublasZher2k_v2_64;
+    pub extern "C" fn cublasXtSsyrkx(f32, f32) => cublasSsyrkx_64;
+    pub extern "C" fn cublasXtDsyrkx(f64, f64) => cublasDsyrkx_64;
+    pub extern "C" fn cublasXtCsyrkx([f32; 2], [f32; 2]) => cublasCsyrkx_64;
+    pub extern "C" fn cublasXtZsyrkx([f64; 2], [f64; 2]) => cublasZsyrkx_64;
+    pub extern "C" fn cublasXtCherkx([f32; 2], f32) => cublasCherkx_64;
+    pub extern "C" fn cublasXtZherkx([f64; 2], f64) => cublasZherkx_64;
 }
 
 macro_rules! xt_trmm {

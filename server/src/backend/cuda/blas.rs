@@ -16,11 +16,11 @@
 use std::collections::BTreeMap;
 
 use rcud_cuda_driver::cublas::{
-    self as nv, Blas23, BlasError, GemmArgs, GemmOperands, HostScalar, Level1, Precision,
-    ResultArg, ScalarArg,
+    self as nv, Blas23, BlasError, GemmArgs, GemmOperands, HostScalar, Level1, ParamArg, Precision,
+    ResultArg, RotBuffers, ScalarArg,
 };
 use rcud_math::Reply;
-use rcud_proto::math::blas::{dtype, level1 as op, Call, Operand, Scalar};
+use rcud_proto::math::blas::{dtype, level1 as op, level2 as kind, Call, Operand, Scalar};
 use rcud_proto::ops::Failure;
 use rcud_proto::CudaError;
 
@@ -152,6 +152,24 @@ pub(super) fn matrix_range(
     let bytes = i128::from(cols - 1)
         .checked_mul(i128::from(ld))
         .and_then(|e| e.checked_add(i128::from(rows)))
+        .and_then(|e| e.checked_mul(i128::from(elem)));
+    range_of(what, ptr, 0, bytes.ok_or_else(|| too_large(what, ptr))?)
+}
+
+/// The bytes of a packed triangle of an `n` x `n` matrix (`n (n + 1) / 2`
+/// elements) at `ptr`.
+pub(super) fn packed_range(
+    what: &str,
+    ptr: u64,
+    n: i64,
+    elem: u64,
+) -> Result<Option<Range>, Refusal> {
+    if n < 0 {
+        return Err(Refusal::Status(INVALID_VALUE));
+    }
+    let bytes = i128::from(n)
+        .checked_mul(i128::from(n) + 1)
+        .map(|e| e / 2)
         .and_then(|e| e.checked_mul(i128::from(elem)));
     range_of(what, ptr, 0, bytes.ok_or_else(|| too_large(what, ptr))?)
 }
@@ -328,7 +346,12 @@ impl CudaDeviceContext {
             | Call::Dgmm { handle, .. }
             | Call::GetrfBatched { handle, .. }
             | Call::GetrsBatched { handle, .. }
-            | Call::GetriBatched { handle, .. } => handle,
+            | Call::GetriBatched { handle, .. }
+            | Call::Banded { handle, .. }
+            | Call::Syr { handle, .. }
+            | Call::Syr2k { handle, .. }
+            | Call::Rotg { handle, .. }
+            | Call::Rotm { handle, .. } => handle,
         };
         if !self.blas.handles.contains_key(&handle) {
             return Ok(Reply::status(NOT_INITIALIZED));
@@ -396,6 +419,22 @@ impl CudaDeviceContext {
             lu @ (Call::GetrfBatched { .. }
             | Call::GetrsBatched { .. }
             | Call::GetriBatched { .. }) => self.lu_batched(handle, lu),
+            Call::Rotg {
+                dtype,
+                modified,
+                values,
+                ptrs,
+                ..
+            } => self.rotg(handle, dtype, modified, values, ptrs),
+            Call::Rotm {
+                dtype,
+                n,
+                x,
+                y,
+                param,
+                param_ptr,
+                ..
+            } => self.rotm(handle, dtype, n, (x, y), param, param_ptr),
             other => self.blas23(handle, other),
         };
         match outcome {
@@ -669,7 +708,10 @@ impl CudaDeviceContext {
             | Call::Syrk { dtype, .. }
             | Call::Trmm { dtype, .. }
             | Call::Geam { dtype, .. }
-            | Call::Dgmm { dtype, .. } => precision(*dtype)?,
+            | Call::Dgmm { dtype, .. }
+            | Call::Banded { dtype, .. }
+            | Call::Syr { dtype, .. }
+            | Call::Syr2k { dtype, .. } => precision(*dtype)?,
             _ => return Err(Refusal::Status(INVALID_VALUE).into()),
         };
         let (_, forwarded) = match call {
@@ -923,6 +965,129 @@ impl CudaDeviceContext {
                     },
                 )
             }
+            Call::Banded {
+                dtype: dt,
+                kind: which,
+                hermitian,
+                uplo,
+                trans,
+                diag,
+                m,
+                n,
+                kl,
+                k,
+                alpha,
+                a,
+                x,
+                beta,
+                y,
+                ..
+            } => (
+                dt,
+                self.banded(
+                    dt,
+                    which,
+                    hermitian,
+                    (uplo, trans, diag),
+                    [m, n, kl, k],
+                    (alpha, beta),
+                    [a, x, y],
+                )?,
+            ),
+            Call::Syr {
+                dtype: dt,
+                hermitian,
+                two,
+                packed,
+                uplo,
+                n,
+                alpha,
+                x,
+                y,
+                a,
+                ..
+            } => {
+                let e = size(dt)?;
+                let complex = dtype::is_complex(dt);
+                // cuBLAS has her/hpr for complex types but no complex spr.
+                if (hermitian && !complex) || (packed && complex && !hermitian) {
+                    return Err(Refusal::Status(NOT_SUPPORTED).into());
+                }
+                let uplo = fill(uplo)?;
+                if n < 0 {
+                    return Err(Refusal::Status(INVALID_VALUE).into());
+                }
+                let a = if packed {
+                    self.check_range(packed_range("AP", a.ptr, n, e)?, "AP")?;
+                    nv::Matrix { ptr: a.ptr, ld: 1 }
+                } else {
+                    self.matrix_arg(a, n, n, e, "A")?
+                };
+                let alpha_dt = if hermitian && !two { real_of(dt) } else { dt };
+                (
+                    dt,
+                    Blas23::Syr {
+                        hermitian,
+                        two,
+                        packed,
+                        uplo,
+                        n: int(n)?,
+                        alpha: self.scalar_arg(alpha, alpha_dt, "alpha")?,
+                        x: self.vector_arg(x, n, e, "x")?,
+                        y: if two {
+                            self.vector_arg(y, n, e, "y")?
+                        } else {
+                            nv::Vector { ptr: 0, inc: 1 }
+                        },
+                        a,
+                    },
+                )
+            }
+            Call::Syr2k {
+                dtype: dt,
+                hermitian,
+                x,
+                uplo,
+                trans,
+                n,
+                k,
+                alpha,
+                a,
+                b,
+                beta,
+                c,
+                ..
+            } => {
+                let e = size(dt)?;
+                if hermitian && !dtype::is_complex(dt) {
+                    return Err(Refusal::Status(NOT_SUPPORTED).into());
+                }
+                if n < 0 || k < 0 {
+                    return Err(Refusal::Status(INVALID_VALUE).into());
+                }
+                let (ar, ac) = if transpose(trans)? == 0 {
+                    (n, k)
+                } else {
+                    (k, n)
+                };
+                let beta_dt = if hermitian { real_of(dt) } else { dt };
+                (
+                    dt,
+                    Blas23::Syr2k {
+                        hermitian,
+                        x,
+                        uplo: fill(uplo)?,
+                        trans,
+                        a: self.matrix_arg(a, ar, ac, e, "A")?,
+                        b: self.matrix_arg(b, ar, ac, e, "B")?,
+                        c: self.matrix_arg(c, n, n, e, "C")?,
+                        alpha: self.scalar_arg(alpha, dt, "alpha")?,
+                        beta: self.scalar_arg(beta, beta_dt, "beta")?,
+                        n: int(n)?,
+                        k: int(k)?,
+                    },
+                )
+            }
             Call::Create {}
             | Call::Destroy { .. }
             | Call::Level1 { .. }
@@ -930,9 +1095,198 @@ impl CudaDeviceContext {
             | Call::Gemm { .. }
             | Call::GetrfBatched { .. }
             | Call::GetrsBatched { .. }
-            | Call::GetriBatched { .. } => return Err(Refusal::Status(INVALID_VALUE).into()),
+            | Call::GetriBatched { .. }
+            | Call::Rotg { .. }
+            | Call::Rotm { .. } => return Err(Refusal::Status(INVALID_VALUE).into()),
         };
         self.handle(handle)?.blas23(forwarded, p)?;
+        Ok(Vec::new())
+    }
+
+    /// gbmv, sbmv/hbmv, spmv/hpmv, tbmv/tbsv, tpmv/tpsv: the band (its
+    /// `lda` at least the band's rows) or the packed triangle checked, and
+    /// the vectors.
+    #[allow(clippy::too_many_arguments)]
+    fn banded(
+        &self,
+        dt: u8,
+        which: u8,
+        hermitian: bool,
+        (uplo, trans, diag): (i32, i32, i32),
+        [m, n, kl, k]: [i64; 4],
+        (alpha, beta): (Scalar, Scalar),
+        [a, x, y]: [Operand; 3],
+    ) -> Result<Blas23, Refusal> {
+        let e = size(dt)?;
+        if m < 0 || n < 0 || kl < 0 || k < 0 {
+            return Err(Refusal::Status(INVALID_VALUE));
+        }
+        // cuBLAS has only the Hermitian forms of sbmv and spmv for complex
+        // types, and none for real ones.
+        if matches!(which, kind::SBMV | kind::SPMV) && hermitian != dtype::is_complex(dt) {
+            return Err(Refusal::Status(NOT_SUPPORTED));
+        }
+        let band = |rows: i64| -> Result<nv::Matrix, Refusal> {
+            let rows = rows.checked_add(1).ok_or(Refusal::Status(INVALID_VALUE))?;
+            self.matrix_arg(a, rows, n, e, "A")
+        };
+        let packed = || -> Result<u64, Refusal> {
+            self.check_range(packed_range("AP", a.ptr, n, e)?, "AP")?;
+            Ok(a.ptr)
+        };
+        Ok(match which {
+            kind::GBMV => {
+                let trans = transpose(trans)?;
+                let (xn, yn) = if trans == 0 { (n, m) } else { (m, n) };
+                Blas23::Gbmv {
+                    trans,
+                    a: band(kl.checked_add(k).ok_or(Refusal::Status(INVALID_VALUE))?)?,
+                    alpha: self.scalar_arg(alpha, dt, "alpha")?,
+                    beta: self.scalar_arg(beta, dt, "beta")?,
+                    x: self.vector_arg(x, xn, e, "x")?,
+                    y: self.vector_arg(y, yn, e, "y")?,
+                    m: int(m)?,
+                    n: int(n)?,
+                    kl: int(kl)?,
+                    ku: int(k)?,
+                }
+            }
+            kind::SBMV => Blas23::Sbmv {
+                uplo: fill(uplo)?,
+                a: band(k)?,
+                alpha: self.scalar_arg(alpha, dt, "alpha")?,
+                beta: self.scalar_arg(beta, dt, "beta")?,
+                x: self.vector_arg(x, n, e, "x")?,
+                y: self.vector_arg(y, n, e, "y")?,
+                n: int(n)?,
+                k: int(k)?,
+            },
+            kind::SPMV => Blas23::Spmv {
+                uplo: fill(uplo)?,
+                ap: packed()?,
+                alpha: self.scalar_arg(alpha, dt, "alpha")?,
+                beta: self.scalar_arg(beta, dt, "beta")?,
+                x: self.vector_arg(x, n, e, "x")?,
+                y: self.vector_arg(y, n, e, "y")?,
+                n: int(n)?,
+            },
+            kind::TBMV | kind::TBSV => Blas23::Tbmv {
+                solve: which == kind::TBSV,
+                uplo: fill(uplo)?,
+                trans: transpose(trans)?,
+                diag: unit(diag)?,
+                a: band(k)?,
+                x: self.vector_arg(x, n, e, "x")?,
+                n: int(n)?,
+                k: int(k)?,
+            },
+            kind::TPMV | kind::TPSV => Blas23::Tpmv {
+                solve: which == kind::TPSV,
+                uplo: fill(uplo)?,
+                trans: transpose(trans)?,
+                diag: unit(diag)?,
+                ap: packed()?,
+                x: self.vector_arg(x, n, e, "x")?,
+                n: int(n)?,
+            },
+            _ => return Err(Refusal::Status(INVALID_VALUE)),
+        })
+    }
+
+    /// rotg/rotmg: device addresses checked (one value each, `c` real,
+    /// rotmg's param five), or host values in and out through the reply
+    /// (as the emulated device answers them).
+    fn rotg(
+        &mut self,
+        handle: u64,
+        dt: u8,
+        modified: bool,
+        values: [f64; 4],
+        ptrs: [u64; 5],
+    ) -> Result<Vec<u8>, Outcome> {
+        let p = precision(dt)?;
+        let e = size(dt)?;
+        let complex = dtype::is_complex(dt);
+        if modified && complex {
+            return Err(Refusal::Status(NOT_SUPPORTED).into());
+        }
+        let real = p.real_size() as u64;
+        let mut host = RotBuffers::default();
+        let device = ptrs[0] != 0;
+        if device {
+            let sizes: [(u64, &str); 5] = if modified {
+                [(e, "d1"), (e, "d2"), (e, "x1"), (e, "y1"), (5 * e, "param")]
+            } else {
+                [(e, "a"), (e, "b"), (real, "c"), (e, "s"), (0, "")]
+            };
+            for (ptr, (len, what)) in ptrs.iter().zip(sizes) {
+                self.check_range(range_of(what, *ptr, 0, i128::from(len))?, what)?;
+            }
+        } else if modified {
+            for (slot, v) in host.values.iter_mut().zip(values) {
+                *slot = host_bytes(v, 0.0, dt)?;
+            }
+        } else {
+            host.values[0] = host_bytes(values[0], values[1], dt)?;
+            host.values[1] = host_bytes(values[2], values[3], dt)?;
+        }
+        self.handle(handle)?
+            .rotg(p, modified, device.then_some(ptrs), &mut host)?;
+        if device {
+            return Ok(Vec::new());
+        }
+        let e = e as usize;
+        let mut out = Vec::new();
+        if modified {
+            for v in &host.values[..3] {
+                out.extend_from_slice(&v.0[..e]);
+            }
+            let param: Vec<u8> = host.param.iter().flat_map(|b| b.0).collect();
+            out.extend_from_slice(&param[..5 * e]);
+        } else {
+            out.extend_from_slice(&host.values[0].0[..e]);
+            out.extend_from_slice(&host.values[1].0[..e]);
+            out.extend_from_slice(&host.values[2].0[..real as usize]);
+            out.extend_from_slice(&host.values[3].0[..e]);
+        }
+        Ok(out)
+    }
+
+    /// rotm: x, y and a device param checked.
+    fn rotm(
+        &mut self,
+        handle: u64,
+        dt: u8,
+        n: i64,
+        (x, y): (Operand, Operand),
+        param: [f64; 5],
+        param_ptr: u64,
+    ) -> Result<Vec<u8>, Outcome> {
+        let p = precision(dt)?;
+        if dtype::is_complex(dt) {
+            return Err(Refusal::Status(NOT_SUPPORTED).into());
+        }
+        let e = size(dt)?;
+        let param = if param_ptr != 0 {
+            self.check_range(range_of("param", param_ptr, 0, i128::from(5 * e))?, "param")?;
+            ParamArg::Device(param_ptr)
+        } else {
+            let mut bytes = [0u8; 48];
+            for (i, v) in param.iter().enumerate() {
+                let one = host_bytes(*v, 0.0, dt)?;
+                let e = e as usize;
+                bytes[i * e..(i + 1) * e].copy_from_slice(&one.0[..e]);
+            }
+            let mut buffer = [HostScalar::default(); 3];
+            for (slot, chunk) in buffer.iter_mut().zip(bytes.chunks_exact(16)) {
+                slot.0.copy_from_slice(chunk);
+            }
+            ParamArg::Host(buffer)
+        };
+        let xv = self.vector_arg(x, n, e, "x")?;
+        let yv = self.vector_arg(y, n, e, "y")?;
+        let n = int(n.max(0))?;
+        self.handle(handle)?.rotm(p, n, xv, yv, param)?;
         Ok(Vec::new())
     }
 

@@ -6,7 +6,7 @@
 // forms (S and D) of axpy, scal, dot, nrm2, asum, amax, amin, copy, swap,
 // rot, gemv, cublasGemmEx / StridedBatchedEx / BatchedEx with FP32 or FP64
 // operands, Zscal (with positive increments), Sgeam, Sdgmm and the batched
-// LU routines in FP32 (Sgetrf/Sgetrs/SgetriBatched) compute;
+// LU routines in FP32 (Sgetrf/Sgetrs/SgetriBatched) and Srotg compute;
 // the others answer
 // CUBLAS_STATUS_NOT_SUPPORTED (the tests check what reaches them, not
 // their arithmetic). Every call appends one line to the file
@@ -321,6 +321,67 @@ UNSUPPORTED(cublasCherk_v2)
 UNSUPPORTED(cublasZherk_v2)
 ALL4(trmm)
 ALL4(trsm)
+
+// Banded, packed, rank updates, syr2k/syrkx, rotations: logged, not
+// computed, but Srotg (host or device pointer mode: both are host memory
+// here), which checks that the server answers host-mode outputs.
+ALL4(gbmv)
+UNSUPPORTED(cublasSsbmv_v2)
+UNSUPPORTED(cublasDsbmv_v2)
+UNSUPPORTED(cublasChbmv_v2)
+UNSUPPORTED(cublasZhbmv_v2)
+UNSUPPORTED(cublasSspmv_v2)
+UNSUPPORTED(cublasDspmv_v2)
+UNSUPPORTED(cublasChpmv_v2)
+UNSUPPORTED(cublasZhpmv_v2)
+ALL4(tbmv)
+ALL4(tbsv)
+ALL4(tpmv)
+ALL4(tpsv)
+ALL4(syr)
+UNSUPPORTED(cublasCher_v2)
+UNSUPPORTED(cublasZher_v2)
+ALL4(syr2)
+UNSUPPORTED(cublasCher2_v2)
+UNSUPPORTED(cublasZher2_v2)
+UNSUPPORTED(cublasSspr_v2)
+UNSUPPORTED(cublasDspr_v2)
+UNSUPPORTED(cublasChpr_v2)
+UNSUPPORTED(cublasZhpr_v2)
+UNSUPPORTED(cublasSspr2_v2)
+UNSUPPORTED(cublasDspr2_v2)
+UNSUPPORTED(cublasChpr2_v2)
+UNSUPPORTED(cublasZhpr2_v2)
+ALL4(syr2k)
+UNSUPPORTED(cublasCher2k_v2)
+UNSUPPORTED(cublasZher2k_v2)
+UNSUPPORTED(cublasSsyrkx)
+UNSUPPORTED(cublasDsyrkx)
+UNSUPPORTED(cublasCsyrkx)
+UNSUPPORTED(cublasZsyrkx)
+UNSUPPORTED(cublasCherkx)
+UNSUPPORTED(cublasZherkx)
+int cublasSrotg_v2(struct handle *h, float *a, float *b, float *c, float *s) {
+    note("cublasSrotg_v2", h);
+    float r = hypotf(*a, *b);
+    if (fabsf(*a) <= fabsf(*b)) r = copysignf(r, *b); else r = copysignf(r, *a);
+    if (r == 0) {
+        *c = 1; *s = 0; *a = 0; *b = 0;
+        return OK;
+    }
+    *c = *a / r;
+    *s = *b / r;
+    *b = fabsf(*a) > fabsf(*b) ? *s : (*c != 0 ? 1 / *c : 1);
+    *a = r;
+    return OK;
+}
+UNSUPPORTED(cublasDrotg_v2)
+UNSUPPORTED(cublasCrotg_v2)
+UNSUPPORTED(cublasZrotg_v2)
+UNSUPPORTED(cublasSrotmg_v2)
+UNSUPPORTED(cublasDrotmg_v2)
+UNSUPPORTED(cublasSrotm_v2)
+UNSUPPORTED(cublasDrotm_v2)
 
 // Batched LU: Sgetrf (with or without pivoting), Sgetrs (no transpose) and
 // Sgetri compute on host memory; the other types answer NOT_SUPPORTED.

@@ -720,3 +720,188 @@ fn fake_cublas_batched_lu_is_checked_and_forwarded_with_server_arrays() {
     assert!(f.message.contains("A pointer array"), "{f}");
     assert_eq!(forwarded(&log), before, "{:?}", log_lines(&log));
 }
+
+#[test]
+fn fake_cublas_banded_packed_rank_syr2k_and_rotations_are_checked_and_forwarded() {
+    let test = "fake_cublas_banded_packed_rank_syr2k_and_rotations_are_checked_and_forwarded";
+    let Some((b, log)) = fake_blas_backend(test) else {
+        return;
+    };
+    let mut ctx = b.open(0, 0).unwrap();
+    let ctx = ctx.as_mut();
+    let h = create(ctx);
+    // 40 floats of matrix, 4-float vectors.
+    let (a, x, y) = (
+        ctx.malloc(160).unwrap(),
+        ctx.malloc(16).unwrap(),
+        ctx.malloc(16).unwrap(),
+    );
+    let banded = |kind, lda, hermitian, dt, kl| wire::Call::Banded {
+        handle: h,
+        dtype: dt,
+        kind,
+        hermitian,
+        uplo: 0,
+        trans: 0,
+        diag: 0,
+        m: 4,
+        n: 4,
+        kl,
+        k: 1,
+        alpha: host(1.0),
+        a: operand(a, lda, 0),
+        x: operand(x, 1, 0),
+        beta: host(0.0),
+        y: operand(y, 1, 0),
+    };
+    let r32 = dtype::R32F;
+    // Each reaches the library (NOT_SUPPORTED from the fake).
+    for kind in [
+        wire::level2::GBMV,
+        wire::level2::SBMV,
+        wire::level2::SPMV,
+        wire::level2::TBMV,
+        wire::level2::TBSV,
+        wire::level2::TPMV,
+        wire::level2::TPSV,
+    ] {
+        assert_eq!(
+            blas(ctx, banded(kind, 3, false, r32, 1)).unwrap().status,
+            15
+        );
+    }
+    let syr = |two, packed, n| wire::Call::Syr {
+        handle: h,
+        dtype: r32,
+        hermitian: false,
+        two,
+        packed,
+        uplo: 1,
+        n,
+        alpha: host(1.0),
+        x: operand(x, 1, 0),
+        y: operand(y, 1, 0),
+        a: operand(a, 4, 0),
+    };
+    for (two, packed) in [(false, false), (true, false), (false, true), (true, true)] {
+        assert_eq!(blas(ctx, syr(two, packed, 4)).unwrap().status, 15);
+    }
+    let syr2k = |x_form, ldc| wire::Call::Syr2k {
+        handle: h,
+        dtype: r32,
+        hermitian: false,
+        x: x_form,
+        uplo: 0,
+        trans: 0,
+        n: 4,
+        k: 2,
+        alpha: host(1.0),
+        a: operand(a, 4, 0),
+        b: operand(a, 4, 0),
+        beta: host(0.0),
+        c: operand(a, ldc, 0),
+    };
+    assert_eq!(blas(ctx, syr2k(false, 4)).unwrap().status, 15);
+    assert_eq!(blas(ctx, syr2k(true, 4)).unwrap().status, 15);
+    let rotm = |param_ptr| wire::Call::Rotm {
+        handle: h,
+        dtype: r32,
+        n: 4,
+        x: operand(x, 1, 0),
+        y: operand(y, 1, 0),
+        param: [-1.0, 1.0, 0.0, 0.0, 1.0],
+        param_ptr,
+    };
+    assert_eq!(blas(ctx, rotm(0)).unwrap().status, 15);
+    assert_eq!(blas(ctx, rotm(a)).unwrap().status, 15);
+
+    // Srotg computes here: host pointer mode answers a, b, c, s.
+    let rotg = |ptrs| wire::Call::Rotg {
+        handle: h,
+        dtype: r32,
+        modified: false,
+        values: [3.0, 0.0, 4.0, 0.0],
+        ptrs,
+    };
+    let reply = blas(ctx, rotg([0; 5])).unwrap();
+    assert_eq!(reply.status, 0);
+    let out: Vec<f32> = reply
+        .out
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(out.len(), 4);
+    assert!(
+        (out[0] - 5.0).abs() < 1e-6 && (out[2] - 0.6).abs() < 1e-6 && (out[3] - 0.8).abs() < 1e-6,
+        "{out:?}"
+    );
+    // Device pointer mode: in place in device memory.
+    put(ctx, x, &f32s(&[3.0, 4.0, 0.0, 0.0]));
+    let reply = blas(ctx, rotg([x, x + 4, x + 8, x + 12, 0])).unwrap();
+    assert_eq!((reply.status, reply.out.len()), (0, 0));
+    let got = read_f32s(ctx, x, 4);
+    assert!(
+        (got[0] - 5.0).abs() < 1e-6 && (got[3] - 0.8).abs() < 1e-6,
+        "{got:?}"
+    );
+    let before = log_lines(&log).len();
+
+    // Refused before the library: a band's lda below kl + ku + 1, a packed
+    // triangle past its allocation (n = 9: 45 > 40 floats), a complex
+    // symmetric (non-Hermitian) sbmv, C of syr2k past its allocation,
+    // rotm's param and rotg's s out of range.
+    assert_eq!(
+        blas(ctx, banded(wire::level2::GBMV, 2, false, r32, 1))
+            .unwrap()
+            .status,
+        7
+    );
+    let illegal = |r: Result<rcud_math::Reply, Failure>| {
+        assert_eq!(r.unwrap_err().code, CudaError::ILLEGAL_ADDRESS);
+    };
+    let mut big = banded(wire::level2::TPMV, 1, false, r32, 0);
+    if let wire::Call::Banded { n, x: v, .. } = &mut big {
+        *n = 9;
+        // x in range (in a): only the packed triangle is out.
+        *v = operand(a, 1, 0);
+    }
+    illegal(blas(ctx, big));
+    assert_eq!(
+        blas(ctx, banded(wire::level2::SBMV, 3, false, dtype::C32F, 0))
+            .unwrap()
+            .status,
+        15
+    );
+    illegal(blas(ctx, syr2k(false, 13)));
+    illegal(blas(ctx, rotm(y + 4)));
+    illegal(blas(ctx, rotg([x, x + 4, x + 8, y + 16, 0])));
+    let after = log_lines(&log);
+    assert_eq!(after.len(), before, "the library was called: {after:?}");
+    let names: Vec<&str> = after
+        .iter()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| !n.starts_with("cublasCreate") && !n.starts_with("cublasSetStream"))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "cublasSgbmv_v2",
+            "cublasSsbmv_v2",
+            "cublasSspmv_v2",
+            "cublasStbmv_v2",
+            "cublasStbsv_v2",
+            "cublasStpmv_v2",
+            "cublasStpsv_v2",
+            "cublasSsyr_v2",
+            "cublasSsyr2_v2",
+            "cublasSspr_v2",
+            "cublasSspr2_v2",
+            "cublasSsyr2k_v2",
+            "cublasSsyrkx",
+            "cublasSrotm_v2",
+            "cublasSrotm_v2",
+            "cublasSrotg_v2",
+            "cublasSrotg_v2",
+        ]
+    );
+}
