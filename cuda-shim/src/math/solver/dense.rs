@@ -10,7 +10,8 @@ use std::os::raw::{c_int, c_schar, c_void};
 use rcud_proto::math::solver::Call;
 
 use super::{
-    buffer_size, lwork, submit, Handle, Workspace, INTERNAL_ERROR, INVALID_VALUE, NOT_INITIALIZED,
+    answer, buffer_size, lwork, submit, Handle, Workspace, INTERNAL_ERROR, INVALID_VALUE,
+    NOT_INITIALIZED,
 };
 use crate::ffi::write_out;
 use crate::math::guard;
@@ -20,17 +21,6 @@ type Dev = *mut c_void;
 
 fn addr<T>(ptr: *const T) -> u64 {
     ptr as u64
-}
-
-/// Answers a `*_bufferSize` query in `*lwork`.
-fn answer(lwork: *mut c_int, size: Result<c_int, c_int>) -> c_int {
-    match size {
-        Ok(size) => match write_out(lwork, size) {
-            Ok(()) => super::SUCCESS,
-            Err(_) => INVALID_VALUE,
-        },
-        Err(status) => status,
-    }
 }
 
 #[no_mangle]

@@ -14,7 +14,7 @@ use std::sync::Mutex;
 
 use rcud_proto::math::solver::Call;
 
-use super::{buffer_size, lwork, submit, Handle, Workspace, INTERNAL_ERROR, INVALID_VALUE};
+use super::{answer, buffer_size, lwork, submit, Handle, Workspace, INTERNAL_ERROR, INVALID_VALUE};
 use crate::ffi::write_out;
 use crate::math::guard;
 
@@ -175,17 +175,6 @@ pub extern "C" fn cusolverDnXgesvdjSetSortEig(info: Info, sort_svd: c_int) -> c_
     guard(INTERNAL_ERROR, || {
         update(info, Kind::Gesvdj, |s| s.sort = sort_svd)
     })
-}
-
-/// Answers a `*_bufferSize` query in `*lwork`.
-fn answer(lwork: *mut c_int, size: Result<c_int, c_int>) -> c_int {
-    match size {
-        Ok(size) => match write_out(lwork, size) {
-            Ok(()) => super::SUCCESS,
-            Err(_) => INVALID_VALUE,
-        },
-        Err(status) => status,
-    }
 }
 
 /// Workspace elements for `batch` problems of `each`.

@@ -178,6 +178,17 @@ pub(crate) fn buffer_size(
     c_int::try_from(elements.max(1)).map_err(|_| INVALID_VALUE)
 }
 
+/// Answers a `*_bufferSize` query in `*lwork`.
+pub(crate) fn answer(lwork: *mut c_int, size: Result<c_int, c_int>) -> c_int {
+    match size {
+        Ok(size) => match crate::ffi::write_out(lwork, size) {
+            Ok(()) => SUCCESS,
+            Err(_) => INVALID_VALUE,
+        },
+        Err(status) => status,
+    }
+}
+
 /// Workspace element counts. The CPU implementation does not use the
 /// workspace, but programs allocate what the query answers and pass it
 /// back; these are small multiples of the dimensions, as LAPACK's
