@@ -54,6 +54,14 @@ crate::wire_enum! {
         /// and `?gesvdjBatched` (m, n ≤ 32, full U and V): A = U S Vᴴ with
         /// V itself (not Vᴴ) in `v`; one `info` per matrix.
         15 Gesvdj { handle: u64, dtype: u8, jobz: i32, econ: i32, m: i32, n: i32, a: u64, lda: i32, s: u64, u: u64, ldu: i32, v: u64, ldv: i32, info: u64, batch: i32, batched: u8, tol: f64, max_sweeps: i32, sort: i32 },
+        /// `cusolverDnXgeev`: eigenvalues of a general n×n matrix (A is
+        /// overwritten) and, for `jobvl`/`jobvr` 1, left/right
+        /// eigenvectors. For a complex A, W and the vectors are complex.
+        /// For a real A the vectors are real in LAPACK's storage (a
+        /// conjugate pair's two columns hold the real and imaginary parts
+        /// of the first one's), and W is complex (`w_real` 0) or 2n reals,
+        /// real parts then imaginary parts (`w_real` 1).
+        16 Geev { handle: u64, dtype: u8, w_real: u8, jobvl: i32, jobvr: i32, n: i32, a: u64, lda: i32, w: u64, vl: u64, ldvl: i32, vr: u64, ldvr: i32, info: u64 },
     }
 }
 
@@ -355,6 +363,44 @@ impl Call {
                     info_range(info),
                 ]
             }
+            Call::Geev {
+                dtype,
+                w_real,
+                jobvl,
+                jobvr,
+                n,
+                a,
+                lda,
+                w,
+                vl,
+                ldvl,
+                vr,
+                ldvr,
+                info,
+                ..
+            } => {
+                let (n, size) = (dim(n, "n")?, size(dtype)?);
+                // Complex W of a real A holds pairs of reals, as does W of
+                // 2n reals.
+                if w_real > 1 || (w_real == 1 && is_complex(dtype)) {
+                    return Err(InvalidValue("data type of W"));
+                }
+                let w_bytes = if is_complex(dtype) { size } else { 2 * size };
+                let mut ranges = vec![
+                    matrix(a, n, n, lda, size, "lda")?,
+                    array(w, n, w_bytes, "W")?,
+                    info_range(info),
+                ];
+                for (job, ptr, ld, what) in [(jobvl, vl, ldvl, "ldvl"), (jobvr, vr, ldvr, "ldvr")] {
+                    match job {
+                        0 if ld >= 1 => {}
+                        1 => ranges.push(matrix(ptr, n, n, ld, size, what)?),
+                        0 => return Err(InvalidValue(what)),
+                        _ => return Err(InvalidValue("jobvl/jobvr")),
+                    }
+                }
+                ranges
+            }
             Call::PotrfBatched {
                 dtype,
                 uplo: u,
@@ -552,7 +598,8 @@ impl Call {
             | Call::PotrfBatched { handle, .. }
             | Call::PotrsBatched { handle, .. }
             | Call::Syevj { handle, .. }
-            | Call::Gesvdj { handle, .. } => Some(handle),
+            | Call::Gesvdj { handle, .. }
+            | Call::Geev { handle, .. } => Some(handle),
         }
     }
 }

@@ -65,7 +65,8 @@ fn dense(call: &Call) -> Option<(Precision, Dense)> {
         | Call::PotrfBatched { .. }
         | Call::PotrsBatched { .. }
         | Call::Syevj { .. }
-        | Call::Gesvdj { .. } => return None,
+        | Call::Gesvdj { .. }
+        | Call::Geev { .. } => return None,
         Call::Getrf {
             dtype,
             m,
@@ -314,9 +315,10 @@ impl CudaDeviceContext {
                 | Call::PotrsBatched { .. }
                 | Call::Syevj { .. }
                 | Call::Gesvdj { .. }
+                | Call::Geev { .. }
         ) {
             tracing::info!(
-                "cuSOLVER's batched and Jacobi routines are not forwarded to the GPU yet"
+                "cuSOLVER's batched and Jacobi routines and Xgeev are not forwarded to the GPU yet"
             );
             return Ok(Reply::status(NOT_SUPPORTED));
         }
