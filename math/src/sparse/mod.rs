@@ -1,5 +1,6 @@
-//! cuSPARSE on the CPU: the generic API's SpMV, SpMM, SpGEMM and SpSV, and
-//! the conversions between CSR, CSC, COO and dense matrices.
+//! cuSPARSE on the CPU: the generic API's SpMV, SpMM, SpGEMM and SpSV, the
+//! conversions between CSR, CSC, COO and dense matrices, and the legacy
+//! sorts, Gather/Scatter and ILU(0)/IC(0) ([`legacy`]).
 //!
 //! Handles live here; the client sends the contents of its matrix and
 //! vector descriptors with each call. Every array is read through

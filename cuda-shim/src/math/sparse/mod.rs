@@ -1,5 +1,6 @@
 //! cuSPARSE (`libcusparse.so.12`): the generic API (SpMV, SpMM, SpGEMM,
-//! SpSV) and the CSR/CSC/COO/dense conversions.
+//! SpSV, Gather, Scatter), the CSR/CSC/COO/dense conversions, and the
+//! legacy sorts and incomplete factorizations (`legacy`).
 //!
 //! Handles live on the server; the client keeps each one's stream and
 //! pointer mode. Matrix and vector descriptors are host objects, as in
