@@ -336,6 +336,10 @@ type GetriBatched = unsafe extern "C" fn(
     c_int,
 ) -> Status;
 
+/// `cublas<t>matinvBatched(handle, n, A[], lda, Ainv[], lda_inv, info, batch)`.
+type MatinvBatched =
+    unsafe extern "C" fn(Handle, c_int, In, c_int, Out, c_int, *mut c_int, c_int) -> Status;
+
 /// The cuBLAS entry points the backend uses, with the prototypes of
 /// `cublas_api.h` (element pointers as `void *`, enums as `int`).
 struct BlasApi {
@@ -414,6 +418,7 @@ struct BlasApi {
     getrf_batched: [GetrfBatched; 4],
     getrs_batched: [GetrsBatched; 4],
     getri_batched: [GetriBatched; 4],
+    matinv_batched: [MatinvBatched; 4],
     /// Keeps the code behind the pointers mapped; dropped last.
     _library: libloading::Library,
 }
@@ -801,6 +806,15 @@ impl BlasApi {
                         "cublasZgetriBatched",
                     ],
                 )?,
+                matinv_batched: typed(
+                    lib,
+                    [
+                        "cublasSmatinvBatched",
+                        "cublasDmatinvBatched",
+                        "cublasCmatinvBatched",
+                        "cublasZmatinvBatched",
+                    ],
+                )?,
                 _library: library,
             })
         }
@@ -958,6 +972,16 @@ pub enum LuBatched {
         a: u64,
         lda: i32,
         pivots: u64,
+        c: u64,
+        ldc: i32,
+        info: u64,
+        batch: i32,
+    },
+    /// matinvBatched: C_i = inv(A_i), n ≤ 32.
+    Matinv {
+        n: i32,
+        a: u64,
+        lda: i32,
         c: u64,
         ldc: i32,
         info: u64,
@@ -2112,6 +2136,18 @@ impl BlasHandle {
                         batch,
                     ),
                     "cublas<t>getriBatched",
+                ),
+                LuBatched::Matinv {
+                    n,
+                    a,
+                    lda,
+                    c,
+                    ldc,
+                    info,
+                    batch,
+                } => (
+                    (api.matinv_batched[pi])(h, n, dev(a), lda, dev_mut(c), ldc, ints(info), batch),
+                    "cublas<t>matinvBatched",
                 ),
             }
         };

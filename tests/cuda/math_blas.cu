@@ -638,7 +638,9 @@ static void test_batched_lu(cublasHandle_t h, const char* name, double tol,
                             cublasStatus_t (*getrs)(cublasHandle_t, cublasOperation_t, int, int, const T* const[],
                                                     int, const int*, T* const[], int, int*, int),
                             cublasStatus_t (*getri)(cublasHandle_t, int, const T* const[], int, const int*,
-                                                    T* const[], int, int*, int)) {
+                                                    T* const[], int, int*, int),
+                            cublasStatus_t (*matinv)(cublasHandle_t, int, const T* const[], int, T* const[], int,
+                                                     int*, int)) {
     const int n = 5, lda = 6, batch = 3, nrhs = 2;
     auto a = random_values<T>((size_t)lda * n * batch);
     for (int m = 0; m < batch; m++)
@@ -692,6 +694,37 @@ static void test_batched_lu(cublasHandle_t h, const char* name, double tol,
                        i, j, s.real(), s.imag());
             }
     }
+    // matinvBatched on the original matrices (left as they are): the same
+    // inverses, the singular one's zero pivot; n > 32 is refused.
+    T *dorig = device_copy<T>(a), *dinv = device_copy<T>(a);
+    std::vector<T*> po(batch), pi(batch);
+    for (int m = 0; m < batch; m++) {
+        po[m] = dorig + (size_t)m * lda * n;
+        pi[m] = dinv + (size_t)m * lda * n;
+    }
+    CHECK(cudaMemcpy(dpa, po.data(), batch * sizeof(T*), cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(dpc, pi.data(), batch * sizeof(T*), cudaMemcpyHostToDevice));
+    CHECK_BLAS(matinv(h, n, dpa, lda, dpc, lda, dinfo, batch));
+    CHECK(cudaMemcpy(info, dinfo, sizeof info, cudaMemcpyDeviceToHost));
+    EXPECT(info[0] == 0 && info[1] == 0 && info[2] == 4, "%s matinv info %d %d %d, want 0 0 4", name, info[0],
+           info[1], info[2]);
+    auto minv = host_copy(dinv, a.size()), kept = host_copy(dorig, a.size());
+    for (size_t i = 0; i < a.size(); i++)
+        EXPECT(std::abs(kept[i] - a[i]) <= tol, "%s matinv changed A at %zu", name, i);
+    for (int m = 0; m < batch - 1; m++) {
+        const Z* am = &a[(size_t)m * lda * n];
+        for (int j = 0; j < n; j++)
+            for (int i = 0; i < n; i++) {
+                Z s = 0;
+                for (int k = 0; k < n; k++) s += am[i + k * lda] * minv[(size_t)m * lda * n + k + j * lda];
+                EXPECT(std::abs(s - Z(i == j ? 1.0 : 0.0)) <= tol * 10, "%s matinv: (A C)(%d,%d) = (%g,%g)",
+                       name, i, j, s.real(), s.imag());
+            }
+    }
+    EXPECT_STATUS(matinv(h, 33, dpa, 33, dpc, 33, dinfo, 1), CUBLAS_STATUS_INVALID_VALUE);
+    CHECK(cudaFree(dorig));
+    CHECK(cudaFree(dinv));
+
     // cuBLAS's statuses: lda < n, and getrs's host info names a bad argument.
     EXPECT_STATUS(getrf(h, n, dpa, n - 1, dpiv, dinfo, batch), CUBLAS_STATUS_INVALID_VALUE);
     EXPECT_STATUS(getrs(h, CUBLAS_OP_N, -1, nrhs, dpa, lda, dpiv, dpb, lda, &host_info, 1),
@@ -1219,11 +1252,14 @@ int main(int argc, char** argv) {
     test_rotations(h);
     test_batched(h, stream);
     CHECK_BLAS(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST));
-    test_batched_lu<float>(h, "S", 1e-4, cublasSgetrfBatched, cublasSgetrsBatched, cublasSgetriBatched);
-    test_batched_lu<double>(h, "D", 1e-12, cublasDgetrfBatched, cublasDgetrsBatched, cublasDgetriBatched);
-    test_batched_lu<cuComplex>(h, "C", 1e-4, cublasCgetrfBatched, cublasCgetrsBatched, cublasCgetriBatched);
+    test_batched_lu<float>(h, "S", 1e-4, cublasSgetrfBatched, cublasSgetrsBatched, cublasSgetriBatched,
+                           cublasSmatinvBatched);
+    test_batched_lu<double>(h, "D", 1e-12, cublasDgetrfBatched, cublasDgetrsBatched, cublasDgetriBatched,
+                            cublasDmatinvBatched);
+    test_batched_lu<cuComplex>(h, "C", 1e-4, cublasCgetrfBatched, cublasCgetrsBatched, cublasCgetriBatched,
+                               cublasCmatinvBatched);
     test_batched_lu<cuDoubleComplex>(h, "Z", 1e-12, cublasZgetrfBatched, cublasZgetrsBatched,
-                                     cublasZgetriBatched);
+                                     cublasZgetriBatched, cublasZmatinvBatched);
     CHECK_BLAS(cublasDestroy(h));
     test_errors();
     CHECK(cudaStreamDestroy(stream));

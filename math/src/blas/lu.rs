@@ -1,5 +1,5 @@
-//! cuBLAS's batched LU routines: `getrfBatched`, `getrsBatched` and
-//! `getriBatched` (what CuPy's `det`, and its batched `inv` and `solve`,
+//! cuBLAS's batched LU routines: `getrfBatched`, `getrsBatched`,
+//! `getriBatched` and `matinvBatched` (what CuPy's `det`, and its batched `inv` and `solve`,
 //! call), on matrices named by device arrays of pointers.
 //!
 //! Each matrix runs through the LAPACK-style kernels of the solver module
@@ -176,6 +176,41 @@ pub(crate) fn getri_batched(
         dense::getrs(Op::N, &lu, ipiv.as_deref(), &mut inverse);
         Place::new(inverses[i], ldc, dt).write(memory, &inverse, n)?;
         let status = singular.map_or(0, |k| k as i32 + 1);
+        write_ints(memory, info + (i * 4) as u64, &[status])?;
+    }
+    Ok(Vec::new())
+}
+
+/// `matinvBatched`: getrf and getri in one, A_i read only; n ≤ 32.
+pub(crate) fn matinv_batched(
+    memory: &mut dyn DeviceMemory,
+    dt: u8,
+    n: i64,
+    a: Operand,
+    c: Operand,
+    info: u64,
+    batch: i64,
+) -> Result<Vec<u8>, Failure> {
+    if n > rcud_proto::math::blas::MATINV_MAX {
+        return Err(Failure::Status(INVALID_VALUE));
+    }
+    let (n, lda, dt, batch) = shape(dt, n, a, batch)?;
+    check_ld(c.ld, n)?;
+    let ldc = int(c.ld)?;
+    if n == 0 || batch == 0 {
+        return Ok(Vec::new());
+    }
+    let matrices = pointers(memory, a.ptr, batch)?;
+    let inverses = pointers(memory, c.ptr, batch)?;
+    for i in 0..batch {
+        expired(memory)?;
+        let mut lu = Place::new(matrices[i], lda, dt).read(memory, n, n)?;
+        let (ipiv, status) = dense::getrf(&mut lu, true);
+        // As getriBatched: a singular matrix still gets the substitution's
+        // infinities, and `info` names the zero pivot.
+        let mut inverse = Mat::identity(n);
+        dense::getrs(Op::N, &lu, Some(&ipiv), &mut inverse);
+        Place::new(inverses[i], ldc, dt).write(memory, &inverse, n)?;
         write_ints(memory, info + (i * 4) as u64, &[status])?;
     }
     Ok(Vec::new())

@@ -135,7 +135,8 @@ fn handle_of(call: &Call) -> u64 {
         | Call::Syr { handle, .. }
         | Call::Syr2k { handle, .. }
         | Call::Rotg { handle, .. }
-        | Call::Rotm { handle, .. } => *handle,
+        | Call::Rotm { handle, .. }
+        | Call::MatinvBatched { handle, .. } => *handle,
     }
 }
 
@@ -346,6 +347,15 @@ fn run(memory: &mut dyn DeviceMemory, call: Call) -> Result<Vec<u8>, Failure> {
             batch,
             ..
         } => lu::getri_batched(memory, dtype, n, a, pivots, c, info, batch),
+        Call::MatinvBatched {
+            dtype,
+            n,
+            a,
+            c,
+            info,
+            batch,
+            ..
+        } => lu::matinv_batched(memory, dtype, n, a, c, info, batch),
         Call::Banded {
             dtype,
             kind,

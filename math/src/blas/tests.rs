@@ -1216,6 +1216,41 @@ fn batched_lu_factors_solves_and_inverts_every_matrix() {
             "type {dt}"
         );
 
+        // matinvBatched: the same inverses from the original matrices,
+        // which it leaves as they were; n > 32 is refused.
+        let a2 = memory.put(dt, &originals);
+        let a2_array = pointer_array(&mut memory, a2, batch, n * n, size);
+        let c2 = memory.put(dt, &marker);
+        let c2_array = pointer_array(&mut memory, c2, batch, n * n, size);
+        let matinv = |n: i64| Call::MatinvBatched {
+            handle,
+            dtype: dt,
+            n,
+            a: op(a2_array, n),
+            c: op(c2_array, n),
+            info,
+            batch: batch as i64,
+        };
+        assert_eq!(
+            state
+                .call(&mut memory, matinv(n as i64))
+                .expect("matinv")
+                .status,
+            0
+        );
+        assert_eq!(ints(&memory, info, batch), [0, 0, 3], "type {dt}");
+        let inverses = memory.get(dt, c2, n * n * batch);
+        for m in 0..2 {
+            let orig = &originals[m * n * n..(m + 1) * n * n];
+            let inv = &inverses[m * n * n..(m + 1) * n * n];
+            assert_close(&product(orig, inv, n), &identity, tol * 100.0);
+        }
+        assert_close(&memory.get(dt, a2, n * n * batch), &originals, tol);
+        assert_eq!(
+            state.call(&mut memory, matinv(33)).expect("status").status,
+            7
+        );
+
         // Bad arguments are cuBLAS statuses; a matrix outside memory a fault.
         let bad_ld = Call::GetrfBatched {
             handle,

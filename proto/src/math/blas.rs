@@ -423,5 +423,21 @@ crate::wire_enum! {
             param: [f64; 5],
             param_ptr: u64,
         },
+        /// `cublas<t>matinvBatched`: C_i = inverse of A_i (n ≤ 32) by LU
+        /// with partial pivoting, A_i untouched. `a.ptr` and `c.ptr` are
+        /// pointer arrays; `info` one `int` per matrix (0, or k when
+        /// U(k, k) is exactly zero).
+        22 MatinvBatched {
+            handle: u64,
+            dtype: u8,
+            n: i64,
+            a: Operand,
+            c: Operand,
+            info: u64,
+            batch: i64,
+        },
     }
 }
+
+/// The largest matrix `cublas<t>matinvBatched` inverts.
+pub const MATINV_MAX: i64 = 32;

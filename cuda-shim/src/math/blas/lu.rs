@@ -1,5 +1,6 @@
-//! cuBLAS's batched LU routines: `cublas<t>getrfBatched`, `getrsBatched`
-//! and `getriBatched` (CuPy's `det`, batched `inv` and `solve`).
+//! cuBLAS's batched LU routines: `cublas<t>getrfBatched`, `getrsBatched`,
+//! `getriBatched` (CuPy's `det`, batched `inv` and `solve`) and
+//! `matinvBatched`.
 //!
 //! Arguments are checked here as cuBLAS checks them; the matrices, named by
 //! device arrays of pointers, are read on the server, which checks every
@@ -8,7 +9,7 @@
 
 use std::os::raw::{c_int, c_void};
 
-use rcud_proto::math::blas::{dtype, Call};
+use rcud_proto::math::blas::{dtype, Call, MATINV_MAX};
 
 use super::{handle, op_arg, pointer_array, run, write_host, Handle, INVALID_VALUE};
 
@@ -455,4 +456,80 @@ pub extern "C" fn cublasZgetriBatched(
             batch,
         )
     })
+}
+
+/// `matinvBatched`: n ≤ 32 ([`MATINV_MAX`]), as cuBLAS requires.
+#[allow(clippy::too_many_arguments)]
+fn matinv(
+    h: Handle,
+    dt: u8,
+    n: c_int,
+    a: *const c_void,
+    lda: c_int,
+    c: *const c_void,
+    ldc: c_int,
+    info: *mut c_int,
+    batch: c_int,
+) -> Result<(), c_int> {
+    let s = handle(h)?;
+    let (n, batch) = (i64::from(n), i64::from(batch));
+    if !(0..=MATINV_MAX).contains(&n) || batch < 0 {
+        return Err(INVALID_VALUE);
+    }
+    let a = pointer_array(a, lda.into(), n, batch)?;
+    let c = pointer_array(c, ldc.into(), n, batch)?;
+    let info = int_array(info, batch, false)?;
+    if n == 0 || batch == 0 {
+        return Ok(());
+    }
+    s.enqueue(&Call::MatinvBatched {
+        handle: s.id(),
+        dtype: dt,
+        n,
+        a,
+        c,
+        info,
+        batch,
+    })
+}
+
+/// `cublas<t>matinvBatched(handle, n, A[], lda, Ainv[], lda_inv, info,
+/// batchSize)`, two element types per line.
+macro_rules! matinv_exports {
+    ($(fn $first:ident / $second:ident ($dt1:expr, $dt2:expr);)*) => {$(
+        #[no_mangle]
+        #[allow(clippy::too_many_arguments)]
+        pub extern "C" fn $first(
+            h: Handle,
+            n: c_int,
+            a: *const *const c_void,
+            lda: c_int,
+            c: *const *mut c_void,
+            ldc: c_int,
+            info: *mut c_int,
+            batch: c_int,
+        ) -> c_int {
+            run(|| matinv(h, $dt1, n, a.cast(), lda, c.cast(), ldc, info, batch))
+        }
+
+        #[no_mangle]
+        #[allow(clippy::too_many_arguments)]
+        pub extern "C" fn $second(
+            h: Handle,
+            n: c_int,
+            a: *const *const c_void,
+            lda: c_int,
+            c: *const *mut c_void,
+            ldc: c_int,
+            info: *mut c_int,
+            batch: c_int,
+        ) -> c_int {
+            run(|| matinv(h, $dt2, n, a.cast(), lda, c.cast(), ldc, info, batch))
+        }
+    )*};
+}
+
+matinv_exports! {
+    fn cublasSmatinvBatched / cublasDmatinvBatched (dtype::R32F, dtype::R64F);
+    fn cublasCmatinvBatched / cublasZmatinvBatched (dtype::C32F, dtype::C64F);
 }

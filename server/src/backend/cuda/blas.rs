@@ -347,6 +347,7 @@ impl CudaDeviceContext {
             | Call::GetrfBatched { handle, .. }
             | Call::GetrsBatched { handle, .. }
             | Call::GetriBatched { handle, .. }
+            | Call::MatinvBatched { handle, .. }
             | Call::Banded { handle, .. }
             | Call::Syr { handle, .. }
             | Call::Syr2k { handle, .. }
@@ -418,7 +419,8 @@ impl CudaDeviceContext {
             Call::Create {} | Call::Destroy { .. } => Ok(Vec::new()),
             lu @ (Call::GetrfBatched { .. }
             | Call::GetrsBatched { .. }
-            | Call::GetriBatched { .. }) => self.lu_batched(handle, lu),
+            | Call::GetriBatched { .. }
+            | Call::MatinvBatched { .. }) => self.lu_batched(handle, lu),
             Call::Rotg {
                 dtype,
                 modified,
@@ -1096,6 +1098,7 @@ impl CudaDeviceContext {
             | Call::GetrfBatched { .. }
             | Call::GetrsBatched { .. }
             | Call::GetriBatched { .. }
+            | Call::MatinvBatched { .. }
             | Call::Rotg { .. }
             | Call::Rotm { .. } => return Err(Refusal::Status(INVALID_VALUE).into()),
         };

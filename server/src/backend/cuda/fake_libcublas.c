@@ -6,7 +6,7 @@
 // forms (S and D) of axpy, scal, dot, nrm2, asum, amax, amin, copy, swap,
 // rot, gemv, cublasGemmEx / StridedBatchedEx / BatchedEx with FP32 or FP64
 // operands, Zscal (with positive increments), Sgeam, Sdgmm and the batched
-// LU routines in FP32 (Sgetrf/Sgetrs/SgetriBatched) and Srotg compute;
+// LU routines in FP32 (Sgetrf/Sgetrs/Sgetri/SmatinvBatched) and Srotg compute;
 // the others answer
 // CUBLAS_STATUS_NOT_SUPPORTED (the tests check what reaches them, not
 // their arithmetic). Every call appends one line to the file
@@ -470,6 +470,34 @@ int cublasSgetriBatched(struct handle *h, int n, const float *const a[], int lda
     }
     return OK;
 }
+int cublasSmatinvBatched(struct handle *h, int n, const float *const a[], int lda,
+                         float *const c[], int ldc, int *info, int batch) {
+    note_arrays("cublasSmatinvBatched", h, a, c);
+    if (n > 32) return INVALID_VALUE;
+    for (int i = 0; i < batch; i++) {
+        float lu[32 * 32];
+        int piv[32];
+        for (int col = 0; col < n; col++)
+            for (int r = 0; r < n; r++) lu[r + col * n] = a[i][r + (long)col * lda];
+        info[i] = sgetrf1(n, lu, n, piv);
+        for (int col = 0; col < n; col++) {
+            float *x = c[i] + (long)col * ldc;
+            for (int r = 0; r < n; r++) x[r] = r == col ? 1.0f : 0.0f;
+            sgetrs1(n, lu, n, piv, x);
+        }
+    }
+    return OK;
+}
+#define MATINV_UNSUPPORTED(t, type)                                                                \
+    int cublas##t##matinvBatched(struct handle *h, int n, const type *const a[], int lda,          \
+                                 type *const c[], int ldc, int *info, int batch) {                 \
+        (void)n, (void)a, (void)lda, (void)c, (void)ldc, (void)info, (void)batch;                  \
+        note("cublas" #t "matinvBatched", h);                                                      \
+        return NOT_SUPPORTED;                                                                      \
+    }
+MATINV_UNSUPPORTED(D, double)
+MATINV_UNSUPPORTED(C, float)
+MATINV_UNSUPPORTED(Z, double)
 #define LU_UNSUPPORTED(t, type)                                                                    \
     int cublas##t##getrfBatched(struct handle *h, int n, type *const a[], int lda, int *piv,       \
                                 int *info, int batch) {                                            \

@@ -1,12 +1,12 @@
 //! cuBLAS's batched LU routines on a real GPU (`getrfBatched`,
-//! `getrsBatched`, `getriBatched`), checked as the emulated device checks
+//! `getrsBatched`, `getriBatched`, `matinvBatched`), checked as the emulated device checks
 //! them: the dimensions first (cuBLAS's `INVALID_VALUE`), then every
 //! matrix the pointer arrays name, the pivots and `info` against the
 //! client's allocations. cuBLAS gets copies of the checked pointer arrays
 //! in the server's own memory ([`CudaDeviceContext::with_checked_arrays`]).
 
 use rcud_cuda_driver::cublas::LuBatched;
-use rcud_proto::math::blas::{Call, Operand};
+use rcud_proto::math::blas::{Call, Operand, MATINV_MAX};
 
 use super::{
     int, precision, range_of, size, transpose, Outcome, PointerArray, Refusal, INVALID_VALUE,
@@ -146,6 +146,42 @@ impl CudaDeviceContext {
                         a: staged[0],
                         lda,
                         pivots,
+                        c: staged[1],
+                        ldc,
+                        info,
+                        batch: batch32,
+                    };
+                    ctx.handle(handle)?
+                        .lu_batched(call, p)
+                        .map_err(Outcome::from)
+                })?;
+            }
+            Call::MatinvBatched {
+                dtype,
+                n,
+                a,
+                c,
+                info,
+                batch,
+                ..
+            } => {
+                let p = precision(dtype)?;
+                if n > MATINV_MAX {
+                    return Err(Refusal::Status(INVALID_VALUE).into());
+                }
+                let (n32, batch32) = (dimension(n)?, dimension(batch)?);
+                let (lda, ldc) = (leading(a.ld, n)?, leading(c.ld, n)?);
+                if n == 0 || batch == 0 {
+                    return Ok(Vec::new());
+                }
+                self.check_ints("info", info, batch)?;
+                let elem = size(dtype)?;
+                let arrays = [array("A", a, n, n, elem), array("C", c, n, n, elem)];
+                self.with_checked_arrays(&arrays, batch32, |ctx, staged| {
+                    let call = LuBatched::Matinv {
+                        n: n32,
+                        a: staged[0],
+                        lda,
                         c: staged[1],
                         ldc,
                         info,

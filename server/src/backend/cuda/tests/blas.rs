@@ -683,6 +683,38 @@ fn fake_cublas_batched_lu_is_checked_and_forwarded_with_server_arrays() {
         }
     }
 
+    // matinvBatched on the original matrices: the first's inverse, the
+    // second's zero pivot; n > 32 is refused before cuBLAS.
+    put(ctx, mats, &f32s(&[first.as_slice(), &second].concat()));
+    let inverses = ctx.malloc(72).unwrap();
+    let inverses_array = ctx.malloc(16).unwrap();
+    put(ctx, inverses_array, &ptrs(&[inverses, inverses + 36]));
+    let matinv = |n: i64| wire::Call::MatinvBatched {
+        handle: h,
+        dtype: dtype::R32F,
+        n,
+        a: operand(array, n, 0),
+        c: operand(inverses_array, n, 0),
+        info,
+        batch: 2,
+    };
+    assert_eq!(blas(ctx, matinv(3)).unwrap().status, 0);
+    assert_eq!(read_ints(ctx, info, 2), [0, 2]);
+    let inv = read_f32s(ctx, inverses, 9);
+    for i in 0..3 {
+        for j in 0..3 {
+            let e: f32 = (0..3).map(|k| first[i + 3 * k] * inv[k + 3 * j]).sum();
+            let want = if i == j { 1.0 } else { 0.0 };
+            assert!((e - want).abs() < 1e-5, "matinv ({i}, {j}): {e}");
+        }
+    }
+    assert_eq!(blas(ctx, matinv(33)).unwrap().status, 7);
+    let matinvs = log_lines(&log)
+        .iter()
+        .filter(|l| l.starts_with("cublasSmatinvBatched"))
+        .count();
+    assert_eq!(matinvs, 1, "n > 32 never reaches cuBLAS");
+
     // Refused before cuBLAS: a short leading dimension (cuBLAS's status),
     // a matrix pointer outside the client's memory, an info array past
     // its allocation.
