@@ -7,8 +7,10 @@
 
 mod batched;
 pub mod dense;
+mod sp;
+pub mod sparse;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use num_complex::Complex64 as C;
 use rcud_proto::math::solver::{element_size, real_size, Call, OP_C, OP_N, OP_T};
@@ -26,6 +28,9 @@ pub const INVALID_VALUE: i32 = 3;
 pub struct State {
     handles: HashSet<u64>,
     last_id: u64,
+    /// The sparse API's `csrcholInfo_t` / `csrqrInfo_t` objects, by the
+    /// client's id.
+    sp_infos: HashMap<u64, sparse::Info>,
 }
 
 impl State {
@@ -61,6 +66,9 @@ impl State {
                 Ok(Reply::ok(Vec::new()))
             }
             call => {
+                if let Some(reply) = sp::run(&mut self.sp_infos, memory, &call) {
+                    return reply;
+                }
                 match batched::run(memory, &call) {
                     Some(result) => result?,
                     None => run(memory, call)?,
@@ -253,7 +261,15 @@ fn run(memory: &mut dyn DeviceMemory, call: Call) -> Result<(), Fault> {
         | Call::PotrfBatched { .. }
         | Call::PotrsBatched { .. }
         | Call::Syevj { .. }
-        | Call::Gesvdj { .. } => Ok(()),
+        | Call::Gesvdj { .. }
+        | Call::SpLsv { .. }
+        | Call::SpAnalysis { .. }
+        | Call::SpBufferInfo { .. }
+        | Call::SpSetup { .. }
+        | Call::SpFactor { .. }
+        | Call::SpZeroPivot { .. }
+        | Call::SpSolve { .. }
+        | Call::SpInfoDestroy { .. } => Ok(()),
         Call::Getrf {
             dtype,
             m,
