@@ -362,12 +362,14 @@ fn cupy12_suite_subset() {
 }
 
 /// The `linalg` files of CuPy's suite that rcud's cuSOLVER and cuBLAS
-/// serve in full (the general eigensolver of `test_eigenvalue.py`,
-/// `cusolverDnXgeev`, is missing: docs/compatibility.md), without the
-/// `*_loop` SVD tests: the same calls on larger stacks, 150 s more.
+/// serve in full, without the `*_loop` SVD tests: the same calls on larger
+/// stacks, 150 s more. `test_eigenvalue.py` covers `eigh`, `eigvalsh`
+/// (syevd and the batched Jacobi solver) and `eig`, `eigvals`
+/// (`cusolverDnXgeev`).
 const LINALG_FILES: &[&str] = &[
     "linalg_tests/test_solve.py",
     "linalg_tests/test_decomposition.py",
+    "linalg_tests/test_eigenvalue.py",
 ];
 
 /// CuPy 13 only: the same libraries serve both wheels, and `cupy_math.py`

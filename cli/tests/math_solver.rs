@@ -26,6 +26,7 @@ fn run_solver(test: &str, cudart: &str) {
     for t in ["S", "D", "C", "Z"] {
         run.assert_line(&format!("{t} getrf/getrs: ok"));
         run.assert_line(&format!("{t} potrf/potrs: ok"));
+        run.assert_line(&format!("{t} Xgeev: ok"));
     }
     for line in [
         "S geqrf/ormqr/orgqr: ok",

@@ -57,3 +57,52 @@ fn math_sparse_shared_runtime() {
 fn math_sparse_static_runtime() {
     run_variant("static");
 }
+
+/// `tests/cuda/math_sparse_legacy.cu`: sorting with its permutation,
+/// Gather/Scatter, ILU(0)/IC(0) and their zero pivots, bad arguments.
+fn run_legacy_variant(cudart: &str) {
+    let Some(env) = setup("math_sparse_legacy") else {
+        return;
+    };
+    let mut args = math_args();
+    args.extend(["-lcusparse", "-cudart", cudart].map(String::from));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let bin = build_as(
+        env,
+        "math_sparse_legacy",
+        &format!("math_sparse_legacy-{cudart}"),
+        &args,
+    );
+    let run = rcud_run_within(env, None, &bin, &[], RUN_TIMEOUT);
+    run.assert_pass(None);
+    for line in [
+        "coosort by row: ok",
+        "coosort by column: ok",
+        "csrsort base 0: ok",
+        "cscsort base 1: ok",
+        "scatter c32: ok",
+        "ilu0 f32 base 0: ok",
+        "ilu0 c64 base 1: ok",
+        "ic0 f64 base 0: ok",
+        "ic0 c32 base 1: ok",
+        "zero pivots: ok",
+        "errors: ok",
+    ] {
+        run.assert_line(line);
+    }
+    run.assert_line("cusparseXcsrilu02_zeroPivot(h, info, dpivot) -> CUSPARSE_STATUS_ZERO_PIVOT");
+    run.assert_line(
+        "cusparseDcsric02_analysis(h, 2, 2, descr, dv, d, d, icinfo, CUSPARSE_SOLVE_POLICY_NO_LEVEL, NULL) -> \
+         CUSPARSE_STATUS_MATRIX_TYPE_NOT_SUPPORTED",
+    );
+}
+
+#[test]
+fn math_sparse_legacy_shared_runtime() {
+    run_legacy_variant("shared");
+}
+
+#[test]
+fn math_sparse_legacy_static_runtime() {
+    run_legacy_variant("static");
+}

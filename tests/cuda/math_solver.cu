@@ -1,6 +1,7 @@
 // cuSOLVER (dense) on small matrices in every element type: LU, Cholesky,
 // QR, symmetric/Hermitian eigenvalues and SVD, the batched Cholesky and the
-// Jacobi eigensolver and SVD (plain and batched), each checked by its residual
+// Jacobi eigensolver and SVD (plain and batched), the general eigensolver
+// (Xgeev), each checked by its residual
 // computed on the host; devInfo of a singular and of an indefinite matrix;
 // the statuses of bad handles, dimensions, pointers and workspaces.
 #include <cuComplex.h>
@@ -634,6 +635,110 @@ template <typename T> void test_gesvdj(cusolverDnHandle_t h, int *info) {
     CHECK(cudaFree(work));
 }
 
+// cusolverDnXgeev (the 64-bit API's general eigensolver): left and right
+// eigenvectors of a non-symmetric matrix. A real matrix's vectors come in
+// LAPACK's real storage: a conjugate pair's columns j, j+1 hold the real and
+// imaginary parts of eigenvalue j's vector; its W is complex or 2n reals.
+template <typename T> cudaDataType data_type();
+template <> cudaDataType data_type<float>() { return CUDA_R_32F; }
+template <> cudaDataType data_type<double>() { return CUDA_R_64F; }
+template <> cudaDataType data_type<cuComplex>() { return CUDA_C_32F; }
+template <> cudaDataType data_type<cuDoubleComplex>() { return CUDA_C_64F; }
+
+template <typename R> std::vector<cd> download_complex(const void *d, int n) {
+    std::vector<R> h(2 * (size_t)n);
+    CHECK(cudaMemcpy(h.data(), d, h.size() * sizeof(R), cudaMemcpyDeviceToHost));
+    std::vector<cd> z(n);
+    for (int i = 0; i < n; i++) z[i] = cd(h[2 * i], h[2 * i + 1]);
+    return z;
+}
+
+// Complex eigenvectors from LAPACK's real storage of a real matrix's.
+static Mat assemble_vectors(const Mat &v, const std::vector<cd> &w) {
+    int n = v.rows;
+    Mat out(n, n);
+    for (int j = 0; j < n; j++) {
+        if (w[j].imag() == 0) {
+            for (int i = 0; i < n; i++) out(i, j) = v(i, j);
+        } else {
+            EXPECT(j + 1 < n && w[j + 1] == std::conj(w[j]) && w[j].imag() > 0,
+                   "eigenvalue %d (%g%+gi) is not the first of an exact conjugate pair", j, w[j].real(),
+                   w[j].imag());
+            for (int i = 0; i < n; i++) {
+                out(i, j) = cd(v(i, j).real(), v(i, j + 1).real());
+                out(i, j + 1) = std::conj(out(i, j));
+            }
+            j++;
+        }
+    }
+    return out;
+}
+
+template <typename T> void test_geev(cusolverDnHandle_t h, int *info) {
+    typedef typename Sol<T>::Real R;
+    const int n = 7;
+    Mat a = random_mat<T>(n, n);
+    T *da = upload<T>(a), *vl = workspace<T>(n * n), *vr = workspace<T>(n * n);
+    void *w;
+    CHECK(cudaMalloc(&w, 2 * n * sizeof(R)));
+    cudaDataType ta = data_type<T>();
+    cudaDataType tw = Sol<T>::complex ? ta : (ta == CUDA_R_32F ? CUDA_C_32F : CUDA_C_64F);
+    cusolverDnParams_t params;
+    SOLVER(cusolverDnCreateParams(&params));
+    size_t device_bytes = 0, host_bytes = 0;
+    SOLVER(cusolverDnXgeev_bufferSize(h, params, CUSOLVER_EIG_MODE_VECTOR, CUSOLVER_EIG_MODE_VECTOR, n, ta, da, n,
+                                      tw, w, ta, vl, n, ta, vr, n, ta, &device_bytes, &host_bytes));
+    void *dwork, *hwork = malloc(host_bytes + 1);
+    CHECK(cudaMalloc(&dwork, device_bytes));
+    SOLVER(cusolverDnXgeev(h, params, CUSOLVER_EIG_MODE_VECTOR, CUSOLVER_EIG_MODE_VECTOR, n, ta, da, n, tw, w, ta, vl,
+                           n, ta, vr, n, ta, dwork, device_bytes, hwork, host_bytes, info));
+    EXPECT(read_info(info) == 0, "%s Xgeev: info %d", Sol<T>::name(), read_info(info));
+    std::vector<cd> values = download_complex<R>(w, n);
+    Mat right = download<T>(vr, n, n, n), left = download<T>(vl, n, n, n);
+    if (!Sol<T>::complex) {
+        right = assemble_vectors(right, values);
+        left = assemble_vectors(left, values);
+    }
+    Mat lambda(n, n);
+    for (int i = 0; i < n; i++) lambda(i, i) = values[i];
+    double r = diff(mul(a, right), mul(right, lambda)) / norm(a);
+    double l = diff(mul(adjoint(left), a), mul(lambda, adjoint(left))) / norm(a);
+    EXPECT(r < tol<T>(n) && l < tol<T>(n), "%s Xgeev residuals: right %g, left %g", Sol<T>::name(), r, l);
+    for (int j = 0; j < n; j++) {
+        double s = 0;
+        for (int i = 0; i < n; i++) s += std::norm(right(i, j));
+        EXPECT(std::fabs(std::sqrt(s) - 1) < tol<T>(n), "%s Xgeev: vector %d has norm %g", Sol<T>::name(), j,
+               std::sqrt(s));
+    }
+    if (!Sol<T>::complex) {
+        // W as 2n reals (all types real): real parts, then imaginary parts.
+        Mat again = a;
+        T *db = upload<T>(again);
+        SOLVER(cusolverDnXgeev(h, params, CUSOLVER_EIG_MODE_NOVECTOR, CUSOLVER_EIG_MODE_NOVECTOR, n, ta, db, n, ta, w,
+                               ta, NULL, 1, ta, NULL, 1, ta, dwork, device_bytes, hwork, host_bytes, info));
+        std::vector<double> parts = download_reals<R>((const R *)w, 2 * n);
+        for (int i = 0; i < n; i++)
+            EXPECT(parts[i] == values[i].real() && parts[n + i] == values[i].imag(),
+                   "%s Xgeev: W as reals differs at %d", Sol<T>::name(), i);
+        CHECK(cudaFree(db));
+    }
+    // Types that do not go together, and a too-small leading dimension.
+    EXPECT_STATUS(cusolverDnXgeev(h, params, CUSOLVER_EIG_MODE_NOVECTOR, CUSOLVER_EIG_MODE_VECTOR, n, ta, da, n, tw, w,
+                                  ta, vl, n, ta, vr, n - 1, ta, dwork, device_bytes, hwork, host_bytes, info),
+                  CUSOLVER_STATUS_INVALID_VALUE);
+    EXPECT_STATUS(cusolverDnXgeev(h, params, CUSOLVER_EIG_MODE_NOVECTOR, CUSOLVER_EIG_MODE_VECTOR, n, ta, da, n, tw, w,
+                                  ta, vl, n, CUDA_R_16F, vr, n, ta, dwork, device_bytes, hwork, host_bytes, info),
+                  CUSOLVER_STATUS_INVALID_VALUE);
+    SOLVER(cusolverDnDestroyParams(params));
+    printf("%s Xgeev: ok\n", Sol<T>::name());
+    free(hwork);
+    CHECK(cudaFree(dwork));
+    CHECK(cudaFree(da));
+    CHECK(cudaFree(vl));
+    CHECK(cudaFree(vr));
+    CHECK(cudaFree(w));
+}
+
 template <typename T> void test_type(cusolverDnHandle_t h, int *info) {
     test_lu<T>(h, info);
     test_cholesky<T>(h, info);
@@ -643,6 +748,7 @@ template <typename T> void test_type(cusolverDnHandle_t h, int *info) {
     test_cholesky_batched<T>(h);
     test_syevj_batched<T>(h);
     test_gesvdj<T>(h, info);
+    test_geev<T>(h, info);
 }
 
 int main() {

@@ -184,3 +184,60 @@ def test_csr_matvec_and_conversions(dtype):
         rows = cindices[cindptr[col] : cindptr[col + 1]]
         rebuilt[rows, col] = cdata[cindptr[col] : cindptr[col + 1]]
     np.testing.assert_array_equal(rebuilt, dense)
+
+
+def unsorted_entries(seed, shape, nnz, dtype):
+    """COO entries in random order with repeated positions, and their sum."""
+    r = rng(seed)
+    row = r.integers(0, shape[0], nnz).astype(np.int32)
+    col = r.integers(0, shape[1], nnz).astype(np.int32)
+    data = random_matrix(seed + 1, (nnz,), dtype)
+    dense = np.zeros(shape, dtype)
+    np.add.at(dense, (row, col), data)
+    return row, col, data, dense
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_duplicates_and_unsorted_indices(dtype):
+    # cusparseXcoosortByRow/ByColumn, CreateIdentityPermutation, Gather
+    # (how CuPy applies the permutation), Xcsrsort, Xcscsort.
+    shape, nnz = (12, 9), 70
+    row, col, data, dense = unsorted_entries(31, shape, nnz, dtype)
+    tol = tolerance(dtype) * 10
+    coo = sparse.coo_matrix((cp.asarray(data), (cp.asarray(row), cp.asarray(col))), shape=shape)
+    csr = coo.tocsr()
+    indptr, indices = csr.indptr.get(), csr.indices.get()
+    for i in range(shape[0]):
+        seg = indices[indptr[i] : indptr[i + 1]]
+        assert np.all(np.diff(seg) > 0), f"row {i}: {seg}"
+    np.testing.assert_allclose(csr.todense().get(), dense, rtol=tol, atol=tol)
+    np.testing.assert_allclose(coo.tocsc().todense().get(), dense, rtol=tol, atol=tol)
+    # A CSC matrix with duplicates and rows out of order in each column.
+    order = np.argsort(col, kind="stable")
+    cindptr = np.concatenate([[0], np.cumsum(np.bincount(col, minlength=shape[1]))]).astype(np.int32)
+    csc = sparse.csc_matrix(
+        (cp.asarray(data[order]), cp.asarray(row[order]), cp.asarray(cindptr)), shape=shape
+    )
+    np.testing.assert_allclose(csc.todense().get(), dense, rtol=tol, atol=tol)
+    csc.sort_indices()
+    ci = csc.indices.get()
+    for j in range(shape[1]):
+        assert np.all(np.diff(ci[cindptr[j] : cindptr[j + 1]]) >= 0), f"column {j}"
+    np.testing.assert_allclose(csc.todense().get(), dense, rtol=tol, atol=tol)
+    # Unsorted CSR (duplicates kept): sorted_indices() and sort_indices()
+    # sort each row stably and carry the values along.
+    rorder = np.argsort(row, kind="stable")
+    rindptr = np.concatenate([[0], np.cumsum(np.bincount(row, minlength=shape[0]))]).astype(np.int32)
+    rcols, rdata = col[rorder], data[rorder]
+    want_indices, want_data = rcols.copy(), rdata.copy()
+    for i in range(shape[0]):
+        s = slice(rindptr[i], rindptr[i + 1])
+        p = np.argsort(rcols[s], kind="stable")
+        want_indices[s], want_data[s] = rcols[s][p], rdata[s][p]
+    unsorted = sparse.csr_matrix((cp.asarray(rdata), cp.asarray(rcols), cp.asarray(rindptr)), shape=shape)
+    got = unsorted.sorted_indices()
+    np.testing.assert_array_equal(got.indices.get(), want_indices)
+    np.testing.assert_array_equal(got.data.get(), want_data)
+    unsorted.sort_indices()
+    np.testing.assert_array_equal(unsorted.indices.get(), want_indices)
+    np.testing.assert_array_equal(unsorted.data.get(), want_data)

@@ -7,13 +7,14 @@
 
 mod batched;
 pub mod dense;
+pub mod geev;
 mod sp;
 pub mod sparse;
 
 use std::collections::{HashMap, HashSet};
 
 use num_complex::Complex64 as C;
-use rcud_proto::math::solver::{element_size, real_size, Call, OP_C, OP_N, OP_T};
+use rcud_proto::math::solver::{element_size, is_complex, real_size, Call, OP_C, OP_N, OP_T};
 
 use crate::{DeviceMemory, Fault, MathError, Reply};
 use dense::{Mat, Op, Side, Uplo};
@@ -488,6 +489,60 @@ fn run(memory: &mut dyn DeviceMemory, call: Call) -> Result<(), Fault> {
                 // Vᴴ's n rows overwrite A's first n rows.
                 b'O' => place.write(memory, &svd.vt, n)?,
                 _ => {}
+            }
+            write_ints(memory, info, &[0])
+        }
+        Call::Geev {
+            dtype,
+            w_real,
+            jobvl,
+            jobvr,
+            n,
+            a,
+            lda,
+            w,
+            vl,
+            ldvl,
+            vr,
+            ldvr,
+            info,
+            ..
+        } => {
+            let n = size(n);
+            let mat = Place::new(a, lda, dtype).read(memory, n, n)?;
+            let eigen = match geev::geev(&mat, jobvl == 1, jobvr == 1) {
+                Ok(eigen) => eigen,
+                Err(unconverged) => return write_ints(memory, info, &[unconverged as i32]),
+            };
+            let (values, left, right) = if is_complex(dtype) {
+                (eigen.values, eigen.left, eigen.right)
+            } else {
+                let real = geev::real_form(&eigen);
+                (real.values, real.left, real.right)
+            };
+            if w_real == 1 {
+                let parts: Vec<f64> = values
+                    .iter()
+                    .map(|z| z.re)
+                    .chain(values.iter().map(|z| z.im))
+                    .collect();
+                write_reals(memory, w, dtype, &parts)?;
+            } else {
+                // Complex W: for a real A, of the real type's complex twin.
+                let w_dtype = if is_complex(dtype) { dtype } else { dtype + 2 };
+                let column = Mat {
+                    rows: n,
+                    cols: 1,
+                    data: values,
+                };
+                Place::new(w, n.max(1) as i32, w_dtype).write(memory, &column, 1)?;
+            }
+            // LAPACK leaves A's contents undefined; rcud leaves A as it was.
+            if let Some(left) = left {
+                Place::new(vl, ldvl, dtype).write(memory, &left, n)?;
+            }
+            if let Some(right) = right {
+                Place::new(vr, ldvr, dtype).write(memory, &right, n)?;
             }
             write_ints(memory, info, &[0])
         }

@@ -1034,3 +1034,298 @@ fn gesvd_of_a_singular_integer_matrix_converges() {
     }
     assert!(max_diff(&mul(&us, vt), &a) < 1e-13);
 }
+
+/// Runs `Xgeev` on `a` (slot 0) with both eigenvector sets: W in slot 1,
+/// VL in 2, VR in 3, info in 4. Answers (status, info).
+fn geev_call(f: &mut Fixture, dtype: u8, w_real: u8, a: &Mat) -> (i32, i32) {
+    let n = a.rows as i32;
+    f.put(0, dtype, a);
+    let status = f.call(Call::Geev {
+        handle: f.handle,
+        dtype,
+        w_real,
+        jobvl: 1,
+        jobvr: 1,
+        n,
+        a: at(0),
+        lda: n.max(1),
+        w: at(1),
+        vl: at(2),
+        ldvl: n.max(1),
+        vr: at(3),
+        ldvr: n.max(1),
+        info: at(15),
+    });
+    (status, f.info())
+}
+
+/// The complex eigenvalues and eigenvectors of a `geev_call`, with a real
+/// matrix's pairs of real columns assembled into complex vectors as
+/// LAPACK documents them.
+fn geev_results(f: &Fixture, dtype: u8, n: usize) -> (Vec<C>, Mat, Mat) {
+    let complex = dtype >= 2;
+    let w_dtype = if complex { dtype } else { dtype + 2 };
+    let w = f.get(1, w_dtype, n, 1).data;
+    let assemble = |m: Mat| {
+        if complex {
+            return m;
+        }
+        let mut out = Mat::zeros(n, n);
+        let mut j = 0;
+        while j < n {
+            if w[j].im == 0.0 {
+                for i in 0..n {
+                    out[(i, j)] = m[(i, j)];
+                }
+                j += 1;
+            } else {
+                assert!(j + 1 < n, "a complex eigenvalue without its pair");
+                assert_eq!(w[j + 1], w[j].conj(), "pairs are exact conjugates");
+                assert!(w[j].im > 0.0, "the positive imaginary part first");
+                for i in 0..n {
+                    let v = C::new(m[(i, j)].re, m[(i, j + 1)].re);
+                    out[(i, j)] = v;
+                    out[(i, j + 1)] = v.conj();
+                }
+                j += 2;
+            }
+        }
+        out
+    };
+    let vl = assemble(f.get(2, dtype, n, n));
+    let vr = assemble(f.get(3, dtype, n, n));
+    (w, vl, vr)
+}
+
+fn check_eigenpairs(a: &Mat, w: &[C], vl: &Mat, vr: &Mat, dtype: u8) {
+    let n = a.rows;
+    let scale = a.data.iter().map(|z| z.norm()).fold(1.0, f64::max) * n as f64;
+    let lambda = {
+        let mut d = Mat::zeros(n, n);
+        for (i, &x) in w.iter().enumerate() {
+            d[(i, i)] = x;
+        }
+        d
+    };
+    let right = max_diff(&mul(a, vr), &mul(vr, &lambda));
+    assert!(
+        right <= tol(dtype) * scale,
+        "A V - V Λ = {right} (n {n}, dtype {dtype})"
+    );
+    let left = max_diff(&mul(&adjoint(vl), a), &mul(&lambda, &adjoint(vl)));
+    assert!(
+        left <= tol(dtype) * scale,
+        "Uᴴ A - Λ Uᴴ = {left} (n {n}, dtype {dtype})"
+    );
+    for m in [vl, vr] {
+        for j in 0..n {
+            let col: Vec<C> = (0..n).map(|i| m[(i, j)]).collect();
+            let norm = col.iter().map(|z| z.norm_sqr()).sum::<f64>().sqrt();
+            assert!(
+                (norm - 1.0).abs() <= tol(dtype),
+                "column {j} has norm {norm}"
+            );
+            let big = col
+                .iter()
+                .copied()
+                .max_by(|a, b| a.norm().total_cmp(&b.norm()))
+                .expect("column");
+            assert!(
+                big.im.abs() <= tol(dtype),
+                "largest component {big} is not real"
+            );
+        }
+    }
+}
+
+#[test]
+fn geev_gives_left_and_right_eigenpairs_of_every_type() {
+    for dtype in 0..4u8 {
+        for (n, seed) in [(1, 1), (2, 2), (5, 3), (12, 4), (31, 5)] {
+            let mut f = Fixture::new();
+            let a = rounded(&sample(n, n, dtype, seed), dtype);
+            assert_eq!(geev_call(&mut f, dtype, 0, &a), (0, 0));
+            let (w, vl, vr) = geev_results(&f, dtype, n);
+            check_eigenpairs(&a, &w, &vl, &vr, dtype);
+        }
+    }
+}
+
+#[test]
+fn geev_of_a_real_matrix_pairs_conjugates_and_keeps_real_eigenvalues_real() {
+    // A rotation by 90° in the first plane (±i), a real eigenvalue 3, and a
+    // 2×2 block with eigenvalues 1 ± 2i.
+    let mut a = Mat::zeros(5, 5);
+    for (i, j, x) in [
+        (0, 1, -1.0),
+        (1, 0, 1.0),
+        (2, 2, 3.0),
+        (3, 3, 1.0),
+        (3, 4, 2.0),
+        (4, 3, -2.0),
+        (4, 4, 1.0),
+    ] {
+        a[(i, j)] = C::new(x, 0.0);
+    }
+    for dtype in [0u8, 1] {
+        let mut f = Fixture::new();
+        assert_eq!(geev_call(&mut f, dtype, 0, &a), (0, 0));
+        let (w, vl, vr) = geev_results(&f, dtype, 5);
+        check_eigenpairs(&a, &w, &vl, &vr, dtype);
+        let mut sorted: Vec<(f64, f64)> = w.iter().map(|z| (z.re, z.im)).collect();
+        sorted.sort_by(|x, y| x.partial_cmp(y).expect("finite"));
+        let expected = [(0.0, -1.0), (0.0, 1.0), (1.0, -2.0), (1.0, 2.0), (3.0, 0.0)];
+        for (got, want) in sorted.iter().zip(expected) {
+            assert!((got.0 - want.0).abs() < tol(dtype) && (got.1 - want.1).abs() < tol(dtype));
+        }
+        let three = w.iter().find(|z| (z.re - 3.0).abs() < 1e-3).expect("3");
+        assert_eq!(three.im, 0.0, "a real eigenvalue stays exactly real");
+
+        // W as 2n reals: real parts, then imaginary parts, in the same
+        // order.
+        let mut g = Fixture::new();
+        assert_eq!(geev_call(&mut g, dtype, 1, &a), (0, 0));
+        let parts = g.get(1, dtype, 10, 1).data;
+        for (k, z) in w.iter().enumerate() {
+            assert_eq!((parts[k].re, parts[5 + k].re), (z.re, z.im));
+        }
+    }
+}
+
+#[test]
+fn geev_of_defective_and_degenerate_matrices_gives_finite_vectors() {
+    // Jordan blocks (the long one would overflow an unscaled
+    // substitution), the zero matrix, and the identity.
+    let jordan = |n: usize| {
+        let mut m = Mat::zeros(n, n);
+        for i in 0..n {
+            m[(i, i)] = C::new(2.0, 0.0);
+            if i + 1 < n {
+                m[(i, i + 1)] = C::new(1.0, 0.0);
+            }
+        }
+        m
+    };
+    for (a, value) in [
+        (jordan(3), 2.0),
+        (jordan(40), 2.0),
+        (Mat::zeros(4, 4), 0.0),
+        (Mat::identity(4), 1.0),
+    ] {
+        for dtype in 0..4u8 {
+            let mut f = Fixture::new();
+            let n = a.rows;
+            assert_eq!(geev_call(&mut f, dtype, 0, &a), (0, 0));
+            let (w, _, vr) = geev_results(&f, dtype, n);
+            // A defective eigenvalue is only accurate to ε^(1/k).
+            assert!(w.iter().all(|z| (z - C::new(value, 0.0)).norm() < 1e-2));
+            assert!(
+                vr.data.iter().all(|z| z.re.is_finite() && z.im.is_finite()),
+                "{value} {dtype} {w:?} {vr:?}"
+            );
+            let right = max_diff(&mul(&a, &vr), &{
+                let mut m = vr.clone();
+                for j in 0..n {
+                    for i in 0..n {
+                        m[(i, j)] *= w[j];
+                    }
+                }
+                m
+            });
+            assert!(right < 1e-2, "A V - V Λ = {right}");
+        }
+    }
+}
+
+#[test]
+fn geev_reports_nan_input_and_refuses_bad_arguments() {
+    let mut f = Fixture::new();
+    let mut a = sample(3, 3, 1, 9);
+    a[(1, 2)] = C::new(f64::NAN, 0.0);
+    assert_eq!(
+        geev_call(&mut f, 1, 0, &a),
+        (0, 3),
+        "info = n: nothing converged"
+    );
+
+    let good = Call::Geev {
+        handle: f.handle,
+        dtype: 3,
+        w_real: 0,
+        jobvl: 0,
+        jobvr: 1,
+        n: 4,
+        a: at(0),
+        lda: 4,
+        w: at(1),
+        vl: 0,
+        ldvl: 1,
+        vr: at(3),
+        ldvr: 4,
+        info: at(15),
+    };
+    assert_eq!(f.call(good.clone()), 0, "no left vectors: VL may be NULL");
+    let with = |edit: &dyn Fn(&mut Call)| {
+        let mut call = good.clone();
+        edit(&mut call);
+        call
+    };
+    for (what, call) in [
+        (
+            "jobvr 2",
+            with(&|c| {
+                if let Call::Geev { jobvr, .. } = c {
+                    *jobvr = 2
+                }
+            }),
+        ),
+        (
+            "ldvr < n",
+            with(&|c| {
+                if let Call::Geev { ldvr, .. } = c {
+                    *ldvr = 3
+                }
+            }),
+        ),
+        (
+            "ldvl 0",
+            with(&|c| {
+                if let Call::Geev { ldvl, .. } = c {
+                    *ldvl = 0
+                }
+            }),
+        ),
+        (
+            "lda < n",
+            with(&|c| {
+                if let Call::Geev { lda, .. } = c {
+                    *lda = 3
+                }
+            }),
+        ),
+        (
+            "n < 0",
+            with(&|c| {
+                if let Call::Geev { n, .. } = c {
+                    *n = -1
+                }
+            }),
+        ),
+        (
+            "real W of complex A",
+            with(&|c| {
+                if let Call::Geev { w_real, .. } = c {
+                    *w_real = 1
+                }
+            }),
+        ),
+    ] {
+        assert_eq!(f.call(call), INVALID_VALUE, "{what}");
+    }
+    let unknown = with(&|c| {
+        if let Call::Geev { handle, .. } = c {
+            *handle += 100;
+        }
+    });
+    assert_eq!(f.call(unknown), NOT_INITIALIZED);
+}

@@ -129,6 +129,17 @@ pub fn of(call: &Call) -> Result<Vec<Extent>, Failure> {
     let mut e = Extents::default();
     match call {
         Call::Create {} | Call::Destroy { .. } => {}
+        // The legacy calls are computed on the emulated device only: no
+        // backend hands them to NVIDIA's library yet.
+        Call::IdentityPermutation { .. }
+        | Call::CooSort { .. }
+        | Call::CompressedSort { .. }
+        | Call::Gather { .. }
+        | Call::Scatter { .. }
+        | Call::CreateInfo { .. }
+        | Call::DestroyInfo { .. }
+        | Call::Factor0 { .. }
+        | Call::ZeroPivot { .. } => return Err(Failure::Status(NOT_SUPPORTED)),
         Call::SpMv {
             op: op_a,
             alpha,

@@ -1,5 +1,6 @@
-//! cuSPARSE on the CPU: the generic API's SpMV, SpMM, SpGEMM and SpSV, and
-//! the conversions between CSR, CSC, COO and dense matrices.
+//! cuSPARSE on the CPU: the generic API's SpMV, SpMM, SpGEMM and SpSV, the
+//! conversions between CSR, CSC, COO and dense matrices, and the legacy
+//! sorts, Gather/Scatter and ILU(0)/IC(0) ([`legacy`]).
 //!
 //! Handles live here; the client sends the contents of its matrix and
 //! vector descriptors with each call. Every array is read through
@@ -9,6 +10,7 @@
 
 pub mod extents;
 pub mod kernels;
+pub mod legacy;
 pub mod values;
 
 #[cfg(test)]
@@ -28,6 +30,10 @@ use values::{
 pub const NOT_INITIALIZED: i32 = 1;
 /// `CUSPARSE_STATUS_INVALID_VALUE`.
 pub const INVALID_VALUE: i32 = 3;
+/// `CUSPARSE_STATUS_MATRIX_TYPE_NOT_SUPPORTED`.
+pub const MATRIX_TYPE_NOT_SUPPORTED: i32 = 8;
+/// `CUSPARSE_STATUS_ZERO_PIVOT`.
+pub const ZERO_PIVOT: i32 = 9;
 /// `CUSPARSE_STATUS_NOT_SUPPORTED`.
 pub const NOT_SUPPORTED: i32 = 10;
 
@@ -64,6 +70,7 @@ fn invalid() -> Failure {
 pub struct State {
     handles: HashSet<u64>,
     next_handle: u64,
+    infos: legacy::Infos,
 }
 
 impl State {
@@ -271,6 +278,103 @@ impl State {
                 }
                 write_sparse(memory, &b, &found)?;
                 Ok(Vec::new())
+            }
+            Call::IdentityPermutation { handle, n, p } => {
+                self.check(handle)?;
+                legacy::identity_permutation(memory, n, p)?;
+                Ok(Vec::new())
+            }
+            Call::CooSort {
+                handle,
+                by_row,
+                m,
+                n,
+                nnz,
+                rows,
+                cols,
+                p,
+            } => {
+                self.check(handle)?;
+                legacy::coo_sort(memory, by_row, m, n, nnz, rows, cols, p)?;
+                Ok(Vec::new())
+            }
+            Call::CompressedSort {
+                handle,
+                major,
+                minor,
+                nnz,
+                base,
+                offsets,
+                indices,
+                p,
+            } => {
+                self.check(handle)?;
+                legacy::compressed_sort(memory, major, minor, nnz, base, offsets, indices, p)?;
+                Ok(Vec::new())
+            }
+            Call::Gather { handle, y, x } => {
+                self.check(handle)?;
+                legacy::gather(memory, &y, &x)?;
+                Ok(Vec::new())
+            }
+            Call::Scatter { handle, x, y } => {
+                self.check(handle)?;
+                legacy::scatter(memory, &x, &y)?;
+                Ok(Vec::new())
+            }
+            Call::CreateInfo { ic } => Ok(self.infos.create(ic).to_le_bytes().to_vec()),
+            Call::DestroyInfo { info } => {
+                self.infos.destroy(info)?;
+                Ok(Vec::new())
+            }
+            Call::Factor0 {
+                handle,
+                info,
+                ic,
+                analysis,
+                m,
+                nnz,
+                base,
+                values,
+                offsets,
+                columns,
+                value_type,
+                boost,
+            } => {
+                self.check(handle)?;
+                // The pivot is recorded even when the call fails later
+                // (a malformed matrix): forget the previous one first.
+                self.infos.get(info, ic)?.pivot = None;
+                let pivot = legacy::factor0(
+                    memory,
+                    ic,
+                    analysis,
+                    m,
+                    nnz,
+                    base,
+                    values,
+                    offsets,
+                    columns,
+                    value_type,
+                    boost.as_ref(),
+                )?;
+                let info = self.infos.get(info, ic)?;
+                info.pivot = pivot;
+                info.base = base;
+                Ok(Vec::new())
+            }
+            Call::ZeroPivot {
+                handle,
+                info,
+                ic,
+                device_out,
+            } => {
+                self.check(handle)?;
+                let position = self.infos.get(info, ic)?.position();
+                if let Some(ptr) = device_out {
+                    write_indices(memory, ptr, &[position], IndexType::I32)?;
+                }
+                Ok(position.to_le_bytes().to_vec())
             }
         }
     }

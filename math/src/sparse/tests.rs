@@ -1,7 +1,7 @@
 //! cuSPARSE calls against dense reference computations, on a fake device
 //! memory.
 
-use rcud_proto::math::sparse::{Call, DnMat, DnVec, Scalar, SpMat};
+use rcud_proto::math::sparse::{Boost, Call, DnMat, DnVec, Scalar, SpMat, SpVec};
 
 use super::values::{Complex, ValueType};
 use super::{State, INVALID_VALUE, NOT_INITIALIZED};
@@ -545,5 +545,311 @@ fn errors_have_cusparse_statuses() {
     assert_eq!(
         status(&mut state, &mut memory, Call::Destroy { handle }).ok(),
         Some(NOT_INITIALIZED)
+    );
+}
+
+fn status(state: &mut State, memory: &mut Memory, call: Call) -> i32 {
+    state.call(memory, call).expect("no fault").status
+}
+
+#[test]
+fn coo_sort_is_stable_and_permutes_p() {
+    let mut memory = Memory::default();
+    let mut state = State::default();
+    let h = new_handle(&mut state, &mut memory);
+    // (row, col): (2,1) (0,3) (2,1) (0,0) (1,2); the two (2,1) keep order.
+    let rows = memory.alloc(i32s(&[2, 0, 2, 0, 1]));
+    let cols = memory.alloc(i32s(&[1, 3, 1, 0, 2]));
+    let p = memory.alloc(i32s(&[9; 5]));
+    let identity = Call::IdentityPermutation { handle: h, n: 5, p };
+    assert_eq!(status(&mut state, &mut memory, identity), 0);
+    assert_eq!(read_i32s(&memory, p), vec![0, 1, 2, 3, 4]);
+    let sort = |by_row| Call::CooSort {
+        handle: h,
+        by_row,
+        m: 3,
+        n: 4,
+        nnz: 5,
+        rows,
+        cols,
+        p,
+    };
+    assert_eq!(status(&mut state, &mut memory, sort(true)), 0);
+    assert_eq!(read_i32s(&memory, rows), vec![0, 0, 1, 2, 2]);
+    assert_eq!(read_i32s(&memory, cols), vec![0, 3, 2, 1, 1]);
+    assert_eq!(read_i32s(&memory, p), vec![3, 1, 4, 0, 2]);
+    // By column, from there: P composes with the previous sort.
+    assert_eq!(status(&mut state, &mut memory, sort(false)), 0);
+    assert_eq!(read_i32s(&memory, cols), vec![0, 1, 1, 2, 3]);
+    assert_eq!(read_i32s(&memory, rows), vec![0, 2, 2, 1, 0]);
+    assert_eq!(read_i32s(&memory, p), vec![3, 0, 2, 4, 1]);
+}
+
+#[test]
+fn csr_sort_sorts_within_rows_and_checks_offsets() {
+    let mut memory = Memory::default();
+    let mut state = State::default();
+    let h = new_handle(&mut state, &mut memory);
+    // Base one: rows [3, 1, 2] and [2, 2, 1].
+    let offsets = memory.alloc(i32s(&[1, 4, 7]));
+    let indices = memory.alloc(i32s(&[3, 1, 2, 2, 2, 1]));
+    let p = memory.alloc(i32s(&[0, 1, 2, 3, 4, 5]));
+    let call = |nnz| Call::CompressedSort {
+        handle: h,
+        major: 2,
+        minor: 3,
+        nnz,
+        base: 1,
+        offsets,
+        indices,
+        p,
+    };
+    assert_eq!(status(&mut state, &mut memory, call(6)), 0);
+    assert_eq!(read_i32s(&memory, indices), vec![1, 2, 3, 1, 2, 2]);
+    assert_eq!(read_i32s(&memory, p), vec![1, 2, 0, 5, 3, 4]);
+    // Offsets past nnz: a malformed matrix.
+    assert_eq!(status(&mut state, &mut memory, call(5)), INVALID_VALUE);
+}
+
+#[test]
+fn gather_and_scatter_follow_the_indices() {
+    let mut memory = Memory::default();
+    let mut state = State::default();
+    let h = new_handle(&mut state, &mut memory);
+    let y = vector(&mut memory, &[10.0, 20.0, 30.0, 40.0]);
+    let x = SpVec {
+        size: 4,
+        nnz: 3,
+        indices: memory.alloc(i32s(&[4, 1, 3])),
+        values: memory.alloc(f64s(&[0.0; 3])),
+        index_type: 2,
+        base: 1,
+        value_type: R64F,
+    };
+    let gather = Call::Gather { handle: h, y, x };
+    assert_eq!(status(&mut state, &mut memory, gather), 0);
+    assert_eq!(read_f64s(&memory, x.values), vec![40.0, 10.0, 30.0]);
+    let z = vector(&mut memory, &[0.0; 4]);
+    let scatter = Call::Scatter { handle: h, x, y: z };
+    assert_eq!(status(&mut state, &mut memory, scatter), 0);
+    assert_eq!(read_f64s(&memory, z.values), vec![10.0, 0.0, 30.0, 40.0]);
+    // An index past the dense vector.
+    let bad = SpVec {
+        indices: memory.alloc(i32s(&[5, 1, 3])),
+        ..x
+    };
+    let call = Call::Gather {
+        handle: h,
+        y,
+        x: bad,
+    };
+    assert_eq!(status(&mut state, &mut memory, call), INVALID_VALUE);
+}
+
+/// Runs an ILU(0) or IC(0) analysis and factorization of CSR `a` (base 0)
+/// and answers the zero pivot the info reports after each.
+fn factor(
+    state: &mut State,
+    memory: &mut Memory,
+    h: u64,
+    a: &SpMat,
+    ic: bool,
+    boost: Option<Boost>,
+) -> (i64, i64) {
+    let out = state
+        .call(memory, Call::CreateInfo { ic })
+        .expect("create info")
+        .out;
+    let info = u64::from_le_bytes(out[..8].try_into().expect("8 bytes"));
+    let mut pivots = [0i64; 2];
+    for (n, analysis) in [true, false].into_iter().enumerate() {
+        let call = Call::Factor0 {
+            handle: h,
+            info,
+            ic,
+            analysis,
+            m: a.rows as i32,
+            nnz: a.nnz as i32,
+            base: a.base,
+            values: a.values,
+            offsets: a.offsets,
+            columns: a.indices,
+            value_type: a.value_type,
+            boost,
+        };
+        assert_eq!(status(state, memory, call), 0);
+        let query = Call::ZeroPivot {
+            handle: h,
+            info,
+            ic,
+            device_out: None,
+        };
+        let out = state.call(memory, query).expect("pivot").out;
+        pivots[n] = i64::from_le_bytes(out[..8].try_into().expect("8 bytes"));
+    }
+    assert_eq!(status(state, memory, Call::DestroyInfo { info }), 0);
+    (pivots[0], pivots[1])
+}
+
+#[test]
+fn ilu0_reproduces_a_on_its_pattern() {
+    let mut memory = Memory::default();
+    let mut state = State::default();
+    let h = new_handle(&mut state, &mut memory);
+    let a = vec![
+        vec![4.0, -1.0, 0.0, -1.0],
+        vec![-1.0, 4.0, -1.0, 0.0],
+        vec![0.0, -1.0, 4.0, -1.0],
+        vec![-1.0, 0.0, -1.0, 4.0],
+    ];
+    let m = csr(&mut memory, &a, 0);
+    assert_eq!(
+        factor(&mut state, &mut memory, h, &m, false, None),
+        (-1, -1)
+    );
+    let f = read_f64s(&memory, m.values);
+    // Factors by position (pattern of a, row by row).
+    let pattern: Vec<(usize, usize)> = (0..4)
+        .flat_map(|i| (0..4).map(move |j| (i, j)))
+        .filter(|&(i, j)| a[i][j] != 0.0)
+        .collect();
+    let at = |i: usize, j: usize| {
+        pattern
+            .iter()
+            .position(|&e| e == (i, j))
+            .map_or(0.0, |k| f[k])
+    };
+    let l = |i: usize, j: usize| {
+        if i == j {
+            1.0
+        } else if j < i {
+            at(i, j)
+        } else {
+            0.0
+        }
+    };
+    let u = |i: usize, j: usize| if j >= i { at(i, j) } else { 0.0 };
+    for &(i, j) in &pattern {
+        let lu: f64 = (0..4).map(|k| l(i, k) * u(k, j)).sum();
+        assert!(
+            (lu - a[i][j]).abs() < 1e-12,
+            "({i},{j}): {lu} vs {}",
+            a[i][j]
+        );
+    }
+    // Zero fill-in: (3,1) is outside the pattern, so the product there is
+    // not a's zero (a full LU would store a fill-in entry).
+    let lu31: f64 = (0..4).map(|k| l(3, k) * u(k, 1)).sum();
+    assert!(lu31.abs() > 0.1);
+}
+
+#[test]
+fn ic0_reproduces_a_on_its_lower_pattern_and_keeps_the_upper() {
+    let mut memory = Memory::default();
+    let mut state = State::default();
+    let h = new_handle(&mut state, &mut memory);
+    let a = vec![
+        vec![4.0, 1.0, 0.0, 1.0],
+        vec![1.0, 5.0, 2.0, 0.0],
+        vec![0.0, 2.0, 6.0, 1.0],
+        vec![1.0, 0.0, 1.0, 7.0],
+    ];
+    let m = csr(&mut memory, &a, 1);
+    assert_eq!(factor(&mut state, &mut memory, h, &m, true, None), (-1, -1));
+    let f = read_f64s(&memory, m.values);
+    let pattern: Vec<(usize, usize)> = (0..4)
+        .flat_map(|i| (0..4).map(move |j| (i, j)))
+        .filter(|&(i, j)| a[i][j] != 0.0)
+        .collect();
+    let l = |i: usize, j: usize| {
+        if j > i {
+            return 0.0;
+        }
+        pattern
+            .iter()
+            .position(|&e| e == (i, j))
+            .map_or(0.0, |k| f[k])
+    };
+    for (k, &(i, j)) in pattern.iter().enumerate() {
+        if j > i {
+            assert_eq!(f[k], a[i][j], "upper ({i},{j}) changed");
+            continue;
+        }
+        let llt: f64 = (0..4).map(|q| l(i, q) * l(j, q)).sum();
+        assert!(
+            (llt - a[i][j]).abs() < 1e-12,
+            "({i},{j}): {llt} vs {}",
+            a[i][j]
+        );
+    }
+}
+
+#[test]
+fn zero_pivots_structural_numerical_and_boosted() {
+    let mut memory = Memory::default();
+    let mut state = State::default();
+    let h = new_handle(&mut state, &mut memory);
+    // Row 1 has no diagonal entry: the analysis finds it (base one: 2).
+    let missing = vec![vec![2.0, 1.0], vec![1.0, 0.0]];
+    let m = csr(&mut memory, &missing, 1);
+    assert_eq!(factor(&mut state, &mut memory, h, &m, false, None), (2, 2));
+    // U(1,1) = 1 - 1 = 0: the factorization finds it.
+    let singular = vec![vec![1.0, 1.0], vec![1.0, 1.0]];
+    let m = csr(&mut memory, &singular, 0);
+    assert_eq!(factor(&mut state, &mut memory, h, &m, false, None), (-1, 1));
+    let m = csr(&mut memory, &singular, 0);
+    assert_eq!(factor(&mut state, &mut memory, h, &m, true, None), (-1, 1));
+    // Boosted: the pivot becomes 3 and is not reported.
+    let m = csr(&mut memory, &singular, 0);
+    let boost = Boost {
+        tol: host(1e-9),
+        value: host(3.0),
+    };
+    assert_eq!(
+        factor(&mut state, &mut memory, h, &m, false, Some(boost)),
+        (-1, -1)
+    );
+    assert_eq!(read_f64s(&memory, m.values), vec![1.0, 1.0, 1.0, 3.0]);
+}
+
+#[test]
+fn info_objects_are_checked() {
+    let mut memory = Memory::default();
+    let mut state = State::default();
+    let h = new_handle(&mut state, &mut memory);
+    let query = |info, ic| Call::ZeroPivot {
+        handle: h,
+        info,
+        ic,
+        device_out: None,
+    };
+    assert_eq!(
+        status(&mut state, &mut memory, query(77, false)),
+        INVALID_VALUE
+    );
+    let out = state
+        .call(&mut memory, Call::CreateInfo { ic: false })
+        .expect("create")
+        .out;
+    let info = u64::from_le_bytes(out[..8].try_into().expect("8 bytes"));
+    // An ILU info is not an IC one.
+    assert_eq!(
+        status(&mut state, &mut memory, query(info, true)),
+        INVALID_VALUE
+    );
+    assert_eq!(status(&mut state, &mut memory, query(info, false)), 0);
+    let call = Call::IdentityPermutation {
+        handle: h + 1,
+        n: 1,
+        p: 0,
+    };
+    assert_eq!(status(&mut state, &mut memory, call), NOT_INITIALIZED);
+    assert_eq!(
+        status(&mut state, &mut memory, Call::DestroyInfo { info }),
+        0
+    );
+    assert_eq!(
+        status(&mut state, &mut memory, Call::DestroyInfo { info }),
+        INVALID_VALUE
     );
 }

@@ -54,32 +54,40 @@ crate::wire_enum! {
         /// and `?gesvdjBatched` (m, n ≤ 32, full U and V): A = U S Vᴴ with
         /// V itself (not Vᴴ) in `v`; one `info` per matrix.
         15 Gesvdj { handle: u64, dtype: u8, jobz: i32, econ: i32, m: i32, n: i32, a: u64, lda: i32, s: u64, u: u64, ldu: i32, v: u64, ldv: i32, info: u64, batch: i32, batched: u8, tol: f64, max_sweeps: i32, sort: i32 },
+        /// `cusolverDnXgeev`: eigenvalues of a general n×n matrix (A is
+        /// overwritten) and, for `jobvl`/`jobvr` 1, left/right
+        /// eigenvectors. For a complex A, W and the vectors are complex.
+        /// For a real A the vectors are real in LAPACK's storage (a
+        /// conjugate pair's two columns hold the real and imaginary parts
+        /// of the first one's), and W is complex (`w_real` 0) or 2n reals,
+        /// real parts then imaginary parts (`w_real` 1).
+        16 Geev { handle: u64, dtype: u8, w_real: u8, jobvl: i32, jobvr: i32, n: i32, a: u64, lda: i32, w: u64, vl: u64, ldvl: i32, vr: u64, ldvr: i32, info: u64 },
         /// `cusolverSp?csrlsv{qr,chol}`: solves A x = b for the n×n CSR
         /// matrix A (`base` its index base) by `method` ([`SP_LU`],
         /// [`SP_CHOL`], [`SP_QR`]); `reorder` nonzero reorders by reverse
         /// Cuthill–McKee first. Answers the singularity (i32, -1: none).
-        16 SpLsv { handle: u64, dtype: u8, method: u8, n: i32, nnz: i32, base: i32, val: u64, rowptr: u64, colind: u64, b: u64, tol: f64, reorder: i32, x: u64 },
+        17 SpLsv { handle: u64, dtype: u8, method: u8, n: i32, nnz: i32, base: i32, val: u64, rowptr: u64, colind: u64, b: u64, tol: f64, reorder: i32, x: u64 },
         /// `cusolverSpXcsr{chol,qr}Analysis`: records the m×n pattern in
         /// the server's `csrcholInfo_t` / `csrqrInfo_t` `info` (an id the
         /// client chose), for `method` [`SP_CHOL`] or [`SP_QR`].
-        17 SpAnalysis { handle: u64, info: u64, method: u8, m: i32, n: i32, nnz: i32, base: i32, rowptr: u64, colind: u64 },
+        18 SpAnalysis { handle: u64, info: u64, method: u8, m: i32, n: i32, nnz: i32, base: i32, rowptr: u64, colind: u64 },
         /// `cusolverSp?csr{chol,qr}BufferInfo`: answers the factor's bytes
         /// and the workspace's bytes (two u64).
-        18 SpBufferInfo { handle: u64, info: u64, dtype: u8 },
+        19 SpBufferInfo { handle: u64, info: u64, dtype: u8 },
         /// `cusolverSp?csrqrSetup`: A's values (`nnz` of them) and the
         /// shift `mu` (A - mu I is factored).
-        19 SpSetup { handle: u64, info: u64, dtype: u8, m: i32, n: i32, nnz: i32, val: u64, mu_re: f64, mu_im: f64 },
+        20 SpSetup { handle: u64, info: u64, dtype: u8, m: i32, n: i32, nnz: i32, val: u64, mu_re: f64, mu_im: f64 },
         /// `cusolverSp?csr{chol,qr}Factor`: Cholesky of the values at
         /// `val` (0 for QR, which factors the values of its setup); QR
         /// also solves when `b` and `x` are both nonzero.
-        20 SpFactor { handle: u64, info: u64, dtype: u8, m: i32, n: i32, nnz: i32, val: u64, b: u64, x: u64 },
+        21 SpFactor { handle: u64, info: u64, dtype: u8, m: i32, n: i32, nnz: i32, val: u64, b: u64, x: u64 },
         /// `cusolverSp?csr{chol,qr}ZeroPivot`: answers the position (i32,
         /// -1: none) of the first pivot at most `tol`.
-        21 SpZeroPivot { handle: u64, info: u64, tol: f64 },
+        22 SpZeroPivot { handle: u64, info: u64, tol: f64 },
         /// `cusolverSp?csr{chol,qr}Solve`: x (n) from b (m).
-        22 SpSolve { handle: u64, info: u64, dtype: u8, m: i32, n: i32, b: u64, x: u64 },
+        23 SpSolve { handle: u64, info: u64, dtype: u8, m: i32, n: i32, b: u64, x: u64 },
         /// `cusolverSpDestroyCsr{chol,qr}Info`: forgets `info`.
-        23 SpInfoDestroy { info: u64 },
+        24 SpInfoDestroy { info: u64 },
     }
 }
 
@@ -487,6 +495,44 @@ impl Call {
                     info_range(info),
                 ]
             }
+            Call::Geev {
+                dtype,
+                w_real,
+                jobvl,
+                jobvr,
+                n,
+                a,
+                lda,
+                w,
+                vl,
+                ldvl,
+                vr,
+                ldvr,
+                info,
+                ..
+            } => {
+                let (n, size) = (dim(n, "n")?, size(dtype)?);
+                // Complex W of a real A holds pairs of reals, as does W of
+                // 2n reals.
+                if w_real > 1 || (w_real == 1 && is_complex(dtype)) {
+                    return Err(InvalidValue("data type of W"));
+                }
+                let w_bytes = if is_complex(dtype) { size } else { 2 * size };
+                let mut ranges = vec![
+                    matrix(a, n, n, lda, size, "lda")?,
+                    array(w, n, w_bytes, "W")?,
+                    info_range(info),
+                ];
+                for (job, ptr, ld, what) in [(jobvl, vl, ldvl, "ldvl"), (jobvr, vr, ldvr, "ldvr")] {
+                    match job {
+                        0 if ld >= 1 => {}
+                        1 => ranges.push(matrix(ptr, n, n, ld, size, what)?),
+                        0 => return Err(InvalidValue(what)),
+                        _ => return Err(InvalidValue("jobvl/jobvr")),
+                    }
+                }
+                ranges
+            }
             Call::PotrfBatched {
                 dtype,
                 uplo: u,
@@ -685,7 +731,8 @@ impl Call {
             | Call::PotrsBatched { handle, .. }
             | Call::Syevj { handle, .. }
             | Call::Gesvdj { handle, .. }
-            | Call::SpLsv { handle, .. }
+            | Call::Geev { handle, .. } => Some(handle),
+            Call::SpLsv { handle, .. }
             | Call::SpAnalysis { handle, .. }
             | Call::SpBufferInfo { handle, .. }
             | Call::SpSetup { handle, .. }

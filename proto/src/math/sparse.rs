@@ -70,6 +70,27 @@ crate::wire_struct! {
 }
 
 crate::wire_struct! {
+    /// A sparse vector descriptor (`cusparseSpVecDescr_t`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub struct SpVec {
+        /// Elements of the (dense) vector it stands for.
+        pub size: i64,
+        /// Stored entries.
+        pub nnz: i64,
+        /// Device address of the indices.
+        pub indices: u64,
+        /// Device address of the values.
+        pub values: u64,
+        /// `cusparseIndexType_t` of the indices.
+        pub index_type: u8,
+        /// `cusparseIndexBase_t`: 0 or 1.
+        pub base: u8,
+        /// `cudaDataType` of the values.
+        pub value_type: u8,
+    }
+}
+
+crate::wire_struct! {
     /// A scalar (alpha, beta): by value when the application passed it in
     /// host memory, else the device address to read it from (in the call's
     /// compute type).
@@ -79,6 +100,18 @@ crate::wire_struct! {
         pub value: (f64, f64),
         /// Device address, when passed by device pointer.
         pub device: Option<u64>,
+    }
+}
+
+crate::wire_struct! {
+    /// `cusparse?csrilu02_numericBoost`: a pivot whose magnitude is at most
+    /// `tol` is replaced by `value`.
+    #[derive(Debug, Clone, Copy, PartialEq, Default)]
+    pub struct Boost {
+        /// The threshold (a double, by value or device address).
+        pub tol: Scalar,
+        /// The replacement, in the matrix's value type.
+        pub value: Scalar,
     }
 }
 
@@ -113,5 +146,32 @@ crate::wire_enum! {
         12 DenseToSparseAnalysis { handle: u64, a: DnMat, b: SpMat },
         /// `cusparseDenseToSparse_convert`.
         13 DenseToSparseConvert { handle: u64, a: DnMat, b: SpMat },
+        /// `cusparseCreateIdentityPermutation`: `p[i] = i`, 32-bit.
+        14 IdentityPermutation { handle: u64, n: i32, p: u64 },
+        /// `cusparseXcoosortByRow` (`by_row`) or `ByColumn`: a stable sort
+        /// of the 32-bit COO indices by (row, column) or (column, row);
+        /// `p` (0 for none) is permuted along.
+        15 CooSort { handle: u64, by_row: bool, m: i32, n: i32, nnz: i32, rows: u64, cols: u64, p: u64 },
+        /// `cusparseXcsrsort` / `cusparseXcscsort`: a stable sort of the
+        /// minor indices within each of `major` rows (CSR) or columns
+        /// (CSC); `p` (0 for none) is permuted along.
+        16 CompressedSort { handle: u64, major: i32, minor: i32, nnz: i32, base: u8, offsets: u64, indices: u64, p: u64 },
+        /// `cusparseGather`: `x.values[k] = y[x.indices[k]]`.
+        17 Gather { handle: u64, y: DnVec, x: SpVec },
+        /// `cusparseScatter`: `y[x.indices[k]] = x.values[k]`.
+        18 Scatter { handle: u64, x: SpVec, y: DnVec },
+        /// `cusparseCreateCsrilu02Info` (`ic` false) or `Csric02Info`:
+        /// answers the new info's id (u64).
+        19 CreateInfo { ic: bool },
+        /// `cusparseDestroyCsrilu02Info` / `Csric02Info`.
+        20 DestroyInfo { info: u64 },
+        /// `cusparse?csrilu02_analysis` / `csric02_analysis` (`analysis`),
+        /// or the factorization itself, in place on `values` (32-bit CSR
+        /// of `m` rows). Records the zero pivot in the info.
+        21 Factor0 { handle: u64, info: u64, ic: bool, analysis: bool, m: i32, nnz: i32, base: u8, values: u64, offsets: u64, columns: u64, value_type: u8, boost: Option<Boost> },
+        /// `cusparseXcsrilu02_zeroPivot` / `Xcsric02_zeroPivot`: answers
+        /// the position (i32, in the matrix's base; -1 for none) and
+        /// writes it at `device_out` when given.
+        22 ZeroPivot { handle: u64, info: u64, ic: bool, device_out: Option<u64> },
     }
 }

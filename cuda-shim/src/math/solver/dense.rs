@@ -2235,3 +2235,165 @@ pub extern "C" fn cusolverDnXsyevd(
         })
     })
 }
+
+/// The wire's dtype of `cusolverDnXgeev`'s A and whether W is 2n reals
+/// (only for a real A) rather than complex: the vectors' types and the
+/// compute type must be A's.
+fn geev_dtypes(
+    type_a: c_int,
+    type_w: c_int,
+    type_vl: c_int,
+    type_vr: c_int,
+    compute: c_int,
+) -> Option<(u8, u8)> {
+    // CUDA_R_32F = 0, CUDA_R_64F = 1, CUDA_C_32F = 4, CUDA_C_64F = 5.
+    let (dtype, complex_twin) = match type_a {
+        0 => (0, 4),
+        1 => (1, 5),
+        4 => (2, 4),
+        5 => (3, 5),
+        _ => return None,
+    };
+    if type_vl != type_a || type_vr != type_a || compute != type_a {
+        return None;
+    }
+    if type_w == complex_twin {
+        Some((dtype, 0))
+    } else if type_w == type_a {
+        Some((dtype, 1))
+    } else {
+        None
+    }
+}
+
+/// The checked 32-bit forms of `cusolverDnXgeev`'s dimensions.
+fn geev_dims(n: i64, lds: [i64; 3]) -> Option<(c_int, [c_int; 3])> {
+    let n = c_int::try_from(n).ok()?;
+    let mut out = [0; 3];
+    for (o, ld) in out.iter_mut().zip(lds) {
+        *o = c_int::try_from(ld).ok()?;
+    }
+    Some((n, out))
+}
+
+#[no_mangle]
+pub extern "C" fn cusolverDnXgeev_bufferSize(
+    handle: Handle,
+    params: Params,
+    jobvl: c_int,
+    jobvr: c_int,
+    n: i64,
+    type_a: c_int,
+    a: Dev,
+    lda: i64,
+    type_w: c_int,
+    w: Dev,
+    type_vl: c_int,
+    vl: Dev,
+    ldvl: i64,
+    type_vr: c_int,
+    vr: Dev,
+    ldvr: i64,
+    compute: c_int,
+    device_bytes: *mut usize,
+    host_bytes: *mut usize,
+) -> c_int {
+    guard(INTERNAL_ERROR, || {
+        if !params_live(params) {
+            return INVALID_VALUE;
+        }
+        let (Some((dtype, w_real)), Some((n, [lda, ldvl, ldvr]))) = (
+            geev_dtypes(type_a, type_w, type_vl, type_vr, compute),
+            geev_dims(n, [lda, ldvl, ldvr]),
+        ) else {
+            return INVALID_VALUE;
+        };
+        let probe = |handle| Call::Geev {
+            handle,
+            dtype,
+            w_real,
+            jobvl,
+            jobvr,
+            n,
+            a: addr(a),
+            lda,
+            w: addr(w),
+            vl: addr(vl),
+            ldvl,
+            vr: addr(vr),
+            ldvr,
+            info: 0,
+        };
+        let elements = match buffer_size(handle, probe, lwork::geev(n)) {
+            Ok(elements) => elements,
+            Err(status) => return status,
+        };
+        let bytes = elements as usize
+            * rcud_proto::math::solver::element_size(dtype).unwrap_or(16) as usize;
+        match (write_out(device_bytes, bytes), write_out(host_bytes, 0)) {
+            (Ok(()), Ok(())) => super::SUCCESS,
+            _ => INVALID_VALUE,
+        }
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cusolverDnXgeev(
+    handle: Handle,
+    params: Params,
+    jobvl: c_int,
+    jobvr: c_int,
+    n: i64,
+    type_a: c_int,
+    a: Dev,
+    lda: i64,
+    type_w: c_int,
+    w: Dev,
+    type_vl: c_int,
+    vl: Dev,
+    ldvl: i64,
+    type_vr: c_int,
+    vr: Dev,
+    ldvr: i64,
+    compute: c_int,
+    device_buffer: Dev,
+    device_bytes: usize,
+    _host_buffer: Dev,
+    _host_bytes: usize,
+    info: *mut c_int,
+) -> c_int {
+    guard(INTERNAL_ERROR, || {
+        if !params_live(params) {
+            return INVALID_VALUE;
+        }
+        let (Some((dtype, w_real)), Some((n, [lda, ldvl, ldvr]))) = (
+            geev_dtypes(type_a, type_w, type_vl, type_vr, compute),
+            geev_dims(n, [lda, ldvl, ldvr]),
+        ) else {
+            return INVALID_VALUE;
+        };
+        let size = rcud_proto::math::solver::element_size(dtype).unwrap_or(16) as usize;
+        let ws = Workspace {
+            ptr: addr(device_buffer),
+            lwork: (device_bytes / size) as i64,
+            needed: lwork::geev(n),
+            dtype,
+        };
+        submit(handle, Some(ws), |handle| Call::Geev {
+            handle,
+            dtype,
+            w_real,
+            jobvl,
+            jobvr,
+            n,
+            a: addr(a),
+            lda,
+            w: addr(w),
+            vl: addr(vl),
+            ldvl,
+            vr: addr(vr),
+            ldvr,
+            info: addr(info),
+        })
+    })
+}

@@ -221,6 +221,10 @@ pub(crate) mod lwork {
         let n = i64::from(n.max(0));
         1 + 6 * n + 2 * n * n
     }
+    /// geev: LAPACK's 4n of dgeev with eigenvectors.
+    pub(crate) fn geev(n: i32) -> i64 {
+        4 * i64::from(n.max(1))
+    }
     /// gesvd: LAPACK's max(3 min(m,n) + max(m,n), 5 min(m,n)).
     pub(crate) fn gesvd(m: i32, n: i32) -> i64 {
         let (small, large) = (i64::from(m.min(n).max(0)), i64::from(m.max(n).max(0)));

@@ -33,7 +33,11 @@ fn operation(op: c_int) -> Result<u8, c_int> {
 
 /// The scalar at `ptr`: read now in host pointer mode (in `compute_type`),
 /// its address in device pointer mode.
-fn scalar(handle: &Handle, ptr: *const c_void, compute_type: u8) -> Result<Scalar, c_int> {
+pub(super) fn scalar(
+    handle: &Handle,
+    ptr: *const c_void,
+    compute_type: u8,
+) -> Result<Scalar, c_int> {
     if ptr.is_null() {
         return Err(INVALID_VALUE);
     }

@@ -3,11 +3,12 @@
 
 use std::os::raw::{c_int, c_void};
 
-use rcud_proto::math::sparse::{DnMat, DnVec, SpMat};
+use rcud_proto::math::sparse::{DnMat, DnVec, SpMat, SpVec};
 
 use super::{
-    dn_mat, dn_vec, get, index_size, input, insert, out, remove, run, sp_mat, update, MatDescr,
-    Object, Status, FORMAT_COO, FORMAT_CSC, FORMAT_CSR, INVALID_VALUE, NOT_SUPPORTED,
+    dn_mat, dn_vec, get, index_size, input, insert, out, remove, run, sp_mat, sp_vec, update,
+    value_size, MatDescr, Object, Status, FORMAT_COO, FORMAT_CSC, FORMAT_CSR, INVALID_VALUE,
+    NOT_SUPPORTED,
 };
 
 /// `CUSPARSE_SPMAT_FILL_MODE`, `CUSPARSE_SPMAT_DIAG_TYPE`.
@@ -655,6 +656,169 @@ pub extern "C" fn cusparseSpMatSetAttribute(
     })
 }
 
+// --- Sparse vectors --------------------------------------------------------
+
+#[allow(clippy::too_many_arguments)]
+fn create_sp_vec(
+    descr: *mut *mut c_void,
+    size: i64,
+    nnz: i64,
+    indices: *const c_void,
+    values: *const c_void,
+    index_type: c_int,
+    base: c_int,
+    value_type: c_int,
+) -> Status {
+    if descr.is_null() || size < 0 || nnz < 0 || nnz > size || !(0..=1).contains(&base) {
+        return Err(INVALID_VALUE);
+    }
+    let v = SpVec {
+        size,
+        nnz,
+        indices: indices as u64,
+        values: values as u64,
+        index_type: byte(index_type)?,
+        base: byte(base)?,
+        value_type: byte(value_type)?,
+    };
+    index_size(v.index_type)?;
+    value_size(v.value_type)?;
+    out(descr, insert(Object::SpVec(v)) as *mut c_void)
+}
+
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn cusparseCreateSpVec(
+    descr: *mut *mut c_void,
+    size: i64,
+    nnz: i64,
+    indices: *mut c_void,
+    values: *mut c_void,
+    index_type: c_int,
+    base: c_int,
+    value_type: c_int,
+) -> c_int {
+    run(|| {
+        create_sp_vec(
+            descr, size, nnz, indices, values, index_type, base, value_type,
+        )
+    })
+}
+
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn cusparseCreateConstSpVec(
+    descr: *mut *mut c_void,
+    size: i64,
+    nnz: i64,
+    indices: *const c_void,
+    values: *const c_void,
+    index_type: c_int,
+    base: c_int,
+    value_type: c_int,
+) -> c_int {
+    run(|| {
+        create_sp_vec(
+            descr, size, nnz, indices, values, index_type, base, value_type,
+        )
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cusparseDestroySpVec(descr: *const c_void) -> c_int {
+    run(|| remove(descr, |o| matches!(o, Object::SpVec(_))))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn get_sp_vec(
+    descr: *const c_void,
+    size: *mut i64,
+    nnz: *mut i64,
+    indices: *mut *mut c_void,
+    values: *mut *mut c_void,
+    index_type: *mut c_int,
+    base: *mut c_int,
+    value_type: *mut c_int,
+) -> Status {
+    let v = sp_vec(descr)?;
+    out(size, v.size)?;
+    out(nnz, v.nnz)?;
+    out(indices, v.indices as *mut c_void)?;
+    out(values, v.values as *mut c_void)?;
+    out(index_type, c_int::from(v.index_type))?;
+    out(base, c_int::from(v.base))?;
+    out(value_type, c_int::from(v.value_type))
+}
+
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn cusparseSpVecGet(
+    descr: *mut c_void,
+    size: *mut i64,
+    nnz: *mut i64,
+    indices: *mut *mut c_void,
+    values: *mut *mut c_void,
+    index_type: *mut c_int,
+    base: *mut c_int,
+    value_type: *mut c_int,
+) -> c_int {
+    run(|| {
+        get_sp_vec(
+            descr, size, nnz, indices, values, index_type, base, value_type,
+        )
+    })
+}
+
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn cusparseConstSpVecGet(
+    descr: *const c_void,
+    size: *mut i64,
+    nnz: *mut i64,
+    indices: *mut *mut c_void,
+    values: *mut *mut c_void,
+    index_type: *mut c_int,
+    base: *mut c_int,
+    value_type: *mut c_int,
+) -> c_int {
+    run(|| {
+        get_sp_vec(
+            descr, size, nnz, indices, values, index_type, base, value_type,
+        )
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cusparseSpVecGetIndexBase(descr: *const c_void, base: *mut c_int) -> c_int {
+    run(|| out(base, c_int::from(sp_vec(descr)?.base)))
+}
+
+#[no_mangle]
+pub extern "C" fn cusparseSpVecGetValues(descr: *mut c_void, values: *mut *mut c_void) -> c_int {
+    run(|| out(values, sp_vec(descr)?.values as *mut c_void))
+}
+
+#[no_mangle]
+pub extern "C" fn cusparseConstSpVecGetValues(
+    descr: *const c_void,
+    values: *mut *mut c_void,
+) -> c_int {
+    run(|| out(values, sp_vec(descr)?.values as *mut c_void))
+}
+
+#[no_mangle]
+pub extern "C" fn cusparseSpVecSetValues(descr: *mut c_void, values: *mut c_void) -> c_int {
+    run(|| {
+        update(descr, |o| match o {
+            Object::SpVec(v) => {
+                v.values = values as u64;
+                Ok(())
+            }
+            _ => Err(INVALID_VALUE),
+        })
+    })
+}
+
 // --- Dense vectors ---------------------------------------------------------
 
 fn create_dn_vec(descr: *mut *mut c_void, size: i64, values: *const c_void, ty: c_int) -> Status {
@@ -921,6 +1085,14 @@ fn set_mat_descr(
             _ => Err(INVALID_VALUE),
         })
     })
+}
+
+/// A legacy descriptor that a call takes: INVALID_VALUE when unknown.
+pub(super) fn legacy_descr(descr: *const c_void) -> Result<MatDescr, c_int> {
+    match get(descr) {
+        Some(Object::MatDescr(d)) => Ok(d),
+        _ => Err(INVALID_VALUE),
+    }
 }
 
 /// One property of a legacy descriptor (its default for an unknown one,

@@ -1,5 +1,6 @@
 //! cuSPARSE (`libcusparse.so.12`): the generic API (SpMV, SpMM, SpGEMM,
-//! SpSV) and the CSR/CSC/COO/dense conversions.
+//! SpSV, Gather, Scatter), the CSR/CSC/COO/dense conversions, and the
+//! legacy sorts and incomplete factorizations (`legacy`).
 //!
 //! Handles live on the server; the client keeps each one's stream and
 //! pointer mode. Matrix and vector descriptors are host objects, as in
@@ -15,6 +16,7 @@ mod compute;
 mod convert;
 mod descr;
 mod handle;
+mod legacy;
 
 use std::collections::HashMap;
 use std::os::raw::{c_int, c_void};
@@ -23,7 +25,7 @@ use std::sync::LazyLock;
 
 use parking_lot::Mutex;
 use rcud_proto::codec::Wire;
-use rcud_proto::math::sparse::{Call, DnMat, DnVec, SpMat};
+use rcud_proto::math::sparse::{Boost, Call, DnMat, DnVec, SpMat, SpVec};
 use rcud_proto::math::Library;
 
 /// `CUSPARSE_STATUS_NOT_INITIALIZED`: a NULL, unknown or destroyed handle.
@@ -34,6 +36,10 @@ pub(crate) const INVALID_VALUE: c_int = 3;
 pub(crate) const EXECUTION_FAILED: c_int = 6;
 /// `CUSPARSE_STATUS_INTERNAL_ERROR`.
 pub(crate) const INTERNAL_ERROR: c_int = 7;
+/// `CUSPARSE_STATUS_MATRIX_TYPE_NOT_SUPPORTED`.
+pub(crate) const MATRIX_TYPE_NOT_SUPPORTED: c_int = 8;
+/// `CUSPARSE_STATUS_ZERO_PIVOT`.
+pub(crate) const ZERO_PIVOT: c_int = 9;
 /// `CUSPARSE_STATUS_NOT_SUPPORTED`: what a function rcud does not implement returns.
 pub(crate) const NOT_SUPPORTED: c_int = 10;
 
@@ -108,9 +114,19 @@ pub(crate) enum Object {
     SpMat(SpMat),
     DnVec(DnVec),
     DnMat(DnMat),
-    SpGemm { computed: bool },
+    SpGemm {
+        computed: bool,
+    },
     SpSv,
     MatDescr(MatDescr),
+    SpVec(SpVec),
+    /// A `csrilu02Info_t` (`ic` false) or `csric02Info_t`: the server's
+    /// id (it keeps the zero pivot), and the pivot boost set for it.
+    Info {
+        server: u64,
+        ic: bool,
+        boost: Option<Boost>,
+    },
 }
 
 struct Objects {
@@ -183,6 +199,14 @@ pub(crate) fn legacy_descr(key: *const c_void) -> Option<(c_int, c_int)> {
     match get(key) {
         Some(Object::MatDescr(d)) => Some((d.matrix_type, d.base)),
         _ => None,
+    }
+}
+
+/// The sparse vector descriptor named `key`.
+pub(crate) fn sp_vec(key: *const c_void) -> Result<SpVec, c_int> {
+    match get(key) {
+        Some(Object::SpVec(v)) => Ok(v),
+        _ => Err(INVALID_VALUE),
     }
 }
 
@@ -293,6 +317,16 @@ pub(crate) fn check_sp_mat(m: &SpMat) -> Status {
     device_range(m.offsets, offsets_bytes(m)?)?;
     device_range(m.indices, bytes(m.nnz, index_size(m.index_type)?)?)?;
     device_range(m.values, bytes(m.nnz, value_size(m.value_type)?)?)
+}
+
+/// Checks a sparse vector's arrays against the application's device
+/// memory and its types against those computed.
+pub(crate) fn check_sp_vec(v: &SpVec) -> Status {
+    if v.nnz == 0 {
+        return Ok(());
+    }
+    device_range(v.indices, bytes(v.nnz, index_size(v.index_type)?)?)?;
+    device_range(v.values, bytes(v.nnz, value_size(v.value_type)?)?)
 }
 
 /// Checks a dense vector against the application's device memory.

@@ -73,7 +73,8 @@ fn dense(call: &Call) -> Option<(Precision, Dense)> {
         | Call::SpFactor { .. }
         | Call::SpZeroPivot { .. }
         | Call::SpSolve { .. }
-        | Call::SpInfoDestroy { .. } => return None,
+        | Call::SpInfoDestroy { .. }
+        | Call::Geev { .. } => return None,
         Call::Getrf {
             dtype,
             m,
@@ -336,9 +337,10 @@ impl CudaDeviceContext {
                 | Call::PotrsBatched { .. }
                 | Call::Syevj { .. }
                 | Call::Gesvdj { .. }
+                | Call::Geev { .. }
         ) {
             tracing::info!(
-                "cuSOLVER's batched and Jacobi routines are not forwarded to the GPU yet"
+                "cuSOLVER's batched and Jacobi routines and Xgeev are not forwarded to the GPU yet"
             );
             return Ok(Reply::status(NOT_SUPPORTED));
         }

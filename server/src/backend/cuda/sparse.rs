@@ -123,8 +123,15 @@ fn one(ty: u8) -> Result<ScalarArg, i32> {
 /// The handle a compute call names.
 fn handle_of(call: &Call) -> u64 {
     match call {
-        Call::Create {} => 0,
+        Call::Create {} | Call::CreateInfo { .. } | Call::DestroyInfo { .. } => 0,
         Call::Destroy { handle }
+        | Call::IdentityPermutation { handle, .. }
+        | Call::CooSort { handle, .. }
+        | Call::CompressedSort { handle, .. }
+        | Call::Gather { handle, .. }
+        | Call::Scatter { handle, .. }
+        | Call::Factor0 { handle, .. }
+        | Call::ZeroPivot { handle, .. }
         | Call::SpMv { handle, .. }
         | Call::SpMm { handle, .. }
         | Call::SpGemmNnz { handle, .. }
@@ -145,6 +152,16 @@ fn run(h: &mut nv::SparseHandle, call: &Call) -> Result<Result<Vec<u8>, SparseEr
     let nnz = |r: Result<i64, SparseError>| r.map(|n| n.to_le_bytes().to_vec());
     Ok(match call {
         Call::Create {} | Call::Destroy { .. } => Ok(Vec::new()),
+        // Refused by `extents::of` before this.
+        Call::IdentityPermutation { .. }
+        | Call::CooSort { .. }
+        | Call::CompressedSort { .. }
+        | Call::Gather { .. }
+        | Call::Scatter { .. }
+        | Call::CreateInfo { .. }
+        | Call::DestroyInfo { .. }
+        | Call::Factor0 { .. }
+        | Call::ZeroPivot { .. } => return Err(NOT_SUPPORTED),
         Call::SpMv {
             op,
             alpha,
@@ -289,6 +306,12 @@ impl CudaDeviceContext {
                     Some(_) => Reply::ok(Vec::new()),
                     None => Reply::status(NOT_INITIALIZED),
                 });
+            }
+            // The legacy API (sorting, Gather/Scatter, ILU(0)/IC(0)) is
+            // not forwarded to NVIDIA's library yet.
+            Call::CreateInfo { .. } | Call::DestroyInfo { .. } => {
+                tracing::debug!("cuSPARSE's legacy incomplete factorizations are not forwarded");
+                return Ok(Reply::status(NOT_SUPPORTED));
             }
             _ => {}
         }

@@ -583,3 +583,28 @@ fn fake_driver_without_cusparse_says_so() {
         "{f}"
     );
 }
+
+#[test]
+fn fake_cusparse_legacy_calls_are_not_supported_yet() {
+    let test = "fake_cusparse_legacy_calls_are_not_supported_yet";
+    let Some((b, _log)) = fake_sparse_backend(test) else {
+        return;
+    };
+    let mut ctx = b.open(0, 0).unwrap();
+    let ctx = ctx.as_mut();
+    let h = sparse_handle(ctx);
+    let p = ctx.malloc(16).unwrap();
+    assert_eq!(
+        status(ctx, sparse_wire::Call::CreateInfo { ic: false }),
+        NOT_SUPPORTED
+    );
+    let call = sparse_wire::Call::IdentityPermutation { handle: h, n: 4, p };
+    assert_eq!(status(ctx, call), NOT_SUPPORTED);
+    // An unknown handle is still NOT_INITIALIZED.
+    let call = sparse_wire::Call::IdentityPermutation {
+        handle: h + 1,
+        n: 4,
+        p,
+    };
+    assert_eq!(status(ctx, call), NOT_INITIALIZED);
+}
