@@ -475,9 +475,11 @@ fn implemented_functions(dir: &Path) -> BTreeSet<String> {
         for line in text.lines() {
             // `with_ptsz! { fn name / name_ptsz (...) { ... } }` defines both.
             if let Some(rest) = line.trim_start().strip_prefix("fn ") {
-                if let Some((a, b)) = rest.split('(').next().and_then(|h| h.split_once(" / ")) {
+                // Macro invocations may name more: `fn a / b / c (...)`.
+                let head = rest.split('(').next().unwrap_or("");
+                if head.contains(" / ") {
                     // A macro's own pattern names `$name:ident`.
-                    for name in [a.trim(), b.trim()] {
+                    for name in head.split(" / ").map(str::trim) {
                         if !name.starts_with('$') {
                             names.insert(name.to_string());
                         }

@@ -58,3 +58,49 @@ fn math_solver_cudart_shared() {
 fn math_solver_cudart_static() {
     run_solver("math_solver_cudart_static", "static");
 }
+
+/// cuSOLVER's sparse API: `tests/cuda/math_solver_sp.cu`.
+fn run_solver_sp(test: &str, cudart: &str) {
+    let Some(env) = setup(test) else {
+        return;
+    };
+    let mut extra = math_args();
+    extra.extend([
+        "-lcusolver".to_string(),
+        "-lcusparse".to_string(),
+        "-cudart".to_string(),
+        cudart.to_string(),
+    ]);
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let bin = build_as(
+        env,
+        "math_solver_sp",
+        &format!("math_solver_sp_{cudart}"),
+        &extra,
+    );
+    let run = rcud_run(env, None, &bin, &[]);
+    run.assert_pass(None);
+    for t in ["S", "D", "C", "Z"] {
+        for what in ["csrlsvHost", "csrlsv", "csrchol", "csrqr"] {
+            run.assert_line(&format!("{t} {what}: ok"));
+        }
+    }
+    for line in [
+        "orderings: ok",
+        "csrperm: ok",
+        "singular and bad arguments: ok",
+        "use after destroy: ok",
+    ] {
+        run.assert_line(line);
+    }
+}
+
+#[test]
+fn math_solver_sp_cudart_shared() {
+    run_solver_sp("math_solver_sp_cudart_shared", "shared");
+}
+
+#[test]
+fn math_solver_sp_cudart_static() {
+    run_solver_sp("math_solver_sp_cudart_static", "static");
+}

@@ -8,8 +8,10 @@
 mod batched;
 pub mod dense;
 pub mod geev;
+mod sp;
+pub mod sparse;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use num_complex::Complex64 as C;
 use rcud_proto::math::solver::{element_size, is_complex, real_size, Call, OP_C, OP_N, OP_T};
@@ -27,6 +29,9 @@ pub const INVALID_VALUE: i32 = 3;
 pub struct State {
     handles: HashSet<u64>,
     last_id: u64,
+    /// The sparse API's `csrcholInfo_t` / `csrqrInfo_t` objects, by the
+    /// client's id.
+    sp_infos: HashMap<u64, sparse::Info>,
 }
 
 impl State {
@@ -62,6 +67,9 @@ impl State {
                 Ok(Reply::ok(Vec::new()))
             }
             call => {
+                if let Some(reply) = sp::run(&mut self.sp_infos, memory, &call) {
+                    return reply;
+                }
                 match batched::run(memory, &call) {
                     Some(result) => result?,
                     None => run(memory, call)?,
@@ -254,7 +262,15 @@ fn run(memory: &mut dyn DeviceMemory, call: Call) -> Result<(), Fault> {
         | Call::PotrfBatched { .. }
         | Call::PotrsBatched { .. }
         | Call::Syevj { .. }
-        | Call::Gesvdj { .. } => Ok(()),
+        | Call::Gesvdj { .. }
+        | Call::SpLsv { .. }
+        | Call::SpAnalysis { .. }
+        | Call::SpBufferInfo { .. }
+        | Call::SpSetup { .. }
+        | Call::SpFactor { .. }
+        | Call::SpZeroPivot { .. }
+        | Call::SpSolve { .. }
+        | Call::SpInfoDestroy { .. } => Ok(()),
         Call::Getrf {
             dtype,
             m,

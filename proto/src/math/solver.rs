@@ -62,12 +62,45 @@ crate::wire_enum! {
         /// of the first one's), and W is complex (`w_real` 0) or 2n reals,
         /// real parts then imaginary parts (`w_real` 1).
         16 Geev { handle: u64, dtype: u8, w_real: u8, jobvl: i32, jobvr: i32, n: i32, a: u64, lda: i32, w: u64, vl: u64, ldvl: i32, vr: u64, ldvr: i32, info: u64 },
+        /// `cusolverSp?csrlsv{qr,chol}`: solves A x = b for the n×n CSR
+        /// matrix A (`base` its index base) by `method` ([`SP_LU`],
+        /// [`SP_CHOL`], [`SP_QR`]); `reorder` nonzero reorders by reverse
+        /// Cuthill–McKee first. Answers the singularity (i32, -1: none).
+        17 SpLsv { handle: u64, dtype: u8, method: u8, n: i32, nnz: i32, base: i32, val: u64, rowptr: u64, colind: u64, b: u64, tol: f64, reorder: i32, x: u64 },
+        /// `cusolverSpXcsr{chol,qr}Analysis`: records the m×n pattern in
+        /// the server's `csrcholInfo_t` / `csrqrInfo_t` `info` (an id the
+        /// client chose), for `method` [`SP_CHOL`] or [`SP_QR`].
+        18 SpAnalysis { handle: u64, info: u64, method: u8, m: i32, n: i32, nnz: i32, base: i32, rowptr: u64, colind: u64 },
+        /// `cusolverSp?csr{chol,qr}BufferInfo`: answers the factor's bytes
+        /// and the workspace's bytes (two u64).
+        19 SpBufferInfo { handle: u64, info: u64, dtype: u8 },
+        /// `cusolverSp?csrqrSetup`: A's values (`nnz` of them) and the
+        /// shift `mu` (A - mu I is factored).
+        20 SpSetup { handle: u64, info: u64, dtype: u8, m: i32, n: i32, nnz: i32, val: u64, mu_re: f64, mu_im: f64 },
+        /// `cusolverSp?csr{chol,qr}Factor`: Cholesky of the values at
+        /// `val` (0 for QR, which factors the values of its setup); QR
+        /// also solves when `b` and `x` are both nonzero.
+        21 SpFactor { handle: u64, info: u64, dtype: u8, m: i32, n: i32, nnz: i32, val: u64, b: u64, x: u64 },
+        /// `cusolverSp?csr{chol,qr}ZeroPivot`: answers the position (i32,
+        /// -1: none) of the first pivot at most `tol`.
+        22 SpZeroPivot { handle: u64, info: u64, tol: f64 },
+        /// `cusolverSp?csr{chol,qr}Solve`: x (n) from b (m).
+        23 SpSolve { handle: u64, info: u64, dtype: u8, m: i32, n: i32, b: u64, x: u64 },
+        /// `cusolverSpDestroyCsr{chol,qr}Info`: forgets `info`.
+        24 SpInfoDestroy { info: u64 },
     }
 }
 
 /// The largest matrix the `*Batched` Jacobi solvers take (cuSOLVER's rule
 /// for `syevjBatched` and `gesvdjBatched`).
 pub const JACOBI_BATCHED_MAX: i32 = 32;
+
+/// [`Call::SpLsv`]'s method: LU with partial pivoting.
+pub const SP_LU: u8 = 0;
+/// Cholesky.
+pub const SP_CHOL: u8 = 1;
+/// Householder QR.
+pub const SP_QR: u8 = 2;
 
 /// `cublasOperation_t`: op(A) = A.
 pub const OP_N: i32 = 0;
@@ -172,6 +205,15 @@ fn uplo(value: i32) -> Result<(), InvalidValue> {
     }
 }
 
+/// A CSR index base (`cusparseIndexBase_t`): 0 or 1.
+fn sp_base(base: i32) -> Result<(), InvalidValue> {
+    if base == 0 || base == 1 {
+        Ok(())
+    } else {
+        Err(InvalidValue("index base"))
+    }
+}
+
 /// What `devInfo` spans: one `int`.
 fn info_range(info: u64) -> Range {
     (info, 4)
@@ -186,7 +228,97 @@ impl Call {
     pub fn device_ranges(&self) -> Result<Vec<Range>, InvalidValue> {
         let size = |dtype: u8| element_size(dtype).ok_or(InvalidValue("data type"));
         Ok(match *self {
-            Call::Create {} | Call::Destroy { .. } => Vec::new(),
+            Call::Create {}
+            | Call::Destroy { .. }
+            | Call::SpBufferInfo { .. }
+            | Call::SpZeroPivot { .. }
+            | Call::SpInfoDestroy { .. } => Vec::new(),
+            Call::SpLsv {
+                dtype,
+                method,
+                n,
+                nnz,
+                base,
+                val,
+                rowptr,
+                colind,
+                b,
+                x,
+                ..
+            } => {
+                if method > SP_QR {
+                    return Err(InvalidValue("method"));
+                }
+                let (n, nnz, size) = (dim(n, "n")?, dim(nnz, "nnz")?, size(dtype)?);
+                sp_base(base)?;
+                vec![
+                    array(val, nnz, size, "csrVal")?,
+                    array(rowptr, n + 1, 4, "csrRowPtr")?,
+                    array(colind, nnz, 4, "csrColInd")?,
+                    array(b, n, size, "b")?,
+                    array(x, n, size, "x")?,
+                ]
+            }
+            Call::SpAnalysis {
+                method,
+                m,
+                n,
+                nnz,
+                base,
+                rowptr,
+                colind,
+                ..
+            } => {
+                if method != SP_CHOL && method != SP_QR {
+                    return Err(InvalidValue("method"));
+                }
+                let (m, _, nnz) = (dim(m, "m")?, dim(n, "n")?, dim(nnz, "nnz")?);
+                sp_base(base)?;
+                vec![
+                    array(rowptr, m + 1, 4, "csrRowPtr")?,
+                    array(colind, nnz, 4, "csrColInd")?,
+                ]
+            }
+            Call::SpSetup {
+                dtype,
+                m,
+                n,
+                nnz,
+                val,
+                ..
+            } => {
+                let (_, _, nnz, size) =
+                    (dim(m, "m")?, dim(n, "n")?, dim(nnz, "nnz")?, size(dtype)?);
+                vec![array(val, nnz, size, "csrVal")?]
+            }
+            Call::SpFactor {
+                dtype,
+                m,
+                n,
+                nnz,
+                val,
+                b,
+                x,
+                ..
+            } => {
+                let (m, n, nnz, size) =
+                    (dim(m, "m")?, dim(n, "n")?, dim(nnz, "nnz")?, size(dtype)?);
+                let mut ranges = Vec::new();
+                if val != 0 {
+                    ranges.push(array(val, nnz, size, "csrVal")?);
+                }
+                if b != 0 && x != 0 {
+                    ranges.push(array(b, m, size, "b")?);
+                    ranges.push(array(x, n, size, "x")?);
+                }
+                ranges
+            }
+            Call::SpSolve {
+                dtype, m, n, b, x, ..
+            } => {
+                let (m, n, size) = (dim(m, "m")?, dim(n, "n")?, size(dtype)?);
+                vec![array(b, m, size, "b")?, array(x, n, size, "x")?]
+            }
             Call::Getrf {
                 dtype,
                 m,
@@ -584,7 +716,7 @@ impl Call {
     /// The handle the call runs on, if any.
     pub fn handle(&self) -> Option<u64> {
         match *self {
-            Call::Create {} => None,
+            Call::Create {} | Call::SpInfoDestroy { .. } => None,
             Call::Destroy { handle }
             | Call::Getrf { handle, .. }
             | Call::Getrs { handle, .. }
@@ -600,6 +732,13 @@ impl Call {
             | Call::Syevj { handle, .. }
             | Call::Gesvdj { handle, .. }
             | Call::Geev { handle, .. } => Some(handle),
+            Call::SpLsv { handle, .. }
+            | Call::SpAnalysis { handle, .. }
+            | Call::SpBufferInfo { handle, .. }
+            | Call::SpSetup { handle, .. }
+            | Call::SpFactor { handle, .. }
+            | Call::SpZeroPivot { handle, .. }
+            | Call::SpSolve { handle, .. } => Some(handle),
         }
     }
 }

@@ -1,4 +1,5 @@
-//! cuSOLVER (`libcusolver.so.12`): the dense API (`cusolverDn*`).
+//! cuSOLVER (`libcusolver.so.12`): the dense API (`cusolverDn*`) and the
+//! sparse API (`cusolverSp*`, in [`sp`]).
 //!
 //! A `cusolverDnHandle_t` is the server's id of the handle; the client
 //! keeps each live handle's stream. Factorizations and solves check their
@@ -9,6 +10,7 @@
 
 mod dense;
 mod jacobi;
+mod sp;
 
 use std::collections::HashMap;
 use std::os::raw::{c_int, c_void};

@@ -193,6 +193,15 @@ pub(crate) fn sp_mat(key: *const c_void) -> Result<SpMat, c_int> {
     }
 }
 
+/// The matrix type and index base of the legacy matrix descriptor named
+/// `key` (for cuSOLVER's sparse API), if live.
+pub(crate) fn legacy_descr(key: *const c_void) -> Option<(c_int, c_int)> {
+    match get(key) {
+        Some(Object::MatDescr(d)) => Some((d.matrix_type, d.base)),
+        _ => None,
+    }
+}
+
 /// The sparse vector descriptor named `key`.
 pub(crate) fn sp_vec(key: *const c_void) -> Result<SpVec, c_int> {
     match get(key) {

@@ -66,6 +66,14 @@ fn dense(call: &Call) -> Option<(Precision, Dense)> {
         | Call::PotrsBatched { .. }
         | Call::Syevj { .. }
         | Call::Gesvdj { .. }
+        | Call::SpLsv { .. }
+        | Call::SpAnalysis { .. }
+        | Call::SpBufferInfo { .. }
+        | Call::SpSetup { .. }
+        | Call::SpFactor { .. }
+        | Call::SpZeroPivot { .. }
+        | Call::SpSolve { .. }
+        | Call::SpInfoDestroy { .. }
         | Call::Geev { .. } => return None,
         Call::Getrf {
             dtype,
@@ -297,6 +305,7 @@ impl CudaDeviceContext {
                     None => Reply::status(NOT_INITIALIZED),
                 });
             }
+            Call::SpInfoDestroy { .. } => return Ok(Reply::status(NOT_SUPPORTED)),
             ref other => other.handle(),
         };
         if !handle.is_some_and(|h| self.solver.handles.contains_key(&h)) {
@@ -309,6 +318,19 @@ impl CudaDeviceContext {
                 return Ok(Reply::status(INVALID_VALUE));
             }
         };
+        if matches!(
+            call,
+            Call::SpLsv { .. }
+                | Call::SpAnalysis { .. }
+                | Call::SpBufferInfo { .. }
+                | Call::SpSetup { .. }
+                | Call::SpFactor { .. }
+                | Call::SpZeroPivot { .. }
+                | Call::SpSolve { .. }
+        ) {
+            tracing::info!("cuSOLVER's sparse API is not forwarded to the GPU");
+            return Ok(Reply::status(NOT_SUPPORTED));
+        }
         if matches!(
             call,
             Call::PotrfBatched { .. }

@@ -1,0 +1,340 @@
+use num_complex::Complex64 as C;
+
+use super::*;
+
+/// The 5-point Laplacian on a k×k grid (symmetric positive definite).
+fn lap2d(k: usize) -> Csr {
+    let n = k * k;
+    let (mut rowptr, mut colind, mut values) = (vec![0], Vec::new(), Vec::new());
+    for i in 0..n {
+        let (r, c) = (i / k, i % k);
+        let mut push = |j: usize, v: f64| {
+            colind.push(j);
+            values.push(C::new(v, 0.0));
+        };
+        if r > 0 {
+            push(i - k, -1.0);
+        }
+        if c > 0 {
+            push(i - 1, -1.0);
+        }
+        push(i, 4.0);
+        if c + 1 < k {
+            push(i + 1, -1.0);
+        }
+        if r + 1 < k {
+            push(i + k, -1.0);
+        }
+        rowptr.push(colind.len());
+    }
+    Csr {
+        pattern: Pattern {
+            m: n,
+            n,
+            rowptr,
+            colind,
+        },
+        values,
+    }
+}
+
+fn matvec(a: &Csr, x: &[C]) -> Vec<C> {
+    let p = &a.pattern;
+    (0..p.m)
+        .map(|i| {
+            (p.rowptr[i]..p.rowptr[i + 1])
+                .map(|k| a.values[k] * x[p.colind[k]])
+                .sum()
+        })
+        .collect()
+}
+
+fn residual(a: &Csr, x: &[C], b: &[C]) -> f64 {
+    matvec(a, x)
+        .iter()
+        .zip(b)
+        .map(|(ax, b)| (ax - b).norm())
+        .fold(0.0, f64::max)
+}
+
+/// A fixed shuffle of 0..n (a linear congruential walk).
+fn shuffle(n: usize) -> Vec<usize> {
+    let mut p: Vec<usize> = (0..n).collect();
+    let mut s: u64 = 12345;
+    for i in (1..n).rev() {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        p.swap(i, (s >> 33) as usize % (i + 1));
+    }
+    p
+}
+
+fn is_permutation(p: &[usize], n: usize) -> bool {
+    let mut seen = vec![false; n];
+    p.len() == n
+        && p.iter()
+            .all(|&v| v < n && !std::mem::replace(&mut seen[v], true))
+}
+
+#[test]
+fn every_method_solves_the_laplacian() {
+    let a = lap2d(12);
+    let n = a.pattern.n;
+    let b: Vec<C> = (0..n).map(|i| C::new(1.0 + i as f64 * 0.1, 0.0)).collect();
+    for method in [Method::Lu, Method::Cholesky, Method::Qr] {
+        for reorder in [false, true] {
+            let (x, singular) = solve(&a, &b, method, 1e-12, reorder).unwrap();
+            assert_eq!(singular, None, "{method:?}");
+            assert!(residual(&a, &x, &b) < 1e-10, "{method:?} reorder {reorder}");
+        }
+    }
+}
+
+#[test]
+fn lu_pivots_and_qr_solve_nonsymmetric_complex() {
+    // Zero diagonal: LU must pivot; complex values.
+    let rowptr = vec![0, 2, 4, 6];
+    let colind = vec![1, 2, 0, 2, 0, 1];
+    let values = vec![
+        C::new(2.0, 1.0),
+        C::new(1.0, 0.0),
+        C::new(3.0, 0.0),
+        C::new(0.0, -1.0),
+        C::new(1.0, 1.0),
+        C::new(4.0, 0.0),
+    ];
+    let a = Csr {
+        pattern: Pattern {
+            m: 3,
+            n: 3,
+            rowptr,
+            colind,
+        },
+        values,
+    };
+    let b = vec![C::new(1.0, 0.0), C::new(0.0, 2.0), C::new(-1.0, 1.0)];
+    for method in [Method::Lu, Method::Qr] {
+        let (x, singular) = solve(&a, &b, method, 0.0, false).unwrap();
+        assert_eq!(singular, None);
+        assert!(residual(&a, &x, &b) < 1e-12, "{method:?}");
+    }
+}
+
+#[test]
+fn hermitian_cholesky_uses_the_lower_triangle() {
+    // [[4, 1-i], [1+i, 3]] with a wrong upper entry, which must be ignored.
+    let a = Csr {
+        pattern: Pattern {
+            m: 2,
+            n: 2,
+            rowptr: vec![0, 2, 4],
+            colind: vec![0, 1, 0, 1],
+        },
+        values: vec![
+            C::new(4.0, 0.0),
+            C::new(99.0, 0.0),
+            C::new(1.0, 1.0),
+            C::new(3.0, 0.0),
+        ],
+    };
+    let full = Csr {
+        values: vec![
+            C::new(4.0, 0.0),
+            C::new(1.0, -1.0),
+            C::new(1.0, 1.0),
+            C::new(3.0, 0.0),
+        ],
+        ..a.clone()
+    };
+    let b = vec![C::new(1.0, 2.0), C::new(-3.0, 0.5)];
+    let (x, singular) = solve(&a, &b, Method::Cholesky, 0.0, false).unwrap();
+    assert_eq!(singular, None);
+    assert!(residual(&full, &x, &b) < 1e-12);
+}
+
+#[test]
+fn singular_matrices_report_the_first_small_pivot() {
+    // diag(1, 2, 0, 3): singular at 2 for every method.
+    let a = Csr {
+        pattern: Pattern {
+            m: 4,
+            n: 4,
+            rowptr: vec![0, 1, 2, 3, 4],
+            colind: vec![0, 1, 2, 3],
+        },
+        values: [1.0, 2.0, 0.0, 3.0].map(|v| C::new(v, 0.0)).to_vec(),
+    };
+    let b = vec![C::new(1.0, 0.0); 4];
+    for method in [Method::Lu, Method::Cholesky, Method::Qr] {
+        assert_eq!(
+            solve(&a, &b, method, 0.0, false).unwrap().1,
+            Some(2),
+            "{method:?}"
+        );
+        // tol above a pivot: that pivot counts as zero.
+        assert_eq!(
+            solve(&a, &b, method, 1.5, false).unwrap().1,
+            Some(0),
+            "{method:?}"
+        );
+    }
+    // Indefinite for Cholesky, fine for LU.
+    let indefinite = Csr {
+        values: [1.0, -2.0, 1.0, 3.0].map(|v| C::new(v, 0.0)).to_vec(),
+        ..a.clone()
+    };
+    assert_eq!(
+        solve(&indefinite, &b, Method::Cholesky, 0.0, false)
+            .unwrap()
+            .1,
+        Some(1)
+    );
+    assert_eq!(
+        solve(&indefinite, &b, Method::Lu, 0.0, false).unwrap().1,
+        None
+    );
+}
+
+#[test]
+fn qr_least_squares_and_shift() {
+    // 3×2: columns (1,1,1) and (0,1,2); b = (1,2,4) → x = (5/6, 3/2).
+    let a = Csr {
+        pattern: Pattern {
+            m: 3,
+            n: 2,
+            rowptr: vec![0, 1, 3, 5],
+            colind: vec![0, 0, 1, 0, 1],
+        },
+        values: [1.0, 1.0, 1.0, 1.0, 2.0].map(|v| C::new(v, 0.0)).to_vec(),
+    };
+    let f = Factor::new(&a, Method::Qr, C::new(0.0, 0.0)).unwrap();
+    let x = f.solve(&[1.0, 2.0, 4.0].map(|v| C::new(v, 0.0)));
+    assert!((x[0] - C::new(5.0 / 6.0, 0.0)).norm() < 1e-12);
+    assert!((x[1] - C::new(1.5, 0.0)).norm() < 1e-12);
+    // (A - 0.5 I) on the Laplacian: still nonsingular.
+    let lap = lap2d(4);
+    let f = Factor::new(&lap, Method::Qr, C::new(0.5, 0.0)).unwrap();
+    let mut shifted = lap.clone();
+    for i in 0..16 {
+        for k in shifted.pattern.rowptr[i]..shifted.pattern.rowptr[i + 1] {
+            if shifted.pattern.colind[k] == i {
+                shifted.values[k] -= C::new(0.5, 0.0);
+            }
+        }
+    }
+    let b = vec![C::new(1.0, 0.0); 16];
+    assert_eq!(f.zero_pivot(1e-12), None);
+    assert!(residual(&shifted, &f.solve(&b), &b) < 1e-10);
+}
+
+#[test]
+fn orderings_are_permutations_and_rcm_narrows_the_band() {
+    let a = lap2d(20);
+    let n = a.pattern.n;
+    let p = shuffle(n);
+    let scrambled = a.permuted(&p, &p);
+    let wide = scrambled.pattern.bandwidth();
+    let rcm = symrcm(&scrambled.pattern);
+    assert!(is_permutation(&rcm, n));
+    let narrow = scrambled.permuted(&rcm, &rcm).pattern.bandwidth();
+    assert!(narrow <= 25, "rcm band {narrow} (shuffled {wide})");
+    assert!(wide > 5 * narrow);
+    for order in [symamd(&scrambled.pattern), metisnd(&scrambled.pattern)] {
+        assert!(is_permutation(&order, n));
+    }
+    // Disconnected and empty patterns.
+    let diag = Pattern {
+        m: 300,
+        n: 300,
+        rowptr: (0..=300).collect(),
+        colind: (0..300).collect(),
+    };
+    for order in [symrcm(&diag), symamd(&diag), metisnd(&diag)] {
+        assert!(is_permutation(&order, 300));
+    }
+    let empty = Pattern {
+        m: 0,
+        n: 0,
+        rowptr: vec![0],
+        colind: vec![],
+    };
+    assert!(symrcm(&empty).is_empty() && metisnd(&empty).is_empty());
+}
+
+#[test]
+fn minimum_degree_reduces_fill_on_an_arrow() {
+    // Arrow matrix with the dense row first: eliminating it first fills
+    // everything; minimum degree eliminates it last.
+    let n = 50;
+    let (mut rowptr, mut colind) = (vec![0], Vec::new());
+    for i in 0..n {
+        if i == 0 {
+            colind.extend(0..n);
+        } else {
+            colind.extend([0, i]);
+        }
+        rowptr.push(colind.len());
+    }
+    let arrow = Pattern {
+        m: n,
+        n,
+        rowptr,
+        colind,
+    };
+    let order = symamd(&arrow);
+    assert!(order[n - 2..].contains(&0));
+}
+
+#[test]
+fn csrperm_maps_entries_and_sorts_columns() {
+    let a = lap2d(3);
+    let p = shuffle(9);
+    let q = shuffle(9).into_iter().rev().collect::<Vec<_>>();
+    let (b, map) = csrperm(&a.pattern, &p, &q);
+    let expect = a.permuted(&p, &q);
+    for i in 0..9 {
+        let row = b.row(i);
+        assert!(row.windows(2).all(|w| w[0] < w[1]));
+        let mut want: Vec<(usize, C)> = expect
+            .pattern
+            .row(i)
+            .iter()
+            .copied()
+            .zip(
+                expect.values[expect.pattern.rowptr[i]..expect.pattern.rowptr[i + 1]]
+                    .iter()
+                    .copied(),
+            )
+            .collect();
+        want.sort_by_key(|e| e.0);
+        let got: Vec<(usize, C)> = (b.rowptr[i]..b.rowptr[i + 1])
+            .map(|k| (b.colind[k], a.values[map[k]]))
+            .collect();
+        assert_eq!(got, want);
+    }
+}
+
+#[test]
+fn patterns_are_checked_and_rebased() {
+    let p = Pattern::new(2, 2, 3, 1, &[1, 3, 4], &[1, 2, 2]).unwrap();
+    assert_eq!(p.rowptr, vec![0, 2, 3]);
+    assert_eq!(p.colind, vec![0, 1, 1]);
+    assert!(!p.is_symmetric());
+    assert!(lap2d(3).pattern.is_symmetric());
+    assert!(Pattern::new(2, 2, 3, 0, &[1, 3, 4], &[1, 2, 2]).is_err());
+    assert!(Pattern::new(2, 2, 3, 1, &[1, 3, 3], &[1, 2, 2]).is_err());
+    assert!(Pattern::new(2, 2, 3, 1, &[1, 3, 4], &[1, 3, 2]).is_err());
+    assert!(Pattern::new(2, 2, 3, 1, &[1, 4, 3], &[1, 2, 2]).is_err());
+    assert_eq!(permutation(&[2, 0, 1], 3), Some(vec![2, 0, 1]));
+    assert_eq!(permutation(&[2, 0, 2], 3), None);
+    assert_eq!(permutation(&[3, 0, 1], 3), None);
+}
+
+#[test]
+fn bands_past_the_bound_are_refused() {
+    assert_eq!(
+        Band::zeros(1 << 20, 1 << 20, 100, 100).err(),
+        Some(SpError::TooLarge)
+    );
+}
