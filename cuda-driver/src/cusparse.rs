@@ -745,7 +745,8 @@ pub struct SparseHandle {
     /// SpGEMM's second buffer, which must live beside the first.
     spgemm_buffer: Workspace,
     /// A zero beta in device memory for SpGEMM in device pointer mode, and
-    /// the offsets of a product whose nnz only is asked for.
+    /// the offsets of a product whose nnz only is asked for; a sort's
+    /// permutation when the client passed none. Set afresh by each call.
     scratch: Workspace,
 }
 
