@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use crate::math_library::loaded_library;
 use crate::workspace::Workspace;
-use crate::{symbol, CtxInner, DriverError, LoadError};
+use crate::{optional, symbol, CtxInner, DriverError, LoadError};
 use cudarc::driver::sys::CUstream;
 
 /// The file names NVIDIA's cuSOLVER is installed under, newest first
@@ -99,6 +99,67 @@ type Gesvd = unsafe extern "C" fn(
     IntPtr,
 ) -> Status;
 
+/// `cusolverDnXgeev_bufferSize`: sizes in bytes on the device and the host.
+type GeevSize = unsafe extern "C" fn(
+    Handle,
+    Params,
+    Int,
+    Int,
+    i64,
+    DataType,
+    Data,
+    i64,
+    DataType,
+    Data,
+    DataType,
+    Data,
+    i64,
+    DataType,
+    Data,
+    i64,
+    DataType,
+    *mut usize,
+    *mut usize,
+) -> Status;
+type Geev = unsafe extern "C" fn(
+    Handle,
+    Params,
+    Int,
+    Int,
+    i64,
+    DataType,
+    Data,
+    i64,
+    DataType,
+    Data,
+    DataType,
+    Data,
+    i64,
+    DataType,
+    Data,
+    i64,
+    DataType,
+    Data,
+    usize,
+    *mut c_void,
+    usize,
+    IntPtr,
+) -> Status;
+/// `cusolverDnParams_t`.
+type Params = *mut c_void;
+/// `cudaDataType`.
+type DataType = c_int;
+
+/// The 64-bit generic API's general eigensolver, which only cuSOLVER 11.7
+/// (CUDA 12.6) and newer have: resolved when present, so that an older
+/// library still serves every other routine.
+struct GeevApi {
+    create_params: unsafe extern "C" fn(*mut Params) -> Status,
+    destroy_params: unsafe extern "C" fn(Params) -> Status,
+    size: GeevSize,
+    geev: Geev,
+}
+
 /// The cuSOLVER entry points the backend uses, with the prototypes of
 /// `cusolverDn.h` (data pointers as `void *`, enums as `int`), each
 /// routine's four forms indexed by [`Precision`] (S, D, C, Z).
@@ -125,6 +186,8 @@ struct SolverApi {
     syevd: [Syevd; 4],
     gesvd_size: [GesvdSize; 4],
     gesvd: [Gesvd; 4],
+    /// `cusolverDnXgeev`, None where the library predates it.
+    geev: Option<GeevApi>,
     /// Keeps the code behind the pointers mapped; dropped last.
     _library: libloading::Library,
 }
@@ -173,6 +236,14 @@ impl SolverApi {
                 syevd: forms!(lib, "syevd", "heevd"),
                 gesvd_size: forms!(lib, "gesvd_bufferSize"),
                 gesvd: forms!(lib, "gesvd"),
+                geev: (|| {
+                    Some(GeevApi {
+                        create_params: optional(lib, "cusolverDnCreateParams")?,
+                        destroy_params: optional(lib, "cusolverDnDestroyParams")?,
+                        size: optional(lib, "cusolverDnXgeev_bufferSize")?,
+                        geev: optional(lib, "cusolverDnXgeev")?,
+                    })
+                })(),
                 _library: library,
             })
         }
@@ -197,6 +268,12 @@ pub enum SolverError {
         call: &'static str,
         /// Its result.
         status: i32,
+    },
+    /// The library lacks the entry point (it predates it).
+    #[error("{call} is not in this cuSOLVER (it is newer)")]
+    Missing {
+        /// The entry point.
+        call: &'static str,
     },
     /// `_bufferSize` answered a size no workspace can have.
     #[error("{call} answered a workspace of {lwork} elements")]
@@ -235,6 +312,25 @@ impl Precision {
 
     fn index(self) -> usize {
         self as usize
+    }
+
+    /// `cudaDataType` of an element (`CUDA_R_32F`, `CUDA_R_64F`,
+    /// `CUDA_C_32F`, `CUDA_C_64F`).
+    fn data_type(self) -> DataType {
+        match self {
+            Self::S => 0,
+            Self::D => 1,
+            Self::C => 4,
+            Self::Z => 5,
+        }
+    }
+
+    /// `cudaDataType` of the complex numbers of this precision.
+    fn complex_type(self) -> DataType {
+        match self {
+            Self::S | Self::C => 4,
+            Self::D | Self::Z => 5,
+        }
     }
 
     /// Bytes of one element.
@@ -354,6 +450,24 @@ pub enum Dense {
         ldvt: i32,
         info: u64,
     },
+    /// `cusolverDnXgeev` (64-bit API): `jobvl`/`jobvr` are
+    /// `cusolverEigMode_t`; `W` is complex unless `w_real` (a real A's
+    /// W of A's own type). A, VL and VR and the computation are in the
+    /// call's precision.
+    Geev {
+        w_real: bool,
+        jobvl: i32,
+        jobvr: i32,
+        n: i32,
+        a: u64,
+        lda: i32,
+        w: u64,
+        vl: u64,
+        ldvl: i32,
+        vr: u64,
+        ldvr: i32,
+        info: u64,
+    },
 }
 
 /// A cuSOLVER handle made in a client's context, on its stream, with the
@@ -364,6 +478,10 @@ pub struct SolverHandle {
     ctx: Arc<CtxInner>,
     raw: Handle,
     workspace: Workspace,
+    /// `cusolverDnParams_t` for the 64-bit API, made on its first call.
+    params: Params,
+    /// Host workspace of the 64-bit API, grown to the largest size asked.
+    host: Vec<u8>,
 }
 
 // SAFETY: cuSOLVER handles may be used from any thread, one call at a time;
@@ -382,6 +500,14 @@ impl Drop for SolverHandle {
     fn drop(&mut self) {
         if let Err(e) = self.ctx.bind() {
             tracing::warn!("releasing a cuSOLVER handle: {e}");
+        }
+        if let (Some(geev), false) = (&self.api.geev, self.params.is_null()) {
+            // SAFETY: `params` is live, made by this library, used by
+            // nothing else after this.
+            let status = unsafe { (geev.destroy_params)(self.params) };
+            if status != 0 {
+                tracing::warn!("cusolverDnDestroyParams failed: cusolverStatus_t {status}");
+            }
         }
         // SAFETY: `raw` is a live handle, used by nothing else after this.
         let status = unsafe { (self.api.destroy)(self.raw) };
@@ -416,6 +542,8 @@ impl crate::Context {
             ctx: self.inner.clone(),
             raw,
             workspace: Workspace::new(self),
+            params: std::ptr::null_mut(),
+            host: Vec::new(),
         };
         // SAFETY: a live handle and this context's live stream.
         let status = unsafe { (solver.api.set_stream)(raw, self.inner.stream) };
@@ -758,6 +886,115 @@ impl SolverHandle {
                     )
                 };
                 (status, "cusolverDn?gesvd")
+            }
+            Dense::Geev {
+                w_real,
+                jobvl,
+                jobvr,
+                n,
+                a,
+                lda,
+                w,
+                vl,
+                ldvl,
+                vr,
+                ldvr,
+                info,
+            } => {
+                let Some(geev) = api.geev.as_ref() else {
+                    return Err(SolverError::Missing {
+                        call: "cusolverDnXgeev",
+                    });
+                };
+                if self.params.is_null() {
+                    let mut params: Params = std::ptr::null_mut();
+                    // SAFETY: `params` is a valid out-pointer.
+                    let status = unsafe { (geev.create_params)(&mut params) };
+                    check(status, "cusolverDnCreateParams")?;
+                    self.params = params;
+                }
+                let params = self.params;
+                let (ta, tw) = (
+                    p.data_type(),
+                    if w_real {
+                        p.data_type()
+                    } else {
+                        p.complex_type()
+                    },
+                );
+                let (n, lda, ldvl, ldvr) = (
+                    i64::from(n),
+                    i64::from(lda),
+                    i64::from(ldvl),
+                    i64::from(ldvr),
+                );
+                let size = "cusolverDnXgeev_bufferSize";
+                let (mut device_bytes, mut host_bytes) = (0usize, 0usize);
+                // SAFETY: see the top of `run`; both sizes are valid
+                // out-pointers.
+                let status = unsafe {
+                    (geev.size)(
+                        h,
+                        params,
+                        jobvl,
+                        jobvr,
+                        n,
+                        ta,
+                        ptr(a),
+                        lda,
+                        tw,
+                        ptr(w),
+                        ta,
+                        ptr(vl),
+                        ldvl,
+                        ta,
+                        ptr(vr),
+                        ldvr,
+                        ta,
+                        &mut device_bytes,
+                        &mut host_bytes,
+                    )
+                };
+                check(status, size)?;
+                let device = self.workspace.at_least(device_bytes as u64)?;
+                if self.host.len() < host_bytes {
+                    self.host.resize(host_bytes, 0);
+                }
+                let host = if host_bytes == 0 {
+                    std::ptr::null_mut()
+                } else {
+                    self.host.as_mut_ptr().cast::<c_void>()
+                };
+                // SAFETY: see the top of `run`; `host` holds at least
+                // `host_bytes` bytes and is not touched by anything else
+                // until the stream is synchronized below.
+                let status = unsafe {
+                    (geev.geev)(
+                        h,
+                        params,
+                        jobvl,
+                        jobvr,
+                        n,
+                        ta,
+                        ptr(a),
+                        lda,
+                        tw,
+                        ptr(w),
+                        ta,
+                        ptr(vl),
+                        ldvl,
+                        ta,
+                        ptr(vr),
+                        ldvr,
+                        ta,
+                        ptr(device),
+                        device_bytes,
+                        host,
+                        host_bytes,
+                        int_ptr(info),
+                    )
+                };
+                (status, "cusolverDnXgeev")
             }
         };
         check(status, call)?;

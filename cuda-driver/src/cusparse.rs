@@ -20,7 +20,7 @@ use std::sync::Arc;
 pub use crate::cublas::{HostScalar, ScalarArg};
 use crate::math_library::loaded_library;
 use crate::workspace::Workspace;
-use crate::{symbol, CtxInner, DriverError, LoadError};
+use crate::{optional, symbol, CtxInner, DriverError, LoadError};
 use cudarc::driver::sys::CUstream;
 
 /// The file names NVIDIA's cuSPARSE is installed under, newest first: CUDA
@@ -203,6 +203,88 @@ type Compress =
 type ConvertBufferSize = unsafe extern "C" fn(Handle, Descr, Descr, c_int, *mut usize) -> Status;
 type Convert = unsafe extern "C" fn(Handle, Descr, Descr, c_int, Out) -> Status;
 
+type SortBufferSize = unsafe extern "C" fn(
+    Handle,
+    c_int,
+    c_int,
+    c_int,
+    *const c_int,
+    *const c_int,
+    *mut usize,
+) -> Status;
+type CooSort = unsafe extern "C" fn(
+    Handle,
+    c_int,
+    c_int,
+    c_int,
+    *mut c_int,
+    *mut c_int,
+    *mut c_int,
+    Out,
+) -> Status;
+type CsrSort = unsafe extern "C" fn(
+    Handle,
+    c_int,
+    c_int,
+    c_int,
+    Descr,
+    *const c_int,
+    *mut c_int,
+    *mut c_int,
+    Out,
+) -> Status;
+type CreateSpVec =
+    unsafe extern "C" fn(*mut Descr, i64, i64, Out, Out, c_int, c_int, c_int) -> Status;
+
+/// `CUSPARSE_STATUS_NOT_SUPPORTED`.
+const STATUS_NOT_SUPPORTED: i32 = 10;
+
+/// The legacy sorts, the identity permutation and Gather/Scatter: resolved
+/// when present, so that a cuSPARSE without them (a future release that
+/// drops the legacy API) still serves the generic calls.
+struct LegacyApi {
+    identity_permutation: unsafe extern "C" fn(Handle, c_int, *mut c_int) -> Status,
+    coosort_buffer_size: SortBufferSize,
+    coosort_by_row: CooSort,
+    coosort_by_column: CooSort,
+    csrsort_buffer_size: SortBufferSize,
+    csrsort: CsrSort,
+    create_mat_descr: CreateDescr,
+    destroy_mat_descr: DestroyDescr,
+    set_mat_index_base: unsafe extern "C" fn(Descr, c_int) -> Status,
+    create_sp_vec: CreateSpVec,
+    destroy_sp_vec: DestroyDescr,
+    gather: unsafe extern "C" fn(Handle, Descr, Descr) -> Status,
+    scatter: unsafe extern "C" fn(Handle, Descr, Descr) -> Status,
+}
+
+impl LegacyApi {
+    /// # Safety
+    ///
+    /// As for `SparseApi::resolve`: the prototypes match cusparse.h and
+    /// `lib` outlives the pointers.
+    unsafe fn resolve(lib: &libloading::Library) -> Option<Self> {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            Some(Self {
+                identity_permutation: optional(lib, "cusparseCreateIdentityPermutation")?,
+                coosort_buffer_size: optional(lib, "cusparseXcoosort_bufferSizeExt")?,
+                coosort_by_row: optional(lib, "cusparseXcoosortByRow")?,
+                coosort_by_column: optional(lib, "cusparseXcoosortByColumn")?,
+                csrsort_buffer_size: optional(lib, "cusparseXcsrsort_bufferSizeExt")?,
+                csrsort: optional(lib, "cusparseXcsrsort")?,
+                create_mat_descr: optional(lib, "cusparseCreateMatDescr")?,
+                destroy_mat_descr: optional(lib, "cusparseDestroyMatDescr")?,
+                set_mat_index_base: optional(lib, "cusparseSetMatIndexBase")?,
+                create_sp_vec: optional(lib, "cusparseCreateSpVec")?,
+                destroy_sp_vec: optional(lib, "cusparseDestroySpVec")?,
+                gather: optional(lib, "cusparseGather")?,
+                scatter: optional(lib, "cusparseScatter")?,
+            })
+        }
+    }
+}
+
 /// The cuSPARSE entry points the backend uses, with the prototypes of
 /// `cusparse.h` (data pointers as `void *`, enums as `int`, `int64_t` as
 /// `i64`; the `const` descriptor types of CUDA 12 are the same pointers).
@@ -245,6 +327,8 @@ struct SparseApi {
     dense_to_sparse_buffer_size: ConvertBufferSize,
     dense_to_sparse_analysis: Convert,
     dense_to_sparse_convert: Convert,
+    /// None where the library lacks one of them.
+    legacy: Option<LegacyApi>,
     /// Keeps the code behind the pointers mapped; dropped last.
     _library: libloading::Library,
 }
@@ -295,6 +379,7 @@ impl SparseApi {
                 dense_to_sparse_buffer_size: symbol(lib, "cusparseDenseToSparse_bufferSize")?,
                 dense_to_sparse_analysis: symbol(lib, "cusparseDenseToSparse_analysis")?,
                 dense_to_sparse_convert: symbol(lib, "cusparseDenseToSparse_convert")?,
+                legacy: LegacyApi::resolve(lib),
                 _library: library,
             })
         }
@@ -419,6 +504,29 @@ pub struct Csr2CscArgs {
     /// `CUSPARSE_ACTION_NUMERIC` when true, else `_SYMBOLIC`.
     pub copy_values: bool,
     pub base: i32,
+}
+
+/// A legacy entry point the server's cuSPARSE lacks: NOT_SUPPORTED for the
+/// client.
+fn missing(call: &'static str) -> SparseError {
+    tracing::info!("{call} is not in the server's cuSPARSE");
+    SparseError::Status {
+        call,
+        status: STATUS_NOT_SUPPORTED,
+    }
+}
+
+/// A sparse vector descriptor's contents (`cusparseCreateSpVec`).
+#[allow(missing_docs)] // named as in cusparse.h
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpVecArgs {
+    pub size: i64,
+    pub nnz: i64,
+    pub indices: u64,
+    pub values: u64,
+    pub index_type: i32,
+    pub base: i32,
+    pub value_type: i32,
 }
 
 /// One of NVIDIA's descriptors, made for one call and destroyed after it.
@@ -637,7 +745,8 @@ pub struct SparseHandle {
     /// SpGEMM's second buffer, which must live beside the first.
     spgemm_buffer: Workspace,
     /// A zero beta in device memory for SpGEMM in device pointer mode, and
-    /// the offsets of a product whose nnz only is asked for.
+    /// the offsets of a product whose nnz only is asked for; a sort's
+    /// permutation when the client passed none. Set afresh by each call.
     scratch: Workspace,
 }
 
@@ -1185,6 +1294,190 @@ impl SparseHandle {
                 dst as *mut c_int,
                 base,
             )
+        };
+        self.finish(status, call)
+    }
+
+    /// `cusparseCreateIdentityPermutation`: `p[0..n] = 0..n`.
+    pub fn identity_permutation(&mut self, n: i32, p: u64) -> Result<(), SparseError> {
+        self.prepare(&[])?;
+        let call = "cusparseCreateIdentityPermutation";
+        let api = self.api.clone();
+        let Some(l) = api.legacy.as_ref() else {
+            return Err(missing(call));
+        };
+        // SAFETY: a live handle; `p` holds `n` ints, checked by the caller.
+        let status = unsafe { (l.identity_permutation)(self.raw, n, p as *mut c_int) };
+        self.finish(status, call)
+    }
+
+    /// The permutation a sort carries along: the client's `p`, or (for 0,
+    /// none) `nnz` ints of the server's own set to the identity, since
+    /// cuSPARSE's sorts always permute one.
+    fn sort_permutation(&mut self, l: &LegacyApi, nnz: i32, p: u64) -> Result<u64, SparseError> {
+        if p != 0 {
+            return Ok(p);
+        }
+        let bytes = u64::try_from(nnz).unwrap_or(0) * 4;
+        let own = self.scratch.at_least(bytes.max(4))?;
+        // SAFETY: a live handle; `own` holds at least `nnz` ints.
+        let status = unsafe { (l.identity_permutation)(self.raw, nnz, own as *mut c_int) };
+        check(status, "cusparseCreateIdentityPermutation")?;
+        Ok(own)
+    }
+
+    /// `cusparseXcoosortByRow` (`by_row`) or `ByColumn`, with the buffer
+    /// `cusparseXcoosort_bufferSizeExt` asks for.
+    #[allow(clippy::too_many_arguments)]
+    pub fn coo_sort(
+        &mut self,
+        by_row: bool,
+        m: i32,
+        n: i32,
+        nnz: i32,
+        rows: u64,
+        cols: u64,
+        p: u64,
+    ) -> Result<(), SparseError> {
+        self.prepare(&[])?;
+        let call = if by_row {
+            "cusparseXcoosortByRow"
+        } else {
+            "cusparseXcoosortByColumn"
+        };
+        let api = self.api.clone();
+        let Some(l) = api.legacy.as_ref() else {
+            return Err(missing(call));
+        };
+        let (r, c) = (rows as *mut c_int, cols as *mut c_int);
+        let mut size = 0usize;
+        // SAFETY: a live handle; device arrays the caller checked; a valid
+        // out-pointer.
+        let status = unsafe { (l.coosort_buffer_size)(self.raw, m, n, nnz, r, c, &mut size) };
+        check(status, "cusparseXcoosort_bufferSizeExt")?;
+        let buffer = self.buffer.at_least(size as u64)?;
+        let p = self.sort_permutation(l, nnz, p)?;
+        let sort = if by_row {
+            l.coosort_by_row
+        } else {
+            l.coosort_by_column
+        };
+        // SAFETY: as above, with `size` bytes of our own and `p` of `nnz`
+        // ints (the client's, checked, or ours).
+        let status = unsafe { sort(self.raw, m, n, nnz, r, c, p as *mut c_int, buffer as Out) };
+        self.finish(status, call)
+    }
+
+    /// `cusparseXcsrsort` of `major` rows of `minor` columns: also a CSC
+    /// matrix's sort (`cusparseXcscsort` is the same sort with the
+    /// dimensions swapped), with the buffer its `_bufferSizeExt` asks for.
+    #[allow(clippy::too_many_arguments)]
+    pub fn compressed_sort(
+        &mut self,
+        major: i32,
+        minor: i32,
+        nnz: i32,
+        base: i32,
+        offsets: u64,
+        indices: u64,
+        p: u64,
+    ) -> Result<(), SparseError> {
+        self.prepare(&[])?;
+        let call = "cusparseXcsrsort";
+        let api = self.api.clone();
+        let Some(l) = api.legacy.as_ref() else {
+            return Err(missing(call));
+        };
+        let mut raw: Descr = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer.
+        let status = unsafe { (l.create_mat_descr)(&mut raw) };
+        let descr = made(
+            &api,
+            raw,
+            status,
+            "cusparseCreateMatDescr",
+            l.destroy_mat_descr,
+            "cusparseDestroyMatDescr",
+        )?;
+        // SAFETY: a live descriptor; `base` is 0 or 1 (checked).
+        let status = unsafe { (l.set_mat_index_base)(descr.raw, base) };
+        check(status, "cusparseSetMatIndexBase")?;
+        let (o, i) = (offsets as *const c_int, indices as *mut c_int);
+        let mut size = 0usize;
+        // SAFETY: a live handle; device arrays the caller checked; a valid
+        // out-pointer.
+        let status =
+            unsafe { (l.csrsort_buffer_size)(self.raw, major, minor, nnz, o, i, &mut size) };
+        check(status, "cusparseXcsrsort_bufferSizeExt")?;
+        let buffer = self.buffer.at_least(size as u64)?;
+        let p = self.sort_permutation(l, nnz, p)?;
+        // SAFETY: as above, with `size` bytes of our own and `p` of `nnz`
+        // ints.
+        let status = unsafe {
+            (l.csrsort)(
+                self.raw,
+                major,
+                minor,
+                nnz,
+                descr.raw,
+                o,
+                i,
+                p as *mut c_int,
+                buffer as Out,
+            )
+        };
+        self.finish(status, call)
+    }
+
+    /// `cusparseGather` (`x.values[k] = y[x.indices[k]]`) or, with
+    /// `scatter`, `cusparseScatter` (`y[x.indices[k]] = x.values[k]`).
+    pub fn gather_scatter(
+        &mut self,
+        scatter: bool,
+        x: &SpVecArgs,
+        y: &DnVecArgs,
+    ) -> Result<(), SparseError> {
+        self.prepare(&[])?;
+        let call = if scatter {
+            "cusparseScatter"
+        } else {
+            "cusparseGather"
+        };
+        let api = self.api.clone();
+        let Some(l) = api.legacy.as_ref() else {
+            return Err(missing(call));
+        };
+        let mut raw: Descr = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer; the arrays are device addresses the
+        // caller checked, only recorded here.
+        let status = unsafe {
+            (l.create_sp_vec)(
+                &mut raw,
+                x.size,
+                x.nnz,
+                x.indices as Out,
+                x.values as Out,
+                x.index_type,
+                x.base,
+                x.value_type,
+            )
+        };
+        let vx = made(
+            &api,
+            raw,
+            status,
+            "cusparseCreateSpVec",
+            l.destroy_sp_vec,
+            "cusparseDestroySpVec",
+        )?;
+        let vy = api.dn_vec(y)?;
+        // SAFETY: a live handle and descriptors over checked arrays.
+        let status = unsafe {
+            if scatter {
+                (l.scatter)(self.raw, vx.raw, vy.raw)
+            } else {
+                (l.gather)(self.raw, vy.raw, vx.raw)
+            }
         };
         self.finish(status, call)
     }

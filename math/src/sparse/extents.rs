@@ -129,14 +129,67 @@ pub fn of(call: &Call) -> Result<Vec<Extent>, Failure> {
     let mut e = Extents::default();
     match call {
         Call::Create {} | Call::Destroy { .. } => {}
-        // The legacy calls are computed on the emulated device only: no
-        // backend hands them to NVIDIA's library yet.
-        Call::IdentityPermutation { .. }
-        | Call::CooSort { .. }
-        | Call::CompressedSort { .. }
-        | Call::Gather { .. }
-        | Call::Scatter { .. }
-        | Call::CreateInfo { .. }
+        Call::IdentityPermutation { n, p, .. } => {
+            e.add("permutation", *p, byte_len(count32(*n)?, 4)?);
+        }
+        Call::CooSort {
+            m,
+            n,
+            nnz,
+            rows,
+            cols,
+            p,
+            ..
+        } => {
+            count32(*m)?;
+            count32(*n)?;
+            let len = byte_len(count32(*nnz)?, 4)?;
+            e.add("COO rows", *rows, len);
+            e.add("COO columns", *cols, len);
+            if *p != 0 {
+                e.add("permutation", *p, len);
+            }
+        }
+        Call::CompressedSort {
+            major,
+            minor,
+            nnz,
+            base,
+            offsets,
+            indices,
+            p,
+            ..
+        } => {
+            let major = count32(*major)?;
+            count32(*minor)?;
+            let len = byte_len(count32(*nnz)?, 4)?;
+            if *base > 1 {
+                return Err(invalid());
+            }
+            e.add("offsets", *offsets, byte_len(major + 1, 4)?);
+            e.add("indices", *indices, len);
+            if *p != 0 {
+                e.add("permutation", *p, len);
+            }
+        }
+        Call::Gather { y, x, .. } | Call::Scatter { x, y, .. } => {
+            let ty = ValueType::from_cuda(x.value_type)?;
+            if ValueType::from_cuda(y.value_type)? != ty
+                || x.size != y.size
+                || x.nnz < 0
+                || x.nnz > x.size
+                || x.base > 1
+            {
+                return Err(invalid());
+            }
+            let index = IndexType::from_cusparse(x.index_type)?;
+            e.add("X indices", x.indices, byte_len(x.nnz, index.size())?);
+            e.add("X values", x.values, byte_len(x.nnz, ty.size())?);
+            e.add("Y values", y.values, byte_len(y.size, ty.size())?);
+        }
+        // ILU(0)/IC(0) are computed on the emulated device only: their
+        // info objects are the server's, not forwarded to NVIDIA's yet.
+        Call::CreateInfo { .. }
         | Call::DestroyInfo { .. }
         | Call::Factor0 { .. }
         | Call::ZeroPivot { .. } => return Err(Failure::Status(NOT_SUPPORTED)),

@@ -6,7 +6,8 @@
 // It exports every entry point rcud-cuda-driver resolves. On CSR matrices
 // with 32-bit indices and CUDA_R_32F values it computes SpMV (op N),
 // SpGEMM, SpSV (lower, op N), SparseToDense and DenseToSparse (column-
-// major); Csr2cscEx2, Xcoo2csr and Xcsr2coo compute; everything else
+// major); Csr2cscEx2, Xcoo2csr and Xcsr2coo compute, as do the legacy
+// sorts, CreateIdentityPermutation and Gather/Scatter (below); everything else
 // answers CUSPARSE_STATUS_NOT_SUPPORTED (the tests check what reaches the
 // library, not its arithmetic). As NVIDIA's library requires, a call that
 // takes an external buffer fails with INVALID_VALUE when it gets NULL
@@ -481,4 +482,134 @@ int cusparseDenseToSparse_convert(struct handle *h, struct descr *a, struct desc
         for (int64_t j = 0; j < a->cols; j++)
             if (d[j * a->ld + i] != 0) c[k] = (int)j + b->base, v[k++] = d[j * a->ld + i];
     return OK;
+}
+
+// The legacy sorts, the identity permutation and Gather/Scatter. The sorts
+// ask for a BUFFER-byte buffer and compute (stably, carrying P along; P must
+// not be NULL, as the backend must always pass one); Gather and Scatter
+// compute for 32-bit indices and CUDA_R_32F values.
+int cusparseCreateIdentityPermutation(struct handle *h, int n, int *p) {
+    note(h, "cusparseCreateIdentityPermutation n=%d p=%p", n, (void *)p);
+    int r = ready(h, NULL, 0);
+    if (r) return r;
+    if (n < 0 || (n > 0 && !p)) return INVALID_VALUE;
+    for (int i = 0; i < n; i++) p[i] = i;
+    return OK;
+}
+
+static int sort_size(struct handle *h, const char *name, int m, int n, int nnz, size_t *size) {
+    note(h, "%s m=%d n=%d nnz=%d", name, m, n, nnz);
+    if (!h) return NOT_INITIALIZED;
+    *size = BUFFER;
+    return OK;
+}
+int cusparseXcoosort_bufferSizeExt(struct handle *h, int m, int n, int nnz, const int *r,
+                                   const int *c, size_t *size) {
+    (void)r, (void)c;
+    return sort_size(h, "cusparseXcoosort_bufferSizeExt", m, n, nnz, size);
+}
+int cusparseXcsrsort_bufferSizeExt(struct handle *h, int m, int n, int nnz, const int *o,
+                                   const int *i, size_t *size) {
+    (void)o, (void)i;
+    return sort_size(h, "cusparseXcsrsort_bufferSizeExt", m, n, nnz, size);
+}
+
+// Stable insertion sort of entries [lo, hi) by (key1, key2), moving key1,
+// key2 (when not NULL) and p along.
+static void sort_by(int *key1, int *key2, int *p, int lo, int hi) {
+    for (int i = lo + 1; i < hi; i++)
+        for (int j = i; j > lo; j--) {
+            int a = key1[j - 1], b = key1[j];
+            int a2 = key2 ? key2[j - 1] : 0, b2 = key2 ? key2[j] : 0;
+            if (a < b || (a == b && a2 <= b2)) break;
+            key1[j - 1] = b, key1[j] = a;
+            if (key2) key2[j - 1] = b2, key2[j] = a2;
+            int t = p[j - 1];
+            p[j - 1] = p[j], p[j] = t;
+        }
+}
+
+static int coosort(struct handle *h, const char *name, int by_row, int m, int n, int nnz,
+                   int *rows, int *cols, int *p, void *buffer) {
+    note(h, "%s m=%d n=%d nnz=%d P=%p buffer=%p", name, m, n, nnz, (void *)p, buffer);
+    int r = ready(h, buffer, 1);
+    if (r) return r;
+    if (m < 0 || n < 0 || nnz < 0 || !p) return INVALID_VALUE;
+    if (by_row) sort_by(rows, cols, p, 0, nnz);
+    else sort_by(cols, rows, p, 0, nnz);
+    return OK;
+}
+int cusparseXcoosortByRow(struct handle *h, int m, int n, int nnz, int *r, int *c, int *p,
+                          void *buffer) {
+    return coosort(h, "cusparseXcoosortByRow", 1, m, n, nnz, r, c, p, buffer);
+}
+int cusparseXcoosortByColumn(struct handle *h, int m, int n, int nnz, int *r, int *c, int *p,
+                             void *buffer) {
+    return coosort(h, "cusparseXcoosortByColumn", 0, m, n, nnz, r, c, p, buffer);
+}
+
+// cusparseMatDescr_t: kind 6, only its index base is used.
+int cusparseCreateMatDescr(struct descr **out) {
+    struct descr *d = calloc(1, sizeof *d);
+    if (!d) return 2;
+    d->kind = 6;
+    *out = d;
+    return OK;
+}
+int cusparseDestroyMatDescr(struct descr *d) { return destroy("cusparseDestroyMatDescr", d); }
+int cusparseSetMatIndexBase(struct descr *d, int base) {
+    if (!d || d->kind != 6 || base < 0 || base > 1) return INVALID_VALUE;
+    d->base = base;
+    return OK;
+}
+
+int cusparseXcsrsort(struct handle *h, int m, int n, int nnz, const struct descr *d,
+                     const int *offsets, int *indices, int *p, void *buffer) {
+    note(h, "cusparseXcsrsort m=%d n=%d nnz=%d base=%d P=%p buffer=%p", m, n, nnz,
+         d ? d->base : -1, (void *)p, buffer);
+    int r = ready(h, buffer, 1);
+    if (r) return r;
+    if (!d || d->kind != 6 || m < 0 || n < 0 || nnz < 0 || !p) return INVALID_VALUE;
+    for (int i = 0; i < m; i++)
+        sort_by(indices, NULL, p, offsets[i] - d->base, offsets[i + 1] - d->base);
+    return OK;
+}
+
+// cusparseSpVecDescr_t: kind 7 (rows = size).
+int cusparseCreateSpVec(struct descr **out, int64_t size, int64_t nnz, void *indices,
+                        void *values, int itype, int base, int vtype) {
+    if (size < 0 || nnz < 0 || nnz > size) return INVALID_VALUE;
+    struct descr *d = calloc(1, sizeof *d);
+    if (!d) return 2;
+    *d = (struct descr){.kind = 7, .rows = size, .nnz = nnz, .indices = indices,
+                        .values = values, .itype = itype, .base = base, .vtype = vtype};
+    *out = d;
+    note(NULL, "cusparseCreateSpVec size=%lld nnz=%lld itype=%d base=%d vtype=%d",
+         (long long)size, (long long)nnz, itype, base, vtype);
+    return OK;
+}
+int cusparseDestroySpVec(struct descr *d) { return destroy("cusparseDestroySpVec", d); }
+
+static int gather_scatter(struct handle *h, int scatter, struct descr *x, struct descr *y) {
+    note(h, "%s nnz=%lld size=%lld", scatter ? "cusparseScatter" : "cusparseGather",
+         x ? (long long)x->nnz : -1LL, y ? (long long)y->rows : -1LL);
+    int r = ready(h, NULL, 0);
+    if (r) return r;
+    if (!x || x->kind != 7 || !y || y->kind != 2) return INVALID_VALUE;
+    if (x->itype != I32 || x->vtype != R32F || y->vtype != R32F) return NOT_SUPPORTED;
+    const int *idx = x->indices;
+    float *xv = x->values, *yv = y->values;
+    for (int64_t k = 0; k < x->nnz; k++) {
+        int64_t i = idx[k] - x->base;
+        if (i < 0 || i >= y->rows) return INVALID_VALUE;
+        if (scatter) yv[i] = xv[k];
+        else xv[k] = yv[i];
+    }
+    return OK;
+}
+int cusparseGather(struct handle *h, struct descr *y, struct descr *x) {
+    return gather_scatter(h, 0, x, y);
+}
+int cusparseScatter(struct handle *h, struct descr *x, struct descr *y) {
+    return gather_scatter(h, 1, x, y);
 }

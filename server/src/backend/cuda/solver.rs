@@ -73,8 +73,40 @@ fn dense(call: &Call) -> Option<(Precision, Dense)> {
         | Call::SpFactor { .. }
         | Call::SpZeroPivot { .. }
         | Call::SpSolve { .. }
-        | Call::SpInfoDestroy { .. }
-        | Call::Geev { .. } => return None,
+        | Call::SpInfoDestroy { .. } => return None,
+        Call::Geev {
+            dtype,
+            w_real,
+            jobvl,
+            jobvr,
+            n,
+            a,
+            lda,
+            w,
+            vl,
+            ldvl,
+            vr,
+            ldvr,
+            info,
+            ..
+        } => (
+            p(dtype)?,
+            // `device_ranges` allows w_real 1 for a real A only.
+            Dense::Geev {
+                w_real: w_real == 1,
+                jobvl,
+                jobvr,
+                n,
+                a,
+                lda,
+                w,
+                vl,
+                ldvl,
+                vr,
+                ldvr,
+                info,
+            },
+        ),
         Call::Getrf {
             dtype,
             m,
@@ -337,10 +369,9 @@ impl CudaDeviceContext {
                 | Call::PotrsBatched { .. }
                 | Call::Syevj { .. }
                 | Call::Gesvdj { .. }
-                | Call::Geev { .. }
         ) {
             tracing::info!(
-                "cuSOLVER's batched and Jacobi routines and Xgeev are not forwarded to the GPU yet"
+                "cuSOLVER's batched and Jacobi routines are not forwarded to the GPU yet"
             );
             return Ok(Reply::status(NOT_SUPPORTED));
         }
@@ -392,6 +423,10 @@ impl CudaDeviceContext {
             SolverError::Status { call, status } => {
                 tracing::debug!("{call}: cusolverStatus_t {status}");
                 Ok(Reply::status(status))
+            }
+            SolverError::Missing { call } => {
+                tracing::info!("{call} is not in the server's cuSOLVER (CUDA 12.6 added it)");
+                Ok(Reply::status(NOT_SUPPORTED))
             }
             SolverError::Workspace { .. } => {
                 tracing::warn!("{e}");

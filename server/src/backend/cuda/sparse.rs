@@ -17,14 +17,14 @@ use std::collections::BTreeMap;
 
 use rcud_cuda_driver::cusparse::{
     self as nv, Csr2CscArgs, DnMatArgs, DnVecArgs, Format, HostScalar, ScalarArg, SpMatArgs,
-    SparseError,
+    SpVecArgs, SparseError,
 };
 use rcud_math::sparse::values::{Complex, ValueType};
 use rcud_math::sparse::{
     extents, Failure as Refusal, INVALID_VALUE, NOT_INITIALIZED, NOT_SUPPORTED,
 };
 use rcud_math::Reply;
-use rcud_proto::math::sparse::{Call, DnMat, DnVec, Scalar, SpMat};
+use rcud_proto::math::sparse::{Call, DnMat, DnVec, Scalar, SpMat, SpVec};
 use rcud_proto::ops::Failure;
 use rcud_proto::CudaError;
 
@@ -81,6 +81,18 @@ fn dn_vec(v: &DnVec) -> DnVecArgs {
     DnVecArgs {
         size: v.size,
         values: v.values,
+        value_type: i32::from(v.value_type),
+    }
+}
+
+fn sp_vec(v: &SpVec) -> SpVecArgs {
+    SpVecArgs {
+        size: v.size,
+        nnz: v.nnz,
+        indices: v.indices,
+        values: v.values,
+        index_type: i32::from(v.index_type),
+        base: i32::from(v.base),
         value_type: i32::from(v.value_type),
     }
 }
@@ -152,13 +164,40 @@ fn run(h: &mut nv::SparseHandle, call: &Call) -> Result<Result<Vec<u8>, SparseEr
     let nnz = |r: Result<i64, SparseError>| r.map(|n| n.to_le_bytes().to_vec());
     Ok(match call {
         Call::Create {} | Call::Destroy { .. } => Ok(Vec::new()),
-        // Refused by `extents::of` before this.
-        Call::IdentityPermutation { .. }
-        | Call::CooSort { .. }
-        | Call::CompressedSort { .. }
-        | Call::Gather { .. }
-        | Call::Scatter { .. }
-        | Call::CreateInfo { .. }
+        Call::IdentityPermutation { n, p, .. } => nothing(h.identity_permutation(*n, *p)),
+        Call::CooSort {
+            by_row,
+            m,
+            n,
+            nnz,
+            rows,
+            cols,
+            p,
+            ..
+        } => nothing(h.coo_sort(*by_row, *m, *n, *nnz, *rows, *cols, *p)),
+        Call::CompressedSort {
+            major,
+            minor,
+            nnz,
+            base,
+            offsets,
+            indices,
+            p,
+            ..
+        } => nothing(h.compressed_sort(
+            *major,
+            *minor,
+            *nnz,
+            i32::from(*base),
+            *offsets,
+            *indices,
+            *p,
+        )),
+        Call::Gather { y, x, .. } => nothing(h.gather_scatter(false, &sp_vec(x), &dn_vec(y))),
+        Call::Scatter { x, y, .. } => nothing(h.gather_scatter(true, &sp_vec(x), &dn_vec(y))),
+        // Refused by `extents::of` before this: ILU(0)/IC(0) are not
+        // forwarded.
+        Call::CreateInfo { .. }
         | Call::DestroyInfo { .. }
         | Call::Factor0 { .. }
         | Call::ZeroPivot { .. } => return Err(NOT_SUPPORTED),
@@ -307,8 +346,9 @@ impl CudaDeviceContext {
                     None => Reply::status(NOT_INITIALIZED),
                 });
             }
-            // The legacy API (sorting, Gather/Scatter, ILU(0)/IC(0)) is
-            // not forwarded to NVIDIA's library yet.
+            // The legacy ILU(0)/IC(0) (their info objects, the
+            // factorizations and zero pivots) are not forwarded to NVIDIA's
+            // library yet.
             Call::CreateInfo { .. } | Call::DestroyInfo { .. } => {
                 tracing::debug!("cuSPARSE's legacy incomplete factorizations are not forwarded");
                 return Ok(Reply::status(NOT_SUPPORTED));

@@ -498,3 +498,140 @@ fn fake_driver_without_cusolver_says_so() {
         "{f}"
     );
 }
+
+#[allow(clippy::too_many_arguments)]
+fn geev(handle: u64, dtype: u8, w_real: u8, jobvr: i32, n: i32, a: u64, w: u64, vr: u64) -> Call {
+    Call::Geev {
+        handle,
+        dtype,
+        w_real,
+        jobvl: 0,
+        jobvr,
+        n,
+        a,
+        lda: n,
+        w,
+        vl: 0,
+        ldvl: 1,
+        vr,
+        ldvr: n,
+        info: vr + 8 * 9,
+    }
+}
+
+#[test]
+fn fake_cusolver_xgeev_reaches_the_library() {
+    let test = "fake_cusolver_xgeev_reaches_the_library";
+    let Some((b, log)) = fake_solver_backend(test) else {
+        return;
+    };
+    let mut ctx = b.open(0, 0).unwrap();
+    let ctx = ctx.as_mut();
+    let handle = create(ctx);
+    // VR (3 x 3 doubles) and devInfo after it.
+    let (a, w, vr) = (
+        ctx.malloc(72).unwrap(),
+        ctx.malloc(96).unwrap(),
+        ctx.malloc(72 + 4).unwrap(),
+    );
+    let info = vr + 72;
+    put(ctx, info, &[0xff; 4]);
+    put(
+        ctx,
+        a,
+        &f64s(&[1.0, 0.0, 0.0, 0.0, 2.0, 0.0, 0.0, 0.0, 3.0]),
+    );
+    // D with a complex W (CUDA_C_64F) and right vectors.
+    assert_eq!(status(ctx, geev(handle, D, 0, 1, 3, a, w, vr)), 0);
+    assert_eq!(
+        read_f64s(ctx, w, 6),
+        [1.0, 0.0, 2.0, 0.0, 3.0, 0.0],
+        "W, complex"
+    );
+    assert_eq!(
+        read_f64s(ctx, vr, 9),
+        [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+    );
+    assert_eq!(read_i32s(ctx, info, 1), [0]);
+    // A real W (w_real 1): 2n reals of A's type, without vectors.
+    put(ctx, w, &[0xff; 96]);
+    assert_eq!(status(ctx, geev(handle, D, 1, 0, 3, a, w, vr)), 0);
+    assert_eq!(read_f64s(ctx, w, 6), [1.0, 2.0, 3.0, 0.0, 0.0, 0.0]);
+    // Z: every type CUDA_C_64F; the fake computes D only, and cuSOLVER's
+    // status comes back.
+    assert_eq!(
+        status(ctx, geev(handle, Z, 0, 1, 2, a, w, vr)),
+        NOT_SUPPORTED
+    );
+    assert_eq!(
+        status(ctx, geev(handle, S, 0, 1, 2, a, w, vr)),
+        NOT_SUPPORTED
+    );
+
+    let lines = log_lines(&log);
+    let runs = calls(&lines, "cusolverDnXgeev");
+    let sizes = calls(&lines, "cusolverDnXgeev_bufferSize");
+    assert_eq!((runs.len(), sizes.len()), (4, 4), "{lines:?}");
+    let stream = calls(&lines, "cusolverDnSetStream")[0]
+        .split("stream=")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .unwrap()
+        .to_string();
+    assert!(runs
+        .iter()
+        .all(|l| l.contains(&format!("stream={stream} "))));
+    // One params object, made once for the handle.
+    let made = calls(&lines, "cusolverDnCreateParams");
+    assert_eq!(made.len(), 1, "{lines:?}");
+    let params = made[0].split("params=").nth(1).unwrap();
+    assert!(runs
+        .iter()
+        .all(|l| l.contains(&format!("params={params} "))));
+    for (line, args) in [
+        (
+            runs[0],
+            "jobvl=0 jobvr=1 n=3 A=1 lda=3 W=5 VL=1 ldvl=1 VR=1 ldvr=3 compute=1 \
+             device_bytes=328 host_bytes=35 ",
+        ),
+        (
+            runs[1],
+            "jobvl=0 jobvr=0 n=3 A=1 lda=3 W=1 VL=1 ldvl=1 VR=1 ldvr=3 compute=1 ",
+        ),
+        (
+            runs[2],
+            "n=2 A=5 lda=2 W=5 VL=5 ldvl=1 VR=5 ldvr=2 compute=5 ",
+        ),
+        (
+            runs[3],
+            "n=2 A=0 lda=2 W=4 VL=0 ldvl=1 VR=0 ldvr=2 compute=0 ",
+        ),
+    ] {
+        assert!(line.contains(args), "{line}");
+    }
+    // The device workspace is the server's own, not the client's.
+    let device = runs[0].split("device=").nth(1).unwrap();
+    let device = device.split(' ').next().unwrap().trim_start_matches("0x");
+    let device = u64::from_str_radix(device, 16).unwrap();
+    assert!(ctx.check(device, 328).is_err(), "{}", runs[0]);
+
+    // Bad calls are answered before the library: a real W of a complex A,
+    // VR outside the client's memory.
+    let before = log_lines(&log).len();
+    assert_eq!(
+        status(ctx, geev(handle, Z, 1, 0, 2, a, w, vr)),
+        INVALID_VALUE
+    );
+    let f = solver(ctx, geev(handle, D, 0, 1, 3, a, w, vr + 8)).unwrap_err();
+    assert_eq!(f.code, CudaError::ILLEGAL_ADDRESS, "{f}");
+    assert_eq!(log_lines(&log).len(), before, "{:?}", log_lines(&log));
+
+    // The params object goes with its handle.
+    assert_eq!(status(ctx, Call::Destroy { handle }), 0);
+    let lines = log_lines(&log);
+    let gone = calls(&lines, "cusolverDnDestroyParams");
+    assert!(
+        gone.len() == 1 && gone[0].contains(&format!("params={params}")),
+        "{lines:?}"
+    );
+}

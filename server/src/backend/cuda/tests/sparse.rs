@@ -585,26 +585,227 @@ fn fake_driver_without_cusparse_says_so() {
 }
 
 #[test]
-fn fake_cusparse_legacy_calls_are_not_supported_yet() {
-    let test = "fake_cusparse_legacy_calls_are_not_supported_yet";
+fn fake_cusparse_incomplete_factorizations_are_not_supported_yet() {
+    let test = "fake_cusparse_incomplete_factorizations_are_not_supported_yet";
     let Some((b, _log)) = fake_sparse_backend(test) else {
         return;
     };
     let mut ctx = b.open(0, 0).unwrap();
     let ctx = ctx.as_mut();
     let h = sparse_handle(ctx);
-    let p = ctx.malloc(16).unwrap();
     assert_eq!(
         status(ctx, sparse_wire::Call::CreateInfo { ic: false }),
         NOT_SUPPORTED
     );
-    let call = sparse_wire::Call::IdentityPermutation { handle: h, n: 4, p };
+    let call = sparse_wire::Call::ZeroPivot {
+        handle: h,
+        info: 1,
+        ic: true,
+        device_out: None,
+    };
     assert_eq!(status(ctx, call), NOT_SUPPORTED);
-    // An unknown handle is still NOT_INITIALIZED.
+}
+
+fn sp_vec(size: i64, nnz: i64, indices: u64, values: u64, base: u8) -> sparse_wire::SpVec {
+    sparse_wire::SpVec {
+        size,
+        nnz,
+        indices,
+        values,
+        index_type: 2,
+        base,
+        value_type: 0,
+    }
+}
+
+#[test]
+fn fake_cusparse_sorts_and_gather_scatter_reach_the_library() {
+    let test = "fake_cusparse_sorts_and_gather_scatter_reach_the_library";
+    let Some((b, log)) = fake_sparse_backend(test) else {
+        return;
+    };
+    let mut ctx = b.open(0, 0).unwrap();
+    let ctx = ctx.as_mut();
+    let h = sparse_handle(ctx);
+    let (p, rows, cols) = (
+        ctx.malloc(16).unwrap(),
+        ctx.malloc(16).unwrap(),
+        ctx.malloc(16).unwrap(),
+    );
+    let identity = sparse_wire::Call::IdentityPermutation { handle: h, n: 4, p };
+    assert_eq!(status(ctx, identity), 0);
+    assert_eq!(read_i32s(ctx, p, 4), [0, 1, 2, 3]);
+
+    // COO by row with the client's P, then by column without one.
+    put(ctx, rows, &i32s(&[2, 0, 1, 0]));
+    put(ctx, cols, &i32s(&[0, 2, 1, 1]));
+    let coo = |by_row, p| sparse_wire::Call::CooSort {
+        handle: h,
+        by_row,
+        m: 3,
+        n: 3,
+        nnz: 4,
+        rows,
+        cols,
+        p,
+    };
+    assert_eq!(status(ctx, coo(true, p)), 0);
+    assert_eq!(read_i32s(ctx, rows, 4), [0, 0, 1, 2]);
+    assert_eq!(read_i32s(ctx, cols, 4), [1, 2, 1, 0]);
+    assert_eq!(read_i32s(ctx, p, 4), [3, 1, 2, 0]);
+    assert_eq!(status(ctx, coo(false, 0)), 0);
+    assert_eq!(read_i32s(ctx, cols, 4), [0, 1, 1, 2]);
+    assert_eq!(read_i32s(ctx, rows, 4), [2, 0, 1, 0]);
+    assert_eq!(read_i32s(ctx, p, 4), [3, 1, 2, 0], "P 0 leaves it alone");
+
+    // CSR (one-based) rows [3, 1] and [2]: sorted within each row.
+    let (offsets, indices) = (ctx.malloc(12).unwrap(), ctx.malloc(12).unwrap());
+    put(ctx, offsets, &i32s(&[1, 3, 4]));
+    put(ctx, indices, &i32s(&[3, 1, 2]));
+    let csr_sort = sparse_wire::Call::CompressedSort {
+        handle: h,
+        major: 2,
+        minor: 3,
+        nnz: 3,
+        base: 1,
+        offsets,
+        indices,
+        p,
+    };
+    assert_eq!(status(ctx, csr_sort), 0);
+    assert_eq!(read_i32s(ctx, indices, 3), [1, 3, 2]);
+    assert_eq!(read_i32s(ctx, p, 3), [1, 3, 2]);
+
+    // Gather and Scatter: x = y[[2, 0]], then y[[1, 3]] = x (one-based).
+    let (y, xi, xv) = (
+        ctx.malloc(16).unwrap(),
+        ctx.malloc(8).unwrap(),
+        ctx.malloc(8).unwrap(),
+    );
+    put(ctx, y, &f32s(&[10.0, 20.0, 30.0, 40.0]));
+    put(ctx, xi, &i32s(&[3, 1]));
+    let x = sp_vec(4, 2, xi, xv, 1);
+    let gather = sparse_wire::Call::Gather {
+        handle: h,
+        y: vector(4, y),
+        x,
+    };
+    assert_eq!(status(ctx, gather), 0);
+    assert_eq!(read_f32s(ctx, xv, 2), [30.0, 10.0]);
+    put(ctx, xi, &i32s(&[2, 4]));
+    let scatter = sparse_wire::Call::Scatter {
+        handle: h,
+        x,
+        y: vector(4, y),
+    };
+    assert_eq!(status(ctx, scatter), 0);
+    assert_eq!(read_f32s(ctx, y, 4), [10.0, 30.0, 30.0, 10.0]);
+
+    let lines = log_lines(&log);
+    let find = |prefix: &str| -> Vec<String> {
+        lines
+            .iter()
+            .filter(|l| l.starts_with(prefix))
+            .cloned()
+            .collect()
+    };
+    // The sorts ran with the server's buffer; without the client's P, with
+    // a permutation of the server's own (identity first), not the client's.
+    let by_row = find("cusparseXcoosortByRow ");
+    assert!(
+        by_row.len() == 1 && by_row[0].contains(&format!("P={p:#x} ")),
+        "{lines:?}"
+    );
+    let by_col = find("cusparseXcoosortByColumn ");
+    assert_eq!(by_col.len(), 1, "{lines:?}");
+    let own = by_col[0]
+        .split("P=")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap();
+    let own = u64::from_str_radix(own.trim_start_matches("0x"), 16).unwrap();
+    assert!(own != 0 && ctx.check(own, 16).is_err(), "{}", by_col[0]);
+    assert_eq!(find("cusparseCreateIdentityPermutation ").len(), 2);
+    let csr = find("cusparseXcsrsort ");
+    assert!(
+        csr.len() == 1 && csr[0].contains("m=2 n=3 nnz=3 base=1 "),
+        "{lines:?}"
+    );
+    assert_eq!(find("cusparseXcsrsort_bufferSizeExt ").len(), 1);
+    assert_eq!(find("cusparseXcoosort_bufferSizeExt ").len(), 2);
+    assert_eq!(find("cusparseDestroyMatDescr").len(), 1);
+    assert_eq!(
+        find("cusparseCreateSpVec size=4 nnz=2 itype=2 base=1 vtype=0").len(),
+        2,
+        "{lines:?}"
+    );
+    assert_eq!(find("cusparseDestroySpVec").len(), 2);
+    assert!(find("cusparseGather ")[0].contains("nnz=2 size=4"));
+    assert_eq!(find("cusparseScatter ").len(), 1);
+
+    // Bad calls are answered before the library.
+    let before = log_lines(&log).len();
     let call = sparse_wire::Call::IdentityPermutation {
         handle: h + 1,
         n: 4,
         p,
     };
     assert_eq!(status(ctx, call), NOT_INITIALIZED);
+    let call = sparse_wire::Call::IdentityPermutation {
+        handle: h,
+        n: -1,
+        p,
+    };
+    assert_eq!(status(ctx, call), INVALID_VALUE);
+    let mut wide = sp_vec(4, 2, xi, xv, 2);
+    assert_eq!(
+        status(
+            ctx,
+            sparse_wire::Call::Gather {
+                handle: h,
+                y: vector(4, y),
+                x: wide
+            }
+        ),
+        INVALID_VALUE,
+        "base 2"
+    );
+    wide.base = 0;
+    wide.size = 5;
+    assert_eq!(
+        status(
+            ctx,
+            sparse_wire::Call::Scatter {
+                handle: h,
+                x: wide,
+                y: vector(4, y)
+            }
+        ),
+        INVALID_VALUE,
+        "sizes differ"
+    );
+    let f = sparse(
+        ctx,
+        sparse_wire::Call::IdentityPermutation { handle: h, n: 5, p },
+    )
+    .unwrap_err();
+    assert_eq!(f.code, CudaError::ILLEGAL_ADDRESS, "{f}");
+    let f = sparse(
+        ctx,
+        sparse_wire::Call::Gather {
+            handle: h,
+            y: vector(5, y),
+            x: sp_vec(5, 2, xi, xv, 0),
+        },
+    )
+    .unwrap_err();
+    assert_eq!(f.code, CudaError::ILLEGAL_ADDRESS, "{f}");
+    assert_eq!(
+        log_lines(&log).len(),
+        before,
+        "a bad call reached the library: {:?}",
+        log_lines(&log)
+    );
 }
