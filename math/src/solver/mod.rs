@@ -147,7 +147,9 @@ impl Place {
     }
 }
 
-fn decode(dtype: u8, b: &[u8]) -> C {
+/// One element of `dtype` (S, D, C, Z) from its little-endian bytes, as a
+/// complex double.
+pub fn decode(dtype: u8, b: &[u8]) -> C {
     let f32_at = |o: usize| f64::from(f32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]));
     let f64_at = |o: usize| {
         let mut x = [0u8; 8];
@@ -162,7 +164,9 @@ fn decode(dtype: u8, b: &[u8]) -> C {
     }
 }
 
-fn encode(dtype: u8, z: C, out: &mut Vec<u8>) {
+/// Appends `z` stored as `dtype` (S, D, C, Z; real types drop the
+/// imaginary part) to `out`.
+pub fn encode(dtype: u8, z: C, out: &mut Vec<u8>) {
     match dtype {
         0 => out.extend_from_slice(&(z.re as f32).to_le_bytes()),
         1 => out.extend_from_slice(&z.re.to_le_bytes()),

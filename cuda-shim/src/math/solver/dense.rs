@@ -2119,6 +2119,37 @@ pub extern "C" fn cusolverDnDestroyParams(params: Params) -> c_int {
     })
 }
 
+/// Answers a generic-API `_bufferSize` query: the device workspace in
+/// bytes for `size`'s element count, and no host workspace.
+fn answer_bytes(
+    device_bytes: *mut usize,
+    host_bytes: *mut usize,
+    dtype: u8,
+    size: Result<c_int, c_int>,
+) -> c_int {
+    let elements = match size {
+        Ok(elements) => elements,
+        Err(status) => return status,
+    };
+    let bytes =
+        elements as usize * rcud_proto::math::solver::element_size(dtype).unwrap_or(16) as usize;
+    match (write_out(device_bytes, bytes), write_out(host_bytes, 0)) {
+        (Ok(()), Ok(())) => super::SUCCESS,
+        _ => INVALID_VALUE,
+    }
+}
+
+/// The generic API's device workspace (sized in bytes) as elements.
+fn byte_workspace(ptr: Dev, bytes: usize, needed: i64, dtype: u8) -> Workspace {
+    let size = rcud_proto::math::solver::element_size(dtype).unwrap_or(16) as usize;
+    Workspace {
+        ptr: addr(ptr),
+        lwork: (bytes / size) as i64,
+        needed,
+        dtype,
+    }
+}
+
 /// The wire's dtype (S, D, C, Z) of the generic API's `cudaDataType` of A,
 /// when W's type is its real type and the compute type is A's (the only
 /// combinations rcud computes).
@@ -2172,16 +2203,12 @@ pub extern "C" fn cusolverDnXsyevd_bufferSize(
             w: addr(w),
             info: 0,
         };
-        let elements = match buffer_size(handle, probe, lwork::syevd(n)) {
-            Ok(elements) => elements,
-            Err(status) => return status,
-        };
-        let bytes = elements as usize
-            * rcud_proto::math::solver::element_size(dtype).unwrap_or(16) as usize;
-        match (write_out(device_bytes, bytes), write_out(host_bytes, 0)) {
-            (Ok(()), Ok(())) => super::SUCCESS,
-            _ => INVALID_VALUE,
-        }
+        answer_bytes(
+            device_bytes,
+            host_bytes,
+            dtype,
+            buffer_size(handle, probe, lwork::syevd(n)),
+        )
     })
 }
 
@@ -2215,13 +2242,7 @@ pub extern "C" fn cusolverDnXsyevd(
         ) else {
             return INVALID_VALUE;
         };
-        let size = rcud_proto::math::solver::element_size(dtype).unwrap_or(16) as usize;
-        let ws = Workspace {
-            ptr: addr(device_buffer),
-            lwork: (device_bytes / size) as i64,
-            needed: lwork::syevd(n),
-            dtype,
-        };
+        let ws = byte_workspace(device_buffer, device_bytes, lwork::syevd(n), dtype);
         submit(handle, Some(ws), |handle| Call::Syevd {
             handle,
             dtype,
@@ -2324,16 +2345,12 @@ pub extern "C" fn cusolverDnXgeev_bufferSize(
             ldvr,
             info: 0,
         };
-        let elements = match buffer_size(handle, probe, lwork::geev(n)) {
-            Ok(elements) => elements,
-            Err(status) => return status,
-        };
-        let bytes = elements as usize
-            * rcud_proto::math::solver::element_size(dtype).unwrap_or(16) as usize;
-        match (write_out(device_bytes, bytes), write_out(host_bytes, 0)) {
-            (Ok(()), Ok(())) => super::SUCCESS,
-            _ => INVALID_VALUE,
-        }
+        answer_bytes(
+            device_bytes,
+            host_bytes,
+            dtype,
+            buffer_size(handle, probe, lwork::geev(n)),
+        )
     })
 }
 
@@ -2372,13 +2389,7 @@ pub extern "C" fn cusolverDnXgeev(
         ) else {
             return INVALID_VALUE;
         };
-        let size = rcud_proto::math::solver::element_size(dtype).unwrap_or(16) as usize;
-        let ws = Workspace {
-            ptr: addr(device_buffer),
-            lwork: (device_bytes / size) as i64,
-            needed: lwork::geev(n),
-            dtype,
-        };
+        let ws = byte_workspace(device_buffer, device_bytes, lwork::geev(n), dtype);
         submit(handle, Some(ws), |handle| Call::Geev {
             handle,
             dtype,

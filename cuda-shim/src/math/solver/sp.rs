@@ -17,6 +17,7 @@ use std::os::raw::{c_int, c_void};
 use std::sync::Mutex;
 
 use rcud_math::solver::sparse::{self, Csr, Info, Method, Pattern, SpError};
+use rcud_math::solver::{decode, encode};
 use rcud_proto::math::solver::{element_size, Call, SP_CHOL, SP_LU, SP_QR};
 use rcud_proto::math::Library;
 
@@ -115,36 +116,6 @@ fn write_values(ptr: *mut c_void, values: &[C], dtype: u8) -> Status {
     unsafe { std::slice::from_raw_parts_mut(ptr.cast::<u8>(), bytes.len()) }
         .copy_from_slice(&bytes);
     Ok(())
-}
-
-fn decode(dtype: u8, b: &[u8]) -> C {
-    let f32_at = |o: usize| f64::from(f32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]));
-    let f64_at = |o: usize| {
-        let mut x = [0u8; 8];
-        x.copy_from_slice(&b[o..o + 8]);
-        f64::from_le_bytes(x)
-    };
-    match dtype {
-        0 => C::new(f32_at(0), 0.0),
-        1 => C::new(f64_at(0), 0.0),
-        2 => C::new(f32_at(0), f32_at(4)),
-        _ => C::new(f64_at(0), f64_at(8)),
-    }
-}
-
-fn encode(dtype: u8, z: C, out: &mut Vec<u8>) {
-    match dtype {
-        0 => out.extend_from_slice(&(z.re as f32).to_le_bytes()),
-        1 => out.extend_from_slice(&z.re.to_le_bytes()),
-        2 => {
-            out.extend_from_slice(&(z.re as f32).to_le_bytes());
-            out.extend_from_slice(&(z.im as f32).to_le_bytes());
-        }
-        _ => {
-            out.extend_from_slice(&z.re.to_le_bytes());
-            out.extend_from_slice(&z.im.to_le_bytes());
-        }
-    }
 }
 
 /// The index base of a general matrix descriptor: INVALID_VALUE for an
