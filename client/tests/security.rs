@@ -52,6 +52,8 @@ struct Setup {
     policy: Policy,
     limits: Limits,
     tls: Option<ServerTls>,
+    /// The emulated device's time for one kernel or library call.
+    kernel_timeout: Duration,
 }
 
 impl Default for Setup {
@@ -64,6 +66,7 @@ impl Default for Setup {
             },
             limits: Limits::default(),
             tls: None,
+            kernel_timeout: EmuSettings::default().kernel_timeout,
         }
     }
 }
@@ -71,6 +74,7 @@ impl Default for Setup {
 fn start(setup: Setup) -> ServerHandle {
     let emu = EmuSettings {
         memory: 1 << 30,
+        kernel_timeout: setup.kernel_timeout,
         ..EmuSettings::default()
     };
     let backend = select_backend(BackendKind::Emu, &emu).unwrap();
@@ -509,6 +513,84 @@ fn a_row_bomb_is_stopped_by_the_operation_time_limit() {
     assert!(took < Duration::from_secs(2), "the bomb ran {took:?}");
     a.call(&req::Free { ptr }, &[], &mut []).unwrap().unwrap();
     works(&mut a);
+}
+
+#[test]
+fn a_library_call_on_a_large_matrix_is_stopped_by_the_kernel_time_limit() {
+    use rcud_proto::codec::{self, Blob};
+    use rcud_proto::math::{solver::Call, Library};
+    let srv = start(Setup {
+        kernel_timeout: Duration::from_millis(300),
+        ..Setup::default()
+    });
+    let mut a = attached(srv.addr(), &as_tenant(ALICE));
+    let solver = |s: &mut Session, call: &Call| {
+        s.call(
+            &req::MathCall {
+                library: Library::Solver as u8,
+                call: Blob(codec::to_vec(call)),
+            },
+            &[],
+            &mut [],
+        )
+        .unwrap()
+    };
+    let handle = solver(&mut a, &Call::Create {}).unwrap().out.0;
+    let handle = u64::from_le_bytes(handle.try_into().unwrap());
+    // A 1024² symmetric eigenproblem: 8 MiB of matrix and a request of a
+    // few dozen bytes, but minutes of Jacobi sweeps on one core.
+    let n = 1024usize;
+    let bytes = (n * n * 8) as u64;
+    let ptr = a
+        .call(
+            &req::Malloc {
+                size: bytes + 16384,
+            },
+            &[],
+            &mut [],
+        )
+        .unwrap()
+        .unwrap()
+        .ptr;
+    let matrix: Vec<u8> = (0..n * n)
+        .flat_map(|k| {
+            let (i, j) = (k % n, k / n);
+            (((i * j) % 17) as f64 + ((i + j) % 5) as f64).to_le_bytes()
+        })
+        .collect();
+    a.call(
+        &req::MemcpyHtoD {
+            dst: ptr,
+            len: bytes,
+        },
+        &matrix,
+        &mut [],
+    )
+    .unwrap()
+    .unwrap();
+    let started = Instant::now();
+    let bomb = Call::Syevd {
+        handle,
+        dtype: 1,
+        jobz: 1,
+        uplo: 0,
+        n: n as i32,
+        a: ptr,
+        lda: n as i32,
+        w: ptr + bytes,
+        info: ptr + bytes + 8192,
+    };
+    let r = solver(&mut a, &bomb);
+    let took = started.elapsed();
+    assert_eq!(code(r), Err(CudaError::LAUNCH_TIMEOUT));
+    assert!(took < Duration::from_secs(10), "the call ran {took:?}");
+    // A GPU's context is lost after a kernel past the watchdog: so is this
+    // one. Everyone else keeps being served.
+    assert_eq!(
+        code(a.call(&req::Malloc { size: 16 }, &[], &mut []).unwrap()),
+        Err(CudaError::LAUNCH_TIMEOUT)
+    );
+    works(&mut attached(srv.addr(), &as_tenant(MALLORY)));
 }
 
 #[test]

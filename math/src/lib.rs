@@ -9,6 +9,7 @@
 
 pub mod blas;
 pub mod blaslt;
+pub mod deadline;
 pub mod fft;
 pub mod rand;
 pub mod solver;
@@ -24,12 +25,18 @@ pub trait DeviceMemory {
     fn read(&self, ptr: u64, len: u64) -> Result<&[u8], Fault>;
     /// Writes `data` at device address `ptr`, all inside one allocation.
     fn write(&mut self, ptr: u64, data: &[u8]) -> Result<(), Fault>;
-    /// Whether the call has run past the time the device gives one piece of
-    /// work (the emulated device's kernel timeout). Calls whose work is not
+    /// When the call must be finished: the time the device gives one piece
+    /// of work (the emulated device's kernel timeout). `None`: no limit.
+    /// [`Libraries::call`] runs every call under it ([`deadline`]).
+    fn deadline(&self) -> Option<std::time::Instant> {
+        None
+    }
+    /// Whether the call has run past its deadline. Calls whose work is not
     /// bounded by the memory they touch (a strided batch of stride 0 reuses
     /// one matrix any number of times) ask between pieces.
     fn expired(&self) -> bool {
-        false
+        self.deadline()
+            .is_some_and(|d| std::time::Instant::now() >= d)
     }
 }
 
@@ -112,8 +119,19 @@ pub struct Libraries {
 }
 
 impl Libraries {
-    /// Runs one encoded call of library `library` on `memory`.
+    /// Runs one encoded call of library `library` on `memory`, within the
+    /// memory's deadline.
     pub fn call(
+        &mut self,
+        memory: &mut dyn DeviceMemory,
+        library: u8,
+        call: &[u8],
+    ) -> Result<Reply, MathError> {
+        deadline::within(memory.deadline(), || self.dispatch(memory, library, call))
+            .unwrap_or(Err(MathError::Timeout))
+    }
+
+    fn dispatch(
         &mut self,
         memory: &mut dyn DeviceMemory,
         library: u8,

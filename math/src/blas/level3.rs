@@ -1,14 +1,19 @@
 //! BLAS level 3 (and the BLAS-like extensions geam and dgmm).
 
 use ndarray::linalg::general_mat_mul;
-use ndarray::{ArrayView2, ArrayViewMut2, ShapeBuilder};
+use ndarray::{ArrayView2, ArrayViewMut2, Axis, ShapeBuilder, Slice};
 use rcud_proto::math::blas::{dtype, Operand, Scalar};
 use rcud_proto::math::blaslt::epilogue;
 
 use super::elem::{dim, load, mul, scalar, Elem, Matrix, Vector};
 use super::level2::{check_ld, op_tri, solve_tri, sym_elem};
 use super::{one_of, Failure, INVALID_VALUE, LEFT, LOWER, OP_C, OP_N, OP_T, RIGHT, UNIT, UPPER};
-use crate::DeviceMemory;
+use crate::{deadline, DeviceMemory};
+
+/// Multiply-adds of one panel of a GEMM: a fraction of a second, the
+/// granularity at which a GEMM notices its deadline. The unit tests use
+/// narrow panels so that their small products are split too.
+const PANEL_WORK: usize = if cfg!(test) { 1 << 5 } else { 1 << 30 };
 
 /// `c = alpha op(a) op(b) + beta c` with ndarray's GEMM. `beta = 0`
 /// ignores `c`'s old values (NaN does not propagate), as in BLAS.
@@ -50,7 +55,23 @@ pub(crate) fn product<T: Elem>(
             conj_b.view().reversed_axes()
         }
     };
-    general_mat_mul(alpha, &av, &bv, beta, &mut cv);
+    // Panels of C's columns: a GEMM's work grows faster than its operands,
+    // so a large one stops at its deadline between panels.
+    let (m, n) = cv.dim();
+    let width = (PANEL_WORK / (m * inner).max(1)).max(1);
+    for j0 in (0..n).step_by(width) {
+        if deadline::passed() {
+            return;
+        }
+        let cols = Slice::from(j0..(j0 + width).min(n));
+        general_mat_mul(
+            alpha,
+            &av,
+            &bv.slice_axis(Axis(1), cols),
+            beta,
+            &mut cv.slice_axis_mut(Axis(1), cols),
+        );
+    }
 }
 
 fn conjugated<T: Elem>(m: &Matrix<T>) -> Matrix<T> {
@@ -472,6 +493,9 @@ pub(crate) fn trmm<T: Elem>(memory: &mut dyn DeviceMemory, t: TriArgs) -> Result
     if side == LEFT {
         // op(A) X = alpha B, one column of B at a time.
         for j in 0..n {
+            if deadline::passed() {
+                break;
+            }
             let rhs: Vec<T> = (0..m).map(|i| alpha * bm.get(i, j)).collect();
             for (i, v) in solve_tri(m, lower, at, &rhs).into_iter().enumerate() {
                 bm.set(i, j, v);
@@ -480,6 +504,9 @@ pub(crate) fn trmm<T: Elem>(memory: &mut dyn DeviceMemory, t: TriArgs) -> Result
     } else {
         // X op(A) = alpha B: each row x of X solves op(A)^T x^T = b^T.
         for i in 0..m {
+            if deadline::passed() {
+                break;
+            }
             let rhs: Vec<T> = (0..n).map(|j| alpha * bm.get(i, j)).collect();
             let transposed = |r, c| at(c, r);
             for (j, v) in solve_tri(n, !lower, transposed, &rhs)

@@ -2098,3 +2098,36 @@ fn banded_packed_and_rank_arguments_are_checked() {
     assert_eq!(status(&mut state, &mut memory, syr2k(1)).unwrap(), 0);
     assert_eq!(status(&mut state, &mut memory, syr2k(2)).unwrap(), 7);
 }
+
+#[test]
+fn a_gemm_past_its_deadline_is_cut_short() {
+    // One GEMM does n³ work on n² bytes: it stops between column panels.
+    let n = 64;
+    let mut memory = Memory::default();
+    let mut state = State::default();
+    let handle = new_handle(&mut state, &mut memory);
+    let a = memory.put(dtype::R64F, &values(n * n, 1, false));
+    let c = memory.put(dtype::R64F, &values(n * n, 2, false));
+    let call = Call::Gemm {
+        handle,
+        types: [dtype::R64F; 4],
+        transa: 0,
+        transb: 0,
+        m: n as i64,
+        n: n as i64,
+        k: n as i64,
+        alpha: host(Z::new(1.0, 0.0)),
+        a: op(a, n as i64),
+        b: op(a, n as i64),
+        beta: host(Z::new(0.0, 0.0)),
+        c: op(c, n as i64),
+        batch: 1,
+        pointer_arrays: false,
+    };
+    let past = Some(std::time::Instant::now());
+    let cut = crate::deadline::within(past, || state.call(&mut memory, call.clone()));
+    assert!(matches!(cut, Err(crate::deadline::Expired)));
+    assert_eq!(state.call(&mut memory, call).expect("gemm").status, 0);
+    let want = product(&values(n * n, 1, false), &values(n * n, 1, false), n);
+    assert_close(&memory.get(dtype::R64F, c, n * n), &want, 1e-9);
+}

@@ -253,14 +253,15 @@ fn adjoint(a: &Mat) -> Mat {
 }
 
 /// A = U Σ Vᴴ of any shape: singular values (min(m, n), descending), U
-/// (m×m) and V (n×n). None if Jacobi's method did not converge.
-fn svd(a: &Mat) -> Option<(Vec<f64>, Mat, Mat)> {
+/// and V with at least `u_cols` and `v_cols` columns (the short side's
+/// are all computed anyway). None if Jacobi's method did not converge.
+fn svd(a: &Mat, u_cols: usize, v_cols: usize) -> Option<(Vec<f64>, Mat, Mat)> {
     if a.rows >= a.cols {
-        let svd = dense::gesvd(a)?;
+        let svd = dense::gesvd(a, u_cols)?;
         Some((svd.s, svd.u, adjoint(&svd.vt)))
     } else {
         // Aᴴ = U' Σ V'ᴴ, so A = V' Σ U'ᴴ.
-        let svd = dense::gesvd(&adjoint(a))?;
+        let svd = dense::gesvd(&adjoint(a), v_cols)?;
         Some((svd.s, adjoint(&svd.vt), svd.u))
     }
 }
@@ -287,7 +288,8 @@ fn gesvdj(
     for i in 0..batch {
         check_time(memory)?;
         let mat = Place::new(nth(a, i, lda, n, dtype), lda, dtype).read(memory, m, n)?;
-        let Some((values, left, right)) = svd(&mat) else {
+        let wanted = |cols| if vectors { cols } else { 0 };
+        let Some((values, left, right)) = svd(&mat, wanted(ucols), wanted(vcols)) else {
             infos.push(k as i32 + 1);
             continue;
         };
@@ -313,7 +315,7 @@ mod tests {
         for (i, x) in [1.0, 4.0, 2.0, 5.0, 3.0, 7.0].into_iter().enumerate() {
             a.data[i] = C::new(x, 0.0);
         }
-        let (s, u, v) = svd(&a).expect("converges");
+        let (s, u, v) = svd(&a, 2, 3).expect("converges");
         assert_eq!((s.len(), u.rows, u.cols, v.rows, v.cols), (2, 2, 2, 3, 3));
         for i in 0..2 {
             for j in 0..3 {

@@ -12,6 +12,8 @@
 
 use num_complex::Complex64 as C;
 
+use crate::deadline;
+
 /// A column-major matrix.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Mat {
@@ -103,6 +105,9 @@ pub fn getrf(a: &mut Mat, pivoting: bool) -> (Vec<i32>, i32) {
     let mut ipiv = Vec::with_capacity(k);
     let mut info = 0;
     for j in 0..k {
+        if deadline::passed() {
+            break;
+        }
         let mut p = j;
         if pivoting {
             for i in j + 1..m {
@@ -154,6 +159,9 @@ pub fn getrs(op: Op, lu: &Mat, ipiv: Option<&[i32]>, b: &mut Mat) {
                 swap(b, i);
             }
             for c in 0..b.cols {
+                if deadline::passed() {
+                    return;
+                }
                 // L y = b (unit diagonal), then U x = y.
                 for j in 0..n {
                     let y = b[(j, c)];
@@ -172,6 +180,9 @@ pub fn getrs(op: Op, lu: &Mat, ipiv: Option<&[i32]>, b: &mut Mat) {
         }
         Op::T | Op::C => {
             for c in 0..b.cols {
+                if deadline::passed() {
+                    return;
+                }
                 // op(U) y = b, then op(L) z = y: both column-oriented dot products.
                 for j in 0..n {
                     let mut s = b[(j, c)];
@@ -208,6 +219,9 @@ pub fn potrf(uplo: Uplo, a: &mut Mat) -> i32 {
         Uplo::Upper => a[(j, i)].conj(),
     };
     for j in 0..n {
+        if deadline::passed() {
+            break;
+        }
         let mut d = a[(j, j)].re;
         for k in 0..j {
             d -= get(a, j, k).norm_sqr();
@@ -241,6 +255,9 @@ pub fn potrs(uplo: Uplo, f: &Mat, b: &mut Mat) {
         Uplo::Upper => f[(j, i)].conj(),
     };
     for c in 0..b.cols {
+        if deadline::passed() {
+            return;
+        }
         // L y = b, then Lᴴ x = y.
         for i in 0..n {
             let mut s = b[(i, c)];
@@ -267,6 +284,9 @@ pub fn geqrf(a: &mut Mat) -> Vec<C> {
     let k = m.min(n);
     let mut tau = Vec::with_capacity(k);
     for j in 0..k {
+        if deadline::passed() {
+            break;
+        }
         // LAPACK's larfg: beta = −sign(Re α)·‖(α, x)‖, tau = (beta − α)/beta,
         // v = x / (α − beta).
         let alpha = a[(j, j)];
@@ -326,6 +346,9 @@ pub fn ormqr(side: Side, op: Op, qr: &Mat, tau: &[C], c: &mut Mat) {
         (0..k).rev().collect()
     };
     for i in order {
+        if deadline::passed() {
+            return;
+        }
         let t = if adjoint { tau[i].conj() } else { tau[i] };
         if t == C::new(0.0, 0.0) {
             continue;
@@ -435,6 +458,9 @@ pub fn syevd(uplo: Uplo, a: &Mat, vectors: bool) -> Option<(Vec<f64>, Mat)> {
             break;
         }
         for p in 0..n {
+            if deadline::passed() {
+                return None;
+            }
             for q in p + 1..n {
                 let apq = h[(p, q)];
                 if apq.norm() == 0.0 {
@@ -483,7 +509,7 @@ fn complete_orthonormal(cols: &mut Vec<Vec<C>>, m: usize, want: usize) {
     // complete the basis; the first bar keeps the best-conditioned ones.
     for bar in [0.5, 0.25, 0.1, 1e-2, 1e-4] {
         for e in 0..m {
-            if cols.len() >= want {
+            if cols.len() >= want || deadline::passed() {
                 return;
             }
             add_unit_vector(cols, m, e, bar);
@@ -516,16 +542,22 @@ fn add_unit_vector(cols: &mut Vec<Vec<C>>, m: usize, e: usize, bar: f64) {
 pub struct Svd {
     /// The n singular values, descending.
     pub s: Vec<f64>,
-    /// The m×m left singular vectors (the first n are U's thin part).
+    /// The first left singular vectors, as many as asked for (m: all of U;
+    /// n: its thin part).
     pub u: Mat,
     /// Vᴴ, n×n.
     pub vt: Mat,
 }
 
 /// The SVD of `a` (m ≥ n) by one-sided Jacobi rotations (Hestenes), which
-/// orthogonalize A's columns: A V = U Σ. Answers None if it did not
-/// converge in [`MAX_SWEEPS`] sweeps.
-pub fn gesvd(a: &Mat) -> Option<Svd> {
+/// orthogonalize A's columns: A V = U Σ, with the first `u_cols` (≤ m)
+/// columns of U. Answers None if it did not converge in [`MAX_SWEEPS`]
+/// sweeps.
+///
+/// U is built only as far as asked: all m columns of a tall matrix's U
+/// would be m² entries for an input of m·n, which a request naming a
+/// 10⁶×1 matrix turns into terabytes.
+pub fn gesvd(a: &Mat, u_cols: usize) -> Option<Svd> {
     let (m, n) = (a.rows, a.cols);
     let mut w = a.clone();
     let mut v = Mat::identity(n);
@@ -544,6 +576,9 @@ pub fn gesvd(a: &Mat) -> Option<Svd> {
     for _ in 0..MAX_SWEEPS {
         let mut rotated = false;
         for p in 0..n {
+            if deadline::passed() {
+                return None;
+            }
             for q in p + 1..n {
                 let alpha: f64 = w.col(p).iter().map(|z| z.norm_sqr()).sum();
                 let beta: f64 = w.col(q).iter().map(|z| z.norm_sqr()).sum();
@@ -583,16 +618,17 @@ pub fn gesvd(a: &Mat) -> Option<Svd> {
     // Columns of a numerically zero singular value are noise: they are
     // replaced by a completion of the others.
     let negligible = largest * f64::EPSILON * m.max(n) as f64;
-    let mut ucols: Vec<Vec<C>> = Vec::with_capacity(m);
-    for &j in &order {
+    let u_cols = u_cols.min(m);
+    let mut ucols: Vec<Vec<C>> = Vec::with_capacity(u_cols);
+    for &j in order.iter().take(u_cols) {
         if norms[j] <= negligible || norms[j] == 0.0 {
             break;
         }
         ucols.push(w.col(j).iter().map(|z| z / norms[j]).collect());
     }
-    complete_orthonormal(&mut ucols, m, m);
-    let mut u = Mat::zeros(m, m);
-    for (j, col) in ucols.iter().enumerate().take(m) {
+    complete_orthonormal(&mut ucols, m, u_cols);
+    let mut u = Mat::zeros(m, u_cols);
+    for (j, col) in ucols.iter().enumerate().take(u_cols) {
         u.data[j * m..(j + 1) * m].copy_from_slice(col);
     }
     let mut vt = Mat::zeros(n, n);

@@ -19,6 +19,7 @@
 use num_complex::Complex64 as C;
 
 use super::dense::Mat;
+use crate::deadline;
 
 /// Iterations allowed per eigenvalue, LAPACK's ITMAX factor.
 const ITERATIONS_PER_EIGENVALUE: usize = 30;
@@ -70,6 +71,9 @@ fn hessenberg(h: &mut Mat) -> Mat {
     let n = h.rows;
     let mut q = Mat::identity(n);
     for k in 0..n.saturating_sub(2) {
+        if deadline::passed() {
+            break;
+        }
         let x: Vec<C> = (k + 1..n).map(|i| h[(i, k)]).collect();
         let tail: f64 = x[1..].iter().map(|z| z.norm_sqr()).sum();
         if tail == 0.0 {
@@ -183,7 +187,7 @@ fn schur(h: &mut Mat, z: &mut Mat) -> Result<(), usize> {
             continue;
         }
         iterations += 1;
-        if iterations > ITERATIONS_PER_EIGENVALUE * n.max(10) {
+        if iterations > ITERATIONS_PER_EIGENVALUE * n.max(10) || deadline::passed() {
             return Err(hi);
         }
         let shift = if iterations % 10 == 0 {
@@ -262,6 +266,9 @@ fn right_vectors(t: &Mat, z: &Mat, smin: f64) -> Mat {
     let n = t.rows;
     let mut out = Mat::zeros(n, n);
     for k in 0..n {
+        if deadline::passed() {
+            break;
+        }
         let lambda = t[(k, k)];
         let mut x = vec![C::new(0.0, 0.0); k + 1];
         x[k] = C::new(1.0, 0.0);
@@ -283,6 +290,9 @@ fn left_vectors(t: &Mat, z: &Mat, smin: f64) -> Mat {
     let n = t.rows;
     let mut out = Mat::zeros(n, n);
     for k in 0..n {
+        if deadline::passed() {
+            break;
+        }
         let lambda = t[(k, k)];
         // w = ȳ: wᵀ T = λ wᵀ.
         let mut w = vec![C::new(0.0, 0.0); n];

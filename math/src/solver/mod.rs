@@ -478,7 +478,12 @@ fn run(memory: &mut dyn DeviceMemory, call: Call) -> Result<(), Fault> {
             let (m, n) = (size(m), size(n));
             let place = Place::new(a, lda, dtype);
             let mat = place.read(memory, m, n)?;
-            let Some(svd) = dense::gesvd(&mat) else {
+            let u_cols = match jobu {
+                b'A' => m,
+                b'S' | b'O' => n,
+                _ => 0,
+            };
+            let Some(svd) = dense::gesvd(&mat, u_cols) else {
                 return write_ints(memory, info, &[n.max(1) as i32]);
             };
             write_reals(memory, s, dtype, &svd.s)?;

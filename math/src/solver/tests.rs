@@ -669,7 +669,7 @@ fn gesvd_of_a_rank_deficient_matrix_has_orthonormal_u() {
     for i in 0..6 {
         a[(i, 3)] = a[(i, 0)] + a[(i, 1)];
     }
-    let svd = dense::gesvd(&a).expect("svd");
+    let svd = dense::gesvd(&a, a.rows).expect("svd");
     assert!(svd.s[3] < 1e-13);
     assert!(max_diff(&mul(&adjoint(&svd.u), &svd.u), &Mat::identity(6)) < 1e-12);
 }
@@ -681,7 +681,7 @@ fn gesvd_of_a_rank_deficient_matrix_has_orthonormal_u() {
 fn gesvd_of_a_tall_matrix_has_a_complete_unitary_u() {
     for dtype in [1u8, 3] {
         let a = sample(64, 32, dtype, 52);
-        let svd = dense::gesvd(&a).expect("svd");
+        let svd = dense::gesvd(&a, a.rows).expect("svd");
         assert!(
             max_diff(&mul(&adjoint(&svd.u), &svd.u), &Mat::identity(64)) < 1e-12,
             "dtype {dtype}"
@@ -1023,7 +1023,7 @@ fn gesvd_of_a_singular_integer_matrix_converges() {
     {
         a.data[i] = C::new(x, 0.0);
     }
-    let svd = dense::gesvd(&a).expect("converges");
+    let svd = dense::gesvd(&a, a.rows).expect("converges");
     assert!(svd.s[2] < 1e-14, "{:?}", svd.s);
     let (u, vt) = (&svd.u, &svd.vt);
     let mut us = u.clone();
@@ -1328,4 +1328,117 @@ fn geev_reports_nan_input_and_refuses_bad_arguments() {
         }
     });
     assert_eq!(f.call(unknown), NOT_INITIALIZED);
+}
+
+/// Runs `call` on `f` with a deadline that has already passed.
+fn past_deadline(f: &mut Fixture, call: Call) -> Result<i32, crate::deadline::Expired> {
+    crate::deadline::within(Some(std::time::Instant::now()), || f.call(call))
+}
+
+#[test]
+fn cubic_calls_stop_at_their_deadline() {
+    // Each does O(n³) work on O(n²) bytes: without the checks in their
+    // loops a request naming a large matrix held the server for hours.
+    let n = 48;
+    let d = 1u8;
+    let mut f = Fixture::new();
+    f.put(0, d, &hermitian(n, d, 5, 0.0));
+    let h = f.handle;
+    let (a, info) = (at(0), at(15));
+    let calls = [
+        Call::Syevd {
+            handle: h,
+            dtype: d,
+            jobz: 1,
+            uplo: 0,
+            n: n as i32,
+            a,
+            lda: n as i32,
+            w: at(1),
+            info,
+        },
+        Call::Gesvd {
+            handle: h,
+            dtype: d,
+            jobu: b'A',
+            jobvt: b'A',
+            m: n as i32,
+            n: n as i32,
+            a,
+            lda: n as i32,
+            s: at(1),
+            u: at(2),
+            ldu: n as i32,
+            vt: at(3),
+            ldvt: n as i32,
+            info,
+        },
+        Call::Geev {
+            handle: h,
+            dtype: d,
+            w_real: 1,
+            jobvl: 1,
+            jobvr: 1,
+            n: n as i32,
+            a,
+            lda: n as i32,
+            w: at(1),
+            vl: at(2),
+            ldvl: n as i32,
+            vr: at(3),
+            ldvr: n as i32,
+            info,
+        },
+    ];
+    for call in calls {
+        let name = format!("{call:?}").chars().take(8).collect::<String>();
+        assert_eq!(
+            past_deadline(&mut f, call.clone()),
+            Err(crate::deadline::Expired),
+            "{name}"
+        );
+        // The same call with time to spare finishes.
+        assert_eq!(f.call(call), 0, "{name}");
+        assert_eq!(f.info(), 0, "{name}");
+    }
+}
+
+#[test]
+fn a_tall_svd_without_u_never_forms_the_square_u() {
+    // m × 1 with jobu = 'N': all of U would be m² entries (16 TiB here),
+    // and the server aborted on the allocation.
+    let m: usize = 1 << 20;
+    let d = 1u8;
+    let mut memory = Memory {
+        bytes: vec![0; (m + 64) * 8],
+    };
+    let a = BASE;
+    let x: Vec<u8> = (0..m)
+        .flat_map(|i| ((i % 7) as f64).to_le_bytes())
+        .collect();
+    memory.write(a, &x).expect("A");
+    let (s, info) = (BASE + (m * 8) as u64, BASE + (m * 8 + 32) as u64);
+    let mut state = State::default();
+    let reply = state.call(&mut memory, Call::Create {}).expect("create");
+    let handle = u64::from_le_bytes(reply.out.try_into().expect("id"));
+    let call = Call::Gesvd {
+        handle,
+        dtype: d,
+        jobu: b'N',
+        jobvt: b'N',
+        m: m as i32,
+        n: 1,
+        a,
+        lda: m as i32,
+        s,
+        u: 0,
+        ldu: 1,
+        vt: 0,
+        ldvt: 1,
+        info,
+    };
+    assert_eq!(state.call(&mut memory, call).expect("gesvd").status, 0);
+    let norm = (0..m).map(|i| ((i % 7) as f64).powi(2)).sum::<f64>().sqrt();
+    let got = f64::from_le_bytes(memory.read(s, 8).expect("s").try_into().expect("f64"));
+    assert!((got - norm).abs() < 1e-9 * norm, "{got} vs {norm}");
 }

@@ -1,9 +1,14 @@
 //! The computations, on matrices already read from device memory: plain
 //! code over coordinate lists, in double precision.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::values::Complex;
+use crate::deadline;
+
+/// Entries of A between deadline checks in loops whose work per entry is
+/// bounded by the operands' size (a row of B, a column of C).
+const ENTRIES_PER_CHECK: usize = 256;
 
 /// `cusparseOperation_t`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,7 +128,10 @@ pub fn spmv(a: &Triplets, x: &[Complex], alpha: Complex, beta: Complex, y: &mut 
 /// `c = alpha a b + beta c`; `c` is not read when `beta` is zero.
 pub fn spmm(a: &Triplets, b: &Dense, alpha: Complex, beta: Complex, c: &mut Dense) {
     let mut ab = Dense::zeros(a.rows, b.cols);
-    for &(i, k, v) in &a.entries {
+    for (n, &(i, k, v)) in a.entries.iter().enumerate() {
+        if n % ENTRIES_PER_CHECK == 0 && deadline::passed() {
+            return;
+        }
         for j in 0..b.cols {
             *ab.at_mut(i, j) += v * b.at(k, j);
         }
@@ -149,27 +157,58 @@ pub struct Csr {
     pub values: Vec<Complex>,
 }
 
-/// `alpha a b` in CSR. Its pattern is structural: a product of stored
-/// entries is stored even when it sums to zero, as in cuSPARSE's SpGEMM.
-pub fn spgemm(a: &Triplets, b: &Triplets, alpha: Complex) -> Csr {
-    let mut b_rows: Vec<Vec<(usize, Complex)>> = vec![Vec::new(); b.rows];
-    for &(k, j, v) in &b.entries {
-        b_rows[k].push((j, v));
+/// The entries of `m` by row: (column, value).
+fn rows_of(m: &Triplets) -> Vec<Vec<(usize, Complex)>> {
+    let mut rows = vec![Vec::new(); m.rows];
+    for &(i, j, v) in &m.entries {
+        rows[i].push((j, v));
     }
-    let mut a_rows: Vec<Vec<(usize, Complex)>> = vec![Vec::new(); a.rows];
-    for &(i, k, v) in &a.entries {
-        a_rows[i].push((k, v));
+    rows
+}
+
+/// The number of entries of `a b`'s structural pattern, counted without
+/// forming the product: two vectors of n entries have a product of n²,
+/// which a client could name to exhaust the server's memory. Stops early
+/// (with a count too small) at the deadline.
+pub fn spgemm_nnz(a: &Triplets, b: &Triplets) -> usize {
+    let b_rows = rows_of(b);
+    let mut nnz = 0;
+    let mut columns = BTreeSet::new();
+    for row in rows_of(a) {
+        columns.clear();
+        for (k, _) in row {
+            if deadline::passed() {
+                return nnz;
+            }
+            columns.extend(b_rows[k].iter().map(|&(j, _)| j));
+        }
+        nnz += columns.len();
     }
+    nnz
+}
+
+/// `alpha a b` in CSR, or None if it has more than `max_nnz` entries (the
+/// room the caller has for it). Its pattern is structural: a product of
+/// stored entries is stored even when it sums to zero, as in cuSPARSE's
+/// SpGEMM.
+pub fn spgemm(a: &Triplets, b: &Triplets, alpha: Complex, max_nnz: usize) -> Option<Csr> {
+    let b_rows = rows_of(b);
     let mut c = Csr {
         offsets: vec![0],
         ..Csr::default()
     };
-    for row in &a_rows {
+    for row in rows_of(a) {
         let mut acc: BTreeMap<usize, Complex> = BTreeMap::new();
-        for &(k, av) in row {
+        for (k, av) in row {
+            if deadline::passed() {
+                return Some(c);
+            }
             for &(j, bv) in &b_rows[k] {
                 *acc.entry(j).or_default() += av * bv;
             }
+        }
+        if c.columns.len() + acc.len() > max_nnz {
+            return None;
         }
         for (j, v) in acc {
             c.columns.push(j as i64);
@@ -177,7 +216,7 @@ pub fn spgemm(a: &Triplets, b: &Triplets, alpha: Complex) -> Csr {
         }
         c.offsets.push(c.columns.len() as i64);
     }
-    c
+    Some(c)
 }
 
 /// Solves `a y = alpha x` with the `lower` or upper triangle of the square

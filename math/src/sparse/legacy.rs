@@ -11,7 +11,7 @@ use super::values::{
     read_indices, read_values, write_indices, write_values, Complex, IndexType, ValueType,
 };
 use super::{dim, invalid, row_ranges, scalar, Failure};
-use crate::DeviceMemory;
+use crate::{deadline, DeviceMemory};
 
 /// What an info object (`csrilu02Info_t`, `csric02Info_t`) keeps between
 /// calls: the kind, and the zero pivot its last analysis or factorization
@@ -333,6 +333,9 @@ fn ilu0(a: &Rows, v: &mut [Complex], boost: Option<&Boosted>) -> Option<usize> {
     // Position of each column's entry in the current row (usize::MAX: none).
     let mut at = vec![usize::MAX; a.rows.len()];
     for (i, row) in a.rows.iter().enumerate() {
+        if deadline::passed() {
+            return None;
+        }
         for &(j, k) in row {
             at[j] = k;
         }
@@ -372,6 +375,9 @@ fn ic0(a: &Rows, v: &mut [Complex]) -> Option<usize> {
     let mut pivot = None;
     let mut at = vec![usize::MAX; a.rows.len()];
     for (i, row) in a.rows.iter().enumerate() {
+        if deadline::passed() {
+            return None;
+        }
         let lower: Vec<(usize, usize)> = row.iter().copied().filter(|e| e.0 <= i).collect();
         for &(j, k) in &lower {
             at[j] = k;

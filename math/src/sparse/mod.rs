@@ -134,8 +134,9 @@ impl State {
             }
             Call::SpGemmNnz { handle, a, b } => {
                 self.check(handle)?;
-                let product = spgemm(memory, Scalar::default(), &a, &b, None)?;
-                Ok((product.columns.len() as i64).to_le_bytes().to_vec())
+                let (a, b) = spgemm_operands(memory, &a, &b, false)?;
+                let nnz = kernels::spgemm_nnz(&a, &b);
+                Ok((nnz as i64).to_le_bytes().to_vec())
             }
             Call::SpGemmCopy {
                 handle,
@@ -731,28 +732,23 @@ fn spmm(
     c_dense.write(memory)
 }
 
-/// `alpha a b` of two CSR matrices (the only format cuSPARSE's SpGEMM
-/// takes); `compute_type` reads a device-side alpha.
-fn spgemm(
+/// The two CSR matrices (the only format cuSPARSE's SpGEMM takes) of a
+/// product, read; `values`: with their values, not only their patterns.
+fn spgemm_operands(
     memory: &dyn DeviceMemory,
-    alpha: Scalar,
     a: &SpMat,
     b: &SpMat,
-    compute_type: Option<ValueType>,
-) -> Result<kernels::Csr, Failure> {
+    values: bool,
+) -> Result<(kernels::Triplets, kernels::Triplets), Failure> {
     if a.format != FORMAT_CSR || b.format != FORMAT_CSR {
         return Err(Failure::Status(NOT_SUPPORTED));
     }
-    let a = read_sparse(memory, a, compute_type.is_some())?;
-    let b = read_sparse(memory, b, compute_type.is_some())?;
+    let a = read_sparse(memory, a, values)?;
+    let b = read_sparse(memory, b, values)?;
     if a.cols != b.rows {
         return Err(invalid());
     }
-    let alpha = match compute_type {
-        Some(ty) => scalar(memory, alpha, ty)?,
-        None => Complex::ONE,
-    };
-    Ok(kernels::spgemm(&a, &b, alpha))
+    Ok((a, b))
 }
 
 fn spgemm_copy(
@@ -764,12 +760,16 @@ fn spgemm_copy(
     compute_type: u8,
 ) -> Result<(), Failure> {
     let compute_type = ValueType::from_cuda(compute_type)?;
-    let product = spgemm(memory, alpha, a, b, Some(compute_type))?;
-    if c.format != FORMAT_CSR
-        || c.nnz != product.columns.len() as i64
-        || c.rows != a.rows
-        || c.cols != b.cols
-    {
+    if c.format != FORMAT_CSR || c.rows != a.rows || c.cols != b.cols {
+        return Err(invalid());
+    }
+    let alpha = scalar(memory, alpha, compute_type)?;
+    let (a, b) = spgemm_operands(memory, a, b, true)?;
+    // C's arrays were sized by the nnz phase: a product that does not fit
+    // them is refused before it is formed.
+    let room = usize::try_from(c.nnz).map_err(|_| invalid())?;
+    let product = kernels::spgemm(&a, &b, alpha, room).ok_or_else(invalid)?;
+    if product.columns.len() != room {
         return Err(invalid());
     }
     let base = i64::from(c.base);

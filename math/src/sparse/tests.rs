@@ -853,3 +853,47 @@ fn info_objects_are_checked() {
         INVALID_VALUE
     );
 }
+
+#[test]
+fn an_outer_product_is_counted_without_being_formed() {
+    // A column times a row: n² entries from 2n. The product is counted row
+    // by row and formed only into the room C was given.
+    let n = 1024;
+    let column: Vec<Vec<f64>> = (0..n).map(|i| vec![i as f64 + 1.0]).collect();
+    let row = vec![(0..n).map(|j| j as f64 + 1.0).collect::<Vec<_>>()];
+    let mut memory = Memory::default();
+    let mut state = State::default();
+    let handle = new_handle(&mut state, &mut memory);
+    let (sa, sb) = (csr(&mut memory, &column, 0), csr(&mut memory, &row, 0));
+    let count = Call::SpGemmNnz {
+        handle,
+        a: sa,
+        b: sb,
+    };
+    let reply = state.call(&mut memory, count.clone()).expect("nnz");
+    let nnz = i64::from_le_bytes(reply.out.try_into().expect("i64"));
+    assert_eq!(nnz, (n * n) as i64);
+    // C sized for 7 entries: refused at the first row that does not fit.
+    let c = SpMat {
+        nnz: 7,
+        rows: n as i64,
+        cols: n as i64,
+        offsets: memory.alloc(vec![0; (n + 1) * 4]),
+        indices: memory.alloc(vec![0; 7 * 4]),
+        values: memory.alloc(vec![0; 7 * 8]),
+        ..sa
+    };
+    let copy = Call::SpGemmCopy {
+        handle,
+        alpha: host(1.0),
+        a: sa,
+        b: sb,
+        c,
+        compute_type: R64F,
+    };
+    assert_eq!(status(&mut state, &mut memory, copy), INVALID_VALUE);
+    // And counting stops at the deadline.
+    let past = Some(std::time::Instant::now());
+    let cut = crate::deadline::within(past, || state.call(&mut memory, count));
+    assert!(matches!(cut, Err(crate::deadline::Expired)));
+}

@@ -164,9 +164,8 @@ impl rcud_math::DeviceMemory for MathMemory<'_> {
             .map_err(|_| rcud_math::Fault { ptr, len })
     }
 
-    fn expired(&self) -> bool {
+    fn deadline(&self) -> Option<std::time::Instant> {
         self.deadline
-            .is_some_and(|d| std::time::Instant::now() >= d)
     }
 }
 

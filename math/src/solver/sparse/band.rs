@@ -3,6 +3,7 @@
 use num_complex::Complex64 as C;
 
 use super::{Csr, SpError, MAX_BAND_ELEMENTS};
+use crate::deadline;
 
 const ZERO: C = C::new(0.0, 0.0);
 
@@ -202,6 +203,9 @@ impl Factor {
         let n = b.rows;
         let kl = b.lo;
         for k in 0..n {
+            if deadline::passed() {
+                return;
+            }
             let last = (k + kl + 1).min(n);
             let (mut p, mut best) = (k, b.get(k, k).norm());
             for i in k + 1..last {
@@ -245,6 +249,9 @@ impl Factor {
         let w = b.width();
         let lo = b.lo;
         for j in 0..n {
+            if deadline::passed() {
+                return;
+            }
             // Row j of L left of the diagonal: columns j - lo .. j.
             let start = j.saturating_sub(lo);
             let row_j = j * w + (start + lo - j);
@@ -275,6 +282,9 @@ impl Factor {
         let (m, n) = (b.rows, b.cols);
         let kl = b.lo;
         for k in 0..n {
+            if deadline::passed() {
+                return;
+            }
             let last = (k + kl + 1).min(m);
             let alpha = b.get(k, k);
             let xnorm = (k + 1..last)
