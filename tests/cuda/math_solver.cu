@@ -147,6 +147,17 @@ template <typename T> struct Sol;
                                                int *inf, gesvdjInfo_t p, int batch) {                               \
             return cusolverDn##P##gesvdjBatched(h, j, m, n, a, lda, s, u, ldu, v, ldv, work, lw, inf, p, batch);    \
         }                                                                                                           \
+        static cusolverStatus_t gesvda_bs(cusolverDnHandle_t h, int rank, int m, int n, T *a, long long sa, R *s,   \
+                                          long long ss, T *u, long long su, T *v, long long sv, int *lw, int b) {   \
+            return cusolverDn##P##gesvdaStridedBatched_bufferSize(h, CUSOLVER_EIG_MODE_VECTOR, rank, m, n, a, m,    \
+                                                                  sa, s, ss, u, m, su, v, n, sv, lw, b);            \
+        }                                                                                                           \
+        static cusolverStatus_t gesvda(cusolverDnHandle_t h, int rank, int m, int n, T *a, long long sa, R *s,      \
+                                       long long ss, T *u, long long su, T *v, long long sv, T *work, int lw,       \
+                                       int *inf, double *rnrm, int b) {                                             \
+            return cusolverDn##P##gesvdaStridedBatched(h, CUSOLVER_EIG_MODE_VECTOR, rank, m, n, a, m, sa, s, ss, u, \
+                                                       m, su, v, n, sv, work, lw, inf, rnrm, b);                    \
+        }                                                                                                           \
     };
 SOLVER_TYPE(float, float, S, ormqr, orgqr, syevd, syevj, false, 1e-6)
 SOLVER_TYPE(double, double, D, ormqr, orgqr, syevd, syevj, false, 1e-15)
@@ -635,6 +646,65 @@ template <typename T> void test_gesvdj(cusolverDnHandle_t h, int *info) {
     CHECK(cudaFree(work));
 }
 
+// gesvdaStridedBatched: the leading `rank` singular triplets of tall
+// matrices with strides of their own, and ||A - U S Vᴴ||_F on the host.
+template <typename T> void test_gesvda(cusolverDnHandle_t h) {
+    typedef typename Sol<T>::Real R;
+    const int m = 7, n = 4, rank = 3, batch = 3;
+    const long long sa = m * n + 3, ss = rank + 1, su = m * rank, sv = n * rank;
+    Mat all = random_mat<T>((int)sa, batch);  // column b holds matrix b
+    T *da = upload<T>(all), *u = workspace<T>((int)su * batch), *v = workspace<T>((int)sv * batch);
+    R *s;
+    int *infos, lwork = 0;
+    CHECK(cudaMalloc(&s, ss * batch * sizeof(R)));
+    CHECK(cudaMalloc(&infos, batch * sizeof(int)));
+    SOLVER(Sol<T>::gesvda_bs(h, rank, m, n, da, sa, s, ss, u, su, v, sv, &lwork, batch));
+    T *work = workspace<T>(lwork);
+    double rnrm[batch];
+    SOLVER(Sol<T>::gesvda(h, rank, m, n, da, sa, s, ss, u, su, v, sv, work, lwork, infos, rnrm, batch));
+    std::vector<int> h_info(batch);
+    CHECK(cudaMemcpy(h_info.data(), infos, batch * sizeof(int), cudaMemcpyDeviceToHost));
+    std::vector<double> sigma = download_reals<R>(s, (int)ss * batch);
+    Mat uu = download<T>(u, m, rank * batch, m), vv = download<T>(v, n, rank * batch, n);
+    for (int b = 0; b < batch; b++) {
+        Mat ab(m, n), ub(m, rank), vb(n, rank);
+        for (int j = 0; j < n; j++)
+            for (int i = 0; i < m; i++) ab(i, j) = all(j * m + i, b);
+        for (int j = 0; j < rank; j++) {
+            for (int i = 0; i < m; i++) ub(i, j) = uu(i, b * rank + j);
+            for (int i = 0; i < n; i++) vb(i, j) = vv(i, b * rank + j);
+        }
+        const double *sb = &sigma[b * ss];
+        EXPECT(h_info[b] == 0, "%s gesvda info %d", Sol<T>::name(), h_info[b]);
+        EXPECT(sb[0] >= sb[1] && sb[1] >= sb[2] && sb[2] > 0, "%s gesvda order", Sol<T>::name());
+        // U S Vᴴ of rank 3 leaves out the 4th singular value: the residual
+        // the host got is that value, and what U and V give agrees.
+        Mat us(m, rank);
+        for (int j = 0; j < rank; j++)
+            for (int i = 0; i < m; i++) us(i, j) = ub(i, j) * sb[j];
+        double r = diff(mul(us, adjoint(vb)), ab);
+        EXPECT(fabs(r - rnrm[b]) < tol<T>(m + n) * norm(ab), "%s gesvda residual %g, host %g", Sol<T>::name(), r,
+               rnrm[b]);
+        Mat utu = mul(adjoint(ub), ub);
+        for (int j = 0; j < rank; j++) utu(j, j) -= 1.0;
+        EXPECT(norm(utu) < tol<T>(m), "%s gesvda U not orthonormal", Sol<T>::name());
+    }
+    // rank above n, a stride shorter than one matrix, a wide matrix.
+    EXPECT_STATUS(Sol<T>::gesvda(h, n + 1, m, n, da, sa, s, ss, u, su, v, sv, work, lwork, infos, rnrm, batch),
+                  CUSOLVER_STATUS_INVALID_VALUE);
+    EXPECT_STATUS(Sol<T>::gesvda(h, rank, m, n, da, m, s, ss, u, su, v, sv, work, lwork, infos, rnrm, batch),
+                  CUSOLVER_STATUS_INVALID_VALUE);
+    EXPECT_STATUS(Sol<T>::gesvda(h, 2, 2, 3, da, sa, s, ss, u, su, v, sv, work, lwork, infos, rnrm, 1),
+                  CUSOLVER_STATUS_INVALID_VALUE);
+    printf("%s gesvdaStridedBatched: ok\n", Sol<T>::name());
+    CHECK(cudaFree(da));
+    CHECK(cudaFree(u));
+    CHECK(cudaFree(v));
+    CHECK(cudaFree(s));
+    CHECK(cudaFree(infos));
+    CHECK(cudaFree(work));
+}
+
 // cusolverDnXgeev (the 64-bit API's general eigensolver): left and right
 // eigenvectors of a non-symmetric matrix. A real matrix's vectors come in
 // LAPACK's real storage: a conjugate pair's columns j, j+1 hold the real and
@@ -748,6 +818,7 @@ template <typename T> void test_type(cusolverDnHandle_t h, int *info) {
     test_cholesky_batched<T>(h);
     test_syevj_batched<T>(h);
     test_gesvdj<T>(h, info);
+    test_gesvda<T>(h);
     test_geev<T>(h, info);
 }
 

@@ -10,10 +10,11 @@
 //! eigenvalues are always sorted, which cuSOLVER allows whatever `sort`
 //! says.
 
+use num_complex::Complex64 as C;
 use rcud_proto::math::solver::{element_size, real_size, Call};
 
 use super::dense::{self, Mat};
-use super::{size, uplo, write_ints, write_reals, Place};
+use super::{decode, encode, size, uplo, write_ints, write_reals, Place};
 use crate::{DeviceMemory, MathError};
 
 /// Runs one of the calls of this module (already checked by
@@ -301,6 +302,91 @@ fn gesvdj(
         infos.push(0);
     }
     Ok(write_ints(memory, info, &infos)?)
+}
+
+/// `gesvdaStridedBatched`: the `rank` largest singular triplets of each
+/// tall matrix, by the same one-sided Jacobi SVD (exact to working
+/// precision, where cuSOLVER's is approximate). Answers each matrix's
+/// ‖A − U S Vᴴ‖_F, computed from the factors as stored (in single
+/// precision for S and C), for the host.
+pub(super) fn gesvda(memory: &mut dyn DeviceMemory, call: &Call) -> Result<Vec<u8>, MathError> {
+    let Call::Gesvda {
+        dtype,
+        jobz,
+        rank,
+        m,
+        n,
+        a,
+        lda,
+        stride_a,
+        s,
+        stride_s,
+        u,
+        ldu,
+        stride_u,
+        v,
+        ldv,
+        stride_v,
+        info,
+        batch,
+        ..
+    } = *call
+    else {
+        return Ok(Vec::new());
+    };
+    let (rank, m, n, batch) = (size(rank), size(m), size(n), size(batch));
+    let es = element_size(dtype).unwrap_or(8);
+    let real = real_size(dtype).unwrap_or(8);
+    // Strides were checked non-negative and within the device ranges.
+    let at = |ptr: u64, stride: i64, i: usize, each: u64| {
+        ptr + (i as u64) * (stride.max(0) as u64) * each
+    };
+    let stored = |z: C| {
+        let mut bytes = Vec::with_capacity(16);
+        encode(dtype, z, &mut bytes);
+        decode(dtype, &bytes)
+    };
+    let mut infos = Vec::with_capacity(batch);
+    let mut residuals = Vec::with_capacity(batch * 8);
+    for i in 0..batch {
+        check_time(memory)?;
+        let mat = Place::new(at(a, stride_a, i, es), lda, dtype).read(memory, m, n)?;
+        let Some(svd) = dense::gesvd(&mat, rank) else {
+            infos.push(n as i32 + 1);
+            residuals.extend_from_slice(&f64::NAN.to_le_bytes());
+            continue;
+        };
+        let values: Vec<f64> = svd.s[..rank]
+            .iter()
+            .map(|&x| stored(C::new(x, 0.0)).re)
+            .collect();
+        write_reals(memory, at(s, stride_s, i, real), dtype, &values)?;
+        let mut left = svd.u;
+        left.data.iter_mut().for_each(|z| *z = stored(*z));
+        let mut right = Mat::zeros(n, rank);
+        for k in 0..rank {
+            for r in 0..n {
+                right[(r, k)] = stored(svd.vt[(k, r)].conj());
+            }
+        }
+        if jobz == 1 {
+            Place::new(at(u, stride_u, i, es), ldu, dtype).write(memory, &left, rank)?;
+            Place::new(at(v, stride_v, i, es), ldv, dtype).write(memory, &right, rank)?;
+        }
+        let mut residual = 0.0;
+        for c in 0..n {
+            for r in 0..m {
+                let approx: C = (0..rank)
+                    .map(|k| left[(r, k)] * values[k] * right[(c, k)].conj())
+                    .sum();
+                residual += (mat[(r, c)] - approx).norm_sqr();
+            }
+        }
+        residuals.extend_from_slice(&residual.sqrt().to_le_bytes());
+        infos.push(0);
+    }
+    write_ints(memory, info, &infos)?;
+    Ok(residuals)
 }
 
 #[cfg(test)]

@@ -66,6 +66,7 @@ impl State {
                 self.handles.remove(&handle);
                 Ok(Reply::ok(Vec::new()))
             }
+            call @ Call::Gesvda { .. } => Ok(Reply::ok(batched::gesvda(memory, &call)?)),
             call => {
                 if let Some(reply) = sp::run(&mut self.sp_infos, memory, &call) {
                     return reply;
@@ -267,6 +268,7 @@ fn run(memory: &mut dyn DeviceMemory, call: Call) -> Result<(), Fault> {
         | Call::PotrsBatched { .. }
         | Call::Syevj { .. }
         | Call::Gesvdj { .. }
+        | Call::Gesvda { .. }
         | Call::SpLsv { .. }
         | Call::SpAnalysis { .. }
         | Call::SpBufferInfo { .. }

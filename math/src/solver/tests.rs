@@ -1442,3 +1442,122 @@ fn a_tall_svd_without_u_never_forms_the_square_u() {
     let got = f64::from_le_bytes(memory.read(s, 8).expect("s").try_into().expect("f64"));
     assert!((got - norm).abs() < 1e-9 * norm, "{got} vs {norm}");
 }
+
+#[test]
+fn gesvda_gives_the_leading_triplets_of_each_matrix_and_the_residual() {
+    let (m, n, rank, batch) = (9usize, 4usize, 3usize, 2usize);
+    for dtype in 0..4u8 {
+        let mut f = Fixture::new();
+        // Two matrices 40 rows apart in one slot (stride > lda * n).
+        let stride_a = (m * n + 5) as i64;
+        let mats: Vec<Mat> = (0..batch)
+            .map(|i| rounded(&sample(m, n, dtype, 70 + i as u64), dtype))
+            .collect();
+        let es = element_size(dtype).expect("dtype");
+        for (i, a) in mats.iter().enumerate() {
+            Place::new(at(0) + i as u64 * stride_a as u64 * es, m as i32, dtype)
+                .write(&mut f.memory, a, n)
+                .expect("A");
+        }
+        let call = Call::Gesvda {
+            handle: f.handle,
+            dtype,
+            jobz: 1,
+            rank: rank as i32,
+            m: m as i32,
+            n: n as i32,
+            a: at(0),
+            lda: m as i32,
+            stride_a,
+            s: at(1),
+            stride_s: rank as i64,
+            u: at(2),
+            ldu: m as i32,
+            stride_u: (m * rank) as i64,
+            v: at(3),
+            ldv: n as i32,
+            stride_v: (n * rank) as i64,
+            info: at(15),
+            batch: batch as i32,
+        };
+        let reply = f.state.call(&mut f.memory, call.clone()).expect("gesvda");
+        assert_eq!(reply.status, 0, "dtype {dtype}");
+        let residuals: Vec<f64> = reply
+            .out
+            .chunks_exact(8)
+            .map(|c| f64::from_le_bytes(c.try_into().expect("f64")))
+            .collect();
+        assert_eq!(residuals.len(), batch);
+        let all_s = f.reals(1, dtype, rank * batch);
+        for (i, a) in mats.iter().enumerate() {
+            let full = dense::gesvd(a, 0).expect("svd").s;
+            let s = &all_s[i * rank..(i + 1) * rank];
+            for k in 0..rank {
+                assert!(
+                    (s[k] - full[k]).abs() < 10.0 * tol(dtype),
+                    "dtype {dtype} σ{k}"
+                );
+            }
+            // What the rank-3 approximation leaves out is the 4th value.
+            assert!(
+                (residuals[i] - full[rank]).abs() < 100.0 * tol(dtype),
+                "dtype {dtype}: residual {} vs σ4 {}",
+                residuals[i],
+                full[rank]
+            );
+            let es = es as usize;
+            let u = Place::new(at(2) + (i * m * rank * es) as u64, m as i32, dtype)
+                .read(&f.memory, m, rank)
+                .expect("U");
+            let v = Place::new(at(3) + (i * n * rank * es) as u64, n as i32, dtype)
+                .read(&f.memory, n, rank)
+                .expect("V");
+            // A V = U S, column by column.
+            let av = mul(a, &v);
+            for k in 0..rank {
+                for r in 0..m {
+                    assert!(
+                        (av[(r, k)] - u[(r, k)] * s[k]).norm() < 100.0 * tol(dtype),
+                        "dtype {dtype}: (AV)[{r},{k}]"
+                    );
+                }
+            }
+        }
+        assert_eq!(f.info(), 0);
+        // cuSOLVER's argument rules.
+        let bad = |change: fn(&mut Call)| {
+            let mut c = call.clone();
+            change(&mut c);
+            c
+        };
+        for wrong in [
+            bad(|c| {
+                if let Call::Gesvda { rank, .. } = c {
+                    *rank = 0;
+                }
+            }),
+            bad(|c| {
+                if let Call::Gesvda { rank, .. } = c {
+                    *rank = 5;
+                }
+            }),
+            bad(|c| {
+                if let Call::Gesvda { m, .. } = c {
+                    *m = 3;
+                }
+            }),
+            bad(|c| {
+                if let Call::Gesvda { stride_a, .. } = c {
+                    *stride_a = 20;
+                }
+            }),
+            bad(|c| {
+                if let Call::Gesvda { jobz, .. } = c {
+                    *jobz = 2;
+                }
+            }),
+        ] {
+            assert_eq!(f.call(wrong), INVALID_VALUE, "dtype {dtype}");
+        }
+    }
+}

@@ -88,6 +88,13 @@ crate::wire_enum! {
         23 SpSolve { handle: u64, info: u64, dtype: u8, m: i32, n: i32, b: u64, x: u64 },
         /// `cusolverSpDestroyCsr{chol,qr}Info`: forgets `info`.
         24 SpInfoDestroy { info: u64 },
+        /// `cusolverDn?gesvdaStridedBatched`: the `rank` largest singular
+        /// values (and with `jobz` 1 their left and right vectors: U m×rank,
+        /// V itself n×rank) of `batch` m×n matrices (m ≥ n), each operand
+        /// its own stride (elements) apart; one `info` per matrix. Answers
+        /// ‖A − U S Vᴴ‖_F of each matrix (`batch` f64), which cuSOLVER
+        /// writes to the host.
+        40 Gesvda { handle: u64, dtype: u8, jobz: i32, rank: i32, m: i32, n: i32, a: u64, lda: i32, stride_a: i64, s: u64, stride_s: i64, u: u64, ldu: i32, stride_u: i64, v: u64, ldv: i32, stride_v: i64, info: u64, batch: i32 },
     }
 }
 
@@ -188,6 +195,35 @@ fn strided(
         .ok_or(InvalidValue(what))?;
     let bytes = stride
         .checked_mul(batch - 1)
+        .and_then(|b| b.checked_add(one))
+        .ok_or(InvalidValue(what))?;
+    Ok((ptr, bytes))
+}
+
+/// `batch` rows×cols matrices `stride` elements apart (at least one
+/// matrix's `ld * cols`), as one range.
+#[allow(clippy::too_many_arguments)]
+fn with_stride(
+    ptr: u64,
+    rows: u64,
+    cols: u64,
+    ld: i32,
+    stride: i64,
+    size: u64,
+    batch: u64,
+    what: &'static str,
+) -> Result<Range, InvalidValue> {
+    let (_, one) = matrix(ptr, rows, cols, ld, size, what)?;
+    let stride = u64::try_from(stride).map_err(|_| InvalidValue(what))?;
+    if stride < dim(ld, what)?.saturating_mul(cols) {
+        return Err(InvalidValue(what));
+    }
+    if batch == 0 || one == 0 {
+        return Ok((ptr, 0));
+    }
+    let bytes = stride
+        .checked_mul(size)
+        .and_then(|b| b.checked_mul(batch - 1))
         .and_then(|b| b.checked_add(one))
         .ok_or(InvalidValue(what))?;
     Ok((ptr, bytes))
@@ -666,6 +702,58 @@ impl Call {
                 }
                 ranges
             }
+            Call::Gesvda {
+                dtype,
+                jobz,
+                rank,
+                m,
+                n,
+                a,
+                lda,
+                stride_a,
+                s,
+                stride_s,
+                u,
+                ldu,
+                stride_u,
+                v,
+                ldv,
+                stride_v,
+                info,
+                batch,
+                ..
+            } => {
+                if jobz != 0 && jobz != 1 {
+                    return Err(InvalidValue("jobz"));
+                }
+                let (m, n, batch, size) = (
+                    dim(m, "m")?,
+                    dim(n, "n")?,
+                    dim(batch, "batchSize")?,
+                    size(dtype)?,
+                );
+                // cuSOLVER's gesvda takes tall matrices and 1 ≤ rank ≤ n.
+                if m < n {
+                    return Err(InvalidValue("m < n"));
+                }
+                let (k, rank) = (rank, dim(rank, "rank")?);
+                if rank == 0 || rank > n {
+                    return Err(InvalidValue("rank"));
+                }
+                let real = real_size(dtype).ok_or(InvalidValue("data type"))?;
+                let mut ranges = vec![
+                    with_stride(a, m, n, lda, stride_a, size, batch, "lda/strideA")?,
+                    with_stride(s, rank, 1, k, stride_s, real, batch, "strideS")?,
+                    array(info, batch, 4, "info")?,
+                ];
+                // Checked whatever jobz says, as cuSOLVER does.
+                let u_range = with_stride(u, m, rank, ldu, stride_u, size, batch, "ldu/strideU")?;
+                let v_range = with_stride(v, n, rank, ldv, stride_v, size, batch, "ldv/strideV")?;
+                if jobz == 1 {
+                    ranges.extend([u_range, v_range]);
+                }
+                ranges
+            }
             Call::Gesvd {
                 dtype,
                 jobu,
@@ -731,7 +819,8 @@ impl Call {
             | Call::PotrsBatched { handle, .. }
             | Call::Syevj { handle, .. }
             | Call::Gesvdj { handle, .. }
-            | Call::Geev { handle, .. } => Some(handle),
+            | Call::Geev { handle, .. }
+            | Call::Gesvda { handle, .. } => Some(handle),
             Call::SpLsv { handle, .. }
             | Call::SpAnalysis { handle, .. }
             | Call::SpBufferInfo { handle, .. }

@@ -1,6 +1,7 @@
 //! The exported batched and Jacobi routines: `potrfBatched` and
 //! `potrsBatched`, `syevj`/`heevj` and `gesvdj` with their `*Batched` forms,
-//! and the `syevjInfo_t` / `gesvdjInfo_t` settings objects.
+//! `gesvdaStridedBatched`, and the `syevjInfo_t` / `gesvdjInfo_t` settings
+//! objects.
 //!
 //! A settings object is the application's: it lives here, and its values
 //! travel with each call that names it.
@@ -14,7 +15,10 @@ use std::sync::Mutex;
 
 use rcud_proto::math::solver::Call;
 
-use super::{answer, buffer_size, lwork, submit, Handle, Workspace, INTERNAL_ERROR, INVALID_VALUE};
+use super::{
+    answer, buffer_size, lwork, run_now, submit, Handle, Workspace, INTERNAL_ERROR, INVALID_VALUE,
+    SUCCESS,
+};
 use crate::ffi::write_out;
 use crate::math::guard;
 
@@ -636,4 +640,154 @@ jacobi_routines! {
     fn cusolverDnZheevjBatched / cusolverDnZheevjBatched_bufferSize (syevj batched);
     fn cusolverDnZgesvdj / cusolverDnZgesvdj_bufferSize (gesvdj);
     fn cusolverDnZgesvdjBatched / cusolverDnZgesvdjBatched_bufferSize (gesvdj batched);
+}
+
+/// A `gesvdaStridedBatched` call's operands: each matrix with its leading
+/// dimension and its stride (elements) to the next one.
+struct StridedSvd {
+    a: (Dev, c_int, i64),
+    s: (Dev, i64),
+    u: (Dev, c_int, i64),
+    v: (Dev, c_int, i64),
+}
+
+fn gesvda_call(
+    handle: u64,
+    dtype: u8,
+    (jobz, rank, m, n): (c_int, c_int, c_int, c_int),
+    ops: &StridedSvd,
+    info: u64,
+    batch: c_int,
+) -> Call {
+    Call::Gesvda {
+        handle,
+        dtype,
+        jobz,
+        rank,
+        m,
+        n,
+        a: ops.a.0 as u64,
+        lda: ops.a.1,
+        stride_a: ops.a.2,
+        s: ops.s.0 as u64,
+        stride_s: ops.s.1,
+        u: ops.u.0 as u64,
+        ldu: ops.u.1,
+        stride_u: ops.u.2,
+        v: ops.v.0 as u64,
+        ldv: ops.v.1,
+        stride_v: ops.v.2,
+        info,
+        batch,
+    }
+}
+
+/// One element type's `gesvdaStridedBatched` and its size query. The call
+/// waits for the device, as cuSOLVER's does when it writes `h_R_nrmF`.
+macro_rules! gesvda_routines {
+    ($( fn $solve:ident / $size:ident (dtype $dtype:literal); )*) => {$(
+        #[no_mangle]
+        pub extern "C" fn $size(
+            handle: Handle,
+            jobz: c_int,
+            rank: c_int,
+            m: c_int,
+            n: c_int,
+            a: Dev,
+            lda: c_int,
+            stride_a: i64,
+            s: Dev,
+            stride_s: i64,
+            u: Dev,
+            ldu: c_int,
+            stride_u: i64,
+            v: Dev,
+            ldv: c_int,
+            stride_v: i64,
+            lwork: *mut c_int,
+            batch: c_int,
+        ) -> c_int {
+            guard(INTERNAL_ERROR, || {
+                let ops = StridedSvd {
+                    a: (a, lda, stride_a),
+                    s: (s, stride_s),
+                    u: (u, ldu, stride_u),
+                    v: (v, ldv, stride_v),
+                };
+                let probe = |h| gesvda_call(h, $dtype, (jobz, rank, m, n), &ops, 0, batch);
+                answer(lwork, buffer_size(handle, probe, times(lwork::gesvd(m, n), batch)))
+            })
+        }
+
+        #[no_mangle]
+        pub extern "C" fn $solve(
+            handle: Handle,
+            jobz: c_int,
+            rank: c_int,
+            m: c_int,
+            n: c_int,
+            a: Dev,
+            lda: c_int,
+            stride_a: i64,
+            s: Dev,
+            stride_s: i64,
+            u: Dev,
+            ldu: c_int,
+            stride_u: i64,
+            v: Dev,
+            ldv: c_int,
+            stride_v: i64,
+            work: Dev,
+            lwork: c_int,
+            info: *mut c_int,
+            h_r_nrm_f: *mut f64,
+            batch: c_int,
+        ) -> c_int {
+            guard(INTERNAL_ERROR, || {
+                let ops = StridedSvd {
+                    a: (a, lda, stride_a),
+                    s: (s, stride_s),
+                    u: (u, ldu, stride_u),
+                    v: (v, ldv, stride_v),
+                };
+                let ws = Workspace {
+                    ptr: work as u64,
+                    lwork: i64::from(lwork),
+                    needed: times(lwork::gesvd(m, n), batch),
+                    dtype: $dtype,
+                };
+                let build = |h| {
+                    gesvda_call(h, $dtype, (jobz, rank, m, n), &ops, info as u64, batch)
+                };
+                match run_now(handle, Some(ws), build) {
+                    Ok(residuals) => {
+                        write_residuals(h_r_nrm_f, &residuals);
+                        SUCCESS
+                    }
+                    Err(status) => status,
+                }
+            })
+        }
+    )*};
+}
+
+/// Writes the residual norms the server answered to the application's
+/// host array, if it passed one.
+fn write_residuals(out: *mut f64, bytes: &[u8]) {
+    if out.is_null() {
+        return;
+    }
+    for (i, chunk) in bytes.chunks_exact(8).enumerate() {
+        let value = f64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+        // The array holds batchSize doubles, one per matrix, as cuSOLVER's
+        // contract says; the server answers exactly that many.
+        let _ = write_out(out.wrapping_add(i), value);
+    }
+}
+
+gesvda_routines! {
+    fn cusolverDnSgesvdaStridedBatched / cusolverDnSgesvdaStridedBatched_bufferSize (dtype 0);
+    fn cusolverDnDgesvdaStridedBatched / cusolverDnDgesvdaStridedBatched_bufferSize (dtype 1);
+    fn cusolverDnCgesvdaStridedBatched / cusolverDnCgesvdaStridedBatched_bufferSize (dtype 2);
+    fn cusolverDnZgesvdaStridedBatched / cusolverDnZgesvdaStridedBatched_bufferSize (dtype 3);
 }

@@ -120,15 +120,48 @@ pub(crate) fn submit(
     workspace: Option<Workspace>,
     build: impl FnOnce(u64) -> Call,
 ) -> c_int {
+    let (stream, call) = match checked(handle, workspace, build) {
+        Ok(checked) => checked,
+        Err(status) => return status,
+    };
+    match super::enqueue(stream, Library::Solver, &call) {
+        Ok(()) => SUCCESS,
+        Err(_) => EXECUTION_FAILED,
+    }
+}
+
+/// Checks `call` as [`submit`] does, runs it after the work queued on the
+/// handle's stream and waits: its output bytes, for a routine that writes
+/// host memory.
+pub(crate) fn run_now(
+    handle: Handle,
+    workspace: Option<Workspace>,
+    build: impl FnOnce(u64) -> Call,
+) -> Result<Vec<u8>, c_int> {
+    let (stream, call) = checked(handle, workspace, build)?;
+    match super::call(stream, Library::Solver, &call) {
+        Ok(reply) if reply.status == SUCCESS => Ok(reply.out),
+        Ok(reply) => Err(reply.status),
+        Err(_) => Err(EXECUTION_FAILED),
+    }
+}
+
+/// The handle's stream and `call` (built with the handle's id), once its
+/// arguments, its workspace and its device ranges passed cuSOLVER's checks.
+fn checked(
+    handle: Handle,
+    workspace: Option<Workspace>,
+    build: impl FnOnce(u64) -> Call,
+) -> Result<(u64, Call), c_int> {
     let Some(stream) = handle_stream(handle) else {
-        return NOT_INITIALIZED;
+        return Err(NOT_INITIALIZED);
     };
     let call = build(handle as u64);
     let ranges = match call.device_ranges() {
         Ok(ranges) => ranges,
         Err(invalid) => {
             tracing::debug!(target: "rcud::cusolver", "{invalid}");
-            return INVALID_VALUE;
+            return Err(INVALID_VALUE);
         }
     };
     if let Some(ws) = workspace {
@@ -141,7 +174,7 @@ pub(crate) fn submit(
                 ws.lwork,
                 ws.needed
             );
-            return INVALID_VALUE;
+            return Err(INVALID_VALUE);
         }
     }
     if let Some(&(ptr, len)) = ranges
@@ -152,12 +185,9 @@ pub(crate) fn submit(
             target: "rcud::cusolver",
             "device range {ptr:#x}+{len} is outside the application's allocations"
         );
-        return INVALID_VALUE;
+        return Err(INVALID_VALUE);
     }
-    match super::enqueue(stream, Library::Solver, &call) {
-        Ok(()) => SUCCESS,
-        Err(_) => EXECUTION_FAILED,
-    }
+    Ok((stream, call))
 }
 
 /// Checks a `*_bufferSize` query's handle and arguments (as the call they

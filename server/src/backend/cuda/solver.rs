@@ -66,6 +66,7 @@ fn dense(call: &Call) -> Option<(Precision, Dense)> {
         | Call::PotrsBatched { .. }
         | Call::Syevj { .. }
         | Call::Gesvdj { .. }
+        | Call::Gesvda { .. }
         | Call::SpLsv { .. }
         | Call::SpAnalysis { .. }
         | Call::SpBufferInfo { .. }
@@ -369,6 +370,7 @@ impl CudaDeviceContext {
                 | Call::PotrsBatched { .. }
                 | Call::Syevj { .. }
                 | Call::Gesvdj { .. }
+                | Call::Gesvda { .. }
         ) {
             tracing::info!(
                 "cuSOLVER's batched and Jacobi routines are not forwarded to the GPU yet"
