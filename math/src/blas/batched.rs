@@ -98,7 +98,10 @@ pub(crate) struct GemvBatched {
 
 /// The address of item `i` of a strided batch of `size`-byte elements.
 fn strided_at(o: Operand, i: usize, size: u64) -> Result<u64, Failure> {
-    let offset = i128::from(o.stride) * i as i128 * i128::from(size);
+    let offset = i128::from(o.stride)
+        .checked_mul(i as i128)
+        .and_then(|e| e.checked_mul(i128::from(size)))
+        .ok_or(Failure::Status(INVALID_VALUE))?;
     u64::try_from(i128::from(o.ptr) + offset).map_err(|_| Failure::Status(INVALID_VALUE))
 }
 
@@ -130,21 +133,29 @@ pub(crate) fn gemv_batched<T: Elem>(
     }
     let size = |dt: u8| dtype::size(dt).ok_or(Failure::Status(NOT_SUPPORTED));
     let (in_size, y_size) = (size(in_dt)?, size(y_dt)?);
-    let (a, x, y) = if g.pointer_arrays {
-        (
+    // Pointer arrays are read whole (their range bounds the batch); a
+    // strided batch's addresses are computed item by item, so that a huge
+    // count costs no memory and stops at the time limit.
+    let arrays = if g.pointer_arrays {
+        Some((
             pointers(memory, g.a.ptr, batch)?,
             pointers(memory, g.x.ptr, batch)?,
             pointers(memory, g.y.ptr, batch)?,
-        )
+        ))
     } else {
-        let each = |o: Operand, size: u64| -> Result<Vec<u64>, Failure> {
-            (0..batch).map(|i| strided_at(o, i, size)).collect()
-        };
-        (each(g.a, in_size)?, each(g.x, in_size)?, each(g.y, y_size)?)
+        None
     };
     for i in 0..batch {
         expired(memory)?;
-        one(memory, a[i], x[i], y[i], g.m, g.n)?;
+        let (a, x, y) = match &arrays {
+            Some((a, x, y)) => (a[i], x[i], y[i]),
+            None => (
+                strided_at(g.a, i, in_size)?,
+                strided_at(g.x, i, in_size)?,
+                strided_at(g.y, i, y_size)?,
+            ),
+        };
+        one(memory, a, x, y, g.m, g.n)?;
     }
     Ok(Vec::new())
 }

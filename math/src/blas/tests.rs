@@ -1083,6 +1083,35 @@ fn a_huge_batch_of_one_matrix_stops_at_the_time_limit() {
     ));
 }
 
+#[test]
+fn a_huge_strided_gemv_batch_stops_at_the_time_limit() {
+    let mut memory = Memory::default();
+    let mut state = State::default();
+    let handle = new_handle(&mut state, &mut memory);
+    let a = memory.put(dtype::R32F, &values(16, 1, false));
+    let y = memory.put(dtype::R32F, &values(4, 2, false));
+    memory.reads_until_expired = Some(std::cell::Cell::new(1000));
+    let at = |ptr, ld| Operand { ptr, ld, stride: 0 };
+    let call = Call::GemvBatched {
+        handle,
+        types: [dtype::R32F; 3],
+        trans: 0,
+        m: 4,
+        n: 4,
+        alpha: host(Z::new(1.0, 0.0)),
+        a: at(a, 4),
+        x: at(a, 1),
+        beta: host(Z::new(1.0, 0.0)),
+        y: at(y, 1),
+        batch: i64::MAX,
+        pointer_arrays: false,
+    };
+    assert!(matches!(
+        state.call(&mut memory, call),
+        Err(MathError::Timeout)
+    ));
+}
+
 /// A device array of pointers to `batch` matrices of `each` elements each,
 /// back to back from `base`, of `size`-byte elements.
 fn pointer_array(memory: &mut Memory, base: u64, batch: usize, each: usize, size: u64) -> u64 {
