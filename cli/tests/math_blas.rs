@@ -36,6 +36,14 @@ fn run(out_name: &str, cudart: &str) {
         "syr2k, her2k, syrkx, herkx ok",
         "rotg, rotmg, rotm ok",
         "batched and mixed-precision GEMM ok",
+        "S gemmGroupedBatched ok",
+        "D gemmGroupedBatched ok",
+        "Ex C gemmGroupedBatched ok",
+        "Ex Z gemmGroupedBatched ok",
+        "S trsm, gemv, geqrf, gels batched ok",
+        "D trsm, gemv, geqrf, gels batched ok",
+        "C trsm, gemv, geqrf, gels batched ok",
+        "Z trsm, gemv, geqrf, gels batched ok",
         "errors ok",
     ] {
         run.assert_line(line);

@@ -340,6 +340,81 @@ type GetriBatched = unsafe extern "C" fn(
 type MatinvBatched =
     unsafe extern "C" fn(Handle, c_int, In, c_int, Out, c_int, *mut c_int, c_int) -> Status;
 
+/// `cublas<t>trsmBatched(handle, side, uplo, trans, diag, m, n, alpha,
+/// A[], lda, B[], ldb, batch)`.
+type TrsmBatched = unsafe extern "C" fn(
+    Handle,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    In,
+    In,
+    c_int,
+    In,
+    c_int,
+    c_int,
+) -> Status;
+/// `cublas<t>gemvBatched(handle, trans, m, n, alpha, A[], lda, x[], incx,
+/// beta, y[], incy, batch)`.
+type GemvBatched = unsafe extern "C" fn(
+    Handle,
+    c_int,
+    c_int,
+    c_int,
+    In,
+    In,
+    c_int,
+    In,
+    c_int,
+    In,
+    In,
+    c_int,
+    c_int,
+) -> Status;
+/// `cublas<t>gemvStridedBatched(handle, trans, m, n, alpha, A, lda,
+/// strideA, x, incx, stridex, beta, y, incy, stridey, batch)`.
+type GemvStridedBatched = unsafe extern "C" fn(
+    Handle,
+    c_int,
+    c_int,
+    c_int,
+    In,
+    In,
+    c_int,
+    i64,
+    In,
+    c_int,
+    i64,
+    In,
+    Out,
+    c_int,
+    i64,
+    c_int,
+) -> Status;
+/// `cublas<t>geqrfBatched(handle, m, n, A[], lda, Tau[], info, batch)`
+/// (`info` in host memory).
+type GeqrfBatched =
+    unsafe extern "C" fn(Handle, c_int, c_int, In, c_int, In, *mut c_int, c_int) -> Status;
+/// `cublas<t>gelsBatched(handle, trans, m, n, nrhs, A[], lda, C[], ldc,
+/// info, devInfoArray, batch)` (`info` in host memory).
+type GelsBatched = unsafe extern "C" fn(
+    Handle,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    In,
+    c_int,
+    In,
+    c_int,
+    *mut c_int,
+    *mut c_int,
+    c_int,
+) -> Status;
+
 /// The cuBLAS entry points the backend uses, with the prototypes of
 /// `cublas_api.h` (element pointers as `void *`, enums as `int`).
 struct BlasApi {
@@ -419,6 +494,11 @@ struct BlasApi {
     getrs_batched: [GetrsBatched; 4],
     getri_batched: [GetriBatched; 4],
     matinv_batched: [MatinvBatched; 4],
+    trsm_batched: [TrsmBatched; 4],
+    gemv_batched: [GemvBatched; 4],
+    gemv_strided_batched: [GemvStridedBatched; 4],
+    geqrf_batched: [GeqrfBatched; 4],
+    gels_batched: [GelsBatched; 4],
     /// Keeps the code behind the pointers mapped; dropped last.
     _library: libloading::Library,
 }
@@ -815,6 +895,51 @@ impl BlasApi {
                         "cublasZmatinvBatched",
                     ],
                 )?,
+                trsm_batched: typed(
+                    lib,
+                    [
+                        "cublasStrsmBatched",
+                        "cublasDtrsmBatched",
+                        "cublasCtrsmBatched",
+                        "cublasZtrsmBatched",
+                    ],
+                )?,
+                gemv_batched: typed(
+                    lib,
+                    [
+                        "cublasSgemvBatched",
+                        "cublasDgemvBatched",
+                        "cublasCgemvBatched",
+                        "cublasZgemvBatched",
+                    ],
+                )?,
+                gemv_strided_batched: typed(
+                    lib,
+                    [
+                        "cublasSgemvStridedBatched",
+                        "cublasDgemvStridedBatched",
+                        "cublasCgemvStridedBatched",
+                        "cublasZgemvStridedBatched",
+                    ],
+                )?,
+                geqrf_batched: typed(
+                    lib,
+                    [
+                        "cublasSgeqrfBatched",
+                        "cublasDgeqrfBatched",
+                        "cublasCgeqrfBatched",
+                        "cublasZgeqrfBatched",
+                    ],
+                )?,
+                gels_batched: typed(
+                    lib,
+                    [
+                        "cublasSgelsBatched",
+                        "cublasDgelsBatched",
+                        "cublasCgelsBatched",
+                        "cublasZgelsBatched",
+                    ],
+                )?,
                 _library: library,
             })
         }
@@ -985,6 +1110,70 @@ pub enum LuBatched {
         c: u64,
         ldc: i32,
         info: u64,
+        batch: i32,
+    },
+}
+
+/// A batched cuBLAS routine other than GEMM and LU. Pointer arrays (`a`,
+/// `b`, `x`, `y`, `c`, `tau` of the array forms) are device arrays the
+/// caller filled with checked pointers, in memory the client cannot change
+/// during the call; the strided form's ranges and `dev_info` are checked
+/// device ranges.
+#[allow(missing_docs)] // the fields are named as in the cuBLAS documentation
+#[derive(Debug, Clone, Copy)]
+pub enum Batched {
+    /// trsmBatched: B_i = alpha op(A_i)^-1 B_i (or B_i op(A_i)^-1).
+    Trsm {
+        side: i32,
+        uplo: i32,
+        trans: i32,
+        diag: i32,
+        m: i32,
+        n: i32,
+        alpha: ScalarArg,
+        a: u64,
+        lda: i32,
+        b: u64,
+        ldb: i32,
+        batch: i32,
+    },
+    /// gemvBatched (`strides` None: `a`, `x`, `y` are pointer arrays) or
+    /// gemvStridedBatched (`strides` of A, x, y in elements).
+    Gemv {
+        trans: i32,
+        m: i32,
+        n: i32,
+        alpha: ScalarArg,
+        a: u64,
+        lda: i32,
+        x: u64,
+        incx: i32,
+        beta: ScalarArg,
+        y: u64,
+        incy: i32,
+        strides: Option<[i64; 3]>,
+        batch: i32,
+    },
+    /// geqrfBatched: QR of the A_i in place, tau_i.
+    Geqrf {
+        m: i32,
+        n: i32,
+        a: u64,
+        lda: i32,
+        tau: u64,
+        batch: i32,
+    },
+    /// gelsBatched: least squares, X_i in the C_i; `dev_info` 0 for none.
+    Gels {
+        trans: i32,
+        m: i32,
+        n: i32,
+        nrhs: i32,
+        a: u64,
+        lda: i32,
+        c: u64,
+        ldc: i32,
+        dev_info: u64,
         batch: i32,
     },
 }
@@ -2149,6 +2338,173 @@ impl BlasHandle {
                     (api.matinv_batched[pi])(h, n, dev(a), lda, dev_mut(c), ldc, ints(info), batch),
                     "cublas<t>matinvBatched",
                 ),
+            }
+        };
+        self.finish(status, name)
+    }
+
+    /// A batched routine (see [`Batched`]) in precision `p`.
+    pub fn batched(&mut self, call: Batched, p: Precision) -> Result<(), BlasError> {
+        let scalars: Vec<ScalarArg> = match call {
+            Batched::Trsm { alpha, .. } => vec![alpha],
+            Batched::Gemv { alpha, beta, .. } => vec![alpha, beta],
+            Batched::Geqrf { .. } | Batched::Gels { .. } => vec![],
+        };
+        self.prepare(pointer_mode(&scalars, None)?)?;
+        let (h, api, pi) = (self.raw, &*self.api, p as usize);
+        // SAFETY: the arrays hold checked pointers to matrices and vectors
+        // inside the client's allocations and live in the server's own
+        // device memory; strided ranges and devInfoArray are checked device
+        // ranges; host scalars live in `call` and the host `info` is a
+        // local, both outliving the completed call.
+        let (status, name) = unsafe {
+            match call {
+                Batched::Trsm {
+                    side,
+                    uplo,
+                    trans,
+                    diag,
+                    m,
+                    n,
+                    ref alpha,
+                    a,
+                    lda,
+                    b,
+                    ldb,
+                    batch,
+                } => (
+                    (api.trsm_batched[pi])(
+                        h,
+                        side,
+                        uplo,
+                        trans,
+                        diag,
+                        m,
+                        n,
+                        scalar_ptr(alpha),
+                        dev(a),
+                        lda,
+                        dev(b),
+                        ldb,
+                        batch,
+                    ),
+                    "cublas<t>trsmBatched",
+                ),
+                Batched::Gemv {
+                    trans,
+                    m,
+                    n,
+                    ref alpha,
+                    a,
+                    lda,
+                    x,
+                    incx,
+                    ref beta,
+                    y,
+                    incy,
+                    strides: None,
+                    batch,
+                } => (
+                    (api.gemv_batched[pi])(
+                        h,
+                        trans,
+                        m,
+                        n,
+                        scalar_ptr(alpha),
+                        dev(a),
+                        lda,
+                        dev(x),
+                        incx,
+                        scalar_ptr(beta),
+                        dev(y),
+                        incy,
+                        batch,
+                    ),
+                    "cublas<t>gemvBatched",
+                ),
+                Batched::Gemv {
+                    trans,
+                    m,
+                    n,
+                    ref alpha,
+                    a,
+                    lda,
+                    x,
+                    incx,
+                    ref beta,
+                    y,
+                    incy,
+                    strides: Some([sa, sx, sy]),
+                    batch,
+                } => (
+                    (api.gemv_strided_batched[pi])(
+                        h,
+                        trans,
+                        m,
+                        n,
+                        scalar_ptr(alpha),
+                        dev(a),
+                        lda,
+                        sa,
+                        dev(x),
+                        incx,
+                        sx,
+                        scalar_ptr(beta),
+                        dev_mut(y),
+                        incy,
+                        sy,
+                        batch,
+                    ),
+                    "cublas<t>gemvStridedBatched",
+                ),
+                Batched::Geqrf {
+                    m,
+                    n,
+                    a,
+                    lda,
+                    tau,
+                    batch,
+                } => {
+                    let mut info: c_int = 0;
+                    let status =
+                        (api.geqrf_batched[pi])(h, m, n, dev(a), lda, dev(tau), &mut info, batch);
+                    if info != 0 {
+                        tracing::debug!("cublas<t>geqrfBatched: info {info}");
+                    }
+                    (status, "cublas<t>geqrfBatched")
+                }
+                Batched::Gels {
+                    trans,
+                    m,
+                    n,
+                    nrhs,
+                    a,
+                    lda,
+                    c,
+                    ldc,
+                    dev_info,
+                    batch,
+                } => {
+                    let mut info: c_int = 0;
+                    let status = (api.gels_batched[pi])(
+                        h,
+                        trans,
+                        m,
+                        n,
+                        nrhs,
+                        dev(a),
+                        lda,
+                        dev(c),
+                        ldc,
+                        &mut info,
+                        dev_info as *mut c_int,
+                        batch,
+                    );
+                    if info != 0 {
+                        tracing::debug!("cublas<t>gelsBatched: info {info}");
+                    }
+                    (status, "cublas<t>gelsBatched")
+                }
             }
         };
         self.finish(status, name)

@@ -1,7 +1,7 @@
 // cuBLAS through rcud: handle management, host<->device copies, levels 1,
 // 2 and 3 in S/D/C/Z (banded, packed, rank updates, syr2k/syrkx and the
 // rotations included), batched and mixed-precision GEMM, both pointer modes,
-// the batched LU routines, and the statuses of bad calls. Every result is checked against a
+// the batched LU routines, trsm/gemv/geqrf/gels batched, and the statuses of bad calls. Every result is checked against a
 // reference computed on the host here.
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -735,6 +735,310 @@ static void test_batched_lu(cublasHandle_t h, const char* name, double tol,
     printf("%s batched LU ok\n", name);
 }
 
+// A device array of `count` pointers, `step` elements apart from `base`.
+template <typename T> static T** pointer_array(T* base, size_t step, int count) {
+    std::vector<T*> host(count);
+    for (int i = 0; i < count; i++) host[i] = base + (size_t)i * step;
+    T** d = nullptr;
+    CHECK(cudaMalloc(&d, count * sizeof(T*) + 8));
+    CHECK(cudaMemcpy(d, host.data(), count * sizeof(T*), cudaMemcpyHostToDevice));
+    return d;
+}
+
+// Q R of geqrf's packed output (m x n, ld m): the reflectors applied to R
+// on the host, H(k) first.
+static std::vector<Z> qr_product(const Z* qr, const Z* tau, int m, int n) {
+    int k = m < n ? m : n;
+    std::vector<Z> r((size_t)m * n);
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i <= j && i < m; i++) r[i + (size_t)j * m] = qr[i + (size_t)j * m];
+    for (int t = k - 1; t >= 0; t--)
+        for (int j = 0; j < n; j++) {
+            Z w = r[t + (size_t)j * m];
+            for (int i = t + 1; i < m; i++) w += std::conj(qr[i + (size_t)t * m]) * r[i + (size_t)j * m];
+            w *= tau[t];
+            r[t + (size_t)j * m] -= w;
+            for (int i = t + 1; i < m; i++) r[i + (size_t)j * m] -= qr[i + (size_t)t * m] * w;
+        }
+    return r;
+}
+
+// trsmBatched, gemvBatched, gemvStridedBatched, geqrfBatched and
+// gelsBatched in one type, for batches of 1 and 3, against host references,
+// and their statuses for bad arguments.
+template <typename T, typename Trsm, typename Gemv, typename GemvStrided, typename Geqrf, typename Gels>
+static void test_batched_more(cublasHandle_t h, const char* name, double tol, Trsm trsm, Gemv gemv,
+                              GemvStrided gemv_strided, Geqrf geqrf, Gels gels) {
+    const cublasOperation_t ops[3] = {CUBLAS_OP_N, CUBLAS_OP_T, CUBLAS_OP_C};
+    for (int batch : {1, 3}) {
+        // trsmBatched: op(A_i) X = alpha B_i (left) or X op(A_i) = alpha B_i.
+        const int m = 4, n = 3;
+        for (int side = 0; side < 2; side++)
+            for (int uplo = 0; uplo < 2; uplo++)
+                for (int t = 0; t < 3; t++) {
+                    cublasDiagType_t diag = (uplo + t) % 2 ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT;
+                    int na = side == 0 ? m : n, lda = na + 1, ldb = m + 2;
+                    auto a = random_values<T>((size_t)lda * na * batch);
+                    for (int b = 0; b < batch; b++)
+                        for (int i = 0; i < na; i++) a[(size_t)b * lda * na + i + (size_t)i * lda] += 4.0;
+                    auto bv = random_values<T>((size_t)ldb * n * batch);
+                    T *da = device_copy<T>(a), *db = device_copy<T>(bv);
+                    T **pa = pointer_array(da, (size_t)lda * na, batch), **pb = pointer_array(db, (size_t)ldb * n, batch);
+                    auto b_stored = host_copy(db, bv.size());
+                    Z alpha_z = is_complex<T>() ? Z(1.5, -0.5) : Z(1.5, 0);
+                    T alpha;
+                    to_host(alpha_z, &alpha);
+                    CHECK_BLAS(trsm(h, side ? CUBLAS_SIDE_RIGHT : CUBLAS_SIDE_LEFT,
+                                    uplo ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER, ops[t], diag, m, n,
+                                    &alpha, (const T* const*)pa, lda, pb, ldb, batch));
+                    auto x = host_copy(db, bv.size());
+                    for (int b = 0; b < batch; b++) {
+                        // op(A) densely, from the stored triangle.
+                        std::vector<Z> tri((size_t)na * na);
+                        for (int j = 0; j < na; j++)
+                            for (int i = 0; i < na; i++) {
+                                bool stored = uplo ? i <= j : i >= j;
+                                Z v = i == j && diag == CUBLAS_DIAG_UNIT ? Z(1.0)
+                                      : stored ? a[(size_t)b * lda * na + i + (size_t)j * lda]
+                                               : Z(0.0);
+                                tri[i + (size_t)j * na] = v;
+                            }
+                        const Z* xb = &x[(size_t)b * ldb * n];
+                        for (int j = 0; j < n; j++)
+                            for (int i = 0; i < m; i++) {
+                                Z s = 0;
+                                if (side == 0)
+                                    for (int k = 0; k < m; k++) s += op_elem(tri, na, ops[t], i, k) * xb[k + (size_t)j * ldb];
+                                else
+                                    for (int k = 0; k < n; k++) s += xb[i + (size_t)k * ldb] * op_elem(tri, na, ops[t], k, j);
+                                Z want = alpha_z * bv[(size_t)b * ldb * n + i + (size_t)j * ldb];
+                                EXPECT(std::abs(s - want) <= tol * 10 * (1 + std::abs(want)),
+                                       "%s trsmBatched side %d uplo %d op %d batch %d: (%d,%d) off by %g", name, side,
+                                       uplo, t, batch, i, j, std::abs(s - want));
+                            }
+                        // The rows below m (ldb > m) are untouched.
+                        for (int j = 0; j < n; j++)
+                            for (int i = m; i < ldb; i++)
+                                EXPECT(x[(size_t)b * ldb * n + i + (size_t)j * ldb] ==
+                                           b_stored[(size_t)b * ldb * n + i + (size_t)j * ldb],
+                                       "%s trsmBatched wrote outside B", name);
+                    }
+                    if (batch == 3 && side == 0 && uplo == 0 && t == 0) {
+                        EXPECT_STATUS(trsm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, diag, m, n, &alpha,
+                                           (const T* const*)pa, m - 1, pb, ldb, batch),
+                                      CUBLAS_STATUS_INVALID_VALUE);
+                        EXPECT_STATUS(trsm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, diag, m, n, &alpha,
+                                           (const T* const*)pa, lda, pb, ldb, -1),
+                                      CUBLAS_STATUS_INVALID_VALUE);
+                    }
+                    for (void* p : {(void*)da, (void*)db, (void*)pa, (void*)pb}) CHECK(cudaFree(p));
+                }
+
+        // gemvBatched and gemvStridedBatched: y_i = alpha op(A_i) x_i + beta y_i.
+        for (int t = 0; t < 3; t++) {
+            const int gm = 5, gn = 3, lda = gm + 1, incx = 2, incy = 1;
+            int lx = t == 0 ? gn : gm, ly = t == 0 ? gm : gn;
+            size_t sa = (size_t)lda * gn + 3, sx = (size_t)incx * lx + 1, sy = (size_t)ly + 2;
+            auto a = random_values<T>(sa * batch), x = random_values<T>(sx * batch), y = random_values<T>(sy * batch);
+            Z al_z = is_complex<T>() ? Z(0.5, 1.0) : Z(0.5, 0), be_z = is_complex<T>() ? Z(-1.0, 0.25) : Z(-1.0, 0);
+            T al, be;
+            to_host(al_z, &al);
+            to_host(be_z, &be);
+            std::vector<Z> want = y;
+            for (int b = 0; b < batch; b++) {
+                std::vector<Z> ab(a.begin() + b * sa, a.begin() + b * sa + (size_t)lda * gn), xs(lx);
+                for (int i = 0; i < lx; i++) xs[i] = x[b * sx + (size_t)i * incx];
+                for (int i = 0; i < ly; i++) {
+                    Z s = 0;
+                    for (int j = 0; j < lx; j++) s += op_elem(ab, lda, ops[t], i, j) * xs[j];
+                    want[b * sy + i] = al_z * s + be_z * y[b * sy + i];
+                }
+            }
+            for (int strided = 0; strided < 2; strided++) {
+                T *da = device_copy<T>(a), *dx = device_copy<T>(x), *dy = device_copy<T>(y);
+                if (strided) {
+                    CHECK_BLAS(gemv_strided(h, ops[t], gm, gn, &al, da, lda, (long long)sa, dx, incx, (long long)sx,
+                                            &be, dy, incy, (long long)sy, batch));
+                } else {
+                    T **pa = pointer_array(da, sa, batch), **px = pointer_array(dx, sx, batch),
+                      **py = pointer_array(dy, sy, batch);
+                    CHECK_BLAS(gemv(h, ops[t], gm, gn, &al, (const T* const*)pa, lda, (const T* const*)px, incx, &be,
+                                    py, incy, batch));
+                    if (batch == 3 && t == 0) {
+                        EXPECT_STATUS(gemv(h, ops[t], gm, gn, &al, (const T* const*)pa, lda, (const T* const*)px, 0,
+                                           &be, py, incy, batch),
+                                      CUBLAS_STATUS_INVALID_VALUE);
+                        EXPECT_STATUS(gemv(h, ops[t], gm, gn, &al, (const T* const*)pa, gm - 1, (const T* const*)px,
+                                           incx, &be, py, incy, batch),
+                                      CUBLAS_STATUS_INVALID_VALUE);
+                    }
+                    for (void* p : {(void*)pa, (void*)px, (void*)py}) CHECK(cudaFree(p));
+                }
+                expect_close(host_copy(dy, y.size()), want, tol * 10,
+                             strided ? "gemvStridedBatched" : "gemvBatched");
+                for (void* p : {(void*)da, (void*)dx, (void*)dy}) CHECK(cudaFree(p));
+            }
+        }
+
+        // geqrfBatched: Q_i R_i = A_i, tall and wide.
+        for (int shape = 0; shape < 2; shape++) {
+            const int qm = shape ? 3 : 6, qn = shape ? 5 : 4, k = qm < qn ? qm : qn;
+            auto a = random_values<T>((size_t)qm * qn * batch);
+            T *da = device_copy<T>(a), *dt = device_copy<T>(std::vector<Z>((size_t)k * batch));
+            T **pa = pointer_array(da, (size_t)qm * qn, batch), **pt = pointer_array(dt, (size_t)k, batch);
+            int info = -99;
+            CHECK_BLAS(geqrf(h, qm, qn, pa, qm, pt, &info, batch));
+            EXPECT(info == 0, "%s geqrfBatched info %d", name, info);
+            auto qr = host_copy(da, a.size()), tau = host_copy(dt, (size_t)k * batch);
+            for (int b = 0; b < batch; b++) {
+                auto got = qr_product(&qr[(size_t)b * qm * qn], &tau[(size_t)b * k], qm, qn);
+                expect_close(got, std::vector<Z>(a.begin() + (size_t)b * qm * qn, a.begin() + (size_t)(b + 1) * qm * qn),
+                             tol * 20, "geqrfBatched Q R");
+            }
+            if (batch == 3 && shape == 0) {
+                EXPECT_STATUS(geqrf(h, qm, qn, pa, qm - 1, pt, &info, batch), CUBLAS_STATUS_INVALID_VALUE);
+                EXPECT(info < 0, "%s geqrfBatched info for lda < m: %d, want a negative position", name, info);
+                EXPECT_STATUS(geqrf(h, -1, qn, pa, qm, pt, &info, batch), CUBLAS_STATUS_INVALID_VALUE);
+                EXPECT(info < 0, "%s geqrfBatched info for m < 0: %d", name, info);
+            }
+            for (void* p : {(void*)da, (void*)dt, (void*)pa, (void*)pt}) CHECK(cudaFree(p));
+        }
+
+        // gelsBatched: min |A_i X - C_i| for 6 x 3 A_i; the last of three has
+        // a zero column (devInfoArray names it).
+        {
+            const int lm = 6, ln = 3, nrhs = 2, ldc = lm + 1;
+            auto a = random_values<T>((size_t)lm * ln * batch);
+            if (batch == 3)
+                for (int i = 0; i < lm; i++) a[(size_t)2 * lm * ln + i + (size_t)1 * lm] = 0.0;
+            auto c = random_values<T>((size_t)ldc * nrhs * batch);
+            T *da = device_copy<T>(a), *dc = device_copy<T>(c);
+            T **pa = pointer_array(da, (size_t)lm * ln, batch), **pc = pointer_array(dc, (size_t)ldc * nrhs, batch);
+            int* dinfo;
+            CHECK(cudaMalloc(&dinfo, batch * sizeof(int)));
+            int info = -99;
+            CHECK_BLAS(gels(h, CUBLAS_OP_N, lm, ln, nrhs, pa, lm, pc, ldc, &info, dinfo, batch));
+            EXPECT(info == 0, "%s gelsBatched info %d", name, info);
+            int dev_info[3] = {-1, -1, -1};
+            CHECK(cudaMemcpy(dev_info, dinfo, batch * sizeof(int), cudaMemcpyDeviceToHost));
+            auto x = host_copy(dc, c.size());
+            int full = batch == 3 ? 2 : batch;
+            for (int b = 0; b < full; b++) {
+                EXPECT(dev_info[b] == 0, "%s gelsBatched devInfo[%d] = %d", name, b, dev_info[b]);
+                const Z* ab = &a[(size_t)b * lm * ln];
+                for (int col = 0; col < nrhs; col++) {
+                    size_t at = (size_t)b * ldc * nrhs + (size_t)col * ldc;
+                    std::vector<Z> r(lm);
+                    for (int i = 0; i < lm; i++) {
+                        for (int k = 0; k < ln; k++) r[i] += ab[i + (size_t)k * lm] * x[at + k];
+                        r[i] -= c[at + i];
+                    }
+                    // The residual is orthogonal to A's columns.
+                    for (int k = 0; k < ln; k++) {
+                        Z s = 0;
+                        for (int i = 0; i < lm; i++) s += std::conj(ab[i + (size_t)k * lm]) * r[i];
+                        EXPECT(std::abs(s) <= tol * 100, "%s gelsBatched: A^H r (%d) = %g", name, k, std::abs(s));
+                    }
+                }
+            }
+            if (batch == 3) {
+                EXPECT(dev_info[2] == 2, "%s gelsBatched devInfo of the rank-deficient one: %d, want 2", name,
+                       dev_info[2]);
+                EXPECT_STATUS(gels(h, CUBLAS_OP_N, lm, ln, nrhs, pa, lm, pc, lm - 1, &info, dinfo, batch),
+                              CUBLAS_STATUS_INVALID_VALUE);
+                EXPECT(info < 0, "%s gelsBatched info for ldc < m: %d", name, info);
+                EXPECT_STATUS(gels(h, CUBLAS_OP_N, 2, ln, nrhs, pa, lm, pc, ldc, &info, dinfo, batch),
+                              CUBLAS_STATUS_NOT_SUPPORTED);
+                EXPECT_STATUS(gels(h, CUBLAS_OP_T, lm, ln, nrhs, pa, lm, pc, ldc, &info, dinfo, batch),
+                              CUBLAS_STATUS_NOT_SUPPORTED);
+            }
+            for (void* p : {(void*)da, (void*)dc, (void*)pa, (void*)pc, (void*)dinfo}) CHECK(cudaFree(p));
+        }
+    }
+    printf("%s trsm, gemv, geqrf, gels batched ok\n", name);
+}
+
+// gemmGroupedBatched: two groups with their own operations, sizes,
+// leading dimensions and scalars (2 and 1 products), against host GEMMs;
+// `grouped` calls the typed or the Ex form. A bad group refuses the whole
+// call before anything is computed.
+template <typename T, typename Grouped>
+static void test_gemm_grouped(cublasHandle_t h, const char* name, double tol, Grouped grouped) {
+    const int groups = 2, sizes[groups] = {2, 1};
+    cublasOperation_t ta[groups] = {CUBLAS_OP_N, CUBLAS_OP_T}, tb[groups] = {CUBLAS_OP_T, CUBLAS_OP_N};
+    int m[groups] = {3, 2}, n[groups] = {2, 4}, k[groups] = {4, 3};
+    int lda[groups], ldb[groups], ldc[groups] = {4, 3};
+    Z al_z[groups] = {Z(1.5, is_complex<T>() ? 0.5 : 0), Z(-1, 0)}, be_z[groups] = {Z(0.5, 0), Z(0, 0)};
+    T al[groups], be[groups];
+    std::vector<Z> as, bs, cs, want;
+    std::vector<size_t> ao, bo, co;
+    for (int g = 0; g < groups; g++) {
+        to_host(al_z[g], &al[g]);
+        to_host(be_z[g], &be[g]);
+        int ar = ta[g] == CUBLAS_OP_N ? m[g] : k[g], ac = ta[g] == CUBLAS_OP_N ? k[g] : m[g];
+        int br = tb[g] == CUBLAS_OP_N ? k[g] : n[g], bc = tb[g] == CUBLAS_OP_N ? n[g] : k[g];
+        lda[g] = ar + 1;
+        ldb[g] = br;
+        for (int p = 0; p < sizes[g]; p++) {
+            auto a = random_values<T>((size_t)lda[g] * ac), b = random_values<T>((size_t)ldb[g] * bc),
+                 c = random_values<T>((size_t)ldc[g] * n[g]);
+            auto r = ref_gemm(ta[g], tb[g], m[g], n[g], k[g], al_z[g], a, lda[g], b, ldb[g], be_z[g], c, ldc[g]);
+            ao.push_back(as.size());
+            bo.push_back(bs.size());
+            co.push_back(cs.size());
+            as.insert(as.end(), a.begin(), a.end());
+            bs.insert(bs.end(), b.begin(), b.end());
+            cs.insert(cs.end(), c.begin(), c.end());
+            want.insert(want.end(), r.begin(), r.end());
+        }
+    }
+    T *da = device_copy<T>(as), *db = device_copy<T>(bs), *dc = device_copy<T>(cs);
+    int total = sizes[0] + sizes[1];
+    std::vector<T*> pa(total), pb(total), pc(total);
+    for (int p = 0; p < total; p++) {
+        pa[p] = da + ao[p];
+        pb[p] = db + bo[p];
+        pc[p] = dc + co[p];
+    }
+    T **dpa, **dpb, **dpc;
+    CHECK(cudaMalloc(&dpa, total * sizeof(T*)));
+    CHECK(cudaMalloc(&dpb, total * sizeof(T*)));
+    CHECK(cudaMalloc(&dpc, total * sizeof(T*)));
+    CHECK(cudaMemcpy(dpa, pa.data(), total * sizeof(T*), cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(dpb, pb.data(), total * sizeof(T*), cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(dpc, pc.data(), total * sizeof(T*), cudaMemcpyHostToDevice));
+    auto stored = host_copy(dc, cs.size());
+    // A bad second group (lda < rows, then a negative group size): nothing
+    // is computed.
+    int bad_lda[groups] = {lda[0], 1}, bad_sizes[groups] = {2, -1};
+    EXPECT_STATUS(grouped(h, ta, tb, m, n, k, al, (const T* const*)dpa, bad_lda, (const T* const*)dpb, ldb, be, dpc,
+                          ldc, groups, sizes),
+                  CUBLAS_STATUS_INVALID_VALUE);
+    EXPECT_STATUS(grouped(h, ta, tb, m, n, k, al, (const T* const*)dpa, lda, (const T* const*)dpb, ldb, be, dpc, ldc,
+                          groups, bad_sizes),
+                  CUBLAS_STATUS_INVALID_VALUE);
+    expect_close(host_copy(dc, cs.size()), stored, 0.0, "gemmGroupedBatched left C alone");
+    CHECK_BLAS(grouped(h, ta, tb, m, n, k, al, (const T* const*)dpa, lda, (const T* const*)dpb, ldb, be, dpc, ldc,
+                       groups, sizes));
+    expect_close(host_copy(dc, cs.size()), want, tol * 10, "gemmGroupedBatched");
+    CHECK_BLAS(grouped(h, ta, tb, m, n, k, al, (const T* const*)dpa, lda, (const T* const*)dpb, ldb, be, dpc, ldc, 0,
+                       sizes));
+    for (void* p : {(void*)da, (void*)db, (void*)dc, (void*)dpa, (void*)dpb, (void*)dpc}) CHECK(cudaFree(p));
+    printf("%s gemmGroupedBatched ok\n", name);
+}
+
+// cublasGemmGroupedBatchedEx in one element type, with the typed form's
+// arguments.
+template <typename T, cudaDataType_t Type, cublasComputeType_t Compute>
+static cublasStatus_t grouped_ex(cublasHandle_t h, const cublasOperation_t* ta, const cublasOperation_t* tb,
+                                 const int* m, const int* n, const int* k, const T* al, const T* const* a,
+                                 const int* lda, const T* const* b, const int* ldb, const T* be, T* const* c,
+                                 const int* ldc, int groups, const int* sizes) {
+    return cublasGemmGroupedBatchedEx(h, ta, tb, m, n, k, al, (const void* const*)a, Type, lda,
+                                      (const void* const*)b, Type, ldb, be, (void* const*)c, Type, ldc, groups, sizes,
+                                      Compute);
+}
+
 static void test_errors() {
     cublasHandle_t h;
     CHECK_BLAS(cublasCreate(&h));
@@ -1260,6 +1564,18 @@ int main(int argc, char** argv) {
                                cublasCmatinvBatched);
     test_batched_lu<cuDoubleComplex>(h, "Z", 1e-12, cublasZgetrfBatched, cublasZgetrsBatched,
                                      cublasZgetriBatched, cublasZmatinvBatched);
+    test_gemm_grouped<float>(h, "S", 1e-5, cublasSgemmGroupedBatched);
+    test_gemm_grouped<double>(h, "D", 1e-12, cublasDgemmGroupedBatched);
+    test_gemm_grouped<cuComplex>(h, "Ex C", 1e-5, grouped_ex<cuComplex, CUDA_C_32F, CUBLAS_COMPUTE_32F>);
+    test_gemm_grouped<cuDoubleComplex>(h, "Ex Z", 1e-12, grouped_ex<cuDoubleComplex, CUDA_C_64F, CUBLAS_COMPUTE_64F>);
+    test_batched_more<float>(h, "S", 1e-4, cublasStrsmBatched, cublasSgemvBatched, cublasSgemvStridedBatched,
+                             cublasSgeqrfBatched, cublasSgelsBatched);
+    test_batched_more<double>(h, "D", 1e-12, cublasDtrsmBatched, cublasDgemvBatched, cublasDgemvStridedBatched,
+                              cublasDgeqrfBatched, cublasDgelsBatched);
+    test_batched_more<cuComplex>(h, "C", 1e-4, cublasCtrsmBatched, cublasCgemvBatched, cublasCgemvStridedBatched,
+                                 cublasCgeqrfBatched, cublasCgelsBatched);
+    test_batched_more<cuDoubleComplex>(h, "Z", 1e-12, cublasZtrsmBatched, cublasZgemvBatched,
+                                       cublasZgemvStridedBatched, cublasZgeqrfBatched, cublasZgelsBatched);
     CHECK_BLAS(cublasDestroy(h));
     test_errors();
     CHECK(cudaStreamDestroy(stream));

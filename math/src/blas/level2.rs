@@ -72,22 +72,44 @@ pub(crate) fn gemv<T: Elem>(
     beta: Scalar,
     y: Operand,
 ) -> Result<Vec<u8>, Failure> {
+    let dt = T::DTYPE;
+    gemv_typed::<T>(
+        memory,
+        [dt, dt, dt],
+        trans,
+        [m, n],
+        (alpha, beta),
+        [a, x, y],
+    )
+}
+
+/// gemv with A and x of type `types[0]`, y of `types[1]`, computed (and
+/// the scalars read) in `T` of type `types[2]`: the mixed-precision forms
+/// of gemvBatched (HSH, HSS, TST, TSS) convert on load and round on store.
+pub(crate) fn gemv_typed<T: Elem>(
+    memory: &mut dyn DeviceMemory,
+    types: [u8; 3],
+    trans: i32,
+    [m, n]: [i64; 2],
+    (alpha, beta): (Scalar, Scalar),
+    [a, x, y]: [Operand; 3],
+) -> Result<Vec<u8>, Failure> {
     let trans = one_of(trans, &[OP_N, OP_T, OP_C])?;
     let (m, n) = (dim(m)?, dim(n)?);
     check_ld(a.ld, m)?;
     if x.ld == 0 || y.ld == 0 {
         return Err(Failure::Status(INVALID_VALUE));
     }
-    let dt = T::DTYPE;
+    let [in_dt, y_dt, dt] = types;
     let alpha: T = scalar(memory, alpha, dt)?;
     let beta: T = scalar(memory, beta, dt)?;
     let (len_x, len_y) = if trans == OP_N { (n, m) } else { (m, n) };
     if m == 0 || n == 0 {
         return Ok(Vec::new());
     }
-    let a = Matrix::<T>::read(memory, dt, a.ptr, m, n, a.ld)?;
-    let xv = Vector::<T>::read(memory, dt, x, len_x)?;
-    let mut yv = Vector::<T>::read(memory, dt, y, len_y)?;
+    let a = Matrix::<T>::read(memory, in_dt, a.ptr, m, n, a.ld)?;
+    let xv = Vector::<T>::read(memory, in_dt, x, len_x)?;
+    let mut yv = Vector::<T>::read(memory, y_dt, y, len_y)?;
     for i in 0..len_y {
         let mut sum = T::zero();
         for j in 0..len_x {
@@ -106,7 +128,7 @@ pub(crate) fn gemv<T: Elem>(
         };
         yv.set(i, alpha * sum + old);
     }
-    yv.write(memory, dt, y.ptr)?;
+    yv.write(memory, y_dt, y.ptr)?;
     Ok(Vec::new())
 }
 

@@ -17,7 +17,7 @@ use crate::solver::{read_ints, write_ints, Place};
 use crate::DeviceMemory;
 
 /// The solver module's element code (0 S, 1 D, 2 C, 3 Z) of cuBLAS type `dt`.
-fn solver_dtype(dt: u8) -> Result<u8, Failure> {
+pub(super) fn solver_dtype(dt: u8) -> Result<u8, Failure> {
     Ok(match dt {
         dtype::R32F => 0,
         dtype::R64F => 1,
@@ -28,24 +28,31 @@ fn solver_dtype(dt: u8) -> Result<u8, Failure> {
 }
 
 /// A dimension as cuBLAS's `int`.
-fn int(v: i64) -> Result<i32, Failure> {
+pub(super) fn int(v: i64) -> Result<i32, Failure> {
     i32::try_from(v).map_err(|_| Failure::Status(INVALID_VALUE))
 }
 
-fn count(v: i64) -> Result<usize, Failure> {
+pub(super) fn count(v: i64) -> Result<usize, Failure> {
     usize::try_from(v).map_err(|_| Failure::Status(INVALID_VALUE))
 }
 
 /// The `batch` device pointers of the array at `ptr`.
-fn pointers(memory: &dyn DeviceMemory, ptr: u64, batch: usize) -> Result<Vec<u64>, Failure> {
-    let bytes = memory.read(ptr, batch as u64 * 8)?;
+pub(super) fn pointers(
+    memory: &dyn DeviceMemory,
+    ptr: u64,
+    batch: usize,
+) -> Result<Vec<u64>, Failure> {
+    let len = (batch as u64)
+        .checked_mul(8)
+        .ok_or(Failure::Status(INVALID_VALUE))?;
+    let bytes = memory.read(ptr, len)?;
     Ok(bytes
         .chunks_exact(8)
         .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
         .collect())
 }
 
-fn expired(memory: &dyn DeviceMemory) -> Result<(), Failure> {
+pub(super) fn expired(memory: &dyn DeviceMemory) -> Result<(), Failure> {
     if memory.expired() {
         Err(Failure::Timeout)
     } else {

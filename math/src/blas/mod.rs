@@ -7,6 +7,7 @@
 //! the compute type on load and round on store, as cuBLAS does.
 
 mod band;
+mod batched;
 mod elem;
 mod level1;
 mod level2;
@@ -136,7 +137,11 @@ fn handle_of(call: &Call) -> u64 {
         | Call::Syr2k { handle, .. }
         | Call::Rotg { handle, .. }
         | Call::Rotm { handle, .. }
-        | Call::MatinvBatched { handle, .. } => *handle,
+        | Call::MatinvBatched { handle, .. }
+        | Call::TrsmBatched { handle, .. }
+        | Call::GemvBatched { handle, .. }
+        | Call::GeqrfBatched { handle, .. }
+        | Call::GelsBatched { handle, .. } => *handle,
     }
 }
 
@@ -356,6 +361,86 @@ fn run(memory: &mut dyn DeviceMemory, call: Call) -> Result<Vec<u8>, Failure> {
             batch,
             ..
         } => lu::matinv_batched(memory, dtype, n, a, c, info, batch),
+        Call::TrsmBatched {
+            dtype,
+            side,
+            uplo,
+            trans,
+            diag,
+            m,
+            n,
+            alpha,
+            a,
+            b,
+            batch,
+            ..
+        } => with_type!(dtype, T => batched::trsm_batched::<T>(memory, batched::TrsmBatched {
+            side, uplo, trans, diag, m, n, alpha, a, b, batch,
+        })),
+        Call::GemvBatched {
+            types,
+            trans,
+            m,
+            n,
+            alpha,
+            a,
+            x,
+            beta,
+            y,
+            batch,
+            pointer_arrays,
+            ..
+        } => {
+            let args = batched::GemvBatched {
+                types,
+                trans,
+                m,
+                n,
+                alpha,
+                a,
+                x,
+                beta,
+                y,
+                batch,
+                pointer_arrays,
+            };
+            // The half and bfloat16 forms compute in float.
+            with_type!(types[2], T => batched::gemv_batched::<T>(memory, args))
+        }
+        Call::GeqrfBatched {
+            dtype,
+            m,
+            n,
+            a,
+            tau,
+            batch,
+            ..
+        } => batched::geqrf_batched(memory, dtype, m, n, a, tau, batch),
+        Call::GelsBatched {
+            dtype,
+            trans,
+            m,
+            n,
+            nrhs,
+            a,
+            c,
+            dev_info,
+            batch,
+            ..
+        } => batched::gels_batched(
+            memory,
+            batched::GelsBatched {
+                dtype,
+                trans,
+                m,
+                n,
+                nrhs,
+                a,
+                c,
+                dev_info,
+                batch,
+            },
+        ),
         Call::Banded {
             dtype,
             kind,

@@ -1083,6 +1083,35 @@ fn a_huge_batch_of_one_matrix_stops_at_the_time_limit() {
     ));
 }
 
+#[test]
+fn a_huge_strided_gemv_batch_stops_at_the_time_limit() {
+    let mut memory = Memory::default();
+    let mut state = State::default();
+    let handle = new_handle(&mut state, &mut memory);
+    let a = memory.put(dtype::R32F, &values(16, 1, false));
+    let y = memory.put(dtype::R32F, &values(4, 2, false));
+    memory.reads_until_expired = Some(std::cell::Cell::new(1000));
+    let at = |ptr, ld| Operand { ptr, ld, stride: 0 };
+    let call = Call::GemvBatched {
+        handle,
+        types: [dtype::R32F; 3],
+        trans: 0,
+        m: 4,
+        n: 4,
+        alpha: host(Z::new(1.0, 0.0)),
+        a: at(a, 4),
+        x: at(a, 1),
+        beta: host(Z::new(1.0, 0.0)),
+        y: at(y, 1),
+        batch: i64::MAX,
+        pointer_arrays: false,
+    };
+    assert!(matches!(
+        state.call(&mut memory, call),
+        Err(MathError::Timeout)
+    ));
+}
+
 /// A device array of pointers to `batch` matrices of `each` elements each,
 /// back to back from `base`, of `size`-byte elements.
 fn pointer_array(memory: &mut Memory, base: u64, batch: usize, each: usize, size: u64) -> u64 {
@@ -2130,4 +2159,363 @@ fn a_gemm_past_its_deadline_is_cut_short() {
     assert_eq!(state.call(&mut memory, call).expect("gemm").status, 0);
     let want = product(&values(n * n, 1, false), &values(n * n, 1, false), n);
     assert_close(&memory.get(dtype::R64F, c, n * n), &want, 1e-9);
+}
+
+/// `A X` for column-major `a` (`rows` x `inner`) and `x` (`inner` x `cols`).
+fn matmul_dense(a: &[Z], x: &[Z], rows: usize, inner: usize, cols: usize) -> Vec<Z> {
+    let mut c = vec![Z::new(0.0, 0.0); rows * cols];
+    for j in 0..cols {
+        for i in 0..rows {
+            c[i + j * rows] = (0..inner).map(|k| a[i + k * rows] * x[k + j * inner]).sum();
+        }
+    }
+    c
+}
+
+#[test]
+fn trsm_batched_solves_every_system_on_either_side() {
+    let (m, n, batch) = (4, 3, 3);
+    for (dt, tol) in TYPES {
+        let complex = dtype::is_complex(dt);
+        let size = dtype::size(dt).expect("type");
+        for side in [0, 1] {
+            for (uplo, trans, diag) in [(0, 0, 0), (1, 1, 1), (0, 2, 0), (1, 0, 1)] {
+                let mut memory = Memory::default();
+                let mut state = State::default();
+                let handle = new_handle(&mut state, &mut memory);
+                let na = if side == 0 { m } else { n };
+                let lda = na + 1;
+                // Diagonally dominant: well conditioned in single precision.
+                let mut a = values(lda * na * batch, 11, complex);
+                for b in 0..batch {
+                    for i in 0..na {
+                        a[b * lda * na + i + i * lda] += Z::new(4.0, 0.0);
+                    }
+                }
+                let rhs = values(m * n * batch, 12, complex);
+                let pa = memory.put(dt, &a);
+                let pb = memory.put(dt, &rhs);
+                let a_array = pointer_array(&mut memory, pa, batch, lda * na, size);
+                let b_array = pointer_array(&mut memory, pb, batch, m * n, size);
+                let alpha = typed_scalar(Z::new(1.5, -0.5), complex);
+                let call = Call::TrsmBatched {
+                    handle,
+                    dtype: dt,
+                    side,
+                    uplo,
+                    trans,
+                    diag,
+                    m: m as i64,
+                    n: n as i64,
+                    alpha: host(alpha),
+                    a: op(a_array, lda as i64),
+                    b: op(b_array, m as i64),
+                    batch: batch as i64,
+                };
+                assert_eq!(state.call(&mut memory, call).expect("trsm").status, 0);
+                let x = memory.get(dt, pb, m * n * batch);
+                let round = |v: Vec<Z>| load::<Z>(dt, &store(dt, &v).unwrap()).unwrap();
+                let a = round(a);
+                let rhs = round(rhs);
+                for b in 0..batch {
+                    let ab = &a[b * lda * na..(b + 1) * lda * na];
+                    // op(A) as a dense na x na matrix.
+                    let mut opa = vec![Z::new(0.0, 0.0); na * na];
+                    for j in 0..na {
+                        for i in 0..na {
+                            let (r, c) = if trans == 0 { (i, j) } else { (j, i) };
+                            let stored = (uplo == 0 && r >= c) || (uplo == 1 && r <= c);
+                            let v = if r == c && diag == 1 {
+                                Z::new(1.0, 0.0)
+                            } else if stored {
+                                ab[r + c * lda]
+                            } else {
+                                Z::new(0.0, 0.0)
+                            };
+                            opa[i + j * na] = if trans == 2 { v.conj() } else { v };
+                        }
+                    }
+                    let xb = &x[b * m * n..(b + 1) * m * n];
+                    let got = if side == 0 {
+                        matmul_dense(&opa, xb, m, m, n)
+                    } else {
+                        matmul_dense(xb, &opa, m, n, n)
+                    };
+                    let want: Vec<Z> = rhs[b * m * n..(b + 1) * m * n]
+                        .iter()
+                        .map(|v| alpha * v)
+                        .collect();
+                    assert_close(&got, &want, tol * 100.0);
+                }
+
+                // Bad arguments: a leading dimension short of op(A)'s order,
+                // a bad enum; no array is read.
+                let bad = |lda: i64, diag: i32| Call::TrsmBatched {
+                    handle,
+                    dtype: dt,
+                    side,
+                    uplo,
+                    trans,
+                    diag,
+                    m: m as i64,
+                    n: n as i64,
+                    alpha: host(alpha),
+                    a: op(0, lda),
+                    b: op(0, m as i64),
+                    batch: batch as i64,
+                };
+                for call in [bad(na as i64 - 1, diag), bad(lda as i64, 2)] {
+                    assert_eq!(state.call(&mut memory, call).expect("status").status, 7);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn gemv_batched_pointer_arrays_strided_and_half() {
+    let (m, n, batch) = (4, 3, 3);
+    for (dt, tol) in TYPES {
+        let complex = dtype::is_complex(dt);
+        let size = dtype::size(dt).expect("type");
+        for trans in [0, 1, 2] {
+            for pointer_arrays in [true, false] {
+                let mut memory = Memory::default();
+                let mut state = State::default();
+                let handle = new_handle(&mut state, &mut memory);
+                let (lx, ly) = if trans == 0 { (n, m) } else { (m, n) };
+                let (lda, incx, incy) = (m + 1, 2i64, -1i64);
+                let (sa, sx, sy) = (lda * n + 2, 2 * lx + 1, ly + 3);
+                let round = |v: Vec<Z>| load::<Z>(dt, &store(dt, &v).unwrap()).unwrap();
+                let a = round(values(sa * batch, 21, complex));
+                let x = round(values(sx * batch, 22, complex));
+                let y = round(values(sy * batch, 23, complex));
+                let (pa, px, py) = (memory.put(dt, &a), memory.put(dt, &x), memory.put(dt, &y));
+                let (alpha, beta) = (
+                    typed_scalar(Z::new(0.5, 1.0), complex),
+                    typed_scalar(Z::new(-1.0, 0.25), complex),
+                );
+                let (oa, ox, oy) = if pointer_arrays {
+                    (
+                        op(pointer_array(&mut memory, pa, batch, sa, size), lda as i64),
+                        op(pointer_array(&mut memory, px, batch, sx, size), incx),
+                        op(pointer_array(&mut memory, py, batch, sy, size), incy),
+                    )
+                } else {
+                    let s = |ptr, ld, stride: usize| Operand {
+                        ptr,
+                        ld,
+                        stride: stride as i64,
+                    };
+                    (s(pa, lda as i64, sa), s(px, incx, sx), s(py, incy, sy))
+                };
+                let call = Call::GemvBatched {
+                    handle,
+                    types: [dt; 3],
+                    trans,
+                    m: m as i64,
+                    n: n as i64,
+                    alpha: host(alpha),
+                    a: oa,
+                    x: ox,
+                    beta: host(beta),
+                    y: oy,
+                    batch: batch as i64,
+                    pointer_arrays,
+                };
+                assert_eq!(state.call(&mut memory, call).expect("gemv").status, 0);
+                let got = memory.get(dt, py, sy * batch);
+                for b in 0..batch {
+                    let ab = &a[b * sa..];
+                    let at = |i: usize, j: usize| ab[i + j * lda];
+                    let xs = logical(&x[b * sx..], incx, lx);
+                    let ys = logical(&y[b * sy..], incy, ly);
+                    let want: Vec<Z> = matvec(&at, m, n, trans, &xs)
+                        .iter()
+                        .zip(&ys)
+                        .map(|(p, y)| alpha * p + beta * y)
+                        .collect();
+                    assert_close(&logical(&got[b * sy..], incy, ly), &want, tol * 10.0);
+                }
+            }
+        }
+    }
+
+    // HSH: half A, x and y, float compute and scalars, strided.
+    let (m, n, batch) = (3, 2, 2);
+    let mut memory = Memory::default();
+    let mut state = State::default();
+    let handle = new_handle(&mut state, &mut memory);
+    let round16 = |v: Vec<Z>| load::<Z>(dtype::R16F, &store(dtype::R16F, &v).unwrap()).unwrap();
+    let a = round16(values(m * n * batch, 31, false));
+    let x = round16(values(n * batch, 32, false));
+    let y = round16(values(m * batch, 33, false));
+    let (pa, px, py) = (
+        memory.put(dtype::R16F, &a),
+        memory.put(dtype::R16F, &x),
+        memory.put(dtype::R16F, &y),
+    );
+    let s = |ptr, ld, stride| Operand { ptr, ld, stride };
+    let call = Call::GemvBatched {
+        handle,
+        types: [dtype::R16F, dtype::R16F, dtype::R32F],
+        trans: 0,
+        m: m as i64,
+        n: n as i64,
+        alpha: host(Z::new(2.0, 0.0)),
+        a: s(pa, m as i64, (m * n) as i64),
+        x: s(px, 1, n as i64),
+        beta: host(Z::new(0.5, 0.0)),
+        y: s(py, 1, m as i64),
+        batch: batch as i64,
+        pointer_arrays: false,
+    };
+    assert_eq!(
+        state.call(&mut memory, call.clone()).expect("hsh").status,
+        0
+    );
+    let got = memory.get(dtype::R16F, py, m * batch);
+    for b in 0..batch {
+        let at = |i: usize, j: usize| a[b * m * n + i + j * m];
+        let want: Vec<Z> = matvec(&at, m, n, 0, &x[b * n..(b + 1) * n])
+            .iter()
+            .zip(&y[b * m..])
+            .map(|(p, y)| 2.0 * p + 0.5 * y)
+            .collect();
+        assert_close(&got[b * m..(b + 1) * m], &want, 2e-3);
+    }
+
+    // A zero increment and a bad transpose are INVALID_VALUE.
+    let mut bad = call.clone();
+    if let Call::GemvBatched { x, .. } = &mut bad {
+        x.ld = 0;
+    }
+    assert_eq!(state.call(&mut memory, bad).expect("status").status, 7);
+    let mut bad = call;
+    if let Call::GemvBatched { trans, .. } = &mut bad {
+        *trans = 3;
+    }
+    assert_eq!(state.call(&mut memory, bad).expect("status").status, 7);
+}
+
+/// Q R of geqrf's packed output (`m` x `n`, reflectors below the diagonal).
+fn qr_product(qr: &[Z], tau: &[Z], m: usize, n: usize) -> Vec<Z> {
+    use crate::solver::dense::{ormqr, Mat, Op, Side};
+    let mut r = Mat::zeros(m, n);
+    for j in 0..n {
+        for i in 0..=j.min(m - 1) {
+            r[(i, j)] = qr[i + j * m];
+        }
+    }
+    let f = Mat {
+        rows: m,
+        cols: n.min(m),
+        data: qr[..m * n.min(m)].to_vec(),
+    };
+    ormqr(Side::Left, Op::N, &f, tau, &mut r);
+    r.data
+}
+
+#[test]
+fn geqrf_and_gels_batched_factor_and_solve_every_matrix() {
+    for (dt, tol) in TYPES {
+        let complex = dtype::is_complex(dt);
+        let size = dtype::size(dt).expect("type");
+        let round = |v: Vec<Z>| load::<Z>(dt, &store(dt, &v).unwrap()).unwrap();
+        for (m, n, batch) in [(5, 3, 3), (3, 4, 2), (1, 1, 1)] {
+            let mut memory = Memory::default();
+            let mut state = State::default();
+            let handle = new_handle(&mut state, &mut memory);
+            let k = m.min(n);
+            let a = round(values(m * n * batch, 41, complex));
+            let pa = memory.put(dt, &a);
+            let pt = memory.put(dt, &vec![Z::new(7.0, 0.0); k * batch]);
+            let a_array = pointer_array(&mut memory, pa, batch, m * n, size);
+            let t_array = pointer_array(&mut memory, pt, batch, k, size);
+            let call = Call::GeqrfBatched {
+                handle,
+                dtype: dt,
+                m: m as i64,
+                n: n as i64,
+                a: op(a_array, m as i64),
+                tau: t_array,
+                batch: batch as i64,
+            };
+            assert_eq!(state.call(&mut memory, call).expect("geqrf").status, 0);
+            let qr = memory.get(dt, pa, m * n * batch);
+            let tau = memory.get(dt, pt, k * batch);
+            for b in 0..batch {
+                let got = qr_product(
+                    &qr[b * m * n..(b + 1) * m * n],
+                    &tau[b * k..(b + 1) * k],
+                    m,
+                    n,
+                );
+                assert_close(&got, &a[b * m * n..(b + 1) * m * n], tol * 100.0);
+            }
+        }
+
+        // gels: min |A X - C| for 5 x 3 A_i; the third A has a zero column.
+        let (m, n, nrhs, batch) = (5usize, 3usize, 2usize, 3usize);
+        let mut memory = Memory::default();
+        let mut state = State::default();
+        let handle = new_handle(&mut state, &mut memory);
+        let ldc = m + 1;
+        let mut a = round(values(m * n * batch, 51, complex));
+        for i in 0..m {
+            a[2 * m * n + m + i] = Z::new(0.0, 0.0);
+        }
+        let c = round(values(ldc * nrhs * batch, 52, complex));
+        let pa = memory.put(dt, &a);
+        let pc = memory.put(dt, &c);
+        let info = memory.put(dtype::R32F, &vec![Z::new(9.0, 0.0); batch]);
+        let a_array = pointer_array(&mut memory, pa, batch, m * n, size);
+        let c_array = pointer_array(&mut memory, pc, batch, ldc * nrhs, size);
+        let gels = |trans: i32, m: usize, lda: usize| Call::GelsBatched {
+            handle,
+            dtype: dt,
+            trans,
+            m: m as i64,
+            n: n as i64,
+            nrhs: nrhs as i64,
+            a: op(a_array, lda as i64),
+            c: op(c_array, ldc as i64),
+            dev_info: info,
+            batch: batch as i64,
+        };
+        assert_eq!(
+            state.call(&mut memory, gels(0, m, m)).expect("gels").status,
+            0
+        );
+        assert_eq!(ints(&memory, info, batch), [0, 0, 2], "type {dt}");
+        let x = memory.get(dt, pc, ldc * nrhs * batch);
+        for b in 0..2 {
+            let ab = &a[b * m * n..(b + 1) * m * n];
+            for col in 0..nrhs {
+                let at = b * ldc * nrhs + col * ldc;
+                let xs = &x[at..at + n];
+                let rs: Vec<Z> = (0..m)
+                    .map(|i| (0..n).map(|k| ab[i + k * m] * xs[k]).sum::<Z>() - c[at + i])
+                    .collect();
+                // The residual is orthogonal to A's columns.
+                let normal: Vec<Z> = (0..n)
+                    .map(|k| (0..m).map(|i| ab[i + k * m].conj() * rs[i]).sum())
+                    .collect();
+                assert_close(&normal, &vec![Z::new(0.0, 0.0); n], tol * 100.0);
+            }
+        }
+        // The rank-deficient system's C is left as it was.
+        assert_close(&x[2 * ldc * nrhs..], &c[2 * ldc * nrhs..], 0.0);
+        // Transposes and m < n are NOT_SUPPORTED, lda < m INVALID_VALUE.
+        for (call, status) in [
+            (gels(1, m, m), 15),
+            (gels(0, n - 1, m), 15),
+            (gels(0, m, m - 1), 7),
+        ] {
+            assert_eq!(
+                state.call(&mut memory, call).expect("status").status,
+                status
+            );
+        }
+    }
 }

@@ -436,6 +436,73 @@ crate::wire_enum! {
             info: u64,
             batch: i64,
         },
+        /// `cublas<t>trsmBatched`: B_i = alpha op(A_i)^-1 B_i (side left)
+        /// or alpha B_i op(A_i)^-1 (side right), in place. `a.ptr` and
+        /// `b.ptr` are device arrays of `batch` matrix pointers.
+        23 TrsmBatched {
+            handle: u64,
+            dtype: u8,
+            side: i32,
+            uplo: i32,
+            trans: i32,
+            diag: i32,
+            m: i64,
+            n: i64,
+            alpha: Scalar,
+            a: Operand,
+            b: Operand,
+            batch: i64,
+        },
+        /// `cublas<t>gemvBatched` (with `pointer_arrays`: the operands'
+        /// `ptr` are device arrays of per-batch pointers) or
+        /// `gemvStridedBatched` (`Operand::stride` in elements): y_i =
+        /// alpha op(A_i) x_i + beta y_i. `types` are the `cudaDataType`s of
+        /// A and x, of y, and of the computation and the scalars (HSH, HSS,
+        /// TST, TSS: half or bfloat16 inputs, float compute).
+        24 GemvBatched {
+            handle: u64,
+            types: [u8; 3],
+            trans: i32,
+            m: i64,
+            n: i64,
+            alpha: Scalar,
+            a: Operand,
+            x: Operand,
+            beta: Scalar,
+            y: Operand,
+            batch: i64,
+            pointer_arrays: bool,
+        },
+        /// `cublas<t>geqrfBatched`: Householder QR of every m x n A_i in
+        /// place (LAPACK's geqrf storage); `tau` is a device array of
+        /// `batch` pointers to min(m, n) scalars each. The host `info` is
+        /// settled on the client.
+        25 GeqrfBatched {
+            handle: u64,
+            dtype: u8,
+            m: i64,
+            n: i64,
+            a: Operand,
+            tau: u64,
+            batch: i64,
+        },
+        /// `cublas<t>gelsBatched` (trans N, m >= n): the least-squares
+        /// solutions of A_i X_i = C_i, in the first n rows of the C_i; A_i
+        /// is overwritten with its QR factorization. `dev_info` (0: none)
+        /// gets one `int` per matrix: 0, or k when R(k, k) is exactly
+        /// zero. The host `info` is settled on the client.
+        26 GelsBatched {
+            handle: u64,
+            dtype: u8,
+            trans: i32,
+            m: i64,
+            n: i64,
+            nrhs: i64,
+            a: Operand,
+            c: Operand,
+            dev_info: u64,
+            batch: i64,
+        },
     }
 }
 

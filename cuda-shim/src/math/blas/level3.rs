@@ -42,9 +42,25 @@ fn gemm(
     g: Gemm,
     alpha: Scalar,
     beta: Scalar,
-    (a, b, c): (*const c_void, *const c_void, *const c_void),
+    operands: (*const c_void, *const c_void, *const c_void),
     batch: Batch,
 ) -> Result<(), c_int> {
+    match gemm_call(s, g, alpha, beta, operands, batch)? {
+        Some(call) => s.enqueue(&call),
+        None => Ok(()),
+    }
+}
+
+/// Checks a GEMM of any form: its wire call, or None when there is
+/// nothing to compute.
+fn gemm_call(
+    s: &HandleState,
+    g: Gemm,
+    alpha: Scalar,
+    beta: Scalar,
+    (a, b, c): (*const c_void, *const c_void, *const c_void),
+    batch: Batch,
+) -> Result<Option<Call>, c_int> {
     op_arg(g.transa)?;
     op_arg(g.transb)?;
     nonnegative(&[g.m, g.n, g.k])?;
@@ -109,9 +125,9 @@ fn gemm(
         }
     };
     if g.m == 0 || g.n == 0 || count == 0 {
-        return Ok(());
+        return Ok(None);
     }
-    s.enqueue(&Call::Gemm {
+    Ok(Some(Call::Gemm {
         handle: s.id(),
         types: g.types,
         transa: g.transa,
@@ -126,7 +142,7 @@ fn gemm(
         c,
         batch: count,
         pointer_arrays,
-    })
+    }))
 }
 
 macro_rules! gemm {
@@ -525,4 +541,100 @@ dgmm! {
     fn cublasDdgmm / cublasDdgmm_64 (f64, R64F);
     fn cublasCdgmm / cublasCdgmm_64 ([f32; 2], C32F);
     fn cublasZdgmm / cublasZdgmm_64 ([f64; 2], C64F);
+}
+
+/// The arguments of a grouped GEMM: host arrays of `groups` entries (one
+/// per group: operations, sizes, leading dimensions, `sizes` the products
+/// in each group) and the device arrays of pointers of all products, group
+/// after group.
+struct Grouped<I> {
+    trans: (*const c_int, *const c_int),
+    mnk: (*const I, *const I, *const I),
+    ld: (*const I, *const I, *const I),
+    operands: (*const c_void, *const c_void, *const c_void),
+    groups: i64,
+    sizes: *const I,
+}
+
+/// Element `i` of a host array of the application's.
+fn host_at<T: Copy>(array: *const T, i: usize) -> Result<T, c_int> {
+    super::read_host(array.wrapping_add(i))
+}
+
+/// Checks every group of a grouped GEMM, then queues each group as one
+/// pointer-array GEMM (the pointer arrays at the group's offset). `scalars`
+/// answers the types and the alpha and beta of group `i`.
+fn grouped<I: Copy + Into<i64>>(
+    s: &HandleState,
+    g: Grouped<I>,
+    scalars: impl Fn(usize) -> Result<([u8; 4], Scalar, Scalar), c_int>,
+) -> Result<(), c_int> {
+    nonnegative(&[g.groups])?;
+    let groups = usize::try_from(g.groups).map_err(|_| super::INVALID_VALUE)?;
+    let mut calls = Vec::new();
+    let mut offset: u64 = 0;
+    for i in 0..groups {
+        let count: i64 = host_at(g.sizes, i)?.into();
+        nonnegative(&[count])?;
+        let (types, alpha, beta) = scalars(i)?;
+        let gemm = Gemm {
+            types,
+            transa: host_at(g.trans.0, i)?,
+            transb: host_at(g.trans.1, i)?,
+            m: host_at(g.mnk.0, i)?.into(),
+            n: host_at(g.mnk.1, i)?.into(),
+            k: host_at(g.mnk.2, i)?.into(),
+            lda: host_at(g.ld.0, i)?.into(),
+            ldb: host_at(g.ld.1, i)?.into(),
+            ldc: host_at(g.ld.2, i)?.into(),
+        };
+        let at = |p: *const c_void| (p as u64).wrapping_add(offset * 8) as *const c_void;
+        let (a, b, c) = g.operands;
+        let operands = (at(a), at(b), at(c));
+        if let Some(call) = gemm_call(s, gemm, alpha, beta, operands, Batch::Pointers { count })? {
+            calls.push(call);
+        }
+        offset = offset
+            .checked_add(count as u64)
+            .ok_or(super::INVALID_VALUE)?;
+    }
+    // Nothing is queued unless every group is valid.
+    for call in &calls {
+        s.enqueue(call)?;
+    }
+    Ok(())
+}
+
+macro_rules! gemm_grouped {
+    ($(fn $name:ident / $name64:ident ($t:ty, $dt:ident);)*) => {$(
+        both! { fn $name / $name64 (h: Handle, transa: *const c_int, transb: *const c_int, m: *const Int, n: *const Int, k: *const Int, alpha: *const $t, a: *const *const $t, lda: *const Int, b: *const *const $t, ldb: *const Int, beta: *const $t, c: *const *mut $t, ldc: *const Int, groups: Int, sizes: *const Int) {
+            let s = handle(h)?;
+            let g = Grouped { trans: (transa, transb), mnk: (m, n, k), ld: (lda, ldb, ldc), operands: (a.cast(), b.cast(), c.cast()), groups: groups.into(), sizes };
+            grouped(&s, g, |i| Ok(([dtype::$dt; 4], s.scalar(alpha.wrapping_add(i))?, s.scalar(beta.wrapping_add(i))?)))
+        } }
+    )*};
+}
+
+gemm_grouped! {
+    fn cublasSgemmGroupedBatched / cublasSgemmGroupedBatched_64 (f32, R32F);
+    fn cublasDgemmGroupedBatched / cublasDgemmGroupedBatched_64 (f64, R64F);
+}
+
+both! {
+    fn cublasGemmGroupedBatchedEx / cublasGemmGroupedBatchedEx_64 (h: Handle, transa: *const c_int, transb: *const c_int, m: *const Int, n: *const Int, k: *const Int, alpha: *const c_void, a: *const *const c_void, atype: c_int, lda: *const Int, b: *const *const c_void, btype: c_int, ldb: *const Int, beta: *const c_void, c: *const *mut c_void, ctype: c_int, ldc: *const Int, groups: Int, sizes: *const Int, compute: c_int) {
+        let s = handle(h)?;
+        let g = Grouped { trans: (transa, transb), mnk: (m, n, k), ld: (lda, ldb, ldc), operands: (a.cast(), b.cast(), c.cast()), groups: groups.into(), sizes };
+        let types = (atype, btype, ctype);
+        grouped(&s, g, |i| {
+            // The scalars are arrays of the compute type's scalar, whose
+            // size the first group's types give.
+            let first = ex_types(&s, types, compute, alpha, beta)?;
+            if i == 0 {
+                return Ok(first);
+            }
+            let step = dtype::size(first.0[3]).ok_or(NOT_SUPPORTED)? as usize;
+            let at = |p: *const c_void| p.cast::<u8>().wrapping_add(i * step).cast::<c_void>();
+            ex_types(&s, types, compute, at(alpha), at(beta))
+        })
+    }
 }

@@ -12,6 +12,7 @@
 //! level-3 routines through a handle of these.
 #![allow(non_snake_case, unreachable_pub)]
 
+mod batched;
 mod level1;
 mod level2;
 mod level3;

@@ -27,6 +27,7 @@ use rcud_proto::CudaError;
 use super::library::LazyLibrary;
 use super::CudaDeviceContext;
 
+mod batched;
 mod lu;
 
 /// `CUBLAS_STATUS_NOT_INITIALIZED`: an unknown or destroyed handle.
@@ -348,6 +349,10 @@ impl CudaDeviceContext {
             | Call::GetrsBatched { handle, .. }
             | Call::GetriBatched { handle, .. }
             | Call::MatinvBatched { handle, .. }
+            | Call::TrsmBatched { handle, .. }
+            | Call::GemvBatched { handle, .. }
+            | Call::GeqrfBatched { handle, .. }
+            | Call::GelsBatched { handle, .. }
             | Call::Banded { handle, .. }
             | Call::Syr { handle, .. }
             | Call::Syr2k { handle, .. }
@@ -421,6 +426,10 @@ impl CudaDeviceContext {
             | Call::GetrsBatched { .. }
             | Call::GetriBatched { .. }
             | Call::MatinvBatched { .. }) => self.lu_batched(handle, lu),
+            batched @ (Call::TrsmBatched { .. }
+            | Call::GemvBatched { .. }
+            | Call::GeqrfBatched { .. }
+            | Call::GelsBatched { .. }) => self.batched(handle, batched),
             Call::Rotg {
                 dtype,
                 modified,
@@ -1099,6 +1108,10 @@ impl CudaDeviceContext {
             | Call::GetrsBatched { .. }
             | Call::GetriBatched { .. }
             | Call::MatinvBatched { .. }
+            | Call::TrsmBatched { .. }
+            | Call::GemvBatched { .. }
+            | Call::GeqrfBatched { .. }
+            | Call::GelsBatched { .. }
             | Call::Rotg { .. }
             | Call::Rotm { .. } => return Err(Refusal::Status(INVALID_VALUE).into()),
         };

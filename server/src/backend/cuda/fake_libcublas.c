@@ -6,7 +6,8 @@
 // forms (S and D) of axpy, scal, dot, nrm2, asum, amax, amin, copy, swap,
 // rot, gemv, cublasGemmEx / StridedBatchedEx / BatchedEx with FP32 or FP64
 // operands, Zscal (with positive increments), Sgeam, Sdgmm and the batched
-// LU routines in FP32 (Sgetrf/Sgetrs/Sgetri/SmatinvBatched) and Srotg compute;
+// LU routines in FP32 (Sgetrf/Sgetrs/Sgetri/SmatinvBatched), StrsmBatched
+// (side left, no transpose), Sgemv(Strided)Batched and Srotg compute;
 // the others answer
 // CUBLAS_STATUS_NOT_SUPPORTED (the tests check what reaches them, not
 // their arithmetic). Every call appends one line to the file
@@ -522,3 +523,90 @@ MATINV_UNSUPPORTED(Z, double)
 LU_UNSUPPORTED(D, double)
 LU_UNSUPPORTED(C, float)
 LU_UNSUPPORTED(Z, double)
+
+// Batched trsm and gemv: Strsm (side left, no transpose) and Sgemv (both
+// layouts) compute; Sgeqrf and Sgels log their arrays and answer
+// NOT_SUPPORTED; the other types answer NOT_SUPPORTED.
+int cublasStrsmBatched(struct handle *h, int side, int uplo, int trans, int diag, int m, int n,
+                       const float *alpha, const float *const a[], int lda, float *const b[],
+                       int ldb, int batch) {
+    note_arrays("cublasStrsmBatched", h, a, b);
+    if (side != 0 || trans != 0) return NOT_SUPPORTED;
+    for (int i = 0; i < batch; i++)
+        for (int c = 0; c < n; c++) {
+            float *x = b[i] + (long)c * ldb;
+            for (int r = 0; r < m; r++) x[r] *= *alpha;
+            // Forward (lower) or backward (upper) substitution.
+            for (int s = 0; s < m; s++) {
+                int j = uplo == 0 ? s : m - 1 - s;
+                if (diag == 0) x[j] /= a[i][j + (long)j * lda];
+                for (int r = 0; r < m; r++)
+                    if ((uplo == 0 && r > j) || (uplo == 1 && r < j))
+                        x[r] -= a[i][r + (long)j * lda] * x[j];
+            }
+        }
+    return OK;
+}
+
+// y = alpha op(A) x + beta y for one item, in FP32.
+static void sgemv1(int trans, int m, int n, float alpha, const float *a, int lda, const float *x,
+                   int incx, float beta, float *y, int incy) {
+    int lx = trans == 0 ? n : m, ly = trans == 0 ? m : n;
+    for (int i = 0; i < ly; i++) {
+        float s = 0.0f;
+        for (int j = 0; j < lx; j++)
+            s += (trans == 0 ? a[i + (long)j * lda] : a[j + (long)i * lda]) * AT(x, j, lx, incx);
+        AT(y, i, ly, incy) = alpha * s + (beta == 0.0f ? 0.0f : beta * AT(y, i, ly, incy));
+    }
+}
+
+int cublasSgemvBatched(struct handle *h, int trans, int m, int n, const float *alpha,
+                       const float *const a[], int lda, const float *const x[], int incx,
+                       const float *beta, float *const y[], int incy, int batch) {
+    note_arrays("cublasSgemvBatched", h, a, y);
+    if (h->mode != 0) return NOT_SUPPORTED;
+    for (int i = 0; i < batch; i++)
+        sgemv1(trans, m, n, *alpha, a[i], lda, x[i], incx, *beta, y[i], incy);
+    return OK;
+}
+int cublasSgemvStridedBatched(struct handle *h, int trans, int m, int n, const float *alpha,
+                              const float *a, int lda, long long sa, const float *x, int incx,
+                              long long sx, const float *beta, float *y, int incy, long long sy,
+                              int batch) {
+    note("cublasSgemvStridedBatched", h);
+    if (h->mode != 0) return NOT_SUPPORTED;
+    for (int i = 0; i < batch; i++)
+        sgemv1(trans, m, n, *alpha, a + i * sa, lda, x + i * sx, incx, *beta, y + i * sy, incy);
+    return OK;
+}
+int cublasSgeqrfBatched(struct handle *h, int m, int n, float *const a[], int lda,
+                        float *const tau[], int *info, int batch) {
+    (void)m, (void)n, (void)lda, (void)batch;
+    note_arrays("cublasSgeqrfBatched", h, a, tau);
+    *info = 0;
+    return NOT_SUPPORTED;
+}
+int cublasSgelsBatched(struct handle *h, int trans, int m, int n, int nrhs, float *const a[],
+                       int lda, float *const c[], int ldc, int *info, int *dev_info, int batch) {
+    (void)trans, (void)m, (void)n, (void)nrhs, (void)lda, (void)ldc, (void)batch;
+    note_arrays("cublasSgelsBatched", h, a, c);
+    *info = 0;
+    if (dev_info)
+        for (int i = 0; i < batch; i++) dev_info[i] = 0;
+    return NOT_SUPPORTED;
+}
+UNSUPPORTED(cublasDtrsmBatched)
+UNSUPPORTED(cublasCtrsmBatched)
+UNSUPPORTED(cublasZtrsmBatched)
+UNSUPPORTED(cublasDgemvBatched)
+UNSUPPORTED(cublasCgemvBatched)
+UNSUPPORTED(cublasZgemvBatched)
+UNSUPPORTED(cublasDgemvStridedBatched)
+UNSUPPORTED(cublasCgemvStridedBatched)
+UNSUPPORTED(cublasZgemvStridedBatched)
+UNSUPPORTED(cublasDgeqrfBatched)
+UNSUPPORTED(cublasCgeqrfBatched)
+UNSUPPORTED(cublasZgeqrfBatched)
+UNSUPPORTED(cublasDgelsBatched)
+UNSUPPORTED(cublasCgelsBatched)
+UNSUPPORTED(cublasZgelsBatched)

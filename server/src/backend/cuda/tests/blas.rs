@@ -937,3 +937,180 @@ fn fake_cublas_banded_packed_rank_syr2k_and_rotations_are_checked_and_forwarded(
         ]
     );
 }
+
+#[test]
+fn fake_cublas_trsm_gemv_geqrf_gels_batched_are_checked_and_forwarded() {
+    let test = "fake_cublas_trsm_gemv_geqrf_gels_batched_are_checked_and_forwarded";
+    let Some((b, log)) = fake_blas_backend(test) else {
+        return;
+    };
+    let mut ctx = b.open(0, 0).unwrap();
+    let ctx = ctx.as_mut();
+    let h = create(ctx);
+    let staged = |log: &PathBuf, name: &str, array: u64| {
+        let lines = log_lines(log);
+        let line = lines
+            .iter()
+            .rev()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("{name} not forwarded: {lines:?}"))
+            .clone();
+        assert!(
+            !line.contains(&format!("arrays={array:#x},")),
+            "cuBLAS must get the server's copy of the pointer array: {line}"
+        );
+    };
+    let count = |log: &PathBuf, name: &str| {
+        log_lines(log)
+            .iter()
+            .filter(|l| l.starts_with(name))
+            .count()
+    };
+
+    // trsmBatched: two lower-triangular 2 x 2 systems L X = 2 B.
+    let l = [2.0f32, 1.0, 0.0, 4.0, 1.0, 0.0, 0.0, 1.0];
+    let mats = ctx.malloc(32).unwrap();
+    put(ctx, mats, &f32s(&l));
+    let rhs = ctx.malloc(16).unwrap();
+    put(ctx, rhs, &f32s(&[2.0, 5.0, 3.0, 1.0]));
+    let (a_array, b_array) = (ctx.malloc(16).unwrap(), ctx.malloc(16).unwrap());
+    put(ctx, a_array, &ptrs(&[mats, mats + 16]));
+    put(ctx, b_array, &ptrs(&[rhs, rhs + 8]));
+    let trsm = |a: Operand, lda_side: i32| wire::Call::TrsmBatched {
+        handle: h,
+        dtype: dtype::R32F,
+        side: lda_side,
+        uplo: 0,
+        trans: 0,
+        diag: 0,
+        m: 2,
+        n: 1,
+        alpha: host(2.0),
+        a,
+        b: operand(b_array, 2, 0),
+        batch: 2,
+    };
+    assert_eq!(
+        blas(ctx, trsm(operand(a_array, 2, 0), 0)).unwrap().status,
+        0
+    );
+    // [[2, 0], [1, 4]] x = (4, 10): x = (2, 2); the identity: x = (6, 2).
+    assert_eq!(read_f32s(ctx, rhs, 4), [2.0, 2.0, 6.0, 2.0]);
+    staged(&log, "cublasStrsmBatched", a_array);
+
+    // gemvBatched (pointer arrays) and gemvStridedBatched: y = A x + y.
+    let x = ctx.malloc(16).unwrap();
+    put(ctx, x, &f32s(&[1.0, 1.0, 1.0, -1.0]));
+    let y = ctx.malloc(16).unwrap();
+    put(ctx, y, &f32s(&[1.0, 1.0, 1.0, 1.0]));
+    let (x_array, y_array) = (ctx.malloc(16).unwrap(), ctx.malloc(16).unwrap());
+    put(ctx, x_array, &ptrs(&[x, x + 8]));
+    put(ctx, y_array, &ptrs(&[y, y + 8]));
+    let gemv = |a: Operand, x: Operand, y: Operand, arrays: bool| wire::Call::GemvBatched {
+        handle: h,
+        types: [dtype::R32F; 3],
+        trans: 0,
+        m: 2,
+        n: 2,
+        alpha: host(1.0),
+        a,
+        x,
+        beta: host(1.0),
+        y,
+        batch: 2,
+        pointer_arrays: arrays,
+    };
+    let call = gemv(
+        operand(a_array, 2, 0),
+        operand(x_array, 1, 0),
+        operand(y_array, 1, 0),
+        true,
+    );
+    assert_eq!(blas(ctx, call).unwrap().status, 0);
+    // [[2, 0], [1, 4]] (1, 1) + 1 = (3, 6); I (1, -1) + 1 = (2, 0).
+    assert_eq!(read_f32s(ctx, y, 4), [3.0, 6.0, 2.0, 0.0]);
+    staged(&log, "cublasSgemvBatched", a_array);
+    let call = gemv(
+        operand(mats, 2, 4),
+        operand(x, 1, 2),
+        operand(y, 1, 2),
+        false,
+    );
+    assert_eq!(blas(ctx, call).unwrap().status, 0);
+    assert_eq!(read_f32s(ctx, y, 4), [5.0, 11.0, 3.0, -1.0]);
+    assert_eq!(count(&log, "cublasSgemvStridedBatched"), 1);
+    // A strided batch reaching past its allocation is refused.
+    let call = gemv(
+        operand(mats, 2, 5),
+        operand(x, 1, 2),
+        operand(y, 1, 2),
+        false,
+    );
+    let f = blas(ctx, call).unwrap_err();
+    assert_eq!(f.code, CudaError::ILLEGAL_ADDRESS, "{f}");
+    assert_eq!(count(&log, "cublasSgemvStridedBatched"), 1);
+
+    // geqrfBatched and gelsBatched reach cuBLAS with the server's arrays
+    // (the stand-in answers NOT_SUPPORTED for them).
+    let tau = ctx.malloc(16).unwrap();
+    let tau_array = ctx.malloc(16).unwrap();
+    put(ctx, tau_array, &ptrs(&[tau, tau + 8]));
+    let geqrf = wire::Call::GeqrfBatched {
+        handle: h,
+        dtype: dtype::R32F,
+        m: 2,
+        n: 2,
+        a: operand(a_array, 2, 0),
+        tau: tau_array,
+        batch: 2,
+    };
+    assert_eq!(blas(ctx, geqrf).unwrap().status, 15);
+    staged(&log, "cublasSgeqrfBatched", a_array);
+    let info = ctx.malloc(8).unwrap();
+    let gels = |m: i64, dev_info: u64| wire::Call::GelsBatched {
+        handle: h,
+        dtype: dtype::R32F,
+        trans: 0,
+        m,
+        n: 2,
+        nrhs: 1,
+        a: operand(a_array, 2, 0),
+        c: operand(b_array, 2, 0),
+        dev_info,
+        batch: 2,
+    };
+    assert_eq!(blas(ctx, gels(2, info)).unwrap().status, 15);
+    staged(&log, "cublasSgelsBatched", a_array);
+    assert_eq!(read_ints(ctx, info, 2), [0, 0]);
+
+    // Refused before cuBLAS: m < n (NOT_SUPPORTED, as cuBLAS), a
+    // devInfoArray past its allocation, a matrix pointer outside the
+    // client's memory, a short leading dimension.
+    let before = (
+        count(&log, "cublasSgelsBatched"),
+        count(&log, "cublasStrsmBatched"),
+    );
+    assert_eq!(blas(ctx, gels(1, info)).unwrap().status, 15);
+    let f = blas(ctx, gels(2, info + 4)).unwrap_err();
+    assert_eq!(f.code, CudaError::ILLEGAL_ADDRESS, "{f}");
+    let wild = ctx.malloc(16).unwrap();
+    put(ctx, wild, &ptrs(&[mats, 0xdead_0000]));
+    let f = blas(ctx, trsm(operand(wild, 2, 0), 0)).unwrap_err();
+    assert_eq!(f.code, CudaError::ILLEGAL_ADDRESS, "{f}");
+    assert!(f.message.contains("A[1]"), "{f}");
+    assert_eq!(
+        blas(ctx, trsm(operand(a_array, 1, 0), 0)).unwrap().status,
+        7
+    );
+    assert_eq!(
+        blas(ctx, trsm(operand(a_array, 2, 0), 2)).unwrap().status,
+        7
+    );
+    assert_eq!(
+        (
+            count(&log, "cublasSgelsBatched"),
+            count(&log, "cublasStrsmBatched")
+        ),
+        before
+    );
+}
