@@ -282,12 +282,10 @@ fn run(memory: &mut dyn DeviceMemory, call: Call) -> Result<(), Fault> {
         | Call::SpSolve { .. }
         | Call::SpInfoDestroy { .. }
         | Call::RfSetup { .. }
-        | Call::RfSetupHost { .. }
         | Call::RfResetValues { .. }
         | Call::RfRefactor { .. }
         | Call::RfSolve { .. }
         | Call::RfExtract { .. }
-        | Call::RfBundledDevice { .. }
         | Call::RfDestroy { .. } => Ok(()),
         Call::Getrf {
             dtype,

@@ -1,14 +1,15 @@
 //! cusolverRf on the emulated device: the Rf objects (by the client's id)
 //! hold P, Q, A's pattern and values, and the bundle L - I + U whose
-//! pattern the setup fixed. Matrices and vectors are in device memory,
-//! except for `cusolverRfSetupHost`'s, which the call carries.
+//! pattern the setup fixed. Matrices and vectors are in device memory
+//! (`cusolverRfSetupHost`'s and the host extractions' are staged there by
+//! the client).
 
 use std::collections::HashMap;
 
 use num_complex::Complex64 as C;
-use rcud_proto::math::solver::{Call, RfHostCsr};
+use rcud_proto::math::solver::Call;
 
-use super::sparse::{permutation, Csr, CsrFactor, Pattern, Refactor, SpError, UnitDiagonal};
+use super::sparse::{permutation, Csr, Pattern, Refactor, SpError, UnitDiagonal};
 use super::{read_ints, write_ints, INVALID_VALUE};
 use crate::{DeviceMemory, Fault, MathError, Reply};
 
@@ -58,13 +59,20 @@ fn csr(n: i32, rowptr: &[i32], colind: &[i32], values: &[f64]) -> Result<Csr, Sp
     })
 }
 
+/// A CSR matrix's arrays as read from device memory.
+struct RawCsr {
+    rowptr: Vec<i32>,
+    colind: Vec<i32>,
+    values: Vec<f64>,
+}
+
 fn read_csr(
     memory: &dyn DeviceMemory,
     n: i32,
     nnz: i32,
     [rowptr, colind, val]: [u64; 3],
-) -> Result<RfHostCsr, Fault> {
-    Ok(RfHostCsr {
+) -> Result<RawCsr, Fault> {
+    Ok(RawCsr {
         rowptr: read_ints(memory, rowptr, len(n) + 1)?,
         colind: read_ints(memory, colind, len(nnz))?,
         values: read_doubles(memory, val, len(nnz))?
@@ -77,9 +85,9 @@ fn read_csr(
 /// Builds the Rf object of a setup.
 fn setup(
     n: i32,
-    a: &RfHostCsr,
-    l: &RfHostCsr,
-    u: &RfHostCsr,
+    a: &RawCsr,
+    l: &RawCsr,
+    u: &RawCsr,
     p: &[i32],
     q: &[i32],
     diag: i32,
@@ -101,36 +109,26 @@ fn setup_reply(
 ) -> Reply {
     match made {
         Ok(object) => {
-            let nnz = object.bundled().colind.len();
-            let Ok(nnz) = i32::try_from(nnz) else {
+            let counts = (
+                i32::try_from(object.bundled().colind.len()),
+                i32::try_from(object.lower_nnz()),
+            );
+            let (Ok(nnz), Ok(lower)) = counts else {
                 return Reply::status(INTERNAL_ERROR);
             };
             rfs.insert(rf, object);
-            Reply::ok(nnz.to_le_bytes().to_vec())
+            let mut out = nnz.to_le_bytes().to_vec();
+            out.extend_from_slice(&lower.to_le_bytes());
+            Reply::ok(out)
         }
         Err(error) => status(error),
     }
 }
 
-/// Appends one CSR factor as the extraction answers it.
-fn push_factor(out: &mut Vec<u8>, f: &CsrFactor) -> Option<()> {
-    let int = |v: usize| i32::try_from(v).ok().map(i32::to_le_bytes);
-    out.extend_from_slice(&int(f.colind.len())?);
-    for &v in f.rowptr.iter().chain(&f.colind) {
-        out.extend_from_slice(&int(v)?);
-    }
-    for v in &f.values {
-        out.extend_from_slice(&v.re.to_le_bytes());
-    }
-    Some(())
-}
+/// P and Q, checked; `None` for an array that is not a permutation.
+type Perms = Option<(Vec<usize>, Vec<usize>)>;
 
-fn perms(
-    memory: &dyn DeviceMemory,
-    n: usize,
-    p: u64,
-    q: u64,
-) -> Result<Option<(Vec<usize>, Vec<usize>)>, Fault> {
+fn perms(memory: &dyn DeviceMemory, n: usize, p: u64, q: u64) -> Result<Perms, Fault> {
     let p = read_ints(memory, p, n)?;
     let q = read_ints(memory, q, n)?;
     Ok(permutation(&p, n).zip(permutation(&q, n)))
@@ -145,12 +143,10 @@ pub(super) fn run(
     if !matches!(
         call,
         Call::RfSetup { .. }
-            | Call::RfSetupHost { .. }
             | Call::RfResetValues { .. }
             | Call::RfRefactor { .. }
             | Call::RfSolve { .. }
             | Call::RfExtract { .. }
-            | Call::RfBundledDevice { .. }
             | Call::RfDestroy { .. }
     ) {
         return None;
@@ -177,19 +173,6 @@ pub(super) fn run(
                 let q = read_ints(memory, q, len(n))?;
                 let made = setup(n, &a, &l, &u, &p, &q, diag);
                 setup_reply(rfs, rf, made)
-            }
-            Call::RfSetupHost {
-                rf,
-                n,
-                a,
-                l,
-                u,
-                p,
-                q,
-                diag,
-            } => {
-                let made = setup(*n, a, l, u, p, q, *diag);
-                setup_reply(rfs, *rf, made)
             }
             &Call::RfResetValues {
                 rf,
@@ -246,43 +229,48 @@ pub(super) fn run(
                 write_doubles(memory, xf, &x)?;
                 Reply::ok(Vec::new())
             }
-            &Call::RfExtract { rf, split, diag } => {
+            &Call::RfExtract {
+                rf,
+                n,
+                diag,
+                nnz_l,
+                l,
+                nnz_u,
+                u,
+            } => {
                 let Some(object) = rfs.get(&rf) else {
                     return Ok(Reply::status(NOT_INITIALIZED));
                 };
-                let mut out = Vec::new();
-                let done = if split == 0 {
-                    push_factor(&mut out, object.bundled())
+                if len(n) != object.n() {
+                    return Ok(Reply::status(INVALID_VALUE));
+                }
+                let factors = if diag == -1 {
+                    vec![(object.bundled().clone(), nnz_l, l)]
                 } else {
                     let Some(diag) = UnitDiagonal::from_raw(diag) else {
                         return Ok(Reply::status(INVALID_VALUE));
                     };
-                    let (l, u) = object.split(diag);
-                    push_factor(&mut out, &l).and_then(|()| push_factor(&mut out, &u))
+                    let (lf, uf) = object.split(diag);
+                    vec![(lf, nnz_l, l), (uf, nnz_u, u)]
                 };
-                match done {
-                    Some(()) => Reply::ok(out),
-                    None => Reply::status(INTERNAL_ERROR),
-                }
-            }
-            &Call::RfBundledDevice { rf, n, nnz_m, m } => {
-                let Some(object) = rfs.get(&rf) else {
-                    return Ok(Reply::status(NOT_INITIALIZED));
-                };
-                let bundle = object.bundled();
-                if len(n) != object.n() || len(nnz_m) != bundle.colind.len() {
+                // The client sized the arrays from the setup's counts.
+                if factors
+                    .iter()
+                    .any(|(f, nnz, _)| f.colind.len() != len(*nnz))
+                {
                     return Ok(Reply::status(INVALID_VALUE));
                 }
-                let ints = |v: &[usize]| -> Option<Vec<i32>> {
-                    v.iter().map(|&x| i32::try_from(x).ok()).collect()
-                };
-                let (Some(rowptr), Some(colind)) = (ints(&bundle.rowptr), ints(&bundle.colind))
-                else {
-                    return Ok(Reply::status(INTERNAL_ERROR));
-                };
-                write_ints(memory, m[0], &rowptr)?;
-                write_ints(memory, m[1], &colind)?;
-                write_doubles(memory, m[2], &bundle.values)?;
+                for (f, _, [rowptr, colind, val]) in &factors {
+                    let ints = |v: &[usize]| -> Option<Vec<i32>> {
+                        v.iter().map(|&x| i32::try_from(x).ok()).collect()
+                    };
+                    let (Some(offsets), Some(cols)) = (ints(&f.rowptr), ints(&f.colind)) else {
+                        return Ok(Reply::status(INTERNAL_ERROR));
+                    };
+                    write_ints(memory, *rowptr, &offsets)?;
+                    write_ints(memory, *colind, &cols)?;
+                    write_doubles(memory, *val, &f.values)?;
+                }
                 Reply::ok(Vec::new())
             }
             &Call::RfDestroy { rf } => {

@@ -88,46 +88,30 @@ crate::wire_enum! {
         23 SpSolve { handle: u64, info: u64, dtype: u8, m: i32, n: i32, b: u64, x: u64 },
         /// `cusolverSpDestroyCsr{chol,qr}Info`: forgets `info`.
         24 SpInfoDestroy { info: u64 },
-        /// `cusolverRfSetupDevice`: records in the server's Rf object `rf`
-        /// (an id the client chose) the n×n CSR matrices A, L and U
-        /// (zero-based; `a`, `l`, `u` are the row offsets, column indices
-        /// and double values of each) and P, Q with P A Qᵀ = L U; `diag`
-        /// is the `cusolverRfUnitDiagonal_t`. Answers the entries of the
-        /// bundle L - I + U (i32).
+        /// `cusolverRfSetup{Device,Host}`: records in the server's Rf
+        /// object `rf` (an id the client chose) the n×n CSR matrices A, L
+        /// and U (zero-based; `a`, `l`, `u` are the row offsets, column
+        /// indices and double values of each) and P, Q with P A Qᵀ = L U;
+        /// `diag` is the `cusolverRfUnitDiagonal_t`. (The host form stages
+        /// its arrays in device memory: a frame is bounded, factors are
+        /// not.) Answers the entries of the bundle L - I + U and those of
+        /// its strictly lower part (two i32).
         25 RfSetup { rf: u64, n: i32, nnz_a: i32, a: [u64; 3], nnz_l: i32, l: [u64; 3], nnz_u: i32, u: [u64; 3], p: u64, q: u64, diag: i32 },
-        /// `cusolverRfSetupHost`: as [`Call::RfSetup`], the arrays carried.
-        26 RfSetupHost { rf: u64, n: i32, a: RfHostCsr, l: RfHostCsr, u: RfHostCsr, p: Vec<i32>, q: Vec<i32>, diag: i32 },
         /// `cusolverRfResetValues`: A's new values (same pattern, P, Q).
-        27 RfResetValues { rf: u64, n: i32, nnz_a: i32, a: [u64; 3], p: u64, q: u64 },
+        26 RfResetValues { rf: u64, n: i32, nnz_a: i32, a: [u64; 3], p: u64, q: u64 },
         /// `cusolverRfRefactor`: answers the first pivot at most `zero`
         /// (i32, -1: none) and whether one was replaced by `boost` (u8).
-        28 RfRefactor { rf: u64, zero: f64, boost: f64 },
+        27 RfRefactor { rf: u64, zero: f64, boost: f64 },
         /// `cusolverRfSolve` (nrhs 1): x from b in `xf`, in place; `temp`
         /// is the application's scratch (`ldt` ≥ n), checked, not used.
-        29 RfSolve { rf: u64, n: i32, p: u64, q: u64, nrhs: i32, temp: u64, ldt: i32, xf: u64, ldxf: i32 },
-        /// `cusolverRfExtract{Bundled,Split}FactorsHost`: answers the
-        /// bundle M (`split` 0) or L then U as `diag` says (`split` 1),
-        /// each as i32 nnz, i32 row offsets, i32 columns, f64 values.
-        30 RfExtract { rf: u64, split: u8, diag: i32 },
-        /// `cusolverRfAccessBundledFactorsDevice`: writes M's row offsets,
-        /// columns and values at `m` (device arrays the client allocated
-        /// for the `nnz_m` entries the setup answered).
-        31 RfBundledDevice { rf: u64, n: i32, nnz_m: i32, m: [u64; 3] },
+        28 RfSolve { rf: u64, n: i32, p: u64, q: u64, nrhs: i32, temp: u64, ldt: i32, xf: u64, ldxf: i32 },
+        /// The factors into device arrays: the bundle L - I + U into `l`
+        /// (`diag` -1; `u` unused), or L into `l` and U into `u` as the
+        /// `cusolverRfUnitDiagonal_t` `diag` says. `nnz_l` and `nnz_u` are
+        /// the entries the client expects (from the setup's answer).
+        29 RfExtract { rf: u64, n: i32, diag: i32, nnz_l: i32, l: [u64; 3], nnz_u: i32, u: [u64; 3] },
         /// `cusolverRfDestroy`: forgets `rf`.
-        32 RfDestroy { rf: u64 },
-    }
-}
-
-crate::wire_struct! {
-    /// A zero-based CSR matrix carried on the wire (`cusolverRfSetupHost`).
-    #[derive(Debug, Clone, PartialEq, Default)]
-    pub struct RfHostCsr {
-        /// Row offsets (n + 1).
-        pub rowptr: Vec<i32>,
-        /// Column indices.
-        pub colind: Vec<i32>,
-        /// Values.
-        pub values: Vec<f64>,
+        30 RfDestroy { rf: u64 },
     }
 }
 
@@ -283,9 +267,7 @@ impl Call {
             | Call::SpBufferInfo { .. }
             | Call::SpZeroPivot { .. }
             | Call::SpInfoDestroy { .. }
-            | Call::RfSetupHost { .. }
             | Call::RfRefactor { .. }
-            | Call::RfExtract { .. }
             | Call::RfDestroy { .. } => Vec::new(),
             Call::RfSetup {
                 n,
@@ -314,7 +296,24 @@ impl Call {
                 ranges.extend(rf_csr(n, nnz_a, a)?);
                 ranges
             }
-            Call::RfBundledDevice { n, nnz_m, m, .. } => rf_csr(dim(n, "n")?, nnz_m, m)?.to_vec(),
+            Call::RfExtract {
+                n,
+                diag,
+                nnz_l,
+                l,
+                nnz_u,
+                u,
+                ..
+            } => {
+                let n = dim(n, "n")?;
+                let mut ranges = rf_csr(n, nnz_l, l)?.to_vec();
+                match diag {
+                    -1 => {}
+                    0..=3 => ranges.extend(rf_csr(n, nnz_u, u)?),
+                    _ => return Err(InvalidValue("unit diagonal")),
+                }
+                ranges
+            }
             Call::RfSolve {
                 n,
                 p,
@@ -824,12 +823,10 @@ impl Call {
             Call::Create {}
             | Call::SpInfoDestroy { .. }
             | Call::RfSetup { .. }
-            | Call::RfSetupHost { .. }
             | Call::RfResetValues { .. }
             | Call::RfRefactor { .. }
             | Call::RfSolve { .. }
             | Call::RfExtract { .. }
-            | Call::RfBundledDevice { .. }
             | Call::RfDestroy { .. } => None,
             Call::Destroy { handle }
             | Call::Getrf { handle, .. }

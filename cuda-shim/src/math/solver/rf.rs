@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::os::raw::{c_int, c_void};
 use std::sync::Mutex;
 
-use rcud_proto::math::solver::{Call, RfHostCsr};
+use rcud_proto::math::solver::Call;
 use rcud_proto::math::Library;
 
 use super::{
@@ -38,6 +38,30 @@ struct HostFactor {
     values: Vec<f64>,
 }
 
+/// A setup's n, nnz(A), entries of L - I + U and of its strictly lower
+/// part.
+#[derive(Clone, Copy)]
+struct Counts {
+    n: c_int,
+    nnz_a: c_int,
+    nnz_m: c_int,
+    lower: c_int,
+}
+
+impl Counts {
+    /// Entries of L and U as `diag` (`cusolverRfUnitDiagonal_t`) splits
+    /// them: the unit factor has its diagonal when it is stored, the other
+    /// always.
+    fn split(self, diag: c_int) -> (c_int, c_int) {
+        let upper = self.nnz_m - self.lower - self.n;
+        match diag {
+            0 | 1 => (self.lower + self.n, upper + self.n),
+            2 => (self.lower, upper + self.n),
+            _ => (self.lower + self.n, upper),
+        }
+    }
+}
+
 #[derive(Default)]
 struct Rf {
     format: c_int,
@@ -47,8 +71,8 @@ struct Rf {
     fast_mode: c_int,
     fact_alg: c_int,
     solve_alg: c_int,
-    /// n and nnz(A) of the setup, and the entries of L - I + U.
-    setup: Option<(c_int, c_int, c_int)>,
+    /// The setup's counts.
+    setup: Option<Counts>,
     boosted: bool,
     bundled: Option<HostFactor>,
     split: Option<(HostFactor, HostFactor)>,
@@ -109,6 +133,94 @@ fn word(bytes: &[u8], at: usize) -> Result<i32, c_int> {
         .and_then(|b| <[u8; 4]>::try_from(b).ok())
         .map(i32::from_le_bytes)
         .ok_or(INTERNAL_ERROR)
+}
+
+/// Device memory the library allocates for itself: staging buffers, freed
+/// on drop, or kept (`keep`) for `AccessBundledFactorsDevice`.
+struct Staged(Vec<u64>);
+
+impl Staged {
+    fn alloc(&mut self, bytes: usize) -> Result<u64, c_int> {
+        let mut ptr: *mut c_void = std::ptr::null_mut();
+        if crate::cudart::memory::cudaMalloc(&mut ptr, bytes.max(1)) != 0 {
+            return Err(super::ALLOC_FAILED);
+        }
+        self.0.push(ptr as u64);
+        Ok(ptr as u64)
+    }
+
+    /// A device copy of `count` elements at the host pointer `src`.
+    fn upload<T>(&mut self, src: *const T, count: c_int) -> Result<u64, c_int> {
+        let count = usize::try_from(count).map_err(|_| INVALID_VALUE)?;
+        let bytes = count * std::mem::size_of::<T>();
+        let ptr = self.alloc(bytes)?;
+        if bytes > 0 {
+            if src.is_null() {
+                return Err(INVALID_VALUE);
+            }
+            // cudaMemcpy reads the application's host array, as
+            // cusolverRfSetupHost would.
+            let status =
+                crate::cudart::memory::cudaMemcpy(ptr as *mut c_void, src.cast(), bytes, 1);
+            if status != 0 {
+                return Err(EXECUTION_FAILED);
+            }
+        }
+        Ok(ptr)
+    }
+
+    /// A CSR matrix's three device arrays of `nnz` entries.
+    fn csr(&mut self, n: c_int, nnz: c_int) -> Result<[u64; 3], c_int> {
+        let rows = usize::try_from(n).map_err(|_| INVALID_VALUE)? + 1;
+        let nnz = usize::try_from(nnz).map_err(|_| INVALID_VALUE)?;
+        Ok([
+            self.alloc(4 * rows)?,
+            self.alloc(4 * nnz)?,
+            self.alloc(8 * nnz)?,
+        ])
+    }
+
+    fn keep(mut self) -> Vec<u64> {
+        std::mem::take(&mut self.0)
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        for &ptr in &self.0 {
+            crate::cudart::memory::cudaFree(ptr as *mut c_void);
+        }
+    }
+}
+
+/// `count` elements of device memory at `ptr`.
+fn download<T: Copy + Default>(ptr: u64, count: usize) -> Result<Vec<T>, c_int> {
+    let mut out = vec![T::default(); count];
+    if count > 0 {
+        let bytes = count * std::mem::size_of::<T>();
+        let status = crate::cudart::memory::cudaMemcpy(
+            out.as_mut_ptr().cast(),
+            ptr as *const c_void,
+            bytes,
+            2,
+        );
+        if status != 0 {
+            return Err(EXECUTION_FAILED);
+        }
+    }
+    Ok(out)
+}
+
+/// A factor the server wrote at `ptrs`, copied to the host.
+fn fetch(n: c_int, nnz: c_int, ptrs: [u64; 3]) -> Result<HostFactor, c_int> {
+    let rows = usize::try_from(n).map_err(|_| INTERNAL_ERROR)? + 1;
+    let count = usize::try_from(nnz).map_err(|_| INTERNAL_ERROR)?;
+    Ok(HostFactor {
+        nnz,
+        rowptr: download(ptrs[0], rows)?,
+        colind: download(ptrs[1], count)?,
+        values: download(ptrs[2], count)?,
+    })
 }
 
 #[no_mangle]
@@ -181,7 +293,8 @@ pub extern "C" fn cusolverRfSetMatrixFormat(handle: Handle, format: c_int, diag:
 pub extern "C" fn cusolverRfSetNumericProperties(handle: Handle, zero: f64, boost: f64) -> c_int {
     run(|| {
         with_rf(handle, |rf| {
-            if !(zero >= 0.0) || !(boost >= 0.0) {
+            // NaN is refused too.
+            if !(0.0..).contains(&zero) || !(0.0..).contains(&boost) {
                 return Err(INVALID_VALUE);
             }
             rf.zero = zero;
@@ -275,40 +388,16 @@ fn setup_checks(handle: Handle, n: c_int, nnz: [c_int; 3]) -> Result<c_int, c_in
 }
 
 fn record_setup(handle: Handle, n: c_int, nnz_a: c_int, reply: &[u8]) -> Status {
-    let nnz_m = word(reply, 0)?;
+    let counts = Counts {
+        n,
+        nnz_a,
+        nnz_m: word(reply, 0)?,
+        lower: word(reply, 4)?,
+    };
     with_rf(handle, |rf| {
-        rf.setup = Some((n, nnz_a, nnz_m));
+        rf.setup = Some(counts);
         rf.boosted = false;
         Ok(())
-    })
-}
-
-/// `count` values at the host pointer `ptr`.
-fn host_slice<T: Copy>(ptr: *const T, count: c_int) -> Result<Vec<T>, c_int> {
-    let count = usize::try_from(count).map_err(|_| INVALID_VALUE)?;
-    if count == 0 {
-        return Ok(Vec::new());
-    }
-    if ptr.is_null() {
-        return Err(INVALID_VALUE);
-    }
-    // SAFETY: the application passes host arrays of the sizes cusolverRf
-    // documents (n + 1 offsets, nnz columns and values, n for P and Q);
-    // NULL was refused above.
-    Ok(unsafe { std::slice::from_raw_parts(ptr, count) }.to_vec())
-}
-
-fn host_csr(
-    n: c_int,
-    nnz: c_int,
-    rowptr: *const c_int,
-    colind: *const c_int,
-    val: *const f64,
-) -> Result<RfHostCsr, c_int> {
-    Ok(RfHostCsr {
-        rowptr: host_slice(rowptr, n.checked_add(1).ok_or(INVALID_VALUE)?)?,
-        colind: host_slice(colind, nnz)?,
-        values: host_slice(val, nnz)?,
     })
 }
 
@@ -333,14 +422,31 @@ pub extern "C" fn cusolverRfSetupHost(
 ) -> c_int {
     run(|| {
         let diag = setup_checks(handle, n, [nnz_a, nnz_l, nnz_u])?;
-        let call = Call::RfSetupHost {
+        // A frame is bounded and factors are not: the arrays go to device
+        // memory first, and the setup reads them there.
+        let rows = n.checked_add(1).ok_or(INVALID_VALUE)?;
+        let mut staged = Staged(Vec::new());
+        let mut csr = |nnz, rowptr, colind, val| -> Result<[u64; 3], c_int> {
+            Ok([
+                staged.upload(rowptr, rows)?,
+                staged.upload(colind, nnz)?,
+                staged.upload(val, nnz)?,
+            ])
+        };
+        let a = csr(nnz_a, rowptr_a, colind_a, val_a)?;
+        let l = csr(nnz_l, rowptr_l, colind_l, val_l)?;
+        let u = csr(nnz_u, rowptr_u, colind_u, val_u)?;
+        let call = Call::RfSetup {
             rf: handle as u64,
             n,
-            a: host_csr(n, nnz_a, rowptr_a, colind_a, val_a)?,
-            l: host_csr(n, nnz_l, rowptr_l, colind_l, val_l)?,
-            u: host_csr(n, nnz_u, rowptr_u, colind_u, val_u)?,
-            p: host_slice(p, n)?,
-            q: host_slice(q, n)?,
+            nnz_a,
+            a,
+            nnz_l,
+            l,
+            nnz_u,
+            u,
+            p: staged.upload(p, n)?,
+            q: staged.upload(q, n)?,
             diag,
         };
         let reply = sync(&call)?;
@@ -387,8 +493,8 @@ pub extern "C" fn cusolverRfSetupDevice(
     })
 }
 
-/// The setup's (n, nnz(A), nnz(M)), or NOT_INITIALIZED before one.
-fn set_up(handle: Handle) -> Result<(c_int, c_int, c_int), c_int> {
+/// The setup's counts, or NOT_INITIALIZED before one.
+fn set_up(handle: Handle) -> Result<Counts, c_int> {
     with_rf(handle, |rf| rf.setup.ok_or(NOT_INITIALIZED))
 }
 
@@ -404,8 +510,8 @@ pub extern "C" fn cusolverRfResetValues(
     handle: Handle,
 ) -> c_int {
     run(|| {
-        let (sn, snnz, _) = set_up(handle)?;
-        if n != sn || nnz_a != snnz {
+        let counts = set_up(handle)?;
+        if n != counts.n || nnz_a != counts.nnz_a {
             return Err(INVALID_VALUE);
         }
         sync(&Call::RfResetValues {
@@ -458,7 +564,7 @@ pub extern "C" fn cusolverRfSolve(
     ldxf: c_int,
 ) -> c_int {
     run(|| {
-        let (n, _, _) = set_up(handle)?;
+        let n = set_up(handle)?.n;
         sync(&Call::RfSolve {
             rf: handle as u64,
             n,
@@ -471,36 +577,6 @@ pub extern "C" fn cusolverRfSolve(
             ldxf,
         })
         .map(drop)
-    })
-}
-
-/// Parses one factor of an extraction's reply from `at`.
-fn parse_factor(bytes: &[u8], at: &mut usize, n: c_int) -> Result<HostFactor, c_int> {
-    let mut ints = |count: usize| -> Result<Vec<i32>, c_int> {
-        let v = (0..count).map(|k| word(bytes, *at + 4 * k)).collect();
-        *at += 4 * count;
-        v
-    };
-    let nnz = ints(1)?[0];
-    let count = usize::try_from(nnz).map_err(|_| INTERNAL_ERROR)?;
-    let rows = usize::try_from(n).map_err(|_| INTERNAL_ERROR)? + 1;
-    let rowptr = ints(rows)?;
-    let colind = ints(count)?;
-    let values = (0..count)
-        .map(|k| {
-            bytes
-                .get(*at + 8 * k..*at + 8 * k + 8)
-                .and_then(|b| <[u8; 8]>::try_from(b).ok())
-                .map(f64::from_le_bytes)
-                .ok_or(INTERNAL_ERROR)
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    *at += 8 * count;
-    Ok(HostFactor {
-        nnz,
-        rowptr,
-        colind,
-        values,
     })
 }
 
@@ -527,7 +603,7 @@ pub extern "C" fn cusolverRfExtractBundledFactorsHost(
     val: *mut *mut f64,
 ) -> c_int {
     run(|| {
-        let (n, _, _) = set_up(handle)?;
+        let c = set_up(handle)?;
         if [
             nnz.is_null(),
             rowptr.is_null(),
@@ -538,12 +614,18 @@ pub extern "C" fn cusolverRfExtractBundledFactorsHost(
         {
             return Err(INVALID_VALUE);
         }
-        let reply = sync(&Call::RfExtract {
+        let mut staged = Staged(Vec::new());
+        let m = staged.csr(c.n, c.nnz_m)?;
+        sync(&Call::RfExtract {
             rf: handle as u64,
-            split: 0,
-            diag: 0,
+            n: c.n,
+            diag: -1,
+            nnz_l: c.nnz_m,
+            l: m,
+            nnz_u: 0,
+            u: [0; 3],
         })?;
-        let factor = parse_factor(&reply, &mut 0, n)?;
+        let factor = fetch(c.n, c.nnz_m, m)?;
         with_rf(handle, |rf| {
             let f = rf.bundled.insert(factor);
             hand_out(f, nnz, rowptr, colind, val)
@@ -564,7 +646,7 @@ pub extern "C" fn cusolverRfExtractSplitFactorsHost(
     val_u: *mut *mut f64,
 ) -> c_int {
     run(|| {
-        let (n, _, _) = set_up(handle)?;
+        let c = set_up(handle)?;
         let outs = [
             nnz_l.is_null(),
             rowptr_l.is_null(),
@@ -581,29 +663,26 @@ pub extern "C" fn cusolverRfExtractSplitFactorsHost(
             return Err(INVALID_VALUE);
         }
         let diag = with_rf(handle, |rf| Ok(rf.diag))?;
-        let reply = sync(&Call::RfExtract {
+        let (count_l, count_u) = c.split(diag);
+        let mut staged = Staged(Vec::new());
+        let (l, u) = (staged.csr(c.n, count_l)?, staged.csr(c.n, count_u)?);
+        sync(&Call::RfExtract {
             rf: handle as u64,
-            split: 1,
+            n: c.n,
             diag,
+            nnz_l: count_l,
+            l,
+            nnz_u: count_u,
+            u,
         })?;
-        let mut at = 0;
-        let l = parse_factor(&reply, &mut at, n)?;
-        let u = parse_factor(&reply, &mut at, n)?;
+        let l = fetch(c.n, count_l, l)?;
+        let u = fetch(c.n, count_u, u)?;
         with_rf(handle, |rf| {
             let (l, u) = rf.split.insert((l, u));
             hand_out(l, nnz_l, rowptr_l, colind_l, val_l)?;
             hand_out(u, nnz_u, rowptr_u, colind_u, val_u)
         })
     })
-}
-
-/// A device allocation of `bytes` (at least one) for the bundle.
-fn device_alloc(bytes: usize) -> Result<u64, c_int> {
-    let mut ptr: *mut c_void = std::ptr::null_mut();
-    if crate::cudart::memory::cudaMalloc(&mut ptr, bytes.max(1)) != 0 {
-        return Err(super::ALLOC_FAILED);
-    }
-    Ok(ptr as u64)
 }
 
 #[no_mangle]
@@ -615,7 +694,7 @@ pub extern "C" fn cusolverRfAccessBundledFactorsDevice(
     val: *mut *mut f64,
 ) -> c_int {
     run(|| {
-        let (n, _, nnz_m) = set_up(handle)?;
+        let Counts { n, nnz_m, .. } = set_up(handle)?;
         if [
             nnz.is_null(),
             rowptr.is_null(),
@@ -629,13 +708,10 @@ pub extern "C" fn cusolverRfAccessBundledFactorsDevice(
         let ptrs = match with_rf(handle, |rf| Ok(rf.device))? {
             Some(ptrs) => ptrs,
             None => {
-                let rows = usize::try_from(n).map_err(|_| INTERNAL_ERROR)? + 1;
-                let count = usize::try_from(nnz_m).map_err(|_| INTERNAL_ERROR)?;
-                let ptrs = [
-                    device_alloc(4 * rows)?,
-                    device_alloc(4 * count)?,
-                    device_alloc(8 * count)?,
-                ];
+                let mut staged = Staged(Vec::new());
+                let ptrs = staged.csr(n, nnz_m)?;
+                // The application may read them until the destroy.
+                staged.keep();
                 with_rf(handle, |rf| {
                     rf.device = Some(ptrs);
                     Ok(())
@@ -643,11 +719,14 @@ pub extern "C" fn cusolverRfAccessBundledFactorsDevice(
                 ptrs
             }
         };
-        sync(&Call::RfBundledDevice {
+        sync(&Call::RfExtract {
             rf: handle as u64,
             n,
-            nnz_m,
-            m: ptrs,
+            diag: -1,
+            nnz_l: nnz_m,
+            l: ptrs,
+            nnz_u: 0,
+            u: [0; 3],
         })?;
         out(nnz, nnz_m)?;
         out(rowptr, ptrs[0] as *mut c_int)?;

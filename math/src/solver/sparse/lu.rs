@@ -367,10 +367,10 @@ impl Refactor {
         let mut rows: Vec<Vec<(usize, C)>> = vec![Vec::new(); n];
         let mut pivots = vec![C::new(1.0, 0.0); n];
         let other = if diag.unit_l() { u } else { l };
-        for i in 0..n {
+        for (i, pivot) in pivots.iter_mut().enumerate() {
             for k in other.pattern.rowptr[i]..other.pattern.rowptr[i + 1] {
                 if other.pattern.colind[k] == i {
-                    pivots[i] = other.values[k];
+                    *pivot = other.values[k];
                 }
             }
         }
@@ -532,6 +532,11 @@ impl Refactor {
         }
     }
 
+    /// Entries of M's strictly lower part (L's, without its diagonal).
+    pub fn lower_nnz(&self) -> usize {
+        (0..self.n).map(|i| self.m_diag[i] - self.m.rowptr[i]).sum()
+    }
+
     /// The bundle M = L - I + U (unit L), as `ExtractBundledFactorsHost`
     /// answers it.
     pub fn bundled(&self) -> &CsrFactor {
@@ -598,8 +603,7 @@ fn map_into(a: &Pattern, p: &[usize], q: &[usize], m: &CsrFactor) -> Result<Vec<
         qinv[j] = k;
     }
     let mut map = Vec::with_capacity(a.nnz());
-    for i in 0..a.m {
-        let r = pinv[i];
+    for (i, &r) in pinv.iter().enumerate() {
         let row = &m.colind[m.rowptr[r]..m.rowptr[r + 1]];
         for &j in a.row(i) {
             let at = row

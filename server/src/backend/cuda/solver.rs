@@ -75,12 +75,10 @@ fn dense(call: &Call) -> Option<(Precision, Dense)> {
         | Call::SpSolve { .. }
         | Call::SpInfoDestroy { .. }
         | Call::RfSetup { .. }
-        | Call::RfSetupHost { .. }
         | Call::RfResetValues { .. }
         | Call::RfRefactor { .. }
         | Call::RfSolve { .. }
         | Call::RfExtract { .. }
-        | Call::RfBundledDevice { .. }
         | Call::RfDestroy { .. } => return None,
         Call::Geev {
             dtype,
@@ -348,12 +346,10 @@ impl CudaDeviceContext {
             Call::SpInfoDestroy { .. } => return Ok(Reply::status(NOT_SUPPORTED)),
             // cusolverRf is computed on the emulated device only.
             Call::RfSetup { .. }
-            | Call::RfSetupHost { .. }
             | Call::RfResetValues { .. }
             | Call::RfRefactor { .. }
             | Call::RfSolve { .. }
             | Call::RfExtract { .. }
-            | Call::RfBundledDevice { .. }
             | Call::RfDestroy { .. } => {
                 tracing::info!("cusolverRf is not forwarded to the GPU");
                 return Ok(Reply::status(NOT_SUPPORTED));
