@@ -152,8 +152,8 @@ pub(super) fn run(
         return None;
     }
     let result = (|| -> Result<Reply, Fault> {
-        Ok(match call {
-            &Call::RfSetup {
+        Ok(match *call {
+            Call::RfSetup {
                 rf,
                 n,
                 nnz_a,
@@ -174,7 +174,7 @@ pub(super) fn run(
                 let made = setup(n, &a, &l, &u, &p, &q, diag);
                 setup_reply(rfs, rf, made)
             }
-            &Call::RfResetValues {
+            Call::RfResetValues {
                 rf,
                 n,
                 nnz_a,
@@ -199,7 +199,7 @@ pub(super) fn run(
                     Err(error) => status(error),
                 }
             }
-            &Call::RfRefactor { rf, zero, boost } => {
+            Call::RfRefactor { rf, zero, boost } => {
                 let Some(object) = rfs.get_mut(&rf) else {
                     return Ok(Reply::status(NOT_INITIALIZED));
                 };
@@ -212,7 +212,7 @@ pub(super) fn run(
                 out.push(u8::from(report.boosted));
                 Reply::ok(out)
             }
-            &Call::RfSolve {
+            Call::RfSolve {
                 rf, n, p, q, xf, ..
             } => {
                 let Some(object) = rfs.get(&rf) else {
@@ -229,7 +229,7 @@ pub(super) fn run(
                 write_doubles(memory, xf, &x)?;
                 Reply::ok(Vec::new())
             }
-            &Call::RfExtract {
+            Call::RfExtract {
                 rf,
                 n,
                 diag,
@@ -273,7 +273,7 @@ pub(super) fn run(
                 }
                 Reply::ok(Vec::new())
             }
-            &Call::RfDestroy { rf } => {
+            Call::RfDestroy { rf } => {
                 // An Rf object never set up has nothing here.
                 rfs.remove(&rf);
                 Reply::ok(Vec::new())
