@@ -81,13 +81,14 @@ fn run_solver_sp(test: &str, cudart: &str) {
     let run = rcud_run(env, None, &bin, &[]);
     run.assert_pass(None);
     for t in ["S", "D", "C", "Z"] {
-        for what in ["csrlsvHost", "csrlsv", "csrchol", "csrqr"] {
+        for what in ["csrlsvHost", "csrlsv", "csrchol", "csrqr", "csrluHost"] {
             run.assert_line(&format!("{t} {what}: ok"));
         }
     }
     for line in [
         "orderings: ok",
         "csrperm: ok",
+        "cusolverRf: ok",
         "singular and bad arguments: ok",
         "use after destroy: ok",
     ] {

@@ -2,9 +2,14 @@
 // a scrambled 2-D Laplacian; csrlsvlu/qr/chol (host and device) and the
 // low-level Cholesky and QR (host and device) in every element type, each
 // checked by its residual on the host; the singularity of a singular
-// matrix; the statuses of bad handles, sizes, descriptors and reorderings.
+// matrix; the statuses of bad handles, sizes, descriptors and reorderings;
+// the low-level sparse LU on the host (factor, solve, zero pivot, extract,
+// checked as P*A*Q^T == L*U) in every element type; cusolverRf (setup from
+// the host and the device, refactor with new values, solve, extraction,
+// boost, settings and bad arguments).
 #include <cuComplex.h>
 #include <cuda_runtime.h>
+#include <cusolverRf.h>
 #include <cusolverSp.h>
 #include <cusolverSp_LOWLEVEL_PREVIEW.h>
 #include <cusparse.h>
@@ -209,6 +214,25 @@ template <typename T> struct Sp;
         static cusolverStatus_t qrSolve(cusolverSpHandle_t h, int m, int n, T *b, T *x, csrqrInfo_t i, void *w) {        \
             return cusolverSp##P##csrqrSolve(h, m, n, b, x, i, w);                                                       \
         }                                                                                                                \
+        static cusolverStatus_t luBufH(cusolverSpHandle_t h, int n, int nnz, cusparseMatDescr_t d, const T *v,           \
+                                       const int *rp, const int *ci, csrluInfoHost_t i, size_t *a, size_t *b) {         \
+            return cusolverSp##P##csrluBufferInfoHost(h, n, nnz, d, v, rp, ci, i, a, b);                                 \
+        }                                                                                                                \
+        static cusolverStatus_t luFacH(cusolverSpHandle_t h, int n, int nnz, cusparseMatDescr_t d, const T *v,           \
+                                       const int *rp, const int *ci, csrluInfoHost_t i, R thr, void *w) {               \
+            return cusolverSp##P##csrluFactorHost(h, n, nnz, d, v, rp, ci, i, thr, w);                                   \
+        }                                                                                                                \
+        static cusolverStatus_t luZpH(cusolverSpHandle_t h, csrluInfoHost_t i, R tol, int *p) {                          \
+            return cusolverSp##P##csrluZeroPivotHost(h, i, tol, p);                                                      \
+        }                                                                                                                \
+        static cusolverStatus_t luSolveH(cusolverSpHandle_t h, int n, const T *b, T *x, csrluInfoHost_t i, void *w) {    \
+            return cusolverSp##P##csrluSolveHost(h, n, b, x, i, w);                                                      \
+        }                                                                                                                \
+        static cusolverStatus_t luExtractH(cusolverSpHandle_t h, int *p, int *q, cusparseMatDescr_t dl, T *vl, int *rl, \
+                                           int *cl, cusparseMatDescr_t du, T *vu, int *ru, int *cu, csrluInfoHost_t i,  \
+                                           void *w) {                                                                    \
+            return cusolverSp##P##csrluExtractHost(h, p, q, dl, vl, rl, cl, du, vu, ru, cu, i, w);                       \
+        }                                                                                                                \
     };
 SP_TYPE(float, float, S, 1e-4)
 SP_TYPE(double, double, D, 1e-10)
@@ -368,6 +392,294 @@ template <typename T> static void run_type(cusolverSpHandle_t h, cusparseMatDesc
     CHECK(cudaFree(d_ci));
 }
 
+// A nonsymmetric matrix on lap2d's pattern whose diagonal is small: LU
+// must pivot. `shift` is added to the diagonal (new values, same pattern).
+static Csr weak_diagonal(int k, bool complex, double shift) {
+    Csr a = lap2d(k, complex);
+    for (int i = 0; i < a.n; i++)
+        for (int t = a.rowptr[i]; t < a.rowptr[i + 1]; t++) {
+            int j = a.colind[t];
+            a.val[t] = i == j ? cd(0.05 + shift, 0)
+                              : cd(1.0 + ((i * 7 + j * 3) % 5) * 0.3, complex ? 0.1 * (i % 3) : 0);
+        }
+    return a;
+}
+
+// Dense n×n of a CSR (base 0), `unit` adding a unit diagonal.
+static std::vector<cd> dense(int n, const std::vector<int> &rp, const std::vector<int> &ci, const std::vector<cd> &v,
+                             bool unit) {
+    std::vector<cd> d((size_t)n * n);
+    for (int i = 0; i < n; i++) {
+        for (int t = rp[i]; t < rp[i + 1]; t++) d[(size_t)i * n + ci[t]] += v[t];
+        if (unit) d[(size_t)i * n + i] = 1;
+    }
+    return d;
+}
+
+template <typename T> static void run_lu(cusolverSpHandle_t h, cusparseMatDescr_t descr, bool complex) {
+    typedef Sp<T> S;
+    Csr a = weak_diagonal(6, complex, 0);
+    int n = a.n, nnz = (int)a.val.size();
+    std::vector<T> v;
+    for (auto &z : a.val) v.push_back(from_c<T>(z));
+    csrluInfoHost_t info;
+    SOLVER(cusolverSpCreateCsrluInfoHost(&info));
+    SOLVER(cusolverSpXcsrluAnalysisHost(h, n, nnz, descr, a.rowptr.data(), a.colind.data(), info));
+    size_t internal = 0, work = 0;
+    SOLVER(S::luBufH(h, n, nnz, descr, v.data(), a.rowptr.data(), a.colind.data(), info, &internal, &work));
+    EXPECT(internal > 0 && work > 0, "csrluBufferInfoHost sizes %zu %zu", internal, work);
+    std::vector<char> buffer(work);
+    SOLVER(S::luFacH(h, n, nnz, descr, v.data(), a.rowptr.data(), a.colind.data(), info, 1, buffer.data()));
+    int pos = 7;
+    SOLVER(S::luZpH(h, info, 0, &pos));
+    EXPECT(pos == -1, "%s csrlu zero pivot %d", S::name(), pos);
+    std::vector<cd> bc(n);
+    std::vector<T> b(n), x(n);
+    for (int i = 0; i < n; i++) {
+        bc[i] = cd(1 + i % 4, complex ? 0.5 : 0);
+        b[i] = from_c<T>(bc[i]);
+    }
+    SOLVER(S::luSolveH(h, n, b.data(), x.data(), info, buffer.data()));
+    double r = residual(a, as_c(x), bc);
+    EXPECT(r < S::eps() * 100, "%s csrluSolveHost residual %g", S::name(), r);
+
+    // P*A*Q^T == L*U with L's unit diagonal implicit; one-based output.
+    int nnzL = 0, nnzU = 0;
+    SOLVER(cusolverSpXcsrluNnzHost(h, &nnzL, &nnzU, info));
+    EXPECT(nnzL > 0 && nnzU >= n && nnzL + nnzU < n * n / 2, "%s nnzL %d nnzU %d", S::name(), nnzL, nnzU);
+    cusparseMatDescr_t one;
+    EXPECT(cusparseCreateMatDescr(&one) == CUSPARSE_STATUS_SUCCESS, "cusparseCreateMatDescr");
+    cusparseSetMatIndexBase(one, CUSPARSE_INDEX_BASE_ONE);
+    std::vector<int> P(n), Q(n), rl(n + 1), cl(nnzL), ru(n + 1), cu(nnzU);
+    std::vector<T> vl(nnzL), vu(nnzU);
+    SOLVER(S::luExtractH(h, P.data(), Q.data(), descr, vl.data(), rl.data(), cl.data(), one, vu.data(), ru.data(),
+                         cu.data(), info, buffer.data()));
+    EXPECT(is_perm(P, n) && is_perm(Q, n), "%s csrluExtractHost P, Q", S::name());
+    bool pivoted = false;
+    for (int i = 0; i < n; i++) pivoted |= P[i] != i;
+    EXPECT(pivoted, "%s: a weak diagonal must pivot", S::name());
+    for (auto &c : cu) c -= 1;
+    for (auto &c : ru) c -= 1;
+    bool triangular = true;
+    for (int i = 0; i < n; i++) {
+        for (int t = rl[i]; t < rl[i + 1]; t++) triangular &= cl[t] < i;
+        for (int t = ru[i]; t < ru[i + 1]; t++) triangular &= cu[t] >= i;
+    }
+    EXPECT(triangular, "%s: L strictly lower, U upper", S::name());
+    std::vector<cd> L = dense(n, rl, cl, as_c(vl), true), U = dense(n, ru, cu, as_c(vu), false);
+    std::vector<cd> A = dense(n, a.rowptr, a.colind, a.val, false);
+    double err = 0, scale = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            cd lu = 0;
+            for (int k = 0; k < n; k++) lu += L[(size_t)i * n + k] * U[(size_t)k * n + j];
+            cd paq = A[(size_t)P[i] * n + Q[j]];
+            err = std::max(err, std::abs(lu - paq));
+            scale = std::max(scale, std::abs(paq));
+        }
+    EXPECT(err / scale < S::eps() * 100, "%s P*A*Q^T - L*U = %g", S::name(), err / scale);
+
+    // A singular matrix: column 1 is empty.
+    std::vector<int> srp = {0, 2, 3, 5}, sci = {0, 2, 0, 0, 2};
+    std::vector<T> sv = {from_c<T>(1), from_c<T>(2), from_c<T>(3), from_c<T>(1), from_c<T>(2)};
+    SOLVER(cusolverSpXcsrluAnalysisHost(h, 3, 5, descr, srp.data(), sci.data(), info));
+    SOLVER(S::luFacH(h, 3, 5, descr, sv.data(), srp.data(), sci.data(), info, 1, buffer.data()));
+    SOLVER(S::luZpH(h, info, 0, &pos));
+    EXPECT(pos == 1, "%s csrlu singular zero pivot %d", S::name(), pos);
+
+    // Bad arguments: another n, a threshold past 1, NULL outputs.
+    EXPECT_STATUS(S::luFacH(h, 4, 5, descr, sv.data(), srp.data(), sci.data(), info, 1, buffer.data()),
+                  CUSOLVER_STATUS_INVALID_VALUE);
+    EXPECT_STATUS(S::luFacH(h, 3, 5, descr, sv.data(), srp.data(), sci.data(), info, 2, buffer.data()),
+                  CUSOLVER_STATUS_INVALID_VALUE);
+    EXPECT_STATUS(cusolverSpXcsrluNnzHost(h, NULL, &nnzU, info), CUSOLVER_STATUS_INVALID_VALUE);
+    SOLVER(cusolverSpDestroyCsrluInfoHost(info));
+    EXPECT_STATUS(S::luZpH(h, info, 0, &pos), CUSOLVER_STATUS_INVALID_VALUE);
+    cusparseDestroyMatDescr(one);
+    printf("%s csrluHost: ok\n", S::name());
+}
+
+#define RF(call)                                                                    \
+    do {                                                                            \
+        cusolverStatus_t st_ = (call);                                              \
+        if (st_ != CUSOLVER_STATUS_SUCCESS) {                                       \
+            printf("FAIL: %s returned status %d at line %d\n", #call, (int)st_,     \
+                   __LINE__);                                                       \
+            fflush(stdout);                                                         \
+            exit(1);                                                                \
+        }                                                                           \
+    } while (0)
+
+static std::vector<double> real_parts(const Csr &a) {
+    std::vector<double> v;
+    for (auto &z : a.val) v.push_back(z.real());
+    return v;
+}
+
+// Solves A x = b with the Rf object and answers max |A x - b| / max |b|.
+static double rf_residual(cusolverRfHandle_t rf, const Csr &a, int *d_P, int *d_Q) {
+    int n = a.n;
+    std::vector<double> b(n);
+    std::vector<cd> bc(n);
+    for (int i = 0; i < n; i++) bc[i] = b[i] = 1 + (i % 5) * 0.25;
+    double *d_x = upload(b), *d_T;
+    CHECK(cudaMalloc(&d_T, n * sizeof(double)));
+    RF(cusolverRfSolve(rf, d_P, d_Q, 1, d_T, n, d_x, n));
+    CHECK(cudaDeviceSynchronize());
+    std::vector<cd> x = download(d_x, n);
+    CHECK(cudaFree(d_x));
+    CHECK(cudaFree(d_T));
+    return residual(a, x, bc);
+}
+
+static void run_rf(cusolverSpHandle_t h, cusparseMatDescr_t descr) {
+    // The sample's recipe: B = A(order, order), LU of B, P = order(Plu),
+    // Q = order(Qlu).
+    Csr a = weak_diagonal(8, false, 0);
+    int n = a.n, nnz = (int)a.val.size();
+    std::vector<int> order(n);
+    SOLVER(cusolverSpXcsrsymrcmHost(h, n, nnz, descr, a.rowptr.data(), a.colind.data(), order.data()));
+    Csr b = permute(a, order);
+    std::vector<double> bv = real_parts(b), av = real_parts(a);
+    csrluInfoHost_t info;
+    SOLVER(cusolverSpCreateCsrluInfoHost(&info));
+    SOLVER(cusolverSpXcsrluAnalysisHost(h, n, nnz, descr, b.rowptr.data(), b.colind.data(), info));
+    size_t internal, work;
+    SOLVER(cusolverSpDcsrluBufferInfoHost(h, n, nnz, descr, bv.data(), b.rowptr.data(), b.colind.data(), info,
+                                          &internal, &work));
+    std::vector<char> buffer(work);
+    SOLVER(cusolverSpDcsrluFactorHost(h, n, nnz, descr, bv.data(), b.rowptr.data(), b.colind.data(), info, 1.0,
+                                      buffer.data()));
+    int nnzL, nnzU;
+    SOLVER(cusolverSpXcsrluNnzHost(h, &nnzL, &nnzU, info));
+    std::vector<int> Plu(n), Qlu(n), rl(n + 1), cl(nnzL), ru(n + 1), cu(nnzU), P(n), Q(n);
+    std::vector<double> vl(nnzL), vu(nnzU);
+    SOLVER(cusolverSpDcsrluExtractHost(h, Plu.data(), Qlu.data(), descr, vl.data(), rl.data(), cl.data(), descr,
+                                       vu.data(), ru.data(), cu.data(), info, buffer.data()));
+    SOLVER(cusolverSpDestroyCsrluInfoHost(info));
+    for (int i = 0; i < n; i++) {
+        P[i] = order[Plu[i]];
+        Q[i] = order[Qlu[i]];
+    }
+
+    cusolverRfHandle_t rf;
+    RF(cusolverRfCreate(&rf));
+    cusolverRfMatrixFormat_t format;
+    cusolverRfUnitDiagonal_t diag;
+    RF(cusolverRfGetMatrixFormat(rf, &format, &diag));
+    EXPECT(format == CUSOLVERRF_MATRIX_FORMAT_CSR && diag == CUSOLVERRF_UNIT_DIAGONAL_STORED_L, "Rf defaults");
+    RF(cusolverRfSetMatrixFormat(rf, CUSOLVERRF_MATRIX_FORMAT_CSR, CUSOLVERRF_UNIT_DIAGONAL_ASSUMED_L));
+    RF(cusolverRfGetMatrixFormat(rf, &format, &diag));
+    EXPECT(diag == CUSOLVERRF_UNIT_DIAGONAL_ASSUMED_L, "Rf unit diagonal %d", (int)diag);
+    RF(cusolverRfSetNumericProperties(rf, 0.0, 0.0));
+    double zero = -1, boost = -1;
+    RF(cusolverRfGetNumericProperties(rf, &zero, &boost));
+    EXPECT(zero == 0 && boost == 0, "Rf numeric properties %g %g", zero, boost);
+    RF(cusolverRfSetAlgs(rf, CUSOLVERRF_FACTORIZATION_ALG0, CUSOLVERRF_TRIANGULAR_SOLVE_ALG1));
+    cusolverRfFactorization_t fact;
+    cusolverRfTriangularSolve_t solve;
+    RF(cusolverRfGetAlgs(rf, &fact, &solve));
+    EXPECT(fact == CUSOLVERRF_FACTORIZATION_ALG0 && solve == CUSOLVERRF_TRIANGULAR_SOLVE_ALG1, "Rf algs");
+    RF(cusolverRfSetResetValuesFastMode(rf, CUSOLVERRF_RESET_VALUES_FAST_MODE_ON));
+    cusolverRfResetValuesFastMode_t fast;
+    RF(cusolverRfGetResetValuesFastMode(rf, &fast));
+    EXPECT(fast == CUSOLVERRF_RESET_VALUES_FAST_MODE_ON, "Rf fast mode");
+    EXPECT_STATUS(cusolverRfRefactor(rf), CUSOLVER_STATUS_NOT_INITIALIZED);
+
+    RF(cusolverRfSetupHost(n, nnz, a.rowptr.data(), a.colind.data(), av.data(), nnzL, rl.data(), cl.data(),
+                           vl.data(), nnzU, ru.data(), cu.data(), vu.data(), P.data(), Q.data(), rf));
+    RF(cusolverRfAnalyze(rf));
+    RF(cusolverRfRefactor(rf));
+    int *d_P = upload(P), *d_Q = upload(Q);
+    double r = rf_residual(rf, a, d_P, d_Q);
+    EXPECT(r < 1e-10, "Rf solve residual %g", r);
+
+    // New values on the same pattern, from the device.
+    Csr a2 = weak_diagonal(8, false, 0.7);
+    std::vector<double> a2v = real_parts(a2);
+    int *d_rp = upload(a2.rowptr), *d_ci = upload(a2.colind);
+    double *d_v = upload(a2v);
+    RF(cusolverRfResetValues(n, nnz, d_rp, d_ci, d_v, d_P, d_Q, rf));
+    RF(cusolverRfRefactor(rf));
+    r = rf_residual(rf, a2, d_P, d_Q);
+    EXPECT(r < 1e-10, "Rf refactor residual %g", r);
+
+    // Extraction: the bundle has L's and U's entries; the split too.
+    int nnzM = 0, *Mp, *Mi;
+    double *Mx;
+    RF(cusolverRfExtractBundledFactorsHost(rf, &nnzM, &Mp, &Mi, &Mx));
+    EXPECT(nnzM == nnzL + nnzU && Mp[n] == nnzM, "Rf bundle %d entries, L %d U %d", nnzM, nnzL, nnzU);
+    int sL, sU, *Lp, *Li, *Up, *Ui;
+    double *Lx, *Ux;
+    RF(cusolverRfExtractSplitFactorsHost(rf, &sL, &Lp, &Li, &Lx, &sU, &Up, &Ui, &Ux));
+    EXPECT(sL == nnzL && sU == nnzU && Lp[n] == sL && Up[n] == sU, "Rf split L %d U %d", sL, sU);
+    bool diag_first = true;
+    for (int i = 0; i < n; i++) diag_first &= Ui[Up[i]] == i;
+    EXPECT(diag_first, "Rf split: U's rows start at the diagonal");
+    int dnnz = 0, *dMp, *dMi;
+    double *dMx;
+    RF(cusolverRfAccessBundledFactorsDevice(rf, &dnnz, &dMp, &dMi, &dMx));
+    int last = -1;
+    CHECK(cudaMemcpy(&last, dMp + n, sizeof(int), cudaMemcpyDeviceToHost));
+    double first = 0;
+    CHECK(cudaMemcpy(&first, dMx, sizeof(double), cudaMemcpyDeviceToHost));
+    EXPECT(dnnz == nnzM && last == nnzM && first == Mx[0], "Rf device bundle");
+
+    // A zero pivot is boosted.
+    std::vector<double> zeros(nnz, 0.0);
+    double *d_z = upload(zeros);
+    RF(cusolverRfSetNumericProperties(rf, 1e-14, 1.0));
+    RF(cusolverRfResetValues(n, nnz, d_rp, d_ci, d_z, d_P, d_Q, rf));
+    RF(cusolverRfRefactor(rf));
+    cusolverRfNumericBoostReport_t report;
+    RF(cusolverRfGetNumericBoostReport(rf, &report));
+    EXPECT(report == CUSOLVERRF_NUMERIC_BOOST_USED, "Rf boost report %d", (int)report);
+
+    // Bad arguments.
+    double *d_T;
+    CHECK(cudaMalloc(&d_T, 2 * n * sizeof(double)));
+    EXPECT_STATUS(cusolverRfSolve(rf, d_P, d_Q, 2, d_T, n, d_v, n), CUSOLVER_STATUS_INVALID_VALUE);
+    EXPECT_STATUS(cusolverRfSolve(rf, d_P, d_Q, 1, d_T, n - 1, d_v, n), CUSOLVER_STATUS_INVALID_VALUE);
+    EXPECT_STATUS(cusolverRfResetValues(n + 1, nnz, d_rp, d_ci, d_v, d_P, d_Q, rf), CUSOLVER_STATUS_INVALID_VALUE);
+    EXPECT_STATUS(cusolverRfResetValues(n, nnz, d_rp, d_ci, d_v, d_Q, d_P, rf), CUSOLVER_STATUS_INVALID_VALUE);
+    EXPECT_STATUS(cusolverRfSetMatrixFormat(rf, (cusolverRfMatrixFormat_t)5, CUSOLVERRF_UNIT_DIAGONAL_STORED_L),
+                  CUSOLVER_STATUS_INVALID_VALUE);
+    EXPECT_STATUS(cusolverRfSetNumericProperties(rf, -1.0, 0.0), CUSOLVER_STATUS_INVALID_VALUE);
+    EXPECT_STATUS(cusolverRfGetAlgs(rf, NULL, &solve), CUSOLVER_STATUS_INVALID_VALUE);
+    std::vector<int> badQ(Q);
+    badQ[0] = badQ[1];
+    cusolverRfHandle_t rf2;
+    RF(cusolverRfCreate(&rf2));
+    RF(cusolverRfSetMatrixFormat(rf2, CUSOLVERRF_MATRIX_FORMAT_CSR, CUSOLVERRF_UNIT_DIAGONAL_ASSUMED_L));
+    EXPECT_STATUS(cusolverRfSetupHost(n, nnz, a.rowptr.data(), a.colind.data(), av.data(), nnzL, rl.data(),
+                                      cl.data(), vl.data(), nnzU, ru.data(), cu.data(), vu.data(), P.data(),
+                                      badQ.data(), rf2),
+                  CUSOLVER_STATUS_INVALID_VALUE);
+
+    // The device setup gives the same solution.
+    int *d_arp = upload(a.rowptr), *d_aci = upload(a.colind), *d_lrp = upload(rl), *d_lci = upload(cl);
+    int *d_urp = upload(ru), *d_uci = upload(cu);
+    double *d_av = upload(av), *d_lv = upload(vl), *d_uv = upload(vu);
+    RF(cusolverRfSetupDevice(n, nnz, d_arp, d_aci, d_av, nnzL, d_lrp, d_lci, d_lv, nnzU, d_urp, d_uci, d_uv, d_P,
+                             d_Q, rf2));
+    RF(cusolverRfAnalyze(rf2));
+    RF(cusolverRfRefactor(rf2));
+    r = rf_residual(rf2, a, d_P, d_Q);
+    EXPECT(r < 1e-10, "Rf device setup residual %g", r);
+    EXPECT_STATUS(cusolverRfSetupDevice(n, nnz, d_arp, d_aci, d_av, nnzL, d_lrp, d_lci, d_lv, nnzU, d_urp, d_uci,
+                                        d_uv, d_P, d_Q + 1, rf2),
+                  CUSOLVER_STATUS_INVALID_VALUE);
+    RF(cusolverRfDestroy(rf2));
+    RF(cusolverRfDestroy(rf));
+    EXPECT_STATUS(cusolverRfRefactor(rf), CUSOLVER_STATUS_NOT_INITIALIZED);
+    EXPECT_STATUS(cusolverRfDestroy(rf), CUSOLVER_STATUS_NOT_INITIALIZED);
+    for (void *p : {(void *)d_P, (void *)d_Q, (void *)d_rp, (void *)d_ci, (void *)d_v, (void *)d_z, (void *)d_T,
+                    (void *)d_arp, (void *)d_aci, (void *)d_lrp, (void *)d_lci, (void *)d_urp, (void *)d_uci,
+                    (void *)d_av, (void *)d_lv, (void *)d_uv})
+        CHECK(cudaFree(p));
+    printf("cusolverRf: ok\n");
+}
+
 int main() {
     cusolverSpHandle_t h;
     SOLVER(cusolverSpCreate(&h));
@@ -421,6 +733,11 @@ int main() {
     run_type<double>(h, descr, false);
     run_type<cuComplex>(h, descr, true);
     run_type<cuDoubleComplex>(h, descr, true);
+    run_lu<float>(h, descr, false);
+    run_lu<double>(h, descr, false);
+    run_lu<cuComplex>(h, descr, true);
+    run_lu<cuDoubleComplex>(h, descr, true);
+    run_rf(h, descr);
 
     // diag(1, 2, 0, 3): singular at 2; with tol 1.5, at 0.
     {

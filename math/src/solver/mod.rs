@@ -8,6 +8,7 @@
 mod batched;
 pub mod dense;
 pub mod geev;
+mod rf;
 mod sp;
 pub mod sparse;
 
@@ -32,6 +33,8 @@ pub struct State {
     /// The sparse API's `csrcholInfo_t` / `csrqrInfo_t` objects, by the
     /// client's id.
     sp_infos: HashMap<u64, sparse::Info>,
+    /// cusolverRf's objects, by the client's id.
+    rfs: HashMap<u64, sparse::Refactor>,
 }
 
 impl State {
@@ -69,6 +72,9 @@ impl State {
             call @ Call::Gesvda { .. } => Ok(Reply::ok(batched::gesvda(memory, &call)?)),
             call => {
                 if let Some(reply) = sp::run(&mut self.sp_infos, memory, &call) {
+                    return reply;
+                }
+                if let Some(reply) = rf::run(&mut self.rfs, memory, &call) {
                     return reply;
                 }
                 match batched::run(memory, &call) {
@@ -276,7 +282,13 @@ fn run(memory: &mut dyn DeviceMemory, call: Call) -> Result<(), Fault> {
         | Call::SpFactor { .. }
         | Call::SpZeroPivot { .. }
         | Call::SpSolve { .. }
-        | Call::SpInfoDestroy { .. } => Ok(()),
+        | Call::SpInfoDestroy { .. }
+        | Call::RfSetup { .. }
+        | Call::RfResetValues { .. }
+        | Call::RfRefactor { .. }
+        | Call::RfSolve { .. }
+        | Call::RfExtract { .. }
+        | Call::RfDestroy { .. } => Ok(()),
         Call::Getrf {
             dtype,
             m,

@@ -1561,3 +1561,118 @@ fn gesvda_gives_the_leading_triplets_of_each_matrix_and_the_residual() {
         }
     }
 }
+
+/// cusolverRf's wire calls on the emulated device: a 2×2 system set up
+/// from device arrays, refactored with new values, solved in place and
+/// extracted; unknown objects, bad permutations and ranges outside memory.
+#[test]
+fn rf_calls_set_up_refactor_solve_and_extract() {
+    let mut f = Fixture::new();
+    let ints = |f: &mut Fixture, slot: u64, v: &[i32]| {
+        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        f.memory.write(at(slot), &bytes).expect("ints");
+    };
+    let doubles = |f: &mut Fixture, slot: u64, v: &[f64]| {
+        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        f.memory.write(at(slot), &bytes).expect("doubles");
+    };
+    // A = [[0, 2], [1, 1]]: P = [1, 0] swaps the rows, L = I (assumed
+    // diagonal: no entries), U = [[1, 1], [0, 2]].
+    ints(&mut f, 0, &[0, 1, 3]);
+    ints(&mut f, 1, &[1, 0, 1]);
+    doubles(&mut f, 2, &[2.0, 1.0, 1.0]);
+    ints(&mut f, 3, &[0, 0, 0]);
+    ints(&mut f, 4, &[0, 2, 3]);
+    ints(&mut f, 5, &[0, 1, 1]);
+    doubles(&mut f, 6, &[1.0, 1.0, 2.0]);
+    ints(&mut f, 7, &[1, 0]);
+    ints(&mut f, 8, &[0, 1]);
+    let setup = |q: u64| Call::RfSetup {
+        rf: 7,
+        n: 2,
+        nnz_a: 3,
+        a: [at(0), at(1), at(2)],
+        nnz_l: 0,
+        l: [at(3), at(9), at(9)],
+        nnz_u: 3,
+        u: [at(4), at(5), at(6)],
+        p: at(7),
+        q,
+        diag: 2,
+    };
+    let reply = f.state.call(&mut f.memory, setup(at(8))).expect("setup");
+    assert_eq!(reply.status, 0);
+    assert_eq!(
+        reply.out,
+        [3, 0, 0, 0, 0, 0, 0, 0],
+        "3 entries in M, none strictly lower"
+    );
+    // New values: A = [[0, 4], [2, 1]]; b = (4, 3) gives x = (1, 1).
+    doubles(&mut f, 2, &[4.0, 2.0, 1.0]);
+    let reset = Call::RfResetValues {
+        rf: 7,
+        n: 2,
+        nnz_a: 3,
+        a: [at(0), at(1), at(2)],
+        p: at(7),
+        q: at(8),
+    };
+    assert_eq!(f.call(reset.clone()), 0);
+    assert_eq!(
+        f.call(Call::RfRefactor {
+            rf: 7,
+            zero: 0.0,
+            boost: 0.0
+        }),
+        0
+    );
+    doubles(&mut f, 10, &[4.0, 3.0]);
+    let solve = |rf: u64, nrhs: i32| Call::RfSolve {
+        rf,
+        n: 2,
+        p: at(7),
+        q: at(8),
+        nrhs,
+        temp: at(11),
+        ldt: 2,
+        xf: at(10),
+        ldxf: 2,
+    };
+    assert_eq!(f.call(solve(7, 1)), 0);
+    let x = f.memory.read(at(10), 16).expect("x").to_vec();
+    let x: Vec<f64> = x
+        .chunks_exact(8)
+        .map(|c| f64::from_le_bytes(c.try_into().expect("8")))
+        .collect();
+    assert!(
+        (x[0] - 1.0).abs() < 1e-15 && (x[1] - 1.0).abs() < 1e-15,
+        "{x:?}"
+    );
+    // The bundle: rows (0, 1 | 1) of U = [[2, 1], [0, 4]].
+    let extract = |nnz_l: i32| Call::RfExtract {
+        rf: 7,
+        n: 2,
+        diag: -1,
+        nnz_l,
+        l: [at(12), at(13), at(14)],
+        nnz_u: 0,
+        u: [0; 3],
+    };
+    assert_eq!(f.call(extract(3)), 0);
+    let m = f.memory.read(at(14), 24).expect("m").to_vec();
+    let m: Vec<f64> = m
+        .chunks_exact(8)
+        .map(|c| f64::from_le_bytes(c.try_into().expect("8")))
+        .collect();
+    assert_eq!(m, [2.0, 1.0, 4.0]);
+    // A wrong count, an unknown object, nrhs 2, a Q that is not a
+    // permutation, a range outside memory.
+    assert_eq!(f.call(extract(4)), INVALID_VALUE);
+    assert_eq!(f.call(solve(8, 1)), NOT_INITIALIZED);
+    assert_eq!(f.call(solve(7, 2)), INVALID_VALUE);
+    ints(&mut f, 15, &[0, 0]);
+    assert_eq!(f.call(setup(at(15))), INVALID_VALUE);
+    assert!(f.state.call(&mut f.memory, setup(at(16) + 4)).is_err());
+    assert_eq!(f.call(Call::RfDestroy { rf: 7 }), 0);
+    assert_eq!(f.call(reset), NOT_INITIALIZED);
+}

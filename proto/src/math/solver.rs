@@ -88,6 +88,30 @@ crate::wire_enum! {
         23 SpSolve { handle: u64, info: u64, dtype: u8, m: i32, n: i32, b: u64, x: u64 },
         /// `cusolverSpDestroyCsr{chol,qr}Info`: forgets `info`.
         24 SpInfoDestroy { info: u64 },
+        /// `cusolverRfSetup{Device,Host}`: records in the server's Rf
+        /// object `rf` (an id the client chose) the n×n CSR matrices A, L
+        /// and U (zero-based; `a`, `l`, `u` are the row offsets, column
+        /// indices and double values of each) and P, Q with P A Qᵀ = L U;
+        /// `diag` is the `cusolverRfUnitDiagonal_t`. (The host form stages
+        /// its arrays in device memory: a frame is bounded, factors are
+        /// not.) Answers the entries of the bundle L - I + U and those of
+        /// its strictly lower part (two i32).
+        25 RfSetup { rf: u64, n: i32, nnz_a: i32, a: [u64; 3], nnz_l: i32, l: [u64; 3], nnz_u: i32, u: [u64; 3], p: u64, q: u64, diag: i32 },
+        /// `cusolverRfResetValues`: A's new values (same pattern, P, Q).
+        26 RfResetValues { rf: u64, n: i32, nnz_a: i32, a: [u64; 3], p: u64, q: u64 },
+        /// `cusolverRfRefactor`: answers the first pivot at most `zero`
+        /// (i32, -1: none) and whether one was replaced by `boost` (u8).
+        27 RfRefactor { rf: u64, zero: f64, boost: f64 },
+        /// `cusolverRfSolve` (nrhs 1): x from b in `xf`, in place; `temp`
+        /// is the application's scratch (`ldt` ≥ n), checked, not used.
+        28 RfSolve { rf: u64, n: i32, p: u64, q: u64, nrhs: i32, temp: u64, ldt: i32, xf: u64, ldxf: i32 },
+        /// The factors into device arrays: the bundle L - I + U into `l`
+        /// (`diag` -1; `u` unused), or L into `l` and U into `u` as the
+        /// `cusolverRfUnitDiagonal_t` `diag` says. `nnz_l` and `nnz_u` are
+        /// the entries the client expects (from the setup's answer).
+        29 RfExtract { rf: u64, n: i32, diag: i32, nnz_l: i32, l: [u64; 3], nnz_u: i32, u: [u64; 3] },
+        /// `cusolverRfDestroy`: forgets `rf`.
+        30 RfDestroy { rf: u64 },
         /// `cusolverDn?gesvdaStridedBatched`: the `rank` largest singular
         /// values (and with `jobz` 1 their left and right vectors: U m×rank,
         /// V itself n×rank) of `batch` m×n matrices (m ≥ n), each operand
@@ -241,6 +265,16 @@ fn uplo(value: i32) -> Result<(), InvalidValue> {
     }
 }
 
+/// The ranges of an Rf CSR matrix: row offsets, columns, double values.
+fn rf_csr(n: u64, nnz: i32, [rowptr, colind, val]: [u64; 3]) -> Result<[Range; 3], InvalidValue> {
+    let nnz = dim(nnz, "nnz")?;
+    Ok([
+        array(rowptr, n + 1, 4, "csrRowPtr")?,
+        array(colind, nnz, 4, "csrColInd")?,
+        array(val, nnz, 8, "csrVal")?,
+    ])
+}
+
 /// A CSR index base (`cusparseIndexBase_t`): 0 or 1.
 fn sp_base(base: i32) -> Result<(), InvalidValue> {
     if base == 0 || base == 1 {
@@ -268,7 +302,77 @@ impl Call {
             | Call::Destroy { .. }
             | Call::SpBufferInfo { .. }
             | Call::SpZeroPivot { .. }
-            | Call::SpInfoDestroy { .. } => Vec::new(),
+            | Call::SpInfoDestroy { .. }
+            | Call::RfRefactor { .. }
+            | Call::RfDestroy { .. } => Vec::new(),
+            Call::RfSetup {
+                n,
+                nnz_a,
+                a,
+                nnz_l,
+                l,
+                nnz_u,
+                u,
+                p,
+                q,
+                ..
+            } => {
+                let n = dim(n, "n")?;
+                let mut ranges = vec![array(p, n, 4, "P")?, array(q, n, 4, "Q")?];
+                for (nnz, m) in [(nnz_a, a), (nnz_l, l), (nnz_u, u)] {
+                    ranges.extend(rf_csr(n, nnz, m)?);
+                }
+                ranges
+            }
+            Call::RfResetValues {
+                n, nnz_a, a, p, q, ..
+            } => {
+                let n = dim(n, "n")?;
+                let mut ranges = vec![array(p, n, 4, "P")?, array(q, n, 4, "Q")?];
+                ranges.extend(rf_csr(n, nnz_a, a)?);
+                ranges
+            }
+            Call::RfExtract {
+                n,
+                diag,
+                nnz_l,
+                l,
+                nnz_u,
+                u,
+                ..
+            } => {
+                let n = dim(n, "n")?;
+                let mut ranges = rf_csr(n, nnz_l, l)?.to_vec();
+                match diag {
+                    -1 => {}
+                    0..=3 => ranges.extend(rf_csr(n, nnz_u, u)?),
+                    _ => return Err(InvalidValue("unit diagonal")),
+                }
+                ranges
+            }
+            Call::RfSolve {
+                n,
+                p,
+                q,
+                nrhs,
+                temp,
+                ldt,
+                xf,
+                ldxf,
+                ..
+            } => {
+                // cuSOLVER supports one right-hand side.
+                if nrhs != 1 {
+                    return Err(InvalidValue("nrhs"));
+                }
+                let n = dim(n, "n")?;
+                vec![
+                    array(p, n, 4, "P")?,
+                    array(q, n, 4, "Q")?,
+                    matrix(temp, n, 1, ldt, 8, "ldt")?,
+                    matrix(xf, n, 1, ldxf, 8, "ldxf")?,
+                ]
+            }
             Call::SpLsv {
                 dtype,
                 method,
@@ -804,7 +908,14 @@ impl Call {
     /// The handle the call runs on, if any.
     pub fn handle(&self) -> Option<u64> {
         match *self {
-            Call::Create {} | Call::SpInfoDestroy { .. } => None,
+            Call::Create {}
+            | Call::SpInfoDestroy { .. }
+            | Call::RfSetup { .. }
+            | Call::RfResetValues { .. }
+            | Call::RfRefactor { .. }
+            | Call::RfSolve { .. }
+            | Call::RfExtract { .. }
+            | Call::RfDestroy { .. } => None,
             Call::Destroy { handle }
             | Call::Getrf { handle, .. }
             | Call::Getrs { handle, .. }

@@ -10,6 +10,7 @@
 
 mod dense;
 mod jacobi;
+mod rf;
 mod sp;
 
 use std::collections::HashMap;

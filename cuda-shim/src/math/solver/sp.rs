@@ -30,6 +30,8 @@ use num_complex::Complex64 as C;
 /// `CUSOLVER_STATUS_MATRIX_TYPE_NOT_SUPPORTED`.
 const MATRIX_TYPE_NOT_SUPPORTED: c_int = 8;
 
+mod lu;
+
 type Status = Result<(), c_int>;
 
 fn run(body: impl FnOnce() -> Status) -> c_int {
@@ -484,6 +486,7 @@ fn lsv_device(handle: Handle, method: u8, dtype: u8, a: &Lsv) -> c_int {
 enum Entry {
     Host(Box<Info>),
     Device(Method),
+    Lu(Box<lu::LuInfo>),
 }
 
 static INFOS: Mutex<Option<(u64, HashMap<u64, Entry>)>> = Mutex::new(None);
@@ -519,7 +522,7 @@ fn destroy_info(info: *mut c_void, host: bool, method: Method) -> c_int {
         });
         match removed {
             None => Err(INVALID_VALUE),
-            Some(Entry::Host(_)) => Ok(()),
+            Some(Entry::Host(_) | Entry::Lu(_)) => Ok(()),
             Some(Entry::Device(_)) => {
                 // The server holds it only after an analysis; either way it is gone.
                 let _ = crate::math::call(

@@ -14,12 +14,14 @@
 
 mod band;
 mod info;
+mod lu;
 mod order;
 #[cfg(test)]
 mod tests;
 
 pub use band::{band_bytes, Band, Factor, Method};
 pub use info::Info;
+pub use lu::{CsrFactor, PivotReport, Refactor, SparseLu, UnitDiagonal};
 pub use order::{metisnd, symamd, symrcm};
 
 use num_complex::Complex64 as C;

@@ -338,3 +338,233 @@ fn bands_past_the_bound_are_refused() {
         Some(SpError::TooLarge)
     );
 }
+
+/// A nonsymmetric, diagonally weak sparse matrix: lap2d's pattern with
+/// small diagonals and skewed off-diagonals, so that LU must pivot.
+fn weak_diagonal(k: usize, shift: f64) -> Csr {
+    let mut a = lap2d(k);
+    for i in 0..a.pattern.m {
+        for t in a.pattern.rowptr[i]..a.pattern.rowptr[i + 1] {
+            let j = a.pattern.colind[t];
+            a.values[t] = if i == j {
+                C::new(0.01 + shift, 0.0)
+            } else {
+                C::new(
+                    1.0 + ((i * 7 + j * 3) % 5) as f64 * 0.3,
+                    0.1 * (i % 3) as f64,
+                )
+            };
+        }
+    }
+    a
+}
+
+/// The dense product of CSR factors (small tests).
+fn dense_product(n: usize, l: &CsrFactor, u: &CsrFactor, unit_l: bool) -> Vec<Vec<C>> {
+    let dense = |f: &CsrFactor, unit: bool| {
+        let mut d = vec![vec![C::new(0.0, 0.0); n]; n];
+        for (i, row) in d.iter_mut().enumerate() {
+            for t in f.rowptr[i]..f.rowptr[i + 1] {
+                row[f.colind[t]] = f.values[t];
+            }
+            if unit {
+                row[i] = C::new(1.0, 0.0);
+            }
+        }
+        d
+    };
+    let (l, u) = (dense(l, unit_l), dense(u, false));
+    (0..n)
+        .map(|i| {
+            (0..n)
+                .map(|j| (0..n).map(|k| l[i][k] * u[k][j]).sum())
+                .collect()
+        })
+        .collect()
+}
+
+fn dense_of(a: &Csr) -> Vec<Vec<C>> {
+    let n = a.pattern.n;
+    let mut d = vec![vec![C::new(0.0, 0.0); n]; a.pattern.m];
+    for (i, row) in d.iter_mut().enumerate() {
+        for t in a.pattern.rowptr[i]..a.pattern.rowptr[i + 1] {
+            row[a.pattern.colind[t]] += a.values[t];
+        }
+    }
+    d
+}
+
+fn factor_csr(n: usize, f: &CsrFactor) -> Csr {
+    Csr {
+        pattern: Pattern {
+            m: n,
+            n,
+            rowptr: f.rowptr.clone(),
+            colind: f.colind.clone(),
+        },
+        values: f.values.clone(),
+    }
+}
+
+#[test]
+fn sparse_lu_pivots_extracts_and_solves() {
+    let a = weak_diagonal(6, 0.0);
+    let n = a.pattern.n;
+    let lu = SparseLu::factor(&a, 1.0).unwrap();
+    assert!(is_permutation(lu.p(), n));
+    assert_ne!(
+        lu.p(),
+        (0..n).collect::<Vec<_>>(),
+        "weak diagonals must pivot"
+    );
+    assert_eq!(lu.zero_pivot(1e-14), None);
+    let (l, u) = lu.extract();
+    assert_eq!((l.colind.len(), u.colind.len()), lu.nnz());
+    // L strictly lower, U upper, columns sorted.
+    for i in 0..n {
+        assert!(l.colind[l.rowptr[i]..l.rowptr[i + 1]]
+            .iter()
+            .all(|&j| j < i));
+        assert!(u.colind[u.rowptr[i]..u.rowptr[i + 1]]
+            .iter()
+            .all(|&j| j >= i));
+        assert!(u.colind[u.rowptr[i]..u.rowptr[i + 1]]
+            .windows(2)
+            .all(|w| w[0] < w[1]));
+    }
+    // P A = L U, entry by entry.
+    let pa = dense_of(&a.permuted(lu.p(), &(0..n).collect::<Vec<_>>()));
+    let prod = dense_product(n, &l, &u, true);
+    for i in 0..n {
+        for j in 0..n {
+            assert!((pa[i][j] - prod[i][j]).norm() < 1e-10, "({i}, {j})");
+        }
+    }
+    // Sparse: far fewer entries than dense.
+    let (nl, nu) = lu.nnz();
+    assert!(nl + nu < n * n / 2);
+    let b: Vec<C> = (0..n).map(|i| C::new(i as f64, 1.0)).collect();
+    assert!(residual(&a, &lu.solve(&b), &b) < 1e-10);
+    // Threshold 0 keeps the diagonal wherever it is a candidate.
+    let lu0 = SparseLu::factor(&lap2d(5), 0.0).unwrap();
+    assert_eq!(lu0.p(), (0..25).collect::<Vec<_>>());
+}
+
+#[test]
+fn sparse_lu_reports_singular_columns() {
+    // Column 1 is empty: structurally singular; a repeated row: numerically.
+    let a = Csr {
+        pattern: Pattern {
+            m: 3,
+            n: 3,
+            rowptr: vec![0, 2, 3, 5],
+            colind: vec![0, 2, 0, 0, 2],
+        },
+        values: [1.0, 2.0, 3.0, 1.0, 2.0].map(|v| C::new(v, 0.0)).to_vec(),
+    };
+    let lu = SparseLu::factor(&a, 1.0).unwrap();
+    assert!(is_permutation(lu.p(), 3));
+    assert_eq!(lu.zero_pivot(0.0), Some(1));
+    let b = Csr {
+        pattern: Pattern {
+            m: 2,
+            n: 2,
+            rowptr: vec![0, 2, 4],
+            colind: vec![0, 1, 0, 1],
+        },
+        values: [1.0, 2.0, 2.0, 4.0].map(|v| C::new(v, 0.0)).to_vec(),
+    };
+    assert_eq!(
+        SparseLu::factor(&b, 1.0).unwrap().zero_pivot(1e-12),
+        Some(1)
+    );
+    let rect = Csr {
+        pattern: Pattern {
+            m: 1,
+            n: 2,
+            rowptr: vec![0, 1],
+            colind: vec![0],
+        },
+        values: vec![C::new(1.0, 0.0)],
+    };
+    assert!(SparseLu::factor(&rect, 1.0).is_err());
+}
+
+#[test]
+fn refactor_on_the_fixed_pattern_solves_new_values() {
+    let k = 6;
+    let a = weak_diagonal(k, 0.0);
+    let n = a.pattern.n;
+    // The sample's recipe: reorder, LU, then P = order(Plu), Q = order.
+    let order = symrcm(&a.pattern);
+    let b = a.permuted(&order, &order);
+    let lu = SparseLu::factor(&b, 1.0).unwrap();
+    let p: Vec<usize> = lu.p().iter().map(|&i| order[i]).collect();
+    let q = order.clone();
+    let (l, u) = lu.extract();
+    for diag in [
+        UnitDiagonal::AssumedL,
+        UnitDiagonal::StoredL,
+        UnitDiagonal::StoredU,
+    ] {
+        let (lc, uc) = (factor_csr(n, &l), factor_csr(n, &u));
+        let (lc, uc) = match diag {
+            UnitDiagonal::AssumedL => (lc, uc),
+            // Round-trip through the split of another convention.
+            other => {
+                let rf = Refactor::new(
+                    a.clone(),
+                    (p.clone(), q.clone()),
+                    &lc,
+                    &uc,
+                    UnitDiagonal::AssumedL,
+                )
+                .unwrap();
+                let (l2, u2) = rf.split(other);
+                (factor_csr(n, &l2), factor_csr(n, &u2))
+            }
+        };
+        let mut rf = Refactor::new(a.clone(), (p.clone(), q.clone()), &lc, &uc, diag).unwrap();
+        // Solving right after the setup uses the given factors.
+        let rhs: Vec<C> = (0..n).map(|i| C::new(1.0, i as f64 * 0.5)).collect();
+        let mut x = rhs.clone();
+        rf.solve(&mut x, &p, &q);
+        assert!(residual(&a, &x, &rhs) < 1e-9, "{diag:?}");
+        // New values on the same pattern (same pivots kept).
+        let a2 = weak_diagonal(k, 0.5);
+        rf.reset_values(a2.values.clone(), &p, &q).unwrap();
+        let report = rf.refactor(0.0, 0.0);
+        assert_eq!(report, PivotReport::default());
+        let mut x = rhs.clone();
+        rf.solve(&mut x, &p, &q);
+        assert!(residual(&a2, &x, &rhs) < 1e-9, "{diag:?}");
+        let (l3, u3) = rf.split(UnitDiagonal::AssumedL);
+        assert_eq!(l3.colind.len() + u3.colind.len(), rf.bundled().colind.len());
+    }
+    let (lc, uc) = (factor_csr(n, &l), factor_csr(n, &u));
+    let mut rf = Refactor::new(
+        a.clone(),
+        (p.clone(), q.clone()),
+        &lc,
+        &uc,
+        UnitDiagonal::AssumedL,
+    )
+    .unwrap();
+    // Another P is refused; so are an entry outside L + U and a zero pivot.
+    let mut other = p.clone();
+    other.swap(0, 1);
+    assert!(rf.reset_values(a.values.clone(), &other, &q).is_err());
+    assert!(Refactor::new(
+        a.clone(),
+        (other, q.clone()),
+        &lc,
+        &uc,
+        UnitDiagonal::AssumedL
+    )
+    .is_err());
+    let zeros = vec![C::new(0.0, 0.0); a.pattern.nnz()];
+    rf.reset_values(zeros, &p, &q).unwrap();
+    let report = rf.refactor(1e-14, 1.0);
+    assert_eq!(report.zero_pivot, Some(0));
+    assert!(report.boosted);
+}

@@ -74,7 +74,13 @@ fn dense(call: &Call) -> Option<(Precision, Dense)> {
         | Call::SpFactor { .. }
         | Call::SpZeroPivot { .. }
         | Call::SpSolve { .. }
-        | Call::SpInfoDestroy { .. } => return None,
+        | Call::SpInfoDestroy { .. }
+        | Call::RfSetup { .. }
+        | Call::RfResetValues { .. }
+        | Call::RfRefactor { .. }
+        | Call::RfSolve { .. }
+        | Call::RfExtract { .. }
+        | Call::RfDestroy { .. } => return None,
         Call::Geev {
             dtype,
             w_real,
@@ -339,6 +345,16 @@ impl CudaDeviceContext {
                 });
             }
             Call::SpInfoDestroy { .. } => return Ok(Reply::status(NOT_SUPPORTED)),
+            // cusolverRf is computed on the emulated device only.
+            Call::RfSetup { .. }
+            | Call::RfResetValues { .. }
+            | Call::RfRefactor { .. }
+            | Call::RfSolve { .. }
+            | Call::RfExtract { .. }
+            | Call::RfDestroy { .. } => {
+                tracing::info!("cusolverRf is not forwarded to the GPU");
+                return Ok(Reply::status(NOT_SUPPORTED));
+            }
             ref other => other.handle(),
         };
         if !handle.is_some_and(|h| self.solver.handles.contains_key(&h)) {
