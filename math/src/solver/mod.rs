@@ -25,6 +25,17 @@ pub const NOT_INITIALIZED: i32 = 1;
 /// `CUSOLVER_STATUS_INVALID_VALUE`.
 pub const INVALID_VALUE: i32 = 3;
 
+/// Bytes one client context's server-held sparse-solver objects
+/// (`csrcholInfo_t`/`csrqrInfo_t`, cusolverRf objects) may hold together:
+/// each is bounded by the device memory it was read from, but a client
+/// could make any number of them. Past it the call that grew them answers
+/// `CUSOLVER_STATUS_ALLOC_FAILED` and the object it touched is dropped.
+const OBJECT_BYTES: usize = 1 << 30;
+/// How many such objects one client context may hold.
+const OBJECTS: usize = 4096;
+/// `CUSOLVER_STATUS_ALLOC_FAILED`.
+const ALLOC_FAILED: i32 = 2;
+
 /// The cuSOLVER handles of one client context.
 #[derive(Default)]
 pub struct State {
@@ -72,10 +83,10 @@ impl State {
             call @ Call::Gesvda { .. } => Ok(Reply::ok(batched::gesvda(memory, &call)?)),
             call => {
                 if let Some(reply) = sp::run(&mut self.sp_infos, memory, &call) {
-                    return reply;
+                    return Ok(self.within_budget(reply?, &call));
                 }
                 if let Some(reply) = rf::run(&mut self.rfs, memory, &call) {
-                    return reply;
+                    return Ok(self.within_budget(reply?, &call));
                 }
                 match batched::run(memory, &call) {
                     Some(result) => result?,
@@ -84,6 +95,45 @@ impl State {
                 Ok(Reply::ok(Vec::new()))
             }
         }
+    }
+}
+
+impl State {
+    /// `reply`, unless the objects the server holds for this client are
+    /// now past [`OBJECT_BYTES`] or [`OBJECTS`]: then the object `call`
+    /// touched is dropped and the call fails as an allocation would.
+    fn within_budget(&mut self, reply: Reply, call: &Call) -> Reply {
+        let bytes = self
+            .sp_infos
+            .values()
+            .map(sparse::Info::bytes)
+            .sum::<usize>()
+            + self
+                .rfs
+                .values()
+                .map(sparse::Refactor::bytes)
+                .sum::<usize>();
+        let count = self.sp_infos.len() + self.rfs.len();
+        if bytes <= OBJECT_BYTES && count <= OBJECTS {
+            return reply;
+        }
+        tracing::warn!(
+            bytes,
+            count,
+            "cuSOLVER objects of one client past the server's bound: call refused"
+        );
+        match *call {
+            Call::SpAnalysis { info, .. }
+            | Call::SpSetup { info, .. }
+            | Call::SpFactor { info, .. } => {
+                self.sp_infos.remove(&info);
+            }
+            Call::RfSetup { rf, .. } | Call::RfResetValues { rf, .. } => {
+                self.rfs.remove(&rf);
+            }
+            _ => return reply,
+        }
+        Reply::status(ALLOC_FAILED)
     }
 }
 

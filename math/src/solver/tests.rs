@@ -1676,3 +1676,35 @@ fn rf_calls_set_up_refactor_solve_and_extract() {
     assert_eq!(f.call(Call::RfDestroy { rf: 7 }), 0);
     assert_eq!(f.call(reset), NOT_INITIALIZED);
 }
+
+#[test]
+fn a_client_cannot_pile_up_solver_objects_on_the_server() {
+    let mut f = Fixture::new();
+    let words = |f: &mut Fixture, slot: u64, v: &[u8]| f.memory.write(at(slot), v).expect("write");
+    let ints = |v: &[i32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    // A = L U = [[2]]: one entry.
+    words(&mut f, 0, &ints(&[0, 1]));
+    words(&mut f, 1, &ints(&[0]));
+    words(&mut f, 2, &2.0f64.to_le_bytes());
+    words(&mut f, 3, &ints(&[0, 0]));
+    words(&mut f, 7, &ints(&[0]));
+    let setup = |rf: u64| Call::RfSetup {
+        rf,
+        n: 1,
+        nnz_a: 1,
+        a: [at(0), at(1), at(2)],
+        nnz_l: 0,
+        l: [at(3), at(9), at(9)],
+        nnz_u: 1,
+        u: [at(0), at(1), at(2)],
+        p: at(7),
+        q: at(7),
+        diag: 2,
+    };
+    for rf in 0..OBJECTS as u64 {
+        assert_eq!(f.call(setup(rf)), 0, "object {rf}");
+    }
+    assert_eq!(f.call(setup(OBJECTS as u64)), ALLOC_FAILED);
+    assert_eq!(f.call(Call::RfDestroy { rf: 0 }), 0);
+    assert_eq!(f.call(setup(OBJECTS as u64)), 0, "room again");
+}

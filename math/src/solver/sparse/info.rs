@@ -21,6 +21,14 @@ const ORDER: SpError = SpError::Invalid("the info has not been analyzed, set up 
 
 impl Info {
     /// A new info for Cholesky or QR.
+    /// Bytes the server holds for it: the pattern, the setup's values and
+    /// the factor.
+    pub fn bytes(&self) -> usize {
+        self.pattern.as_ref().map_or(0, Pattern::bytes)
+            + self.setup.as_ref().map_or(0, |(v, _)| v.len() * 16)
+            + self.factor.as_ref().map_or(0, Factor::bytes)
+    }
+
     pub fn new(method: Method) -> Self {
         Self {
             method,

@@ -346,6 +346,16 @@ pub struct Refactor {
 }
 
 impl Refactor {
+    /// Bytes the server holds for it.
+    pub fn bytes(&self) -> usize {
+        let word = std::mem::size_of::<usize>();
+        (self.p.len() + self.q.len() + self.m_diag.len() + self.a_to_m.len()) * word
+            + self.a.bytes()
+            + self.a_values.len() * 16
+            + (self.m.rowptr.len() + self.m.colind.len()) * word
+            + self.m.values.len() * 16
+    }
+
     /// `cusolverRfSetup*`: A (n×n), P and Q (checked permutations) with
     /// P A Qᵀ = L U, and L and U as the application gives them (`diag`
     /// says which is unit and whether its diagonal is stored). Every entry
@@ -472,6 +482,11 @@ impl Refactor {
         let mut report = PivotReport::default();
         let mut pos = vec![usize::MAX; self.n];
         for i in 0..self.n {
+            // On the server a row's work grows with the fill: the call
+            // stops at the device's deadline (and is discarded).
+            if crate::deadline::passed() {
+                return report;
+            }
             let (start, end) = (m.rowptr[i], m.rowptr[i + 1]);
             for t in start..end {
                 pos[m.colind[t]] = t;

@@ -54,6 +54,11 @@ pub struct Pattern {
 }
 
 impl Pattern {
+    /// Bytes its arrays hold.
+    pub fn bytes(&self) -> usize {
+        (self.rowptr.len() + self.colind.len()) * std::mem::size_of::<usize>()
+    }
+
     /// Checks and rebases a CSR pattern as the application passed it:
     /// `rowptr[0] == base`, non-decreasing offsets, `rowptr[m] - base ==
     /// nnz`, every column in `0..n`.
