@@ -30,12 +30,23 @@ pub struct Expired;
 /// Scopes nest; the inner one ends with its own deadline restored to the
 /// outer.
 pub fn within<T>(deadline: Option<Instant>, f: impl FnOnce() -> T) -> Result<T, Expired> {
-    let outer = DEADLINE.with(|d| d.replace(deadline));
-    let outer_tripped = TRIPPED.with(|t| t.replace(false));
+    /// Puts the outer scope back, also when `f` unwinds.
+    struct Restore {
+        deadline: Option<Instant>,
+        tripped: bool,
+    }
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            DEADLINE.with(|d| d.set(self.deadline));
+            TRIPPED.with(|t| t.set(self.tripped));
+        }
+    }
+    let _outer = Restore {
+        deadline: DEADLINE.with(|d| d.replace(deadline)),
+        tripped: TRIPPED.with(|t| t.replace(false)),
+    };
     let value = f();
-    let tripped = TRIPPED.with(|t| t.replace(outer_tripped));
-    DEADLINE.with(|d| d.set(outer));
-    if tripped {
+    if TRIPPED.with(Cell::get) {
         Err(Expired)
     } else {
         Ok(value)
