@@ -115,7 +115,7 @@ impl CsrOptions {
 }
 
 fn verbs(what: &str, e: VerbsError) -> TransportError {
-    other(format!("CSR: {what}: {e}"))
+    crate::rdma::verbs_error("CSR", what, e)
 }
 
 /// Maps a failed completion to a transport error.

@@ -120,7 +120,7 @@ impl MsrOptions {
 }
 
 fn verbs(what: &str, e: VerbsError) -> TransportError {
-    other(format!("MSR: {what}: {e}"))
+    crate::rdma::verbs_error("MSR", what, e)
 }
 
 /// Maps a failed completion to a transport error.

@@ -5,7 +5,9 @@ use std::io;
 use std::time::{Duration, Instant};
 
 use crate::channel::TransportError;
-use crate::verbs::{Completion, CompletionQueue, QpState, QueuePair, WcOpcode, WcStatus};
+use crate::verbs::{
+    Completion, CompletionQueue, QpState, QueuePair, VerbsError, WcOpcode, WcStatus,
+};
 
 /// Longest single wait for an event before the queue pair's state is tested.
 const WAIT_SLICE: Duration = Duration::from_millis(50);
@@ -26,6 +28,18 @@ pub enum Polling {
 /// A transport error with a message.
 pub(crate) fn other(msg: impl Into<String>) -> TransportError {
     TransportError::Io(io::Error::other(msg.into()))
+}
+
+/// A failed verbs call of `module` while doing `what`. A queue pair that an
+/// asynchronous event took down (port or device error, fatal queue-pair
+/// error) is an I/O error of kind `ConnectionAborted`, so that upper layers
+/// can tell a broken link (reconnect) from a misuse.
+pub(crate) fn verbs_error(module: &str, what: &str, e: VerbsError) -> TransportError {
+    let kind = match e {
+        VerbsError::LinkDown { .. } => io::ErrorKind::ConnectionAborted,
+        _ => io::ErrorKind::Other,
+    };
+    TransportError::Io(io::Error::new(kind, format!("{module}: {what}: {e}")))
 }
 
 /// An empty completion, to size polling buffers.

@@ -15,6 +15,12 @@
  * libibverbs (the same layouts verbs.h defines); fake_ibv_layout() reports
  * them so that a test compares them with the provider's generated bindings.
  *
+ * Asynchronous events: every context has a pipe as its async descriptor;
+ * fake_ibv_inject_async_event(type, qp_num, port) queues an event on every
+ * open context (a queue-pair event only on that queue pair's context, which
+ * it moves to the error state as an adapter would) and
+ * fake_ibv_async_events_unacked() counts those taken and not acknowledged.
+ *
  * Knobs (environment, read at first use):
  *   FAKE_IBV_DEVICES=0        list no adapter
  *   FAKE_IBV_MAX_MR=n         ibv_reg_mr fails with ENOMEM beyond n live regions
@@ -66,6 +72,19 @@ struct ibv_context {
 	int num_comp_vectors;
 	pthread_mutex_t mutex;
 	void *abi_compat;
+};
+
+union ibv_async_element {
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	void *srq;
+	void *wq;
+	int port_num;
+};
+
+struct ibv_async_event {
+	union ibv_async_element element;
+	unsigned int event_type; /* enum ibv_event_type */
 };
 
 struct ibv_device_attr {
@@ -391,6 +410,18 @@ struct fake_qp {
 static struct fake_qp *qps;
 static uint32_t next_qpn = 0x100;
 
+/* A context with its queue of asynchronous events; `wfd` is the write end of
+ * the pipe whose read end is the context's async_fd. */
+struct fake_ctx {
+	struct ibv_context ctx;
+	int wfd;
+	struct ibv_async_event q[64];
+	int head, count;
+	struct fake_ctx *next;
+};
+static struct fake_ctx *ctxs;
+static long async_unacked;
+
 #define PD(p) ((struct fake_pd *)(p))
 #define CQ(c) ((struct fake_cq *)(c))
 #define QP(q) ((struct fake_qp *)(q))
@@ -433,14 +464,20 @@ static int fake_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_
 
 struct ibv_context *ibv_open_device(struct ibv_device *dev)
 {
-	struct ibv_context *ctx = calloc(1, sizeof(*ctx));
-	if (!ctx) {
+	struct fake_ctx *fc = calloc(1, sizeof(*fc));
+	int fds[2];
+	if (!fc || pipe(fds) != 0) {
+		free(fc);
 		errno = ENOMEM;
 		return NULL;
 	}
+	fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+	fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+	fc->wfd = fds[1];
+	struct ibv_context *ctx = &fc->ctx;
 	ctx->device = dev;
 	ctx->cmd_fd = -1;
-	ctx->async_fd = -1;
+	ctx->async_fd = fds[0];
 	ctx->num_comp_vectors = 1;
 	ctx->ops.poll_cq = fake_poll_cq;
 	ctx->ops.req_notify_cq = fake_req_notify_cq;
@@ -449,16 +486,27 @@ struct ibv_context *ibv_open_device(struct ibv_device *dev)
 	pthread_mutex_lock(&big);
 	config();
 	live++;
+	fc->next = ctxs;
+	ctxs = fc;
 	pthread_mutex_unlock(&big);
 	return ctx;
 }
 
 int ibv_close_device(struct ibv_context *ctx)
 {
+	struct fake_ctx *fc = (struct fake_ctx *)ctx;
 	pthread_mutex_lock(&big);
 	live--;
+	for (struct fake_ctx **p = &ctxs; *p; p = &(*p)->next) {
+		if (*p == fc) {
+			*p = fc->next;
+			break;
+		}
+	}
 	pthread_mutex_unlock(&big);
-	free(ctx);
+	close(ctx->async_fd);
+	close(fc->wfd);
+	free(fc);
 	return 0;
 }
 
@@ -1083,6 +1131,89 @@ static int fake_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_
 
 /* ---- for the tests ------------------------------------------------------ */
 
+/* ---- asynchronous events -------------------------------------------- */
+
+/* Takes the next event of `ctx`: blocks on the pipe unless it was made
+ * non-blocking (then -1 with EAGAIN when there is none), as libibverbs
+ * reads the kernel's async descriptor. */
+int ibv_get_async_event(struct ibv_context *ctx, struct ibv_async_event *ev)
+{
+	struct fake_ctx *fc = (struct fake_ctx *)ctx;
+	char b;
+	if (read(ctx->async_fd, &b, 1) != 1)
+		return -1;
+	pthread_mutex_lock(&big);
+	if (!fc->count) {
+		pthread_mutex_unlock(&big);
+		errno = EAGAIN;
+		return -1;
+	}
+	*ev = fc->q[fc->head];
+	fc->head = (fc->head + 1) % 64;
+	fc->count--;
+	async_unacked++;
+	pthread_mutex_unlock(&big);
+	return 0;
+}
+
+void ibv_ack_async_event(struct ibv_async_event *ev)
+{
+	(void)ev;
+	pthread_mutex_lock(&big);
+	async_unacked--;
+	pthread_mutex_unlock(&big);
+}
+
+static void queue_async(struct fake_ctx *fc, struct ibv_async_event ev)
+{
+	if (fc->count == 64)
+		return;
+	fc->q[(fc->head + fc->count) % 64] = ev;
+	fc->count++;
+	char b = 1;
+	if (write(fc->wfd, &b, 1) != 1)
+		fc->count--;
+}
+
+/* Queues an event of type `type` (enum ibv_event_type): 1 to 3 (QP_FATAL,
+ * QP_REQ_ERR, QP_ACCESS_ERR) name queue pair `qp_num`, which goes to the
+ * error state, on its context; 9 to 11 (PORT_ACTIVE, PORT_ERR, LID_CHANGE)
+ * name `port`; others (DEVICE_FATAL 8) name nothing. Returns the number of
+ * contexts that got it. */
+int fake_ibv_inject_async_event(unsigned int type, uint32_t qp_num, int port)
+{
+	int n = 0;
+	pthread_mutex_lock(&big);
+	struct ibv_async_event ev;
+	memset(&ev, 0, sizeof(ev));
+	ev.event_type = type;
+	if (type >= 1 && type <= 3) {
+		struct fake_qp *q = find_qp(qp_num);
+		if (q) {
+			to_error(q);
+			ev.element.qp = &q->qp;
+			queue_async((struct fake_ctx *)q->qp.context, ev);
+			n = 1;
+		}
+	} else {
+		if (type >= 9 && type <= 11)
+			ev.element.port_num = port;
+		for (struct fake_ctx *fc = ctxs; fc; fc = fc->next, n++)
+			queue_async(fc, ev);
+	}
+	pthread_mutex_unlock(&big);
+	return n;
+}
+
+/* Asynchronous events taken and not yet acknowledged. */
+long fake_ibv_async_events_unacked(void)
+{
+	pthread_mutex_lock(&big);
+	long n = async_unacked;
+	pthread_mutex_unlock(&big);
+	return n;
+}
+
 /* Objects not yet destroyed (contexts, domains, regions, channels, queues,
  * queue pairs). */
 long fake_ibv_live_objects(void)
@@ -1129,6 +1260,7 @@ static const struct {
 	SIZE(ibv_recv_wr), OFF(ibv_recv_wr, num_sge),
 	SIZE(ibv_wc), OFF(ibv_wc, status), OFF(ibv_wc, opcode), OFF(ibv_wc, byte_len),
 	OFF(ibv_wc, imm_data), OFF(ibv_wc, qp_num), OFF(ibv_wc, wc_flags),
+	SIZE(ibv_async_event), OFF(ibv_async_event, event_type),
 };
 
 /* The size ("sizeof ibv_wc") or offset ("ibv_wc.status") named, or -1. */

@@ -8,7 +8,7 @@
 
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rcud_proto::frame::FrameHeader;
 use rcud_proto::FrameKind;
@@ -21,7 +21,10 @@ use rcud_transport::{Channel, TcpOptions};
 
 mod support;
 
-use support::fake_rdma::{fake_cm_live_objects, fake_verbs_live_objects, with_fake_rdma};
+use support::fake_rdma::{
+    fake_async_events_unacked, fake_cm_live_objects, fake_inject_async_event,
+    fake_verbs_live_objects, with_fake_rdma,
+};
 
 fn frame(id: u32, bulk: usize) -> FrameHeader {
     FrameHeader {
@@ -141,6 +144,76 @@ fn msr_sets_up_through_rdma_cm() {
     let (client, agent) = (client.unwrap(), agent.unwrap());
     assert_eq!((client.chunks(), agent.chunks()), (4, 6));
     exchange(Box::new(client), Box::new(agent));
+    assert_all_released();
+}
+
+/// Both ends blocked in `recv_header` when the adapter reports a port error
+/// (`IBV_EVENT_PORT_ERR`): both fail within a second, not after the
+/// adapter's retry timeouts, and every later operation fails at once.
+fn port_error_breaks(mut a: Box<dyn Channel>, mut b: Box<dyn Channel>) {
+    a.send_frame(&frame(1, 10), b"abc", &[7; 10]).unwrap();
+    a.flush().unwrap();
+    assert_eq!(b.recv_header().unwrap(), frame(1, 10));
+    b.recv_body(3).unwrap();
+    b.discard_bulk(10).unwrap();
+    let blocked = |mut ch: Box<dyn Channel>| {
+        thread::spawn(move || {
+            let r = ch.recv_header().map(drop);
+            (ch, r, Instant::now())
+        })
+    };
+    let (ta, tb) = (blocked(a), blocked(b));
+    thread::sleep(Duration::from_millis(100));
+    let fired = Instant::now();
+    assert!(fake_inject_async_event(10, 0, 1) >= 1);
+    for t in [ta, tb] {
+        let (mut ch, r, at) = t.join().unwrap();
+        assert!(r.is_err(), "recv_header returned a frame");
+        let took = at.duration_since(fired);
+        assert!(took < Duration::from_secs(1), "took {took:?}");
+        let t = Instant::now();
+        let r = ch
+            .send_frame(&frame(2, 0), b"abc", &[])
+            .and_then(|_| ch.flush());
+        assert!(r.is_err(), "a send after the port error succeeded");
+        assert!(ch.recv_header().is_err());
+        assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    }
+}
+
+#[test]
+fn a_port_error_breaks_csr_and_msr_at_once() {
+    if with_fake_rdma("a_port_error_breaks_csr_and_msr_at_once", &[]) {
+        return;
+    }
+    let o = MsrOptions {
+        chunk: 64 << 10,
+        chunks: 4,
+        ..MsrOptions::default()
+    };
+    let agent_o = o.clone();
+    let (client, agent) = setup::pair_with(
+        &rendezvous(),
+        "MSR",
+        move |rv, first| MsrChannel::accept(rv, first, &|_| Ok(agent_o.clone())),
+        |rv, port| MsrChannel::connect(rv, port, &|_| Ok(o.clone())),
+    );
+    port_error_breaks(Box::new(client.unwrap()), Box::new(agent.unwrap()));
+    let c = CsrOptions {
+        chunk: 64 << 10,
+        chunks: 9,
+        polling: Polling::Event,
+        zero_copy: true,
+    };
+    let agent_c = c.clone();
+    let (client, agent) = setup::pair_with(
+        &rendezvous(),
+        "CSR",
+        move |rv, first| CsrChannel::accept(rv, first, &|_| Ok(agent_c.clone())),
+        |rv, port| CsrChannel::connect(rv, port, &|_| Ok(c.clone())),
+    );
+    port_error_breaks(Box::new(client.unwrap()), Box::new(agent.unwrap()));
+    assert_eq!(fake_async_events_unacked(), 0);
     assert_all_released();
 }
 

@@ -24,14 +24,16 @@ use std::time::{Duration, Instant};
 use rcud_transport::bootstrap;
 use rcud_transport::verbs::rdma_core::{self, cm, Unavailable};
 use rcud_transport::verbs::{
-    devices, Access, Completion, CompletionQueue, Context, Fabric, MemoryRegion, Provider, QpInit,
-    QpState, QueuePair, RecvWr, SendOp, SendWr, VerbsError, WcOpcode, WcStatus, SOFT_DEVICE,
+    devices, Access, AsyncEvent, Completion, CompletionQueue, Context, Fabric, MemoryRegion,
+    Provider, QpInit, QpState, QueuePair, RecvWr, SendOp, SendWr, VerbsError, WcOpcode, WcStatus,
+    SOFT_DEVICE,
 };
 
 mod support;
 
 use support::fake_rdma::{
-    fake_verbs_live_objects, run_in_child, with_fake_rdma, CHILD_ENV, FAKE_DEVICE,
+    fake_async_events_unacked, fake_inject_async_event, fake_verbs_live_objects, run_in_child,
+    with_fake_rdma, CHILD_ENV, FAKE_DEVICE,
 };
 
 const NOWHERE_IBVERBS: &str = "/nonexistent/rcud-test/libibverbs.so.1";
@@ -564,6 +566,104 @@ fn completion_wait_body() {
     let wcs = poll_n(&b.cq, 1);
     assert_eq!((wcs[0].wr_id, wcs[0].imm), (3, Some(9)));
     drop(sender.join().unwrap());
+}
+
+// verbs.h's `enum ibv_event_type`.
+const IBV_EVENT_QP_FATAL: u32 = 1;
+const IBV_EVENT_PORT_ACTIVE: u32 = 9;
+const IBV_EVENT_PORT_ERR: u32 = 10;
+const IBV_EVENT_LID_CHANGE: u32 = 11;
+const IBV_EVENT_SM_CHANGE: u32 = 13;
+
+/// The adapter's asynchronous events, read by the provider's listener
+/// thread: a fatal queue-pair error takes that queue pair down, a port
+/// error every queue pair on the port; posts fail at once, outstanding
+/// receives are flushed, every event is acknowledged, and the subscribers
+/// get them in order.
+#[test]
+fn async_events_take_queue_pairs_down() {
+    if with_fake("async_events_take_queue_pairs_down", &[]) {
+        return;
+    }
+    let prompt = Duration::from_secs(1);
+    {
+        let (ctx, a, b) = pair(FAKE_DEVICE, 4);
+        let events = ctx.subscribe_events();
+        for (side, id) in [(&a, 1), (&b, 2)] {
+            side.qp
+                .post_recv(&[RecvWr {
+                    wr_id: id,
+                    buf: None,
+                }])
+                .unwrap();
+        }
+        let qp_num = a.qp.qp_num();
+        assert_eq!(fake_inject_async_event(IBV_EVENT_QP_FATAL, qp_num, 0), 1);
+        assert_eq!(
+            events.recv_timeout(prompt),
+            Ok(AsyncEvent::QpFatal { qp_num })
+        );
+        assert_eq!(a.qp.state(), QpState::Error);
+        assert!(matches!(
+            a.qp.post_send(&[SendWr::new(5, SendOp::Send, None)]),
+            Err(VerbsError::LinkDown { qp_num: n, event: AsyncEvent::QpFatal { .. } }) if n == qp_num
+        ));
+        let wc = poll_n(&a.cq, 1);
+        assert_eq!((wc[0].wr_id, wc[0].status), (1, WcStatus::WrFlush));
+        // The other queue pair is untouched by an event of this one.
+        assert_eq!(b.qp.state(), QpState::ReadyToSend);
+
+        // Events that take nothing down are only delivered.
+        fake_inject_async_event(IBV_EVENT_SM_CHANGE, 0, 1);
+        fake_inject_async_event(IBV_EVENT_LID_CHANGE, 0, 1);
+        assert_eq!(
+            events.recv_timeout(prompt),
+            Ok(AsyncEvent::LidChange { port: 1 })
+        );
+        assert_eq!(b.qp.state(), QpState::ReadyToSend);
+
+        // A port error takes down every queue pair on the port.
+        assert!(fake_inject_async_event(IBV_EVENT_PORT_ERR, 0, 1) >= 1);
+        assert_eq!(
+            events.recv_timeout(prompt),
+            Ok(AsyncEvent::PortError { port: 1 })
+        );
+        assert_eq!(b.qp.state(), QpState::Error);
+        assert!(matches!(
+            b.qp.post_recv(&[RecvWr {
+                wr_id: 3,
+                buf: None
+            }]),
+            Err(VerbsError::LinkDown {
+                event: AsyncEvent::PortError { port: 1 },
+                ..
+            })
+        ));
+        let wc = poll_n(&b.cq, 1);
+        assert_eq!((wc[0].wr_id, wc[0].status), (2, WcStatus::WrFlush));
+        fake_inject_async_event(IBV_EVENT_PORT_ACTIVE, 0, 1);
+        assert_eq!(
+            events.recv_timeout(prompt),
+            Ok(AsyncEvent::PortActive { port: 1 })
+        );
+        // Queue pairs marked down stay down; new ones work.
+        assert_eq!(b.qp.state(), QpState::Error);
+        let (_ctx2, c, d) = pair(FAKE_DEVICE, 4);
+        d.qp.post_recv(&[RecvWr {
+            wr_id: 4,
+            buf: None,
+        }])
+        .unwrap();
+        c.qp.post_send(&[SendWr::new(6, SendOp::Send, None)])
+            .unwrap();
+        assert_eq!(poll_n(&d.cq, 1)[0].status, WcStatus::Success);
+    }
+    assert_eq!(fake_async_events_unacked(), 0, "every event acknowledged");
+    assert_eq!(
+        fake_verbs_live_objects(),
+        0,
+        "the listener ended and the contexts closed"
+    );
 }
 
 #[test]

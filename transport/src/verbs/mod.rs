@@ -16,7 +16,20 @@
 //! - A posted list is validated whole first: either every work request of a
 //!   list is posted, or none is and the call returns an error.
 //! - Posting on a queue pair in the error state succeeds and yields
-//!   [`WcStatus::WrFlush`] completions, as on hardware.
+//!   [`WcStatus::WrFlush`] completions, as on hardware, except on a queue
+//!   pair that an asynchronous event marked down (see below).
+//!
+//! Asynchronous events ([`AsyncEvent`]): a port that goes down, a queue pair
+//! that fails, a device that dies. The provider marks the queue pairs
+//! concerned down at once (every queue pair of the context on a port or
+//! device error, the one queue pair on a fatal error): a down queue pair is
+//! moved to the error state, so its outstanding work requests complete with
+//! [`WcStatus::WrFlush`] and waits wake up, its state reads
+//! [`QpState::Error`], and every later post fails at once with
+//! [`VerbsError::LinkDown`]. Nothing waits for the transport's timeouts.
+//! [`Context::subscribe_events`] delivers the events themselves. The `soft`
+//! provider produces the same events on demand ([`soft::inject`] and the
+//! `RCUD_SOFT_RDMA_FAULT` knob).
 //!
 //! Providers: `soft` (peers on one host over shared memory; always present)
 //! and `rdma-core` (InfiniBand, RoCE and iWARP adapters through libibverbs,
@@ -26,14 +39,15 @@
 use std::any::Any;
 use std::fmt;
 use std::ops::BitOr;
-use std::sync::Arc;
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
 pub mod cm;
 pub mod rdma_core;
-mod soft;
+pub mod soft;
 
 /// Name of the device of the `soft` provider.
 pub const SOFT_DEVICE: &str = "soft0";
@@ -109,6 +123,15 @@ pub enum VerbsError {
         /// The device's limit.
         max: u64,
     },
+    /// An asynchronous event marked the queue pair down (port or device
+    /// error, fatal queue-pair error): nothing more can be posted on it.
+    #[error("queue pair {qp_num} is down: {event}")]
+    LinkDown {
+        /// The queue pair.
+        qp_num: u32,
+        /// The event that took it down.
+        event: AsyncEvent,
+    },
     /// More completions were generated than the completion queue holds.
     #[error("completion queue overrun: more than {depth} completions were left unpolled; size the queue for the queue pairs that use it")]
     CqOverrun {
@@ -119,6 +142,87 @@ pub enum VerbsError {
 
 /// Result of a verbs call.
 pub type Result<T> = std::result::Result<T, VerbsError>;
+
+/// An asynchronous event of a device, as libibverbs reports them
+/// (`ibv_get_async_event`), independent of the provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum AsyncEvent {
+    /// A port left the active state (link down, cable pulled, subnet
+    /// manager gone): every queue pair of the context on it is marked down.
+    PortError {
+        /// The port (1-based).
+        port: u8,
+    },
+    /// A port became active again. New connections may be made; queue pairs
+    /// marked down stay down.
+    PortActive {
+        /// The port (1-based).
+        port: u8,
+    },
+    /// The subnet manager gave the port a new LID. Nothing is marked down:
+    /// connections are made by name or GID through the connection manager,
+    /// never by a cached LID, so the next connection resolves the new one.
+    LidChange {
+        /// The port (1-based).
+        port: u8,
+    },
+    /// A queue pair failed (the adapter moved it to the error state).
+    QpFatal {
+        /// The queue pair.
+        qp_num: u32,
+    },
+    /// The device failed: every queue pair of the context is marked down.
+    DeviceFatal,
+}
+
+impl AsyncEvent {
+    /// Whether the event takes queue pairs down.
+    pub fn is_fatal(self) -> bool {
+        matches!(
+            self,
+            AsyncEvent::PortError { .. } | AsyncEvent::QpFatal { .. } | AsyncEvent::DeviceFatal
+        )
+    }
+}
+
+impl fmt::Display for AsyncEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AsyncEvent::PortError { port } => write!(f, "port {port} error"),
+            AsyncEvent::PortActive { port } => write!(f, "port {port} active"),
+            AsyncEvent::LidChange { port } => write!(f, "LID change on port {port}"),
+            AsyncEvent::QpFatal { qp_num } => write!(f, "fatal error of queue pair {qp_num}"),
+            AsyncEvent::DeviceFatal => f.write_str("fatal device error"),
+        }
+    }
+}
+
+/// The subscribers to a context's events.
+#[derive(Default)]
+pub(crate) struct EventHub {
+    subscribers: Mutex<Vec<Sender<AsyncEvent>>>,
+}
+
+impl EventHub {
+    pub(crate) fn subscribe(&self) -> Receiver<AsyncEvent> {
+        let (tx, rx) = channel();
+        self.subscribers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(tx);
+        rx
+    }
+
+    /// Delivers `event` to every live subscriber (dropped receivers are
+    /// forgotten).
+    pub(crate) fn publish(&self, event: AsyncEvent) {
+        self.subscribers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|tx| tx.send(event).is_ok());
+    }
+}
 
 /// The verbs providers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -516,6 +620,8 @@ pub(crate) trait ContextOps: Send + Sync {
     }
     fn alloc_pd(&self) -> Result<Arc<dyn PdOps>>;
     fn create_cq(&self, depth: u32) -> Result<Arc<dyn CqOps>>;
+    /// The context's asynchronous events from now on.
+    fn subscribe_events(&self) -> Receiver<AsyncEvent>;
 }
 
 pub(crate) trait PdOps: Send + Sync {
@@ -635,6 +741,13 @@ impl Context {
     /// buffer for its own duration instead of copying it into staging memory.
     pub fn cheap_registration(&self) -> bool {
         self.ops.cheap_registration()
+    }
+
+    /// The device's asynchronous events from now on, in order. When an event
+    /// arrives here the queue pairs it concerns are already marked down; a
+    /// receiver that is dropped unsubscribes.
+    pub fn subscribe_events(&self) -> Receiver<AsyncEvent> {
+        self.ops.subscribe_events()
     }
 
     /// Allocates a protection domain.
@@ -913,12 +1026,14 @@ impl QueuePair {
         self.ops.connect(remote)
     }
 
-    /// Posts send work requests, all or none (see the module notes).
+    /// Posts send work requests, all or none (see the module notes). Fails at
+    /// once with [`VerbsError::LinkDown`] once an event marked it down.
     pub fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<()> {
         self.ops.post_send(wrs)
     }
 
-    /// Posts receive work requests, all or none.
+    /// Posts receive work requests, all or none; fails at once on a queue
+    /// pair marked down, as [`QueuePair::post_send`].
     pub fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<()> {
         self.ops.post_recv(wrs)
     }

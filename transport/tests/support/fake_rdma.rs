@@ -142,3 +142,27 @@ pub fn fake_verbs_live_objects() -> c_long {
 pub fn fake_cm_live_objects() -> c_long {
     counter(b"fake_rdmacm_live_objects")
 }
+
+/// In a child: queues an asynchronous event of raw type `ty` (verbs.h's
+/// `enum ibv_event_type`) on the stand-in's open contexts (a queue-pair
+/// event on that queue pair's context only, moving it to the error state);
+/// returns how many contexts got it.
+pub fn fake_inject_async_event(ty: u32, qp_num: u32, port: i32) -> i32 {
+    let path = std::env::var("RCUD_IBVERBS_LIBRARY").unwrap();
+    // SAFETY: the stand-in, already loaded by the provider; no initialisers.
+    let lib = unsafe { libloading::Library::new(path) }.unwrap();
+    // SAFETY: the injector's prototype.
+    let f = unsafe {
+        lib.get::<unsafe extern "C" fn(u32, u32, std::ffi::c_int) -> std::ffi::c_int>(
+            b"fake_ibv_inject_async_event",
+        )
+    }
+    .unwrap();
+    // SAFETY: plain values; the stand-in takes its lock.
+    unsafe { f(ty, qp_num, port) }
+}
+
+/// In a child: asynchronous events taken and not acknowledged.
+pub fn fake_async_events_unacked() -> c_long {
+    counter(b"fake_ibv_async_events_unacked")
+}

@@ -12,6 +12,7 @@ use std::sync::OnceLock;
 
 use libc::sockaddr;
 
+use super::events::ibv_async_event;
 use super::sys::*;
 use super::Unavailable;
 
@@ -62,6 +63,9 @@ pub(super) struct Ibverbs {
     pub(super) query_qp:
         unsafe extern "C" fn(*mut ibv_qp, *mut ibv_qp_attr, c_int, *mut ibv_qp_init_attr) -> c_int,
     pub(super) destroy_qp: unsafe extern "C" fn(*mut ibv_qp) -> c_int,
+    pub(super) get_async_event:
+        unsafe extern "C" fn(*mut ibv_context, *mut ibv_async_event) -> c_int,
+    pub(super) ack_async_event: unsafe extern "C" fn(*mut ibv_async_event),
     _library: libloading::Library,
 }
 
@@ -178,6 +182,8 @@ impl Ibverbs {
                 modify_qp: symbol(lib, n, "ibv_modify_qp")?,
                 query_qp: symbol(lib, n, "ibv_query_qp")?,
                 destroy_qp: symbol(lib, n, "ibv_destroy_qp")?,
+                get_async_event: symbol(lib, n, "ibv_get_async_event")?,
+                ack_async_event: symbol(lib, n, "ibv_ack_async_event")?,
                 _library: library,
             })
         }

@@ -46,6 +46,8 @@ mod api;
 pub mod cm;
 mod endpoint;
 #[allow(unsafe_code)]
+mod events;
+#[allow(unsafe_code)]
 mod provider;
 #[allow(unsafe_code)]
 mod sys;

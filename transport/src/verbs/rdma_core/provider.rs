@@ -5,17 +5,19 @@ use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::ffi::{c_int, CStr};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::mpsc::Receiver;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use super::api::{self, errno, status_error, Ibverbs, Rdmacm};
 use super::endpoint::Address;
+use super::events::{self, Attachment};
 use super::sys::*;
 use super::Unavailable;
 use crate::verbs::{
-    Access, Completion, CompletionQueue, ContextOps, CqOps, DeviceAttr, Endpoint, Fabric, MrOps,
-    PdOps, QpInit, QpOps, QpState, RecvWr, Result, SendOp, SendWr, Sge, VerbsError, WcOpcode,
-    WcStatus,
+    Access, AsyncEvent, Completion, CompletionQueue, ContextOps, CqOps, DeviceAttr, Endpoint,
+    Fabric, MrOps, PdOps, QpInit, QpOps, QpState, RecvWr, Result, SendOp, SendWr, Sge, VerbsError,
+    WcOpcode, WcStatus,
 };
 
 /// Minimum RNR NAK timer: 0.64 ms (`12` in the encoding of the IB spec).
@@ -196,6 +198,9 @@ struct Ctx {
     port: u8,
     gid_index: u8,
     fabric: Fabric,
+    /// The listener of the context's asynchronous events; released before
+    /// the context is closed.
+    events: Option<Attachment>,
 }
 
 // SAFETY: libibverbs objects may be used from any thread (the verbs are
@@ -207,6 +212,9 @@ unsafe impl Sync for Ctx {}
 
 impl Drop for Ctx {
     fn drop(&mut self) {
+        // Stops the event listener (if this was its last user) before the
+        // context can be closed.
+        drop(self.events.take());
         if let CtxOwner::Opened = self.owner {
             // SAFETY: opened by us; every object on it holds an `Arc` of
             // this context, so none is left.
@@ -255,6 +263,7 @@ impl Ctx {
             port: 1,
             gid_index: 0,
             fabric: Fabric::InfiniBand,
+            events: None,
         };
         let mut da = ibv_device_attr::default();
         // SAFETY: `da` is a valid out-pointer of the right type.
@@ -296,6 +305,7 @@ impl Ctx {
             max_mr_size: da.max_mr_size,
             max_msg_size: pa.max_msg_sz,
         };
+        ctx.events = Some(events::attach(lib, raw, &ctx.name));
         Ok(ctx)
     }
 
@@ -354,6 +364,14 @@ impl ContextOps for RdmaContext {
 
     fn fabric(&self) -> Fabric {
         self.0.fabric
+    }
+
+    fn subscribe_events(&self) -> Receiver<AsyncEvent> {
+        match &self.0.events {
+            Some(a) => a.shared.hub.subscribe(),
+            // Not reached: every context listens once opened.
+            None => std::sync::mpsc::channel().1,
+        }
     }
 
     fn alloc_pd(&self) -> Result<Arc<dyn PdOps>> {
@@ -979,6 +997,8 @@ pub(super) struct QpCore {
     connected: AtomicBool,
     send: Mutex<Ring>,
     recv: Mutex<Ring>,
+    /// The event that marked it down: posting fails from then on.
+    down: OnceLock<AsyncEvent>,
 }
 
 // SAFETY: see `Ctx`.
@@ -1120,6 +1140,7 @@ impl QpCore {
             connected: AtomicBool::new(false),
             send: Mutex::new(Ring::new(init.max_send_wr)),
             recv: Mutex::new(Ring::new(init.max_recv_wr)),
+            down: OnceLock::new(),
         };
         let pa = ctx.port_attr(port)?;
         core.local.lid = pa.lid;
@@ -1139,6 +1160,9 @@ impl QpCore {
             core.modify(&mut a, mask, "RESET → INIT")?;
         }
         let core = Arc::new(core);
+        if let Some(a) = &ctx.events {
+            a.shared.add_qp(num, port, &core);
+        }
         for cq in [&send_cq, &recv_cq] {
             lock(&cq.qps).insert(num, Arc::downgrade(&core));
         }
@@ -1155,6 +1179,35 @@ impl QpCore {
             ));
         }
         Ok(())
+    }
+
+    /// Marks the queue pair down after `event`: later posts fail at once, and
+    /// it is moved to the error state so that its outstanding work requests
+    /// complete (flushed) now and wake whoever waits for them. `false` if it
+    /// was down already.
+    pub(super) fn mark_down(&self, event: AsyncEvent) -> bool {
+        if self.down.set(event).is_err() {
+            return false;
+        }
+        let mut a = ibv_qp_attr {
+            qp_state: IBV_QPS_ERR,
+            ..Default::default()
+        };
+        if let Err(e) = self.modify(&mut a, IBV_QP_STATE, "→ ERR") {
+            // A fatal error already put it there on some adapters.
+            tracing::debug!(qp = self.num, "after {event}: {e}");
+        }
+        true
+    }
+
+    fn check_down(&self) -> Result<()> {
+        match self.down.get() {
+            Some(&event) => Err(VerbsError::LinkDown {
+                qp_num: self.num,
+                event,
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Marks a queue pair that RDMA CM brought to RTS as connected.
@@ -1248,6 +1301,9 @@ impl QpOps for RdmaQp {
 
     fn state(&self) -> QpState {
         let qp = &self.0;
+        if qp.down.get().is_some() {
+            return QpState::Error;
+        }
         let mut a = ibv_qp_attr::default();
         let mut ia = ibv_qp_init_attr::default();
         // SAFETY: live queue pair; valid out-pointers.
@@ -1326,6 +1382,7 @@ impl QpOps for RdmaQp {
 
     fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<()> {
         let qp = &self.0;
+        qp.check_down()?;
         if !qp.connected.load(Ordering::Acquire) {
             return Err(VerbsError::NotConnected { qp_num: qp.num });
         }
@@ -1402,6 +1459,7 @@ impl QpOps for RdmaQp {
 
     fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<()> {
         let qp = &self.0;
+        qp.check_down()?;
         if wrs.is_empty() {
             return Ok(());
         }

@@ -116,6 +116,19 @@ fn bindings_match_the_stand_in_layouts() {
         off ibv_wc.wc_flags as "ibv_wc.wc_flags",
     );
     compare(&lib, b"fake_ibv_layout", &expected);
+    // Written by hand from verbs.h (see `events`).
+    use super::events::ibv_async_event;
+    compare(
+        &lib,
+        b"fake_ibv_layout",
+        &[
+            ("sizeof ibv_async_event", size_of::<ibv_async_event>()),
+            (
+                "ibv_async_event.event_type",
+                offset_of!(ibv_async_event, event_type),
+            ),
+        ],
+    );
     // The offsets of the ops table are what the inline verbs rely on.
     assert_eq!(offset_of!(ibv_context_ops, poll_cq), 11 * 8);
     assert_eq!(offset_of!(ibv_context_ops, post_send), 25 * 8);
@@ -170,4 +183,66 @@ fn cm_bindings_match_the_stand_in_layouts() {
         off rdma_cm_event.param as "rdma_cm_event.param",
     );
     compare(&lib, b"fake_rdmacm_layout", &expected);
+}
+
+#[test]
+fn raw_async_events_translate() {
+    use super::events::*;
+    use crate::verbs::AsyncEvent;
+    // Queue-pair errors: all three affiliated errors are fatal to the QP.
+    for ty in [
+        IBV_EVENT_QP_FATAL,
+        IBV_EVENT_QP_REQ_ERR,
+        IBV_EVENT_QP_ACCESS_ERR,
+    ] {
+        assert_eq!(element_kind(ty), ElementKind::Qp);
+        assert_eq!(
+            translate(ty, Element::Qp(0x1234)),
+            Some(AsyncEvent::QpFatal { qp_num: 0x1234 })
+        );
+        // An element of the wrong kind is no event (never a guess).
+        assert_eq!(translate(ty, Element::Other), None);
+    }
+    let port_events = [
+        (IBV_EVENT_PORT_ERR, AsyncEvent::PortError { port: 2 }),
+        (IBV_EVENT_PORT_ACTIVE, AsyncEvent::PortActive { port: 2 }),
+        (IBV_EVENT_LID_CHANGE, AsyncEvent::LidChange { port: 2 }),
+    ];
+    for (ty, want) in port_events {
+        assert_eq!(element_kind(ty), ElementKind::Port);
+        assert_eq!(translate(ty, Element::Port(2)), Some(want));
+        // A port number out of range is dropped, not wrapped.
+        assert_eq!(translate(ty, Element::Port(256)), None);
+        assert_eq!(translate(ty, Element::Port(-1)), None);
+    }
+    assert_eq!(
+        translate(IBV_EVENT_DEVICE_FATAL, Element::Other),
+        Some(AsyncEvent::DeviceFatal)
+    );
+    // Events that change nothing here.
+    for ty in [
+        IBV_EVENT_CQ_ERR,
+        IBV_EVENT_COMM_EST,
+        IBV_EVENT_SQ_DRAINED,
+        IBV_EVENT_PATH_MIG,
+        IBV_EVENT_PATH_MIG_ERR,
+        IBV_EVENT_PKEY_CHANGE,
+        IBV_EVENT_SM_CHANGE,
+        IBV_EVENT_QP_LAST_WQE_REACHED,
+        IBV_EVENT_CLIENT_REREGISTER,
+        IBV_EVENT_GID_CHANGE,
+        14,
+        15,
+        19,
+        1000,
+    ] {
+        let element = match element_kind(ty) {
+            ElementKind::Qp => Element::Qp(5),
+            ElementKind::Port => Element::Port(1),
+            ElementKind::Other => Element::Other,
+        };
+        assert_eq!(translate(ty, element), None, "event type {ty}");
+        assert!(!event_name(ty).is_empty());
+    }
+    assert_eq!(event_name(IBV_EVENT_PORT_ERR), "PORT_ERR");
 }

@@ -22,8 +22,20 @@
 //! even by SIGKILL, is noticed within milliseconds. A queue pair that fails, or
 //! whose peer fails, is destroyed or dies, goes to the error state and flushes
 //! its receives: the connection is broken both ways, never left hanging.
+//!
+//! # Faults
+//!
+//! Asynchronous events are produced on demand and take queue pairs down as
+//! the `rdma-core` provider does on an adapter's events. [`inject`] delivers
+//! an [`AsyncEvent`] to every soft context of the process now. The fault knob ([`set_fault`], or `RCUD_SOFT_RDMA_FAULT`
+//! read when the first soft context opens) fires once, on the N-th SEND or
+//! RDMA WRITE the process posts: `qp-fatal-after-sends:N` takes that queue
+//! pair down, `port-error-after-sends:N` every queue pair of its context;
+//! the list holding that send fails with [`VerbsError::LinkDown`]. A bad
+//! value makes every soft context fail to open, with the reason.
 
 pub(crate) mod cm;
+mod faults;
 #[allow(unsafe_code)]
 mod layout;
 #[allow(unsafe_code)]
@@ -40,12 +52,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Once, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
+pub use faults::{
+    fault, inject, parse_env, set_fault, Fault, FaultKind, FaultParseError, FAULT_ENV,
+};
+use faults::{CtxShared, SOFT_PORT};
 use layout::*;
 use shm::{futex_wait, futex_wake, shm_dir, sweep_stale, Shm, UserMem, FILE_PREFIX};
 
 use super::{
-    Access, Completion, ContextOps, CqOps, DeviceAttr, Endpoint, MemoryRegion, MrOps, PdOps,
-    QpInit, QpOps, QpState, RecvWr, Result, SendOp, SendWr, VerbsError, WcOpcode, WcStatus,
+    Access, AsyncEvent, Completion, ContextOps, CqOps, DeviceAttr, Endpoint, MemoryRegion, MrOps,
+    PdOps, QpInit, QpOps, QpState, RecvWr, Result, SendOp, SendWr, VerbsError, WcOpcode, WcStatus,
 };
 
 const MAX_WR: u32 = 16384;
@@ -155,11 +171,16 @@ fn to_error(state: &std::sync::atomic::AtomicU32) -> bool {
 pub(crate) fn open() -> Result<Arc<dyn ContextOps>> {
     static SWEEP: Once = Once::new();
     SWEEP.call_once(|| sweep_stale(&shm_dir()));
-    Ok(Arc::new(SoftContext { id: random_u64() }))
+    faults::init_from_env()?;
+    Ok(Arc::new(SoftContext {
+        id: random_u64(),
+        shared: CtxShared::register(),
+    }))
 }
 
 struct SoftContext {
     id: u64,
+    shared: Arc<CtxShared>,
 }
 
 impl ContextOps for SoftContext {
@@ -173,6 +194,10 @@ impl ContextOps for SoftContext {
         true
     }
 
+    fn subscribe_events(&self) -> std::sync::mpsc::Receiver<AsyncEvent> {
+        self.shared.hub.subscribe()
+    }
+
     fn alloc_pd(&self) -> Result<Arc<dyn PdOps>> {
         let shm = Shm::create(new_path("pd"), PD_HEADER_LEN + PD_ENTRIES * PD_ENTRY_LEN)?;
         let nonce = random_u64();
@@ -181,6 +206,7 @@ impl ContextOps for SoftContext {
         hdr.magic.store(PD_MAGIC, Ordering::Release);
         Ok(Arc::new(SoftPd(Arc::new(PdCore {
             ctx: self.id,
+            shared: self.shared.clone(),
             shm,
             nonce,
             keys: Mutex::new(KeyAlloc {
@@ -224,6 +250,7 @@ struct KeyAlloc {
 
 struct PdCore {
     ctx: u64,
+    shared: Arc<CtxShared>,
     shm: Shm,
     nonce: u64,
     keys: Mutex<KeyAlloc>,
@@ -366,7 +393,9 @@ impl PdOps for SoftPd {
             recv_lock: Mutex::new(()),
             retired: Arc::new(AtomicU64::new(0)),
             last_check: AtomicU64::new(0),
+            down: OnceLock::new(),
         });
+        self.0.shared.add_qp(&qp);
         lock(&send_cq.inner).qps.push(Arc::downgrade(&qp));
         if !Arc::ptr_eq(&send_cq, &recv_cq) {
             lock(&recv_cq.inner).qps.push(Arc::downgrade(&qp));
@@ -693,6 +722,8 @@ struct QpCore {
     recv_lock: Mutex<()>,
     retired: Arc<AtomicU64>,
     last_check: AtomicU64,
+    /// The event that marked it down: posting fails from then on.
+    down: OnceLock<AsyncEvent>,
 }
 
 /// Why an operation failed at the sender, and what the peer's slot gets.
@@ -711,6 +742,31 @@ impl QpCore {
             if let Some(r) = self.remote.get() {
                 notify(r.cq());
             }
+        }
+    }
+
+    /// Marks the queue pair down after `event` and moves it to the error
+    /// state, which wakes its waiters and breaks the peer's queue pair too;
+    /// `false` if it was down already.
+    fn mark_down(&self, event: AsyncEvent) -> bool {
+        if self.down.set(event).is_err() {
+            return false;
+        }
+        self.set_error();
+        // The receive side and the peer were notified; a thread waiting on
+        // the send queue's completions wakes too.
+        notify(self.send_cq.hdr());
+        true
+    }
+
+    /// Fails a post on a queue pair marked down.
+    fn check_down(&self) -> Result<()> {
+        match self.down.get() {
+            Some(&event) => Err(VerbsError::LinkDown {
+                qp_num: self.num,
+                event,
+            }),
+            None => Ok(()),
         }
     }
 
@@ -1065,6 +1121,7 @@ impl QpOps for SoftQp {
         let Some(remote) = qp.remote.get() else {
             return Err(VerbsError::NotConnected { qp_num: qp.num });
         };
+        qp.check_down()?;
         let mut side = lock(&qp.send);
         let outstanding = side.posted - qp.retired.load(Ordering::Acquire);
         if outstanding + wrs.len() as u64 > u64::from(qp.max_send) {
@@ -1077,6 +1134,17 @@ impl QpOps for SoftQp {
         for wr in wrs {
             if let Some(sge) = &wr.local {
                 check_sge(sge, &qp.pd, Access::NONE)?;
+            }
+        }
+        if faults::armed() {
+            if let Some(kind) = faults::count_sends(wrs.len() as u64) {
+                let event = match kind {
+                    FaultKind::QpFatal => AsyncEvent::QpFatal { qp_num: qp.num },
+                    FaultKind::PortError => AsyncEvent::PortError { port: SOFT_PORT },
+                };
+                drop(side);
+                qp.pd.shared.apply(event);
+                return qp.check_down();
             }
         }
         for wr in wrs {
@@ -1119,6 +1187,7 @@ impl QpOps for SoftQp {
 
     fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<()> {
         let qp = &self.0;
+        qp.check_down()?;
         let _g = lock(&qp.recv_lock);
         let h = qp.hdr();
         let mut q = h.post_idx.load(Ordering::Relaxed);
