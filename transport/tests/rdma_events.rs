@@ -7,8 +7,11 @@
 //!
 //! The injection API and the knob are process-wide, so the tests of this
 //! binary run one at a time (`SERIAL`), and those that need the environment
-//! run this binary again as a child with it.
+//! run this binary again as a child with it; the two-process tests run an
+//! echoing client in a child whose knob breaks its port mid-session.
 
+use std::io::Write;
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::Receiver;
 use std::sync::{Mutex, MutexGuard};
 use std::thread;
@@ -16,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use rcud_transport::csr::{CsrChannel, CsrOptions, Polling};
 use rcud_transport::msr::{MsrChannel, MsrOptions};
+use rcud_transport::setup;
 use rcud_transport::verbs::soft::{self, Fault, FaultKind, FAULT_ENV};
 use rcud_transport::verbs::{
     Access, AsyncEvent, Context, QpInit, QpState, RecvWr, SendOp, SendWr, VerbsError, WcStatus,
@@ -426,4 +430,115 @@ fn garbage_in_the_environment_is_a_clear_error() {
     );
     // Every soft context fails the same way, none panics.
     assert!(CsrChannel::pair_local(&CsrOptions::default()).is_err());
+}
+
+/// Set in the child of the two-process tests: the module it connects with.
+const TWO_PROCESS_CHILD: &str = "RCUD_EVENTS_CHILD";
+
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The agent here, an echoing client in another process whose
+/// `RCUD_SOFT_RDMA_FAULT` takes its port down on its 12th send: the agent,
+/// blocked waiting for an echo, fails within a second while the client
+/// process is still alive (the link broke, nobody died).
+fn port_error_in_another_process(module: &str) {
+    let _g = serial();
+    let mut child = KillOnDrop(
+        Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "echo_child", "--nocapture", "--test-threads=1"])
+            .env(TWO_PROCESS_CHILD, module)
+            .env(FAULT_ENV, "port-error-after-sends:12")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stdin = child.0.stdin.take().unwrap();
+    let rv = setup::local();
+    let (first, port) = rv.listen(module).unwrap();
+    writeln!(stdin, "{port}").unwrap();
+    let mut ch: Box<dyn Channel> = if module == "CSR" {
+        let o = CsrOptions::default();
+        Box::new(CsrChannel::accept(&rv, first, &|_| Ok(o.clone())).unwrap())
+    } else {
+        let o = MsrOptions::default();
+        Box::new(MsrChannel::accept(&rv, first, &|_| Ok(o.clone())).unwrap())
+    };
+    let (echoed, took) = within(Duration::from_secs(30), move || {
+        for i in 0..100u32 {
+            let bulk = pattern(i, 5000);
+            let sent = ch
+                .send_frame(&header(i, 4, bulk.len()), b"ping", &bulk)
+                .and_then(|_| ch.flush());
+            let t = Instant::now();
+            let back = sent.and_then(|_| {
+                let h = ch.recv_header()?;
+                assert_eq!(h, header(i, 4, bulk.len()));
+                ch.recv_body(4)?;
+                let mut got = vec![0u8; bulk.len()];
+                ch.recv_bulk_into(&mut got)?;
+                assert!(got == bulk, "echo {i}");
+                Ok(())
+            });
+            if back.is_err() {
+                return (i, t.elapsed());
+            }
+        }
+        panic!("the client's knob never fired");
+    });
+    assert!(echoed > 0, "not even one echo came back");
+    assert!(took < PROMPT, "the agent took {took:?} to notice");
+    assert!(
+        child.0.try_wait().unwrap().is_none(),
+        "the client process died: the test would show nothing"
+    );
+    drop(stdin);
+}
+
+#[test]
+fn port_error_in_another_process_breaks_csr() {
+    port_error_in_another_process("CSR");
+}
+
+#[test]
+fn port_error_in_another_process_breaks_msr() {
+    port_error_in_another_process("MSR");
+}
+
+/// The client of the two-process tests; a no-op in a normal run. Echoes
+/// frames until a call fails, then waits for the parent to close its stdin.
+#[test]
+fn echo_child() {
+    let Ok(module) = std::env::var(TWO_PROCESS_CHILD) else {
+        return;
+    };
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).unwrap();
+    let port = line.trim().parse().unwrap();
+    let rv = setup::local();
+    let mut ch: Box<dyn Channel> = if module == "CSR" {
+        let o = CsrOptions::default();
+        Box::new(CsrChannel::connect(&rv, port, &|_| Ok(o.clone())).unwrap())
+    } else {
+        let o = MsrOptions::default();
+        Box::new(MsrChannel::connect(&rv, port, &|_| Ok(o.clone())).unwrap())
+    };
+    let echo = |ch: &mut Box<dyn Channel>| -> Result<(), TransportError> {
+        let h = ch.recv_header()?;
+        let body = ch.recv_body(h.body_len)?.to_vec();
+        let mut bulk = vec![0u8; h.bulk_len as usize];
+        ch.recv_bulk_into(&mut bulk)?;
+        ch.send_frame(&h, &body, &bulk)?;
+        ch.flush()
+    };
+    while echo(&mut ch).is_ok() {}
+    // Alive until the parent is done: the link broke, not the process.
+    let _ = std::io::stdin().read_line(&mut line);
 }

@@ -393,7 +393,19 @@ fn run(
             tracing::warn!(device, "polling for RDMA asynchronous events failed: {e}");
             return;
         }
-        if fds[1].revents != 0 || fds[0].revents & libc::POLLIN == 0 {
+        if fds[1].revents != 0 {
+            continue;
+        }
+        if fds[0].revents & libc::POLLIN == 0 {
+            if fds[0].revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0 {
+                // Nothing more will come (and polling again would spin).
+                tracing::warn!(
+                    device,
+                    "the async descriptor failed (revents {:#x}): no more RDMA events",
+                    fds[0].revents
+                );
+                return;
+            }
             continue;
         }
         // The listener may have dropped the context's last handle while
