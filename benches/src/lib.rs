@@ -30,6 +30,7 @@ mod pin;
 pub mod plot;
 mod qos;
 mod raw;
+mod resume;
 
 use std::process::ExitCode;
 
@@ -122,6 +123,9 @@ enum What {
     /// `overlap` for one transport, measured in this process.
     #[command(hide = true)]
     OverlapPoint(overlap::OverlapArgs),
+    /// What resumable sessions cost without faults: the same calls to a
+    /// server that keeps sessions and to one that does not, side by side.
+    Resume(resume::ResumeArgs),
     /// Clients sharing one server with and without QoS: bulk shares of
     /// weights 3:1, and a DBTS client's latency beside a bulk client.
     Qos(qos::QosArgs),
@@ -279,6 +283,10 @@ pub fn bench(args: BenchArgs) -> BenchResult<ExitCode> {
     if let What::Kernels(k) = &args.what {
         return kernels::run(k, args.format);
     }
+    // `resume` starts its own pair of servers.
+    if let What::Resume(r) = &args.what {
+        return resume::run(r, &transports(&[TransportKind::Tcp]), args.format);
+    }
     // `qos` starts its own pair of servers.
     if let What::Qos(q) = &args.what {
         return qos::run(q, args.format);
@@ -328,7 +336,9 @@ pub fn bench(args: BenchArgs) -> BenchResult<ExitCode> {
             };
             chunks::point(&setup, kind, p)
         }
-        What::Chunks(_) | What::Qos(_) | What::Kernels(_) => unreachable!("handled above"),
+        What::Chunks(_) | What::Qos(_) | What::Kernels(_) | What::Resume(_) => {
+            unreachable!("handled above")
+        }
     }
 }
 

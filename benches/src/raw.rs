@@ -196,6 +196,7 @@ const OP_QUIT: u16 = 3;
 
 fn request(op: u16, body_len: usize, bulk_len: usize) -> FrameHeader {
     FrameHeader {
+        flags: 0,
         kind: FrameKind::REQUEST,
         op,
         body_len: body_len as u32,
@@ -214,6 +215,7 @@ fn serve_channel(mut chan: Box<dyn Channel>) -> Result<(), TransportError> {
             .and_then(|b| b.try_into().ok())
             .map_or(0, u64::from_le_bytes);
         let mut reply = FrameHeader {
+            flags: 0,
             kind: FrameKind::REPLY,
             ..h
         };

@@ -38,6 +38,15 @@ pub enum ClientError {
         /// What went wrong.
         message: String,
     },
+    /// The connection broke and the session could not be resumed (past
+    /// the outage budget, or the server no longer holds it).
+    #[error("rcud server {server}: session lost: {message}")]
+    SessionLost {
+        /// The server address.
+        server: String,
+        /// Why.
+        message: String,
+    },
     /// The server sent something this client does not understand.
     #[error("rcud server {server} broke the protocol: {message}")]
     Protocol {

@@ -3,8 +3,10 @@
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
+use rcud_proto::auth;
+use rcud_proto::codec::Wire;
 use rcud_proto::codec::Writer;
-use rcud_proto::frame::{FrameHeader, FrameKind};
+use rcud_proto::frame::{id_after, FrameHeader, FrameKind, FLAG_ACK};
 use rcud_proto::handshake::{self, ClientHello, HandshakeError, ServerHello};
 use rcud_proto::ops::{self, Bulk, Failure, Op};
 use rcud_transport::bootstrap::{self, TransportKind};
@@ -162,15 +164,17 @@ pub struct FlushOutcome {
 /// the middle could fill both directions of the connection.
 const MAX_REPLY_IN_BATCH: u64 = 256 << 10;
 
-/// Writes a batch: its encoded frames, with each page-locked payload read
-/// in its place.
+/// Writes the batch from offset `from` (the start of a frame): its encoded
+/// frames, with each page-locked payload read in its place.
 fn write_batch(
     chan: &mut dyn Channel,
     batch: &[u8],
     sources: &[(usize, Box<dyn HostSrc>)],
+    from: usize,
 ) -> Result<(), rcud_transport::TransportError> {
-    let mut written = 0;
-    for (at, src) in sources {
+    let mut written = from;
+    // A payload at offset `at` ends the frame before `at`.
+    for (at, src) in sources.iter().filter(|(at, _)| *at > from) {
         chan.send_raw(&batch[written..*at])?;
         chan.send_raw(&src.bytes())?;
         written = *at;
@@ -178,7 +182,56 @@ fn write_batch(
     chan.send_raw(&batch[written..])
 }
 
-/// A connection to one server.
+/// How long a client rides out a broken connection (`RCUD_OUTAGE_BUDGET`,
+/// seconds; 0 turns resumption off). The default covers the windows seed 001
+/// measured while an InfiniBand subnet reconfigures (0.03 s to 2.4 s).
+pub fn outage_budget() -> Duration {
+    static BUDGET: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *BUDGET.get_or_init(|| match std::env::var("RCUD_OUTAGE_BUDGET") {
+        Err(_) => DEFAULT_OUTAGE_BUDGET,
+        Ok(v) => match parse_budget(&v) {
+            Ok(d) => d,
+            Err(e) => {
+                eprintln!("rcud: {e}; using {DEFAULT_OUTAGE_BUDGET:?}");
+                DEFAULT_OUTAGE_BUDGET
+            }
+        },
+    })
+}
+
+/// Default of `RCUD_OUTAGE_BUDGET`.
+pub const DEFAULT_OUTAGE_BUDGET: Duration = Duration::from_secs(3);
+
+/// Parses an outage budget in seconds (`3`, `0.5`, `0`).
+pub fn parse_budget(value: &str) -> Result<Duration, String> {
+    match value.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && (0.0..=3600.0).contains(&s) => Ok(Duration::from_secs_f64(s)),
+        _ => Err(format!(
+            "RCUD_OUTAGE_BUDGET=`{value}` is not a number of seconds between 0 and 3600"
+        )),
+    }
+}
+
+/// What proves a session is this client's, from `SessionOpen`.
+#[derive(Clone)]
+struct Ticket {
+    session: [u8; 16],
+    secret: [u8; 32],
+}
+
+/// How to reach the server again.
+struct Link {
+    client_name: String,
+    kind: TransportKind,
+    security: Security,
+    budget: Duration,
+}
+
+/// A connection to one server. Its session survives a broken connection:
+/// request ids are sequence numbers, and within the outage budget the
+/// session reconnects, proves it owns its session on the server, and sends
+/// again what the server did not execute; the server sends again the
+/// replies it missed.
 pub struct Session {
     chan: Box<dyn Channel>,
     server: String,
@@ -186,8 +239,11 @@ pub struct Session {
     next_id: u32,
     body: Vec<u8>,
     /// Encoded frames of queued asynchronous operations, written with one
-    /// system call at the next flush.
+    /// system call at the next flush, and kept until their replies came
+    /// (a resumed session sends again what the server did not get).
     batch: Vec<u8>,
+    /// Id and offset in `batch` of each frame.
+    frames: Vec<(u32, usize)>,
     /// Payloads read from the application's page-locked memory when the
     /// batch is written, each at its offset in `batch`: zero copies.
     sources: Vec<(usize, Box<dyn HostSrc>)>,
@@ -197,6 +253,13 @@ pub struct Session {
     /// Host functions in `queued` (not run yet).
     callbacks: usize,
     batch_reply_bytes: u64,
+    link: Link,
+    /// The session on the server, when it keeps sessions.
+    ticket: Option<Ticket>,
+    /// Id of the last reply received whole.
+    last_reply: u32,
+    /// Why the session is gone, once resuming it failed.
+    lost: Option<String>,
 }
 
 /// Most bytes of page-locked payloads one batch carries.
@@ -207,6 +270,20 @@ impl std::fmt::Debug for Session {
         f.debug_struct("Session")
             .field("server", &self.server)
             .finish()
+    }
+}
+
+/// Whether a failure is the network's, which a session may ride out.
+fn broken_link(e: &ClientError) -> bool {
+    match e {
+        ClientError::Transport { .. } => true,
+        // The connection was accepted and then broke in the handshake; a
+        // server that refuses connections is not an outage.
+        ClientError::Connect { source, .. } => !matches!(
+            source.kind(),
+            std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound
+        ),
+        _ => false,
     }
 }
 
@@ -238,77 +315,73 @@ impl Session {
         kind: TransportKind,
         security: &Security,
     ) -> Result<Self, ClientError> {
-        let opts = TcpOptions::default();
-        let connect_err = |source| ClientError::Connect {
-            server: server.to_string(),
-            source,
+        Self::connect_resumable(server, client_name, kind, security, outage_budget())
+    }
+
+    /// [`Session::connect_secured`] riding out outages of up to `budget`
+    /// (zero: a broken connection ends the session).
+    pub fn connect_resumable(
+        server: &str,
+        client_name: &str,
+        kind: TransportKind,
+        security: &Security,
+        budget: Duration,
+    ) -> Result<Self, ClientError> {
+        let link = Link {
+            client_name: client_name.to_string(),
+            kind,
+            security: security.clone(),
+            budget,
         };
-        let security_err = |message: String| ClientError::Security {
-            server: server.to_string(),
-            message,
-        };
-        let mut stream = connect_stream(server, &opts).map_err(connect_err)?;
-        let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
-        let mut hello = ClientHello::new(client_name).with_transport(kind.code());
-        hello.tls = security.tls.is_some();
-        hello.qos = security.qos.clone();
-        if let Some(c) = &security.credentials {
-            hello.tenant = c.tenant.clone();
-        }
-        getrandom::fill(&mut hello.nonce)
-            .map_err(|e| connect_err(std::io::Error::other(format!("random source: {e}"))))?;
-        // Something that is not an rcud server may never answer a hello.
-        let authenticated = {
-            let mut io = Deadline::until(&mut stream, deadline);
-            handshake::client_exchange(&mut io, &hello, security.credentials.as_ref())
-        };
-        let authenticated = authenticated.map_err(|e| match e {
-            HandshakeError::Io(source) => connect_err(source),
-            HandshakeError::Malformed(e) => ClientError::Protocol {
-                server: server.to_string(),
-                message: e.to_string(),
-            },
-            HandshakeError::Refused(message) => ClientError::Refused {
-                server: server.to_string(),
-                message,
-            },
-            other => security_err(other.to_string()),
-        })?;
-        let transport_err = |source| ClientError::Transport {
-            server: server.to_string(),
-            source,
-        };
-        // The RDMA set-up is bounded by the handshake's timeout too.
-        stream
-            .set_read_timeout(Some(HANDSHAKE_TIMEOUT))
-            .map_err(connect_err)?;
-        let chan = match &security.tls {
-            Some(tls) => {
-                let mut link = tls
-                    .connect(stream, server, Instant::now() + HANDSHAKE_TIMEOUT)
-                    .map_err(|e| security_err(e.to_string()))?;
-                let exporter = link.exporter().map_err(|e| security_err(e.to_string()))?;
-                handshake::client_bind(&mut link, &authenticated.session_key, &exporter)
-                    .map_err(|e| security_err(e.to_string()))?;
-                bootstrap::establish(link, kind, bootstrap::Role::Client, &opts)
+        // A handshake cut by the network is tried again within the budget.
+        let deadline = Instant::now() + budget;
+        let mut delay = Duration::from_millis(10);
+        let (chan, hello, _) = loop {
+            match open_link(server, &link, [0; 16]) {
+                Ok(opened) => break opened,
+                Err(e) if broken_link(&e) && Instant::now() + delay < deadline => {
+                    tracing::info!(server, "connecting again after: {e}");
+                    std::thread::sleep(delay);
+                    delay = (delay * 2).min(MAX_RETRY_DELAY);
+                }
+                Err(e) => return Err(e),
             }
-            None => bootstrap::establish(stream, kind, bootstrap::Role::Client, &opts),
-        }
-        .map_err(transport_err)?;
-        let hello = authenticated.hello;
-        Ok(Self {
+        };
+        let mut session = Self {
             chan,
             server: server.to_string(),
             hello,
             next_id: 1,
             body: Vec::with_capacity(256),
             batch: Vec::new(),
+            frames: Vec::new(),
             sources: Vec::new(),
             source_bytes: 0,
             queued: std::collections::VecDeque::new(),
             callbacks: 0,
             batch_reply_bytes: 0,
-        })
+            link,
+            ticket: None,
+            last_reply: 0,
+            lost: None,
+        };
+        if !budget.is_zero() {
+            let opened = session.call(&ops::req::SessionOpen {}, &[], &mut [])?;
+            match opened {
+                Ok(r) if r.secret != [0; 32] => {
+                    session.ticket = Some(Ticket {
+                        session: r.session,
+                        secret: r.secret,
+                    })
+                }
+                // The server does not keep sessions.
+                Ok(_) => {}
+                Err(f) => {
+                    return Err(session.protocol(format!("SessionOpen failed: {f}")));
+                }
+            }
+        }
+        Ok(session)
     }
 
     /// What the server said about itself in the handshake.
@@ -321,6 +394,17 @@ impl Session {
         &self.server
     }
 
+    /// Whether the session survives a broken connection.
+    pub fn resumable(&self) -> bool {
+        self.ticket.is_some()
+    }
+
+    fn next_request_id(&mut self) -> u32 {
+        let id = self.next_id;
+        self.next_id = self.next_id.wrapping_add(1);
+        id
+    }
+
     /// Runs one operation. `bulk_out` is the request payload (host-to-device
     /// bytes); `bulk_in` receives the reply payload (device-to-host bytes).
     pub fn call<O: Op>(
@@ -331,21 +415,49 @@ impl Session {
     ) -> CallResult<O::Reply> {
         debug_assert!(O::BULK == Bulk::Request || bulk_out.is_empty());
         debug_assert!(O::BULK == Bulk::Reply || bulk_in.is_empty());
-        let id = self.next_id;
-        self.next_id = self.next_id.wrapping_add(1);
+        self.check_lost()?;
+        let id = self.next_request_id();
         self.body.clear();
         req.encode(&mut Writer::new(&mut self.body));
         let header = FrameHeader {
+            // Every earlier reply has been received.
+            flags: FLAG_ACK,
             kind: FrameKind::REQUEST,
             op: O::ID.0,
             body_len: self.body.len() as u32,
             id,
             bulk_len: bulk_out.len() as u64,
         };
-        self.chan
-            .send_frame(&header, &self.body, bulk_out)
-            .map_err(|e| self.transport(e))?;
+        let mut send = true;
+        loop {
+            match self.call_once::<O>(&header, send, bulk_out, bulk_in) {
+                Ok(result) => {
+                    self.last_reply = id;
+                    return Ok(result);
+                }
+                Err(e) if broken_link(&e) && self.ticket.is_some() => {
+                    let executed = self.recover(e)?;
+                    // The server sends the reply again if it ran the call.
+                    send = executed != id;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
 
+    fn call_once<O: Op>(
+        &mut self,
+        header: &FrameHeader,
+        send: bool,
+        bulk_out: &[u8],
+        bulk_in: &mut [u8],
+    ) -> CallResult<O::Reply> {
+        if send {
+            self.chan
+                .send_frame(header, &self.body, bulk_out)
+                .map_err(|e| self.transport(e))?;
+        }
+        let id = header.id;
         let reply = self.chan.recv_header().map_err(|e| self.transport(e))?;
         if reply.kind != FrameKind::REPLY || reply.id != id || reply.op != O::ID.0 {
             return Err(self.protocol(format!(
@@ -380,6 +492,104 @@ impl Session {
         Ok(result)
     }
 
+    fn check_lost(&self) -> Result<(), ClientError> {
+        match &self.lost {
+            Some(message) => Err(ClientError::SessionLost {
+                server: self.server.clone(),
+                message: message.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Reconnects after `cause` broke the connection and resumes the
+    /// session; returns the id of the last request the server executed.
+    /// Past the outage budget, the session is lost for good.
+    fn recover(&mut self, cause: ClientError) -> Result<u32, ClientError> {
+        let Some(ticket) = self.ticket.clone() else {
+            return Err(cause);
+        };
+        let started = Instant::now();
+        let deadline = started + self.link.budget;
+        tracing::warn!(server = %self.server, "connection lost ({cause}); resuming the session");
+        let mut delay = Duration::from_millis(5);
+        loop {
+            let last = match self.resume_once(&ticket) {
+                Ok(executed) => {
+                    tracing::info!(
+                        server = %self.server,
+                        after_ms = started.elapsed().as_millis() as u64,
+                        "session resumed"
+                    );
+                    return Ok(executed);
+                }
+                Err(e) if broken_link(&e) => e,
+                Err(e) => {
+                    self.lost = Some(e.to_string());
+                    return Err(e);
+                }
+            };
+            let now = Instant::now();
+            if now >= deadline {
+                let message = format!(
+                    "the connection broke and could not be resumed within the outage budget of {:.1} s (RCUD_OUTAGE_BUDGET): {last}",
+                    self.link.budget.as_secs_f64()
+                );
+                self.lost = Some(message.clone());
+                return Err(ClientError::SessionLost {
+                    server: self.server.clone(),
+                    message,
+                });
+            }
+            std::thread::sleep(delay.min(deadline - now));
+            delay = (delay * 2).min(MAX_RETRY_DELAY);
+        }
+    }
+
+    /// One attempt to resume: a new connection (the server's name resolved
+    /// again), the proof, and the id of the last request the server ran.
+    fn resume_once(&mut self, ticket: &Ticket) -> Result<u32, ClientError> {
+        let (mut chan, _, session_key) = open_link(&self.server, &self.link, ticket.session)?;
+        let request = ops::req::SessionResume {
+            proof: auth::resume_proof(&ticket.secret, &session_key),
+            last_reply: self.last_reply,
+        };
+        let mut body = Vec::new();
+        request.encode(&mut Writer::new(&mut body));
+        let op = <ops::req::SessionResume as Op>::ID.0;
+        let header = FrameHeader {
+            flags: 0,
+            kind: FrameKind::REQUEST,
+            op,
+            body_len: body.len() as u32,
+            id: 0,
+            bulk_len: 0,
+        };
+        let transport = |source| ClientError::Transport {
+            server: self.server.clone(),
+            source,
+        };
+        chan.send_frame(&header, &body, &[]).map_err(transport)?;
+        let reply = chan.recv_header().map_err(transport)?;
+        if reply.kind != FrameKind::REPLY || reply.op != op || reply.bulk_len != 0 {
+            return Err(self.protocol(format!(
+                "expected the reply to SessionResume, got {reply:?}"
+            )));
+        }
+        let body = chan.recv_body(reply.body_len).map_err(transport)?;
+        match ops::decode_reply::<ops::rep::SessionResume>(body) {
+            Ok(Ok(r)) => {
+                self.chan = chan;
+                Ok(r.last_executed)
+            }
+            Ok(Err(f)) => Err(ClientError::SessionLost {
+                server: self.server.clone(),
+                message: f.to_string(),
+            }),
+            Err(e) => Err(self.protocol(format!("SessionResume reply: {e}"))),
+        }
+    }
+
     /// Operations queued and not flushed yet.
     pub fn queued(&self) -> usize {
         self.queued.len()
@@ -407,17 +617,19 @@ impl Session {
     /// Appends `req`'s header and body to the batch, announcing `bulk_len`
     /// payload bytes (which the caller adds), and queues its completion.
     fn push_request<O: Op>(&mut self, req: &O, bulk_len: usize, completion: Completion) {
-        let id = self.next_id;
-        self.next_id = self.next_id.wrapping_add(1);
+        let id = self.next_request_id();
         self.body.clear();
         req.encode(&mut Writer::new(&mut self.body));
         let header = FrameHeader {
+            // The first frame of a batch: every earlier reply was received.
+            flags: if self.frames.is_empty() { FLAG_ACK } else { 0 },
             kind: FrameKind::REQUEST,
             op: O::ID.0,
             body_len: self.body.len() as u32,
             id,
             bulk_len: bulk_len as u64,
         };
+        self.frames.push((id, self.batch.len()));
         self.batch.extend_from_slice(&header.to_bytes());
         self.batch.extend_from_slice(&self.body);
         self.queued.push_back(Queued {
@@ -463,15 +675,33 @@ impl Session {
         if self.queued.is_empty() {
             return Ok(outcome);
         }
-        let batch = std::mem::take(&mut self.batch);
-        let sources = std::mem::take(&mut self.sources);
-        let written = write_batch(self.chan.as_mut(), &batch, &sources);
-        self.batch = batch;
+        let result = self
+            .check_lost()
+            .and_then(|()| self.run_batch(&mut outcome));
         self.batch.clear();
+        self.frames.clear();
+        self.sources.clear();
         self.source_bytes = 0;
         self.batch_reply_bytes = 0;
-        written.map_err(|e| self.transport(e))?;
-        while let Some(q) = self.queued.pop_front() {
+        if result.is_err() {
+            self.queued.clear();
+            self.callbacks = 0;
+        }
+        result.map(|()| outcome)
+    }
+
+    /// Writes the batch and completes its operations in order, resuming the
+    /// session as often as the connection breaks.
+    fn run_batch(&mut self, outcome: &mut FlushOutcome) -> Result<(), ClientError> {
+        let mut from = Some(0);
+        while let Some(offset) = from.take() {
+            let written = write_batch(self.chan.as_mut(), &self.batch, &self.sources, offset);
+            if let Err(e) = written {
+                let e = self.transport(e);
+                from = self.resend_from(e)?;
+            }
+        }
+        while let Some(mut q) = self.queued.pop_front() {
             let Some((id, op)) = q.frame else {
                 if let Completion::Callback(f) = q.completion {
                     self.callbacks -= 1;
@@ -479,20 +709,48 @@ impl Session {
                 }
                 continue;
             };
-            if let Err(e) = self.complete(id, op, q.completion, &mut outcome) {
-                self.queued.clear();
-                self.callbacks = 0;
-                return Err(e);
+            loop {
+                match self.complete(id, op, &mut q.completion, outcome) {
+                    Ok(()) => {
+                        self.last_reply = id;
+                        break;
+                    }
+                    Err(e) => {
+                        let mut from = self.resend_from(e)?;
+                        while let Some(offset) = from.take() {
+                            let written =
+                                write_batch(self.chan.as_mut(), &self.batch, &self.sources, offset);
+                            if let Err(e) = written {
+                                let e = self.transport(e);
+                                from = self.resend_from(e)?;
+                            }
+                        }
+                    }
+                }
             }
         }
-        Ok(outcome)
+        Ok(())
+    }
+
+    /// Resumes after `e` and says where in the batch to write again from:
+    /// the first frame the server did not execute, if any.
+    fn resend_from(&mut self, e: ClientError) -> Result<Option<usize>, ClientError> {
+        if !broken_link(&e) || self.ticket.is_none() {
+            return Err(e);
+        }
+        let executed = self.recover(e)?;
+        Ok(self
+            .frames
+            .iter()
+            .find(|(id, _)| id_after(*id, executed))
+            .map(|(_, at)| *at))
     }
 
     fn complete(
         &mut self,
         id: u32,
         op: u16,
-        completion: Completion,
+        completion: &mut Completion,
         outcome: &mut FlushOutcome,
     ) -> Result<(), ClientError> {
         let reply = self.chan.recv_header().map_err(|e| self.transport(e))?;
@@ -506,7 +764,7 @@ impl Session {
             .chan
             .recv_body(reply.body_len)
             .map_err(|source| ClientError::Transport { server, source })?;
-        let decoded = match &completion {
+        let decoded = match &*completion {
             Completion::Launch => ops::decode_reply::<ops::rep::LaunchKernel>(body)
                 .map(|r| r.map(|r| outcome.printf.extend_from_slice(&r.printf.0))),
             Completion::Event(event) => ops::decode_reply::<ops::rep::EventRecord>(body)
@@ -535,7 +793,7 @@ impl Session {
         };
         let failure = match decoded {
             Ok(Ok(())) => {
-                if let Completion::ToHost(mut dst) = completion {
+                if let Completion::ToHost(dst) = completion {
                     self.receive_to_host(&reply, dst.bytes())?;
                 }
                 None
@@ -576,4 +834,82 @@ impl Session {
             message,
         }
     }
+}
+
+/// Longest wait between two attempts to reconnect.
+const MAX_RETRY_DELAY: Duration = Duration::from_millis(250);
+
+/// A connection set up: its channel, the server's hello and the
+/// connection's session key.
+type OpenedLink = (Box<dyn Channel>, ServerHello, [u8; 32]);
+
+/// Connects to `server`, performs the handshake (resuming session `resume`
+/// unless it is all zeros), and sets up the transport: the channel, the
+/// server's hello and the connection's session key.
+fn open_link(
+    server: &str,
+    link: &Link,
+    resume: [u8; 16],
+) -> Result<OpenedLink, ClientError> {
+    let security = &link.security;
+    let kind = link.kind;
+    let opts = TcpOptions::default();
+    let connect_err = |source| ClientError::Connect {
+        server: server.to_string(),
+        source,
+    };
+    let security_err = |message: String| ClientError::Security {
+        server: server.to_string(),
+        message,
+    };
+    let mut stream = connect_stream(server, &opts).map_err(connect_err)?;
+    let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
+    let mut hello = ClientHello::new(link.client_name.as_str()).with_transport(kind.code());
+    hello.tls = security.tls.is_some();
+    hello.qos = security.qos.clone();
+    hello.resume = resume;
+    if let Some(c) = &security.credentials {
+        hello.tenant = c.tenant.clone();
+    }
+    getrandom::fill(&mut hello.nonce)
+        .map_err(|e| connect_err(std::io::Error::other(format!("random source: {e}"))))?;
+    // Something that is not an rcud server may never answer a hello.
+    let authenticated = {
+        let mut io = Deadline::until(&mut stream, deadline);
+        handshake::client_exchange(&mut io, &hello, security.credentials.as_ref())
+    };
+    let authenticated = authenticated.map_err(|e| match e {
+        HandshakeError::Io(source) => connect_err(source),
+        HandshakeError::Malformed(e) => ClientError::Protocol {
+            server: server.to_string(),
+            message: e.to_string(),
+        },
+        HandshakeError::Refused(message) => ClientError::Refused {
+            server: server.to_string(),
+            message,
+        },
+        other => security_err(other.to_string()),
+    })?;
+    let transport_err = |source| ClientError::Transport {
+        server: server.to_string(),
+        source,
+    };
+    // The RDMA set-up is bounded by the handshake's timeout too.
+    stream
+        .set_read_timeout(Some(HANDSHAKE_TIMEOUT))
+        .map_err(connect_err)?;
+    let chan = match &security.tls {
+        Some(tls) => {
+            let mut link = tls
+                .connect(stream, server, Instant::now() + HANDSHAKE_TIMEOUT)
+                .map_err(|e| security_err(e.to_string()))?;
+            let exporter = link.exporter().map_err(|e| security_err(e.to_string()))?;
+            handshake::client_bind(&mut link, &authenticated.session_key, &exporter)
+                .map_err(|e| security_err(e.to_string()))?;
+            bootstrap::establish(link, kind, bootstrap::Role::Client, &opts)
+        }
+        None => bootstrap::establish(stream, kind, bootstrap::Role::Client, &opts),
+    }
+    .map_err(transport_err)?;
+    Ok((chan, authenticated.hello, authenticated.session_key))
 }

@@ -690,6 +690,7 @@ fn a_client_that_never_reads_its_reply_is_dropped_and_its_memory_freed() {
             let mut body = Vec::new();
             let code = op(&mut body);
             let header = FrameHeader {
+                flags: 0,
                 kind: FrameKind::REQUEST,
                 op: code,
                 body_len: body.len() as u32,

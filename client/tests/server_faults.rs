@@ -70,6 +70,7 @@ fn raw_session(addr: SocketAddr) -> TcpStream {
 
 fn request_header(op: u16, body_len: u32, bulk_len: u64) -> [u8; 24] {
     FrameHeader {
+        flags: 0,
         kind: FrameKind::REQUEST,
         op,
         body_len,

@@ -73,6 +73,7 @@ fn frame(request: &Request, id: u32, bulk: &[u8]) -> Vec<u8> {
     let mut body = Vec::new();
     request.encode(&mut Writer::new(&mut body));
     let header = FrameHeader {
+        flags: 0,
         kind: FrameKind::REQUEST,
         op: request.op().0,
         body_len: body.len() as u32,

@@ -27,17 +27,31 @@ impl FrameKind {
     pub const REPLY: Self = Self(2);
 }
 
+/// Header flag of a request: the client has received every reply to the
+/// requests before this one, so the server may forget them (session
+/// resumption keeps the rest).
+pub const FLAG_ACK: u8 = 1;
+
+/// Whether request id `a` comes after `b`: ids wrap, so they compare as
+/// serial numbers (RFC 1982), never more than 2^31 apart.
+pub fn id_after(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) > 0
+}
+
 /// The fixed header in front of every frame after the handshake.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameHeader {
+    /// Flags ([`FLAG_ACK`]); zero on replies.
+    pub flags: u8,
     /// Request or reply.
     pub kind: FrameKind,
     /// Operation id (see [`crate::ops::OpId`]).
     pub op: u16,
     /// Length of the encoded body.
     pub body_len: u32,
-    /// Request id; a reply repeats the id of its request. It wraps, which is
-    /// harmless: far fewer than 2^32 requests are ever in flight.
+    /// Request id, one more for each request of a session (the sequence
+    /// number session resumption counts by); a reply repeats the id of its
+    /// request. It wraps: see [`id_after`].
     pub id: u32,
     /// Length of the raw payload that follows the body.
     pub bulk_len: u64,
@@ -52,6 +66,7 @@ impl FrameHeader {
         let mut out = [0u8; HEADER_LEN];
         out[0..2].copy_from_slice(&MAGIC.to_le_bytes());
         out[2] = self.kind.0;
+        out[3] = self.flags;
         out[4..6].copy_from_slice(&self.op.to_le_bytes());
         out[8..12].copy_from_slice(&self.body_len.to_le_bytes());
         out[12..16].copy_from_slice(&self.id.to_le_bytes());
@@ -69,7 +84,7 @@ impl FrameHeader {
         if kind != FrameKind::REQUEST && kind != FrameKind::REPLY {
             return Err(DecodeError::Invalid("frame kind"));
         }
-        let _flags = u8::decode(&mut r)?;
+        let flags = u8::decode(&mut r)?;
         let op = u16::decode(&mut r)?;
         let _reserved = u16::decode(&mut r)?;
         let body_len = u32::decode(&mut r)?;
@@ -91,6 +106,7 @@ impl FrameHeader {
             });
         }
         Ok(Self {
+            flags,
             kind,
             op,
             body_len,
@@ -107,6 +123,7 @@ mod tests {
     #[test]
     fn header_round_trip() {
         let h = FrameHeader {
+            flags: 0,
             kind: FrameKind::REQUEST,
             op: 0x0012,
             body_len: 17,
@@ -120,6 +137,7 @@ mod tests {
     fn garbage_headers_are_rejected() {
         assert!(FrameHeader::from_bytes(&[0xAB; HEADER_LEN]).is_err());
         let mut h = FrameHeader {
+            flags: 0,
             kind: FrameKind::REPLY,
             op: 1,
             body_len: MAX_BODY + 1,

@@ -32,7 +32,7 @@ pub const MAGIC: [u8; 4] = *b"RCUD";
 /// `GraphLaunch`, `GraphDestroy`) and `MemsetElements`; 7: cooperative
 /// launches (`LaunchCooperative`); 8: CUDA IPC (`IpcGetMemHandle`,
 /// `IpcOpenMemHandle`, `IpcCloseMemHandle`).
-pub const PROTOCOL_VERSION: u16 = 11;
+pub const PROTOCOL_VERSION: u16 = 12;
 /// Largest hello accepted, so garbage cannot make the server wait for megabytes.
 pub const MAX_HELLO: u32 = 4096;
 /// First byte of a TLS record carrying a handshake: what a TLS client sends
@@ -60,6 +60,9 @@ crate::wire_struct! {
         /// The service class the client asks for (`RCUD_QOS`, e.g.
         /// `class=dbts,bandwidth=2GB/s,latency=200us`); empty: its tenant's.
         pub qos: String,
+        /// The session this connection resumes ([`crate::ops::req::SessionOpen`]
+        /// named it); all zeros: a new session.
+        pub resume: [u8; 16],
     }
 }
 
@@ -128,6 +131,7 @@ impl ClientHello {
             nonce: [0; PROOF_LEN],
             tls: false,
             qos: String::new(),
+            resume: [0; 16],
         }
     }
 

@@ -235,6 +235,17 @@ ops! {
         processes: Vec<ProcessStatus>,
         tenant: String
     } bulk None;
+    /// Names this session so that it can be resumed on a new connection
+    /// after this one breaks: a random id and the secret that proves
+    /// ownership (sent only over the established channel, TLS when the
+    /// server speaks it). All zeros: the server does not keep sessions.
+    0x0008 SessionOpen {} -> { session: [u8; 16], secret: [u8; 32] } bulk None;
+    /// First request on a connection that resumes a session: `proof` is the
+    /// HMAC of the new connection's session key under the session's secret,
+    /// `last_reply` the id of the last reply the client received whole. The
+    /// server answers with the id of the last request it executed, then
+    /// sends again every reply after `last_reply`.
+    0x0009 SessionResume { proof: [u8; 32], last_reply: u32 } -> { last_executed: u32 } bulk None;
     /// Allocate device memory.
     0x0010 Malloc { size: u64 } -> { ptr: u64 } bulk None;
     /// Free device memory; `ptr` must be the start of an allocation.

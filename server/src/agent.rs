@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use rcud_proto::auth;
 use rcud_proto::codec::Blob;
 use rcud_proto::codec::Wire;
 use rcud_proto::frame::{FrameHeader, FrameKind};
@@ -25,8 +26,10 @@ use thiserror::Error;
 use crate::activity;
 use crate::backend::{Backend, CopyError, DeviceContext, HostSource, KernelLaunch, VirtualMemory};
 use crate::ipc::{self, IpcPort, MemHandle};
+use crate::metrics::SessionEvent;
 use crate::peer::{self, InstanceId, PeerPort};
 use crate::qos::{Lane, Resource};
+use crate::resume::{Resumption, SessionChannel};
 use crate::tenant_memory::MemoryAccount;
 use crate::tenants::ResourceLimits;
 
@@ -70,7 +73,7 @@ pub enum AgentError {
 /// Serves one connection after a successful handshake.
 pub struct Agent {
     backend: Arc<dyn Backend>,
-    chan: Box<dyn Channel>,
+    chan: SessionChannel,
     ctx: Option<Box<dyn DeviceContext>>,
     /// An error that corrupted the client's context (an illegal address in a
     /// kernel): every later operation fails with it until `cudaDeviceReset`.
@@ -118,6 +121,17 @@ pub struct Agent {
     /// Whether the request being served copies or sets memory (counted as
     /// memory activity).
     memory_request: bool,
+    /// How the session survives a broken connection, when the server keeps
+    /// sessions.
+    resumption: Option<Resumption>,
+    /// The secret the client proves ownership of its session with, once it
+    /// opened one.
+    session_secret: Option<[u8; 32]>,
+    /// The last request if it was a device-to-host copy: its payload may be
+    /// too large to keep, and is read again if the client missed it.
+    last_dtoh: Option<(FrameHeader, Request)>,
+    /// Whether a request is being read or served (a close now breaks it).
+    mid_request: bool,
 }
 
 impl Agent {
@@ -125,7 +139,7 @@ impl Agent {
     pub fn new(backend: Arc<dyn Backend>, chan: Box<dyn Channel>) -> Self {
         Self {
             backend,
-            chan,
+            chan: SessionChannel::new(chan),
             ctx: None,
             sticky: None,
             body: Vec::with_capacity(256),
@@ -149,7 +163,18 @@ impl Agent {
             next_graph: 1,
             registration: None,
             memory_request: false,
+            resumption: None,
+            session_secret: None,
+            last_dtoh: None,
+            mid_request: false,
         }
+    }
+
+    /// Lets the client keep its session across connections
+    /// ([`crate::resume`]).
+    pub fn with_resumption(mut self, resumption: Option<Resumption>) -> Self {
+        self.resumption = resumption;
+        self
     }
 
     /// Lists the client in the server's table of clients as `client` of
@@ -362,28 +387,202 @@ impl Agent {
         })
     }
 
-    /// Serves requests until the client disconnects (`Ok`) or fails.
+    /// Serves requests until the client disconnects (`Ok`) or fails. A
+    /// session whose connection breaks waits for its client to come back
+    /// for the grace period first.
     pub fn run(mut self) -> Result<(), AgentError> {
         loop {
-            let header = match self.chan.recv_header() {
-                Ok(h) => h,
-                Err(TransportError::Closed) => return Ok(()),
-                Err(e) => return Err(e.into()),
+            let failure = match self.serve_next() {
+                Ok(()) => continue,
+                // The client closed between requests: it has left.
+                Err(AgentError::Transport(TransportError::Closed))
+                    if !self.mid_request && self.chan.peer_left() =>
+                {
+                    return Ok(())
+                }
+                Err(e) => e,
             };
-            if header.kind != FrameKind::REQUEST {
-                return Err(AgentError::Protocol(format!(
-                    "expected a request, got frame kind {}",
-                    header.kind.0
-                )));
+            let broken = matches!(failure, AgentError::Transport(_));
+            if !broken || self.session_secret.is_none() || !self.resume()? {
+                return Err(failure);
             }
-            let started = std::time::Instant::now();
-            let handled = self.handle(header);
-            if let Some(registration) = &self.registration {
-                registration.record(started.elapsed(), self.memory_request);
-            }
-            self.settle_memory();
-            handled?;
         }
+    }
+
+    /// Reads and serves the next request.
+    fn serve_next(&mut self) -> Result<(), AgentError> {
+        self.mid_request = false;
+        let header = self.chan.recv_header()?;
+        self.mid_request = true;
+        if header.kind != FrameKind::REQUEST {
+            return Err(AgentError::Protocol(format!(
+                "expected a request, got frame kind {}",
+                header.kind.0
+            )));
+        }
+        if self.chan.log().is_some_and(|log| log.executed(header.id)) {
+            // Sent again by a client that resumed; its reply was kept.
+            tracing::debug!(id = header.id, "dropping a request executed already");
+            self.chan.recv_body(header.body_len)?;
+            return Ok(self.chan.discard_bulk(header.bulk_len)?);
+        }
+        let started = std::time::Instant::now();
+        let handled = self.handle(header);
+        if let Some(registration) = &self.registration {
+            registration.record(started.elapsed(), self.memory_request);
+        }
+        self.settle_memory();
+        handled
+    }
+
+    /// Waits out the grace period for the client's next connection and
+    /// resumes on it: `Ok(false)` when none came, or the client cannot be
+    /// given what it missed.
+    fn resume(&mut self) -> Result<bool, AgentError> {
+        let (Some(mut resumption), Some(secret)) = (self.resumption.take(), self.session_secret)
+        else {
+            return Ok(false);
+        };
+        let deadline = std::time::Instant::now() + resumption.grace;
+        tracing::info!(
+            peer = self.chan.peer(),
+            grace_s = resumption.grace.as_secs_f64(),
+            "connection lost; keeping the session for its client"
+        );
+        session_event(SessionEvent::Interrupted);
+        let mut resumed = false;
+        while let Some((chan, session_key)) = (resumption.reconnect)(deadline) {
+            self.chan.replace(chan);
+            match self.resume_on_new_connection(&secret, &session_key) {
+                Ok(ok) => {
+                    resumed = ok;
+                    break;
+                }
+                // The new connection broke too, or was not the client's:
+                // wait for another within the same grace period.
+                Err(e) => tracing::info!("a connection to resume on failed: {e}"),
+            }
+        }
+        self.resumption = Some(resumption);
+        if resumed {
+            session_event(SessionEvent::Resumed);
+            tracing::info!(peer = self.chan.peer(), "session resumed");
+        } else {
+            tracing::info!("the client did not come back; releasing its session");
+            session_event(SessionEvent::Expired);
+        }
+        Ok(resumed)
+    }
+
+    /// Names the session to the client: its id and a fresh secret. From
+    /// now on replies are kept until acknowledged. All zeros when the
+    /// server does not keep sessions.
+    fn open_session(&mut self) -> Result<rep::SessionOpen, Failure> {
+        let Some(resumption) = &self.resumption else {
+            return Ok(rep::SessionOpen {
+                session: [0; 16],
+                secret: [0; 32],
+            });
+        };
+        let secret = *self.session_secret.get_or_insert_with(|| {
+            let mut secret = [0u8; 32];
+            // Without randomness the session stays unresumable.
+            getrandom::fill(&mut secret)
+                .map(|()| secret)
+                .unwrap_or([0; 32])
+        });
+        if secret == [0; 32] {
+            self.session_secret = None;
+            return Ok(rep::SessionOpen {
+                session: [0; 16],
+                secret: [0; 32],
+            });
+        }
+        self.chan.keep_replies();
+        Ok(rep::SessionOpen {
+            session: resumption.session,
+            secret,
+        })
+    }
+
+    /// The first exchange on a resumed connection: the client's proof and
+    /// the id of its last reply; the id of the last request executed, then
+    /// every reply the client missed.
+    fn resume_on_new_connection(
+        &mut self,
+        secret: &[u8; 32],
+        session_key: &[u8; 32],
+    ) -> Result<bool, AgentError> {
+        let header = self.chan.recv_header()?;
+        if header.kind != FrameKind::REQUEST || header.op != <req::SessionResume as ops::Op>::ID.0 {
+            return Err(AgentError::Protocol(
+                "a resumed connection must start with SessionResume".into(),
+            ));
+        }
+        let body = self.chan.recv_body(header.body_len)?;
+        let Ok(Request::SessionResume(r)) = Request::decode(header.op, body) else {
+            return Err(AgentError::Protocol("malformed SessionResume".into()));
+        };
+        self.chan.discard_bulk(header.bulk_len)?;
+        if !auth::verify_resume(secret, session_key, &r.proof) {
+            return Err(AgentError::Protocol(
+                "a connection failed to prove it owns the session".into(),
+            ));
+        }
+        let Some(log) = self.chan.log_mut() else {
+            return Ok(false);
+        };
+        log.ack_before(r.last_reply.wrapping_add(1));
+        let last_executed = log.last_executed();
+        let missed = log.after(r.last_reply).map(|missed| {
+            missed
+                .into_iter()
+                .map(|e| {
+                    (
+                        e.header,
+                        e.body.clone(),
+                        e.whole_payload().map(<[u8]>::to_vec),
+                    )
+                })
+                .collect::<Vec<_>>()
+        });
+        let missed = match missed {
+            Ok(m) => m,
+            Err(id) => {
+                let failure = Failure::new(CudaError::DEVICES_UNAVAILABLE, format!("the server no longer holds the reply to request {id}; the session cannot resume"),
+                );
+                self.body.clear();
+                ops::encode_reply::<rep::SessionResume>(Err(&failure), &mut self.body);
+                let reply = reply_header(&header, &self.body, 0);
+                self.chan.send_unlogged(&reply, &self.body, &[])?;
+                self.chan.flush()?;
+                return Ok(false);
+            }
+        };
+        self.body.clear();
+        ops::encode_reply(Ok(&rep::SessionResume { last_executed }), &mut self.body);
+        let reply = reply_header(&header, &self.body, 0);
+        self.chan.send_unlogged(&reply, &self.body, &[])?;
+        for (reply, body, payload) in missed {
+            match payload {
+                Some(payload) => self.chan.send_unlogged(&reply, &body, &payload)?,
+                // Too large to keep: the last request, a copy from the
+                // device, which nothing has run after; read it again.
+                None => match self.last_dtoh.clone() {
+                    Some((request, req)) if request.id == reply.id => {
+                        self.serve_request(request, req)?
+                    }
+                    _ => {
+                        return Err(AgentError::Protocol(format!(
+                            "the payload of reply {} was not kept",
+                            reply.id
+                        )))
+                    }
+                },
+            }
+        }
+        self.chan.flush()?;
+        Ok(true)
     }
 
     fn handle(&mut self, header: FrameHeader) -> Result<(), AgentError> {
@@ -403,6 +602,13 @@ impl Agent {
                 header.bulk_len
             )));
         }
+        self.last_dtoh = matches!(req, Request::MemcpyDtoH(_) | Request::Memcpy2DDtoH(_))
+            .then(|| (header, req.clone()));
+        self.serve_request(header, req)
+    }
+
+    /// Runs a decoded request and replies.
+    fn serve_request(&mut self, header: FrameHeader, req: Request) -> Result<(), AgentError> {
         tracing::trace!(op = req.name(), id = header.id, "request");
         self.memory_request = req.name().starts_with("Memcpy") || req.name().starts_with("Memset");
         // A peer copy on a poisoned context still meets its other agent, to
@@ -422,6 +628,17 @@ impl Agent {
             return self.reply::<rep::Malloc, Failure>(&header, Err(failure));
         }
         match req {
+            Request::SessionOpen(_) => {
+                let res = self.open_session();
+                self.reply(&header, res)
+            }
+            Request::SessionResume(_) => {
+                let res = Err::<rep::SessionResume, _>(Failure::new(
+                    CudaError::INVALID_VALUE,
+                    "SessionResume is only the first request of a resumed connection",
+                ));
+                self.reply(&header, res)
+            }
             Request::Attach(r) => {
                 let res = if self.ctx.is_some() {
                     Err(CudaError::INVALID_VALUE)
@@ -1311,7 +1528,7 @@ impl Agent {
     /// `dst`, from the request's packed payload (one row: a plain copy).
     fn memcpy_htod(&mut self, header: &FrameHeader, rows: Rows) -> Result<(), AgentError> {
         let mut source = PayloadSource {
-            chan: self.chan.as_mut(),
+            chan: &mut self.chan,
             remaining: header.bulk_len,
             qos: self.qos.as_ref(),
         };
@@ -1343,7 +1560,7 @@ impl Agent {
         self.body.clear();
         ops::encode_reply(Ok(&rep::MemcpyDtoH {}), &mut self.body);
         let mut out = ReplyStream {
-            chan: self.chan.as_mut(),
+            chan: &mut self.chan,
             header: reply_header(header, &self.body, len),
             body: &self.body,
             started: false,
@@ -1389,11 +1606,18 @@ impl Agent {
 
 fn reply_header(request: &FrameHeader, body: &[u8], bulk_len: u64) -> FrameHeader {
     FrameHeader {
+        flags: 0,
         kind: FrameKind::REPLY,
         op: request.op,
         body_len: body.len() as u32,
         id: request.id,
         bulk_len,
+    }
+}
+
+fn session_event(event: SessionEvent) {
+    if let Some(stats) = crate::metrics::shared() {
+        stats.session(event);
     }
 }
 

@@ -123,6 +123,44 @@ pub const ACTIVITY_FD: i32 = 9;
 /// admission from ([`Handover`]).
 pub const HANDOVER_FLAG: &str = "--handover-fd";
 
+/// Hidden flag naming the descriptor on which the agent receives its
+/// client's new connections when the session resumes.
+pub const RESUME_FLAG: &str = "--resume-fd";
+
+/// The descriptor an agent process receives resumed connections on.
+pub const RESUME_FD: i32 = 10;
+
+/// Hidden flag giving an agent process its session id (hex).
+pub const SESSION_FLAG: &str = "--session";
+
+/// Hands a resumed client's connection and admission to the agent process
+/// that holds its session.
+pub fn send_reconnection(
+    socket: &std::os::unix::net::UnixDatagram,
+    (stream, admission): crate::resume::Reconnection,
+) -> io::Result<()> {
+    use std::os::fd::AsFd;
+    let bytes = handshake_bytes(&Handover::of(&admission));
+    rcud_shm::fdpass::send_fd(socket, &bytes, stream.as_fd())
+}
+
+/// In an agent process: waits until `deadline` for the listener to hand
+/// over the client's next connection.
+pub fn recv_reconnection(
+    socket: &std::os::unix::net::UnixDatagram,
+    deadline: Instant,
+) -> io::Result<Option<(TcpStream, Handover)>> {
+    let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+        return Ok(None);
+    };
+    let Some((bytes, fd)) = rcud_shm::fdpass::recv_fd(socket, left)? else {
+        return Ok(None);
+    };
+    let handover = rcud_proto::codec::from_slice(&bytes)
+        .map_err(|e| io::Error::other(format!("handover: {e}")))?;
+    Ok(Some((TcpStream::from(fd), handover)))
+}
+
 fn handshake_bytes(handover: &Handover) -> Vec<u8> {
     rcud_proto::codec::to_vec(handover)
 }
@@ -170,6 +208,10 @@ pub struct Limits {
     /// Most time one server-side operation may take: a copy or memset of
     /// many rows fails with `cudaErrorTimeout` past it.
     pub op_timeout: Duration,
+    /// How long a client's session outlives a broken connection, waiting
+    /// for the client to resume it; zero: sessions end with their
+    /// connection.
+    pub resume_grace: Duration,
 }
 
 /// Default for `--max-per-source`.
@@ -188,6 +230,7 @@ impl Default for Limits {
             idle_timeout: None,
             write_timeout: Some(DEFAULT_WRITE_TIMEOUT),
             op_timeout: DEFAULT_OP_TIMEOUT,
+            resume_grace: crate::resume::DEFAULT_RESUME_GRACE,
         }
     }
 }
@@ -252,6 +295,7 @@ impl AgentLauncher {
         &self,
         stream: TcpStream,
         handover: Option<&Handover>,
+        resume: Option<([u8; 16], std::os::unix::net::UnixDatagram)>,
         ledger: Option<(&Ledger, u32)>,
     ) -> io::Result<Command> {
         let mut cmd = Command::new(&self.program);
@@ -285,6 +329,17 @@ impl AgentLauncher {
                 child_fd: HANDOVER_FD,
             });
             cmd.arg(HANDOVER_FLAG).arg(HANDOVER_FD.to_string());
+        }
+        if let Some((session, socket)) = resume {
+            fds.push(FdMapping {
+                parent_fd: OwnedFd::from(socket),
+                child_fd: RESUME_FD,
+            });
+            let hex: String = session.iter().map(|b| format!("{b:02x}")).collect();
+            cmd.arg(RESUME_FLAG)
+                .arg(RESUME_FD.to_string())
+                .arg(SESSION_FLAG)
+                .arg(hex);
         }
         if let Some((ledger, slot)) = ledger {
             let (gpus, slots) = ledger.shape();
@@ -404,6 +459,7 @@ impl Agents {
         stream: TcpStream,
         peer: &str,
         handover: Option<&Handover>,
+        resume: Option<([u8; 16], std::os::unix::net::UnixDatagram)>,
         lease: Lease,
     ) -> io::Result<u32> {
         let slot = match &self.ledger {
@@ -434,6 +490,7 @@ impl Agents {
         let cmd = launcher.command(
             stream,
             handover,
+            resume,
             slot.as_ref().map(|(l, s)| (l.as_ref(), *s)),
         );
         let mut cmd = match cmd {
@@ -718,7 +775,7 @@ mod tests {
         // reaches the client, and the connection closes when it exits.
         let launcher = script("printf hello >&3");
         let pid = agents
-            .start(&launcher, served, "peer", None, Lease::default())
+            .start(&launcher, served, "peer", None, None, Lease::default())
             .unwrap();
         assert!(pid > 0);
         let mut got = String::new();
@@ -739,7 +796,7 @@ mod tests {
         for _ in 0..2 {
             let (served, mut client) = connection();
             agents
-                .start(&launcher, served, "peer", None, Lease::default())
+                .start(&launcher, served, "peer", None, None, Lease::default())
                 .unwrap();
             // Ignoring SIGTERM from here on.
             let mut ready = [0u8; 5];
@@ -761,7 +818,7 @@ mod tests {
         // No new agents once shutting down.
         let (served, _client) = connection();
         assert!(agents
-            .start(&launcher, served, "peer", None, Lease::default())
+            .start(&launcher, served, "peer", None, None, Lease::default())
             .is_err());
     }
 

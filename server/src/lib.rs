@@ -22,6 +22,7 @@ pub mod metrics;
 mod occupancy;
 pub mod peer;
 pub mod qos;
+pub mod resume;
 pub mod tenant_memory;
 pub mod tenants;
 

@@ -25,6 +25,7 @@ use crate::metrics::{self, CountingChannel, Probe};
 use crate::occupancy::{Lease, Occupancy};
 use crate::peer::InstanceId;
 use crate::qos::{Lane, PortQos, SharedArbiter};
+use crate::resume::{Reconnection, Resumption, Route, Sessions};
 use crate::tenant_memory::{MemoryAccount, TenantMemory};
 use crate::tenants::Tenants;
 
@@ -58,6 +59,8 @@ pub struct Server {
     /// The tenants in force for new connections: the policy's, until a
     /// reload replaces them.
     current_tenants: Arc<RwLock<Option<Arc<Tenants>>>>,
+    /// Sessions whose clients may come back on a new connection.
+    sessions: Arc<Sessions>,
 }
 
 /// Replaces the tenants of a running server (`SIGHUP`): new connections
@@ -142,6 +145,7 @@ impl Server {
             qos: None,
             tenant_memory: None,
             current_tenants: Arc::default(),
+            sessions: Sessions::new(),
         })
     }
 
@@ -291,6 +295,8 @@ impl Server {
             }
         }
         tracing::info!("rcud-server stopped accepting clients");
+        // Parked sessions stop waiting for their clients.
+        self.sessions.clear();
         if let Mode::Process { agents, .. } = &self.mode {
             agents.terminate_all(self.grace);
         }
@@ -374,6 +380,7 @@ impl Server {
             in_gate: GateGuard::new(self.in_gate.clone()),
             qos: self.qos.clone(),
             tenant_memory: self.tenant_memory.clone(),
+            sessions: self.sessions.clone(),
         };
         let setup = AgentSetup {
             backend: self.backend.clone(),
@@ -512,6 +519,7 @@ struct Gatekeeper {
     in_gate: GateGuard,
     qos: Option<Arc<PortQos>>,
     tenant_memory: Option<Arc<TenantMemory>>,
+    sessions: Arc<Sessions>,
 }
 
 impl Gatekeeper {
@@ -530,6 +538,19 @@ impl Gatekeeper {
             self.backend.as_ref(),
             self.instance,
             |tenant, hello| {
+                if hello.resume != [0; 16] {
+                    // The session's agent holds its connection tickets and
+                    // service class already.
+                    let name = tenant.map_or("", |t| t.name.as_str());
+                    return if self.sessions.knows(&hello.resume, name) {
+                        Ok(None)
+                    } else {
+                        Err(
+                            "the server holds no such session: it expired, or the server restarted"
+                                .into(),
+                        )
+                    };
+                }
                 if let Some(tenant) = tenant {
                     let limit = tenant.limits.connections;
                     match self.tenants.try_take(tenant.name.clone(), limit) {
@@ -579,6 +600,14 @@ impl Gatekeeper {
                 return;
             }
         };
+        if admission.hello.resume != [0; 16] {
+            let id = admission.hello.resume;
+            match self.sessions.hand_over(&id, (stream, admission)) {
+                Ok(()) => tracing::info!(%peer, "connection handed to its session's agent"),
+                Err(e) => tracing::warn!(%peer, "cannot resume a session: {e}"),
+            }
+            return;
+        }
         if let Some(m) = metrics::listener() {
             m.admitted(admission.tenant_name());
         }
@@ -603,16 +632,49 @@ impl Gatekeeper {
                 }
             }
         }
+        let grace = setup.limits.resume_grace;
+        let session = match Sessions::new_id() {
+            Ok(id) if !grace.is_zero() => Some(id),
+            Ok(_) => None,
+            Err(e) => {
+                tracing::warn!(%peer, "this session cannot be resumed: {e}");
+                None
+            }
+        };
+        let tenant = admission
+            .tenant
+            .as_ref()
+            .map_or(String::new(), |t| t.name.clone());
         match handoff {
             Handoff::Thread(live) => {
                 let _live = LiveGuard::new(live);
+                let resume = session.map(|id| {
+                    let (tx, rx) = std::sync::mpsc::channel();
+                    lease.add_session(self.sessions.register(id, &tenant, Route::Thread(tx)));
+                    (id, rx)
+                });
                 let _lease = lease;
-                serve_admitted(stream, &admission, &setup);
+                let resumption = resume.map(|(id, rx)| thread_resumption(id, rx, &setup));
+                serve_admitted(stream, &admission, &setup, resumption);
             }
             Handoff::Process { launcher, agents } => {
                 let handover = gate::Handover::of(&admission);
                 let peer = peer.to_string();
-                match agents.start(&launcher, stream, &peer, Some(&handover), lease) {
+                let mut resume = None;
+                if let Some(id) = session {
+                    match std::os::unix::net::UnixDatagram::pair() {
+                        Ok((ours, theirs)) => {
+                            lease.add_session(self.sessions.register(
+                                id,
+                                &tenant,
+                                Route::Process(ours),
+                            ));
+                            resume = Some((id, theirs));
+                        }
+                        Err(e) => tracing::warn!(%peer, "this session cannot be resumed: {e}"),
+                    }
+                }
+                match agents.start(&launcher, stream, &peer, Some(&handover), resume, lease) {
                     Ok(pid) => tracing::info!(
                         pid,
                         %peer,
@@ -647,7 +709,12 @@ impl Drop for GateGuard {
 /// Serves an admitted client on `stream` and returns when the connection
 /// ends; the client's resources are released by then. Agent threads and
 /// agent processes both run this.
-pub fn serve_admitted(stream: TcpStream, admission: &Admission, setup: &AgentSetup) {
+pub fn serve_admitted(
+    stream: TcpStream,
+    admission: &Admission,
+    setup: &AgentSetup,
+    resumption: Option<Resumption>,
+) {
     let peer = stream
         .peer_addr()
         .map(|a| a.to_string())
@@ -699,6 +766,7 @@ pub fn serve_admitted(stream: TcpStream, admission: &Admission, setup: &AgentSet
             admission.tenant.as_ref().map_or("", |t| t.name.as_str()),
         )
         .with_instance(setup.instance)
+        .with_resumption(resumption)
         .run()
     {
         Ok(()) => {
@@ -706,6 +774,77 @@ pub fn serve_admitted(stream: TcpStream, admission: &Admission, setup: &AgentSet
         }
         Err(e) => {
             tracing::warn!(%peer, %client, tenant, "closing connection: {e}; its resources are released")
+        }
+    }
+}
+
+/// How an agent thread waits for its client's next connection: the
+/// gatekeeper that admits it sends it over `rx`.
+fn thread_resumption(
+    session: [u8; 16],
+    rx: std::sync::mpsc::Receiver<Reconnection>,
+    setup: &AgentSetup,
+) -> Resumption {
+    let setup = setup.clone();
+    Resumption {
+        session,
+        grace: setup.limits.resume_grace,
+        reconnect: Box::new(move |deadline| loop {
+            let left = deadline.checked_duration_since(std::time::Instant::now())?;
+            let (stream, admission) = rx.recv_timeout(left).ok()?;
+            if let Some(opened) = reopen(stream, &admission, &setup) {
+                return Some(opened);
+            }
+        }),
+    }
+}
+
+/// How an agent process waits for its client's next connection: the
+/// listener passes it over `socket` with the client's admission.
+pub fn process_resumption(
+    session: [u8; 16],
+    socket: std::os::unix::net::UnixDatagram,
+    setup: &AgentSetup,
+    tenants: Option<Arc<Tenants>>,
+) -> Resumption {
+    let setup = setup.clone();
+    Resumption {
+        session,
+        grace: setup.limits.resume_grace,
+        reconnect: Box::new(move |deadline| loop {
+            let (stream, handover) = match isolation::recv_reconnection(&socket, deadline) {
+                Ok(Some(got)) => got,
+                Ok(None) => return None,
+                Err(e) => {
+                    tracing::warn!("cannot receive a resumed connection: {e}");
+                    return None;
+                }
+            };
+            let admission = match handover.admission(tenants.as_deref()) {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::warn!("a resumed connection's admission: {e}");
+                    continue;
+                }
+            };
+            if let Some(opened) = reopen(stream, &admission, &setup) {
+                return Some(opened);
+            }
+        }),
+    }
+}
+
+/// The channel of a resumed connection and its session key.
+fn reopen(
+    stream: TcpStream,
+    admission: &Admission,
+    setup: &AgentSetup,
+) -> Option<(Box<dyn Channel>, [u8; 32])> {
+    match open_channel(stream, admission, setup) {
+        Ok(chan) => Some((chan, admission.session_key)),
+        Err(e) => {
+            tracing::info!("cannot set up a resumed connection: {e}");
+            None
         }
     }
 }

@@ -57,7 +57,28 @@ const LATENCY_BUCKETS: u64 = LATENCY_BOUNDS.len() as u64 + 1;
 const LATENCY_SUM_NS: u64 = LATENCY + LATENCY_BUCKETS;
 const KERNELS: u64 = LATENCY_SUM_NS + 1;
 const KERNEL_NS: u64 = KERNELS + 1;
-const WORDS: u64 = KERNEL_NS + 1;
+const SESSIONS: u64 = KERNEL_NS + 1;
+const WORDS: u64 = SESSIONS + SessionEvent::ALL.len() as u64;
+
+/// What happened to a session whose connection broke ([`crate::resume`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionEvent {
+    /// Its connection broke; the agent waits for the client.
+    Interrupted = 0,
+    /// The client came back and the session goes on.
+    Resumed = 1,
+    /// The grace period passed, or the client could not be given what it
+    /// missed: the session's resources were released.
+    Expired = 2,
+}
+
+impl SessionEvent {
+    const ALL: [(SessionEvent, &'static str); 3] = [
+        (SessionEvent::Interrupted, "interrupted"),
+        (SessionEvent::Resumed, "resumed"),
+        (SessionEvent::Expired, "expired"),
+    ];
+}
 
 /// What agents count, in shared memory.
 #[derive(Debug)]
@@ -124,6 +145,12 @@ impl SharedStats {
         self.word(KERNELS).fetch_add(1, Ordering::Relaxed);
         let ns = u64::try_from(time.as_nanos()).unwrap_or(u64::MAX);
         self.word(KERNEL_NS).fetch_add(ns, Ordering::Relaxed);
+    }
+
+    /// One session event.
+    pub fn session(&self, event: SessionEvent) {
+        self.word(SESSIONS + event as u64)
+            .fetch_add(1, Ordering::Relaxed);
     }
 
     fn load(&self, index: u64) -> u64 {
@@ -324,6 +351,18 @@ impl Collector for Live {
                 &(self.stats.load(KERNEL_NS) as f64 / 1e9),
                 None,
             )?;
+        let mut family = encoder.encode_descriptor(
+            "rcud_sessions",
+            "Sessions whose connection broke, by what became of them",
+            None,
+            MetricType::Counter,
+        )?;
+        for (event, name) in SessionEvent::ALL {
+            let value = self.stats.load(SESSIONS + event as u64);
+            family
+                .encode_family(&[("event", name.to_string())])?
+                .encode_counter::<NoLabelSet, _, u64>(&value, None)?;
+        }
         if let (Some(tenants), Some(table)) = (self.probe.tenants(), self.probe.tenant_memory()) {
             let mut family = encoder.encode_descriptor(
                 "rcud_tenant_device_memory",
@@ -555,6 +594,10 @@ impl Channel for CountingChannel {
 
     fn peer(&self) -> String {
         self.inner.peer()
+    }
+
+    fn peer_left(&self) -> bool {
+        self.inner.peer_left()
     }
 }
 

@@ -59,6 +59,7 @@ pub(crate) struct Lease(
     Vec<Ticket>,
     Option<crate::qos::QosTicket>,
     Option<crate::tenant_memory::MemorySlot>,
+    Option<crate::resume::Registered>,
 );
 
 impl Lease {
@@ -72,6 +73,11 @@ impl Lease {
 
     pub(crate) fn add_memory_slot(&mut self, slot: crate::tenant_memory::MemorySlot) {
         self.2 = Some(slot);
+    }
+
+    /// Keeps the connection's session routable while the lease lives.
+    pub(crate) fn add_session(&mut self, session: crate::resume::Registered) {
+        self.3 = Some(session);
     }
 }
 

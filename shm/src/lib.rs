@@ -7,6 +7,8 @@
 //! and is woken by the writer ([`SharedWords::wake`]). This crate is the only
 //! place where that memory is touched through raw pointers.
 
+pub mod fdpass;
+
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};

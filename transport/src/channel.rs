@@ -62,6 +62,15 @@ pub trait Channel: Send {
 
     /// A short description of the peer, for logs.
     fn peer(&self) -> String;
+
+    /// After [`TransportError::Closed`]: whether the peer ended the
+    /// connection itself (closed it, or its process ended) rather than the
+    /// link breaking under it. A server ends a session whose client left
+    /// and waits for one whose link broke. TCP tells them apart by FIN and
+    /// reset, the RDMA modules by their queue pairs.
+    fn peer_left(&self) -> bool {
+        true
+    }
 }
 
 /// Decodes a header from raw bytes read off a channel.

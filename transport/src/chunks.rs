@@ -425,6 +425,10 @@ impl<L: Link> Channel for Stream<L> {
     fn peer(&self) -> String {
         self.peer.clone()
     }
+
+    fn peer_left(&self) -> bool {
+        self.link.queue_pairs().iter().any(|qp| qp.peer_left())
+    }
 }
 
 /// `impl Channel` for a module's wrapper of a [`Stream`] in field `stream`.
@@ -467,6 +471,9 @@ macro_rules! channel_via_stream {
             }
             fn peer(&self) -> String {
                 self.stream.peer()
+            }
+            fn peer_left(&self) -> bool {
+                $crate::channel::Channel::peer_left(&self.stream)
             }
         }
     };

@@ -18,6 +18,7 @@ pub mod channel;
 mod chunks;
 pub mod csr;
 pub mod deadline;
+pub mod fault_proxy;
 pub mod msr;
 mod rdma;
 pub mod setup;

@@ -214,12 +214,12 @@ pub fn connect_stream(addr: &str, opts: &TcpOptions) -> io::Result<TcpStream> {
         .unwrap_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{addr}: no address"))))
 }
 
+/// The end of the stream is the peer closing; a reset is a broken
+/// connection (a middlebox, a network that gave up), which a session may
+/// ride out.
 fn map_eof(e: io::Error) -> TransportError {
     match e.kind() {
-        io::ErrorKind::UnexpectedEof
-        | io::ErrorKind::ConnectionReset
-        | io::ErrorKind::ConnectionAborted
-        | io::ErrorKind::BrokenPipe => TransportError::Closed,
+        io::ErrorKind::UnexpectedEof => TransportError::Closed,
         _ => TransportError::Io(e),
     }
 }
@@ -371,6 +371,7 @@ mod tests {
         let bulk: Vec<u8> = (0..(3 * 4096 + 17)).map(|i| (i * 7) as u8).collect();
         let body = [1u8, 2, 3];
         let header = FrameHeader {
+            flags: 0,
             kind: FrameKind::REQUEST,
             op: 0x12,
             body_len: 3,

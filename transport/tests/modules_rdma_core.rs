@@ -28,6 +28,7 @@ use support::fake_rdma::{
 
 fn frame(id: u32, bulk: usize) -> FrameHeader {
     FrameHeader {
+        flags: 0,
         kind: FrameKind::REQUEST,
         op: 1,
         body_len: 3,

@@ -132,6 +132,7 @@ fn request_reply_ping_pong() {
                 let mut bulk = vec![0u8; h.bulk_len as usize];
                 server.recv_bulk_into(&mut bulk).unwrap();
                 let reply = FrameHeader {
+                    flags: 0,
                     kind: FrameKind::REPLY,
                     ..h
                 };

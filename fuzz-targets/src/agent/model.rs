@@ -440,6 +440,7 @@ impl Shared {
         let id = self.next_id;
         self.next_id = self.next_id.wrapping_add(1);
         let header = FrameHeader {
+            flags: 0,
             kind: FrameKind::REQUEST,
             op: R::ID.0,
             body_len: body.len() as u32,
@@ -976,6 +977,7 @@ impl Shared {
                 let id = self.next_id;
                 self.next_id = self.next_id.wrapping_add(1);
                 let header = FrameHeader {
+                    flags: 0,
                     kind: FrameKind::REQUEST,
                     op,
                     body_len: body.len() as u32,

@@ -20,7 +20,7 @@ use rcud_server::backend::{BackendKind, EmuSettings};
 use rcud_server::config::{self, Config};
 use rcud_server::gate::{Admission, Policy};
 use rcud_server::isolation::{self, AgentLauncher, Isolation, Limits};
-use rcud_server::listener::{serve_admitted, AgentSetup};
+use rcud_server::listener::{process_resumption, serve_admitted, AgentSetup};
 use rcud_server::metrics::{Metrics, SharedStats};
 use rcud_server::peer::InstanceId;
 use rcud_server::qos::{PortQos, SharedArbiter};
@@ -115,6 +115,13 @@ struct Args {
     #[arg(long, default_value_t = isolation::DEFAULT_OP_TIMEOUT.as_secs(),
           value_parser = clap::value_parser!(u64).range(1..))]
     op_timeout: u64,
+    /// Seconds a client's session outlives a broken connection, waiting for
+    /// the client to reconnect and resume it (0: sessions end with their
+    /// connection). Clients give up after their outage budget
+    /// (`RCUD_OUTAGE_BUDGET`, 3 s by default).
+    #[arg(long, default_value_t = rcud_server::resume::DEFAULT_RESUME_GRACE.as_secs_f64(),
+          value_parser = parse_grace)]
+    resume_grace: f64,
     /// Seconds agent processes get to exit at shutdown before they are killed.
     #[arg(long, default_value_t = isolation::TERMINATION_GRACE.as_secs_f64())]
     shutdown_grace: f64,
@@ -158,6 +165,12 @@ struct Args {
     /// Agent process: the descriptor its client's admission is read from.
     #[arg(long = "handover-fd", hide = true, requires = "agent_fd")]
     handover_fd: Option<i32>,
+    /// Agent process: the descriptor resumed connections arrive on.
+    #[arg(long = "resume-fd", hide = true, requires_all = ["agent_fd", "session"])]
+    resume_fd: Option<i32>,
+    /// Agent process: its session's id, hex.
+    #[arg(long = "session", hide = true, requires = "resume_fd", value_parser = parse_session)]
+    session: Option<[u8; 16]>,
     /// Agent process: the listener's instance id, reported to the client.
     #[arg(long = "instance-id", hide = true, requires = "agent_fd")]
     instance_id: Option<InstanceId>,
@@ -191,6 +204,7 @@ impl Args {
             idle_timeout: secs(self.idle_timeout),
             write_timeout: secs(self.write_timeout),
             op_timeout: Duration::from_secs(self.op_timeout),
+            resume_grace: Duration::from_secs_f64(self.resume_grace),
         }
     }
 
@@ -277,6 +291,8 @@ impl Args {
             args.push(flag.into());
             args.push(value.to_string().into());
         }
+        args.push("--resume-grace".into());
+        args.push(self.resume_grace.to_string().into());
         let config_tenants = self.config.clone().filter(|_| self.config_has_tenants);
         for (flag, path) in [
             ("--config-tenants", &config_tenants),
@@ -588,7 +604,22 @@ fn agent_main(fd: i32, args: &Args) -> ExitCode {
         qos,
         tenant_memory,
     };
-    serve_admitted(stream, &admission, &setup);
+    let resumption = match (args.resume_fd, args.session) {
+        (Some(fd), Some(session)) => match adopt_fd(fd, "socket:") {
+            Ok(fd) => Some(process_resumption(
+                session,
+                std::os::unix::net::UnixDatagram::from(fd),
+                &setup,
+                args.tenants().ok().flatten(),
+            )),
+            Err(e) => {
+                tracing::error!("{e}");
+                return ExitCode::from(AGENT_SETUP_FAILED);
+            }
+        },
+        _ => None,
+    };
+    serve_admitted(stream, &admission, &setup, resumption);
     ExitCode::SUCCESS
 }
 
@@ -626,6 +657,29 @@ fn tenant_memory_of(args: &Args) -> Result<Option<Arc<TenantMemory>>, String> {
     let table = TenantMemory::open(adopt_fd(fd, "/memfd:")?, tenants)
         .map_err(|e| format!("tenants' memory: {e}"))?;
     Ok(Some(Arc::new(table)))
+}
+
+/// A session id as the listener passes it: 32 hex digits.
+fn parse_session(s: &str) -> Result<[u8; 16], String> {
+    let bad = || format!("`{s}` is not a session id (32 hex digits)");
+    if s.len() != 32 || !s.is_ascii() {
+        return Err(bad());
+    }
+    let mut id = [0u8; 16];
+    for (i, byte) in id.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
+    }
+    Ok(id)
+}
+
+/// `--resume-grace`: seconds, finite and not negative.
+fn parse_grace(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=86400.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "`{s}` is not a number of seconds between 0 and 86400"
+        )),
+    }
 }
 
 /// The client's admission, as the listener handed it over.

@@ -412,6 +412,7 @@ impl<S: Link> Conn<S> {
         self.body.clear();
         req.encode(&mut Writer::new(&mut self.body));
         let header = FrameHeader {
+            flags: 0,
             kind: FrameKind::REQUEST,
             op: O::ID.0,
             body_len: self.body.len() as u32,
@@ -509,6 +510,7 @@ impl<S: Link> Conn<S> {
         self.body.clear();
         req::MemcpyHtoD { dst, len }.encode(&mut Writer::new(&mut self.body));
         let header = FrameHeader {
+            flags: 0,
             kind: FrameKind::REQUEST,
             op: <req::MemcpyHtoD as Op>::ID.0,
             body_len: self.body.len() as u32,

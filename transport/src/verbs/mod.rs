@@ -668,6 +668,12 @@ pub(crate) trait CqOps: Send + Sync {
 pub(crate) trait QpOps: Send + Sync {
     fn qp_num(&self) -> u32;
     fn state(&self) -> QpState;
+    /// Whether the queue pair failed because the peer left (destroyed its
+    /// queue pair, or its process ended) rather than a link or queue pair
+    /// failing; `false` where the provider cannot tell.
+    fn peer_left(&self) -> bool {
+        false
+    }
     fn endpoint(&self) -> Endpoint;
     fn connect(&self, remote: &Endpoint) -> Result<()>;
     fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<()>;
@@ -1014,6 +1020,13 @@ impl QueuePair {
     /// Its state.
     pub fn state(&self) -> QpState {
         self.ops.state()
+    }
+
+    /// Whether a failure of this queue pair came from the peer leaving (it
+    /// destroyed its queue pair, or its process ended) rather than a link
+    /// or queue pair failing. Providers that cannot tell say `false`.
+    pub fn peer_left(&self) -> bool {
+        self.ops.peer_left()
     }
 
     /// What the peer must pass to its [`QueuePair::connect`].

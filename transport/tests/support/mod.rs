@@ -15,6 +15,7 @@ pub const MIB: usize = 1 << 20;
 
 pub fn header(id: u32, body: usize, bulk: usize) -> FrameHeader {
     FrameHeader {
+        flags: 0,
         kind: FrameKind::REQUEST,
         op: (id % 97) as u16,
         body_len: body as u32,

@@ -48,7 +48,7 @@ use std::ffi::OsStr;
 use std::hash::{BuildHasher, Hasher};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Once, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -394,6 +394,7 @@ impl PdOps for SoftPd {
             retired: Arc::new(AtomicU64::new(0)),
             last_check: AtomicU64::new(0),
             down: OnceLock::new(),
+            peer_left: AtomicBool::new(false),
         });
         self.0.shared.add_qp(&qp);
         lock(&send_cq.inner).qps.push(Arc::downgrade(&qp));
@@ -724,6 +725,9 @@ struct QpCore {
     last_check: AtomicU64,
     /// The event that marked it down: posting fails from then on.
     down: OnceLock<AsyncEvent>,
+    /// Whether it failed because the peer destroyed its queue pair or its
+    /// process ended (the peer left), not because a queue pair failed.
+    peer_left: AtomicBool,
 }
 
 /// Why an operation failed at the sender, and what the peer's slot gets.
@@ -781,6 +785,9 @@ impl QpCore {
         }
         let peer = remote.hdr().state.load(Ordering::Acquire);
         if peer == STATE_ERROR || peer == STATE_DESTROYED {
+            if peer == STATE_DESTROYED {
+                self.peer_left.store(true, Ordering::Release);
+            }
             self.set_error();
             return;
         }
@@ -792,6 +799,7 @@ impl QpCore {
         self.last_check.store(now, Ordering::Relaxed);
         if remote.qp.owner_gone() {
             tracing::debug!(qp = self.num, "soft verbs: peer process is gone");
+            self.peer_left.store(true, Ordering::Release);
             self.set_error();
         }
     }
@@ -1011,6 +1019,11 @@ struct SoftQp(Arc<QpCore>);
 impl QpOps for SoftQp {
     fn qp_num(&self) -> u32 {
         self.0.num
+    }
+
+    fn peer_left(&self) -> bool {
+        self.0.check_peer();
+        self.0.peer_left.load(Ordering::Acquire)
     }
 
     fn state(&self) -> QpState {
