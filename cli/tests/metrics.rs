@@ -4,33 +4,9 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::{build, free_port, rcud_run_within, setup, Server};
-
-/// `GET /metrics` from `addr`.
-fn scrape(addr: &str) -> String {
-    let mut s = TcpStream::connect(addr).expect("connect to the metrics endpoint");
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(s, "GET /metrics HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
-    text
-}
-
-/// The value of the sample named exactly `name` (labels included).
-fn sample(text: &str, name: &str) -> f64 {
-    text.lines()
-        .find_map(|l| {
-            l.strip_prefix(name)
-                .and_then(|rest| rest.strip_prefix(' '))
-                .and_then(|v| v.trim().parse().ok())
-        })
-        .unwrap_or_else(|| panic!("no sample {name} in\n{text}"))
-}
+use common::{build, free_port, rcud_run_within, sample, scrape, setup, Server};
 
 const TCP_RECEIVED: &str = "rcud_transport_bytes_total{transport=\"tcp\",direction=\"received\"}";
 const TCP_SENT: &str = "rcud_transport_bytes_total{transport=\"tcp\",direction=\"sent\"}";

@@ -173,7 +173,8 @@ fn programs_ride_out_broken_queue_pairs_over_csr_and_msr() {
     let Some(env) = setup("programs_ride_out_broken_queue_pairs_over_csr_and_msr") else {
         return;
     };
-    let server = Server::start(env);
+    let metrics = format!("127.0.0.1:{}", common::free_port());
+    let server = Server::start_with(env, &["--metrics", &metrics]);
     let mut resumed_before = 0;
     for transport in ["csr", "msr"] {
         for (name, args) in [("memcpy", &[][..]), ("k_stress", &["100", "7"][..])] {
@@ -201,4 +202,11 @@ fn programs_ride_out_broken_queue_pairs_over_csr_and_msr() {
             }
         }
     }
+    // Every break was ridden out, and the metrics say so.
+    let text = common::scrape(&metrics);
+    let count =
+        |event: &str| common::sample(&text, &format!("rcud_sessions_total{{event=\"{event}\"}}"));
+    assert_eq!(count("resumed"), resumed_before as f64, "{text}");
+    assert_eq!(count("interrupted"), count("resumed"), "{text}");
+    assert_eq!(count("expired"), 0.0, "{text}");
 }

@@ -511,7 +511,8 @@ impl Session {
         };
         let started = Instant::now();
         let deadline = started + self.link.budget;
-        tracing::warn!(server = %self.server, "connection lost ({cause}); resuming the session");
+        // Within the budget the application notices nothing: not a warning.
+        tracing::info!(server = %self.server, "connection lost ({cause}); resuming the session");
         let mut delay = Duration::from_millis(5);
         loop {
             let last = match self.resume_once(&ticket) {
@@ -846,11 +847,7 @@ type OpenedLink = (Box<dyn Channel>, ServerHello, [u8; 32]);
 /// Connects to `server`, performs the handshake (resuming session `resume`
 /// unless it is all zeros), and sets up the transport: the channel, the
 /// server's hello and the connection's session key.
-fn open_link(
-    server: &str,
-    link: &Link,
-    resume: [u8; 16],
-) -> Result<OpenedLink, ClientError> {
+fn open_link(server: &str, link: &Link, resume: [u8; 16]) -> Result<OpenedLink, ClientError> {
     let security = &link.security;
     let kind = link.kind;
     let opts = TcpOptions::default();

@@ -392,3 +392,40 @@ fn a_server_without_sessions_ends_them_with_the_connection() {
     std::thread::sleep(Duration::from_millis(100));
     assert!(s.call(&req::MemGetInfo {}, &[], &mut []).is_err());
 }
+
+#[test]
+fn gpus_on_several_servers_ride_out_cuts_of_each_link() {
+    // Two servers, each behind its own proxy; the runtime sees two GPUs.
+    let servers = [server(), server()];
+    let proxies: Vec<FaultProxy> = servers
+        .iter()
+        .map(|s| FaultProxy::start(s.addr()).unwrap())
+        .collect();
+    let entries: Vec<rcud_client::config::ServerEntry> = proxies
+        .iter()
+        .map(|p| rcud_client::config::ServerEntry {
+            addr: p.addr().to_string(),
+            gpu: None,
+        })
+        .collect();
+    let rt = rcud_client::Runtime::connect(&entries, "resume-test".into());
+    assert_eq!(rt.device_count(), Ok(2));
+    let mut buffers = Vec::new();
+    for d in 0..2 {
+        rt.set_device(d).unwrap();
+        buffers.push(rt.malloc(2 * MIB as u64).unwrap());
+    }
+    // Both links break in the middle of their copies, one up, one down.
+    proxies[0].arm(cut(Direction::Up, 1_500_000));
+    proxies[1].arm(cut(Direction::Down, 700_000));
+    for round in 0..2u32 {
+        for (d, &ptr) in buffers.iter().enumerate() {
+            let data = pattern(2 * MIB, round * 2 + d as u32);
+            rt.memcpy_htod(d, ptr, &data).unwrap();
+            let mut back = vec![0u8; 2 * MIB];
+            rt.memcpy_dtoh(d, &mut back, ptr).unwrap();
+            assert!(back == data, "device {d}, round {round}");
+        }
+    }
+    assert_eq!(proxies[0].cuts() + proxies[1].cuts(), 2);
+}

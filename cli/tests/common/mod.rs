@@ -997,3 +997,27 @@ fn build_math_stubs() -> Result<Vec<String>, String> {
     }
     Ok(vec![format!("-I{include}"), format!("-L{}", dir.display())])
 }
+
+/// `GET /metrics` from `addr` (`rcud-server --metrics`).
+pub(crate) fn scrape(addr: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).expect("connect to the metrics endpoint");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(s, "GET /metrics HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
+    text
+}
+
+/// The value of the sample named exactly `name` (labels included) in a
+/// scrape.
+pub(crate) fn sample(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| {
+            l.strip_prefix(name)
+                .and_then(|rest| rest.strip_prefix(' '))
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .unwrap_or_else(|| panic!("no sample {name} in\n{text}"))
+}
