@@ -429,3 +429,73 @@ fn gpus_on_several_servers_ride_out_cuts_of_each_link() {
     }
     assert_eq!(proxies[0].cuts() + proxies[1].cuts(), 2);
 }
+
+/// A kernel that counts to `n` and stores the count.
+const SPIN_PTX: &str = ".version 7.0\n.target sm_80\n.address_size 64\n\
+.visible .entry spin(.param .u64 out, .param .u32 n)\n{\n\
+  .reg .pred %p;\n  .reg .b32 %r<3>;\n  .reg .b64 %rd<2>;\n\
+  ld.param.u64 %rd1, [out];\n  ld.param.u32 %r1, [n];\n  mov.u32 %r2, 0;\n\
+LOOP:\n  add.u32 %r2, %r2, 1;\n  setp.lt.u32 %p, %r2, %r1;\n  @%p bra LOOP;\n\
+  st.global.u32 [%rd1], %r2;\n  ret;\n}\n";
+
+#[test]
+fn a_cut_while_a_kernel_runs_gets_its_reply_once() {
+    let server = server();
+    let proxy = FaultProxy::start(server.addr()).unwrap();
+    let mut s = connect(proxy.addr(), Duration::from_secs(3)).unwrap();
+    attach(&mut s);
+    let image = rcud_fatbin::image::wrap_ptx(SPIN_PTX.as_bytes());
+    let module = s
+        .call(
+            &req::ModuleLoad {
+                hash: rcud_fatbin::content_hash(&image),
+                len: image.len() as u64,
+            },
+            &image,
+            &mut [],
+        )
+        .unwrap()
+        .unwrap()
+        .module;
+    let function = s
+        .call(
+            &req::ModuleGetFunction {
+                module,
+                name: "spin".into(),
+            },
+            &[],
+            &mut [],
+        )
+        .unwrap()
+        .unwrap()
+        .function;
+    let out = malloc(&mut s, 4);
+    let n: u32 = 2_000_000;
+    let mut params = out.to_le_bytes().to_vec();
+    params.extend_from_slice(&n.to_le_bytes());
+    let launch = req::LaunchKernel {
+        function,
+        grid: [1, 1, 1],
+        block: [1, 1, 1],
+        shared_mem: 0,
+        stream: 0,
+        params: rcud_proto::codec::Blob(params),
+    };
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            // The request is on the server by then, the kernel running.
+            std::thread::sleep(Duration::from_millis(30));
+            proxy.cut_now();
+        });
+        s.call(&launch, &[], &mut []).unwrap().unwrap();
+    });
+    let took = started.elapsed();
+    assert_eq!(proxy.cuts(), 1);
+    assert!(
+        took > Duration::from_millis(30),
+        "the kernel ended before the cut ({took:?})"
+    );
+    let count = u32::from_le_bytes(read(&mut s, out, 4).try_into().unwrap());
+    assert_eq!(count, n);
+}
