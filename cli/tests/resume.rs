@@ -20,14 +20,6 @@ use rcud_transport::fault_proxy::{Action, Direction, Fault, FaultProxy};
 
 const TIMEOUT: Duration = Duration::from_secs(180);
 
-/// Programs that need more than the one server the proxy fronts, or whose
-/// work is not a client's to resume, with why.
-const NOT_THROUGH_THE_PROXY: &[(&str, &str)] = &[
-    // Its two agents meet on the server host for each copy; a copy cut on
-    // one side is retried alone (see docs/fabric.md).
-    ("k_peer", "peer copies pair two agents"),
-];
-
 /// Cuts at several points, in order: in the handshake, among the first
 /// calls (a module upload), and in the payloads of either direction. A
 /// short program meets only the first few.
@@ -94,7 +86,6 @@ fn programs_through_cuts(env: &Env, server: &Server, programs: &[(&str, &[&str])
 fn proxied_programs() -> Vec<(&'static str, &'static [&'static str])> {
     PROGRAMS
         .iter()
-        .filter(|(name, _, _)| !NOT_THROUGH_THE_PROXY.iter().any(|(n, _)| n == name))
         .map(|&(name, args, _)| (name, args))
         .collect()
 }
