@@ -124,7 +124,10 @@ fn an_outage_past_the_budget_fails_with_a_clear_error_and_no_hang() {
     let Some(env) = setup("an_outage_past_the_budget_fails_with_a_clear_error_and_no_hang") else {
         return;
     };
-    let server = Server::start(env);
+    // Agent processes (the default), a short grace period, and metrics to
+    // watch the session end.
+    let metrics = format!("127.0.0.1:{}", common::free_port());
+    let server = Server::start_with(env, &["--resume-grace", "1", "--metrics", &metrics]);
     let bin = common::build_program(env, "k_stress", "shared");
     let proxy = FaultProxy::start(server.addr).expect("start the proxy");
     // Well inside the program's stream of copies, the route goes away for
@@ -157,6 +160,23 @@ fn an_outage_past_the_budget_fails_with_a_clear_error_and_no_hang() {
         run.transcript()
     );
     assert!(took < Duration::from_secs(60), "took {took:?}");
+    // The client never comes back: its agent process frees everything once
+    // the grace period is over.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let text = common::scrape(&metrics);
+        let agents = common::sample(&text, "rcud_agent_processes");
+        let expired = common::sample(&text, "rcud_sessions_total{event=\"expired\"}");
+        if agents == 0.0 && expired == 1.0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the session was not freed:\n{text}\n{}",
+            server.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 #[test]
