@@ -336,7 +336,7 @@ impl Session {
         // A handshake cut by the network is tried again within the budget.
         let deadline = Instant::now() + budget;
         let mut delay = Duration::from_millis(10);
-        let (chan, hello, _) = loop {
+        let (chan, hello, _, _) = loop {
             match open_link(server, &link, [0; 16]) {
                 Ok(opened) => break opened,
                 Err(e) if broken_link(&e) && Instant::now() + delay < deadline => {
@@ -515,7 +515,7 @@ impl Session {
         tracing::info!(server = %self.server, "connection lost ({cause}); resuming the session");
         let mut delay = Duration::from_millis(5);
         loop {
-            let last = match self.resume_once(&ticket) {
+            let last = match self.resume_once(&ticket, deadline) {
                 Ok(executed) => {
                     tracing::info!(
                         server = %self.server,
@@ -549,8 +549,12 @@ impl Session {
 
     /// One attempt to resume: a new connection (the server's name resolved
     /// again), the proof, and the id of the last request the server ran.
-    fn resume_once(&mut self, ticket: &Ticket) -> Result<u32, ClientError> {
-        let (mut chan, _, session_key) = open_link(&self.server, &self.link, ticket.session)?;
+    fn resume_once(&mut self, ticket: &Ticket, deadline: Instant) -> Result<u32, ClientError> {
+        let (mut chan, _, session_key, socket) =
+            open_link(&self.server, &self.link, ticket.session)?;
+        // A server that takes the connection and never answers (its agent
+        // gone) must not hold the client past its budget.
+        let _watchdog = Watchdog::arm(socket, deadline.max(Instant::now() + MIN_RESUME_WAIT));
         let request = ops::req::SessionResume {
             proof: auth::resume_proof(&ticket.secret, &session_key),
             last_reply: self.last_reply,
@@ -837,12 +841,21 @@ impl Session {
     }
 }
 
+/// Least time a resumption waits for the server's answer, even at the end
+/// of the budget.
+const MIN_RESUME_WAIT: Duration = Duration::from_millis(200);
+
 /// Longest wait between two attempts to reconnect.
 const MAX_RETRY_DELAY: Duration = Duration::from_millis(250);
 
-/// A connection set up: its channel, the server's hello and the
-/// connection's session key.
-type OpenedLink = (Box<dyn Channel>, ServerHello, [u8; 32]);
+/// A connection set up: its channel, the server's hello, the connection's
+/// session key, and its TCP socket (to break a wait that must end).
+type OpenedLink = (
+    Box<dyn Channel>,
+    ServerHello,
+    [u8; 32],
+    Option<std::net::TcpStream>,
+);
 
 /// Connects to `server`, performs the handshake (resuming session `resume`
 /// unless it is all zeros), and sets up the transport: the channel, the
@@ -860,6 +873,7 @@ fn open_link(server: &str, link: &Link, resume: [u8; 16]) -> Result<OpenedLink, 
         message,
     };
     let mut stream = connect_stream(server, &opts).map_err(connect_err)?;
+    let socket = stream.try_clone().ok();
     let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
     let mut hello = ClientHello::new(link.client_name.as_str()).with_transport(kind.code());
     hello.tls = security.tls.is_some();
@@ -908,5 +922,35 @@ fn open_link(server: &str, link: &Link, resume: [u8; 16]) -> Result<OpenedLink, 
         None => bootstrap::establish(stream, kind, bootstrap::Role::Client, &opts),
     }
     .map_err(transport_err)?;
-    Ok((chan, authenticated.hello, authenticated.session_key))
+    Ok((chan, authenticated.hello, authenticated.session_key, socket))
+}
+
+/// Shuts a socket down if it is still in use at a deadline: a resumption
+/// waits for the server's answer no longer than the outage budget.
+struct Watchdog(Option<std::sync::mpsc::Sender<()>>);
+
+impl Watchdog {
+    fn arm(socket: Option<std::net::TcpStream>, deadline: Instant) -> Self {
+        let Some(socket) = socket else {
+            return Self(None);
+        };
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let spawned = std::thread::Builder::new()
+            .name("rcud-resume-watchdog".into())
+            .spawn(move || {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(left) {
+                    let _ = socket.shutdown(std::net::Shutdown::Both);
+                }
+            });
+        Self(spawned.ok().map(|_| tx))
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        if let Some(tx) = self.0.take() {
+            let _ = tx.send(());
+        }
+    }
 }

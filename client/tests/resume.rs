@@ -499,3 +499,27 @@ fn a_cut_while_a_kernel_runs_gets_its_reply_once() {
     let count = u32::from_le_bytes(read(&mut s, out, 4).try_into().unwrap());
     assert_eq!(count, n);
 }
+
+#[test]
+fn a_break_only_the_client_sees_is_resumed_at_once() {
+    // The network fails nearer the client: the client's connection is
+    // reset, the server's stays open and silent. The server learns of the
+    // break from the client's new connection.
+    let server = server();
+    let proxy = FaultProxy::start(server.addr()).unwrap();
+    let mut s = connect(proxy.addr(), Duration::from_secs(3)).unwrap();
+    attach(&mut s);
+    let ptr = malloc(&mut s, MIB);
+    let data = pattern(MIB, 11);
+    write(&mut s, ptr, &data);
+    proxy.cut_client_side_now();
+    std::thread::sleep(Duration::from_millis(50));
+    let started = Instant::now();
+    assert!(read(&mut s, ptr, MIB) == data);
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "resuming took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(proxy.cuts(), 1);
+}

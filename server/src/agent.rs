@@ -396,7 +396,7 @@ impl Agent {
                 Ok(()) => continue,
                 // The client closed between requests: it has left.
                 Err(AgentError::Transport(TransportError::Closed))
-                    if !self.mid_request && self.chan.peer_left() =>
+                    if !self.mid_request && self.chan.peer_left() && !self.client_is_back() =>
                 {
                     return Ok(())
                 }
@@ -407,6 +407,16 @@ impl Agent {
                 return Err(failure);
             }
         }
+    }
+
+    /// Whether the client already came back on a new connection (then an
+    /// end of the old one is a break, which the listener caused).
+    fn client_is_back(&mut self) -> bool {
+        self.session_secret.is_some()
+            && self
+                .resumption
+                .as_mut()
+                .is_some_and(|r| r.reconnects.pending())
     }
 
     /// Reads and serves the next request.
@@ -451,7 +461,7 @@ impl Agent {
         );
         session_event(SessionEvent::Interrupted);
         let mut resumed = false;
-        while let Some((chan, session_key)) = (resumption.reconnect)(deadline) {
+        while let Some((chan, session_key)) = resumption.reconnects.next(deadline) {
             self.chan.replace(chan);
             match self.resume_on_new_connection(&secret, &session_key) {
                 Ok(ok) => {
@@ -519,11 +529,15 @@ impl Agent {
                 "a resumed connection must start with SessionResume".into(),
             ));
         }
+        if header.bulk_len != 0 {
+            return Err(AgentError::Protocol(
+                "SessionResume carries no payload".into(),
+            ));
+        }
         let body = self.chan.recv_body(header.body_len)?;
         let Ok(Request::SessionResume(r)) = Request::decode(header.op, body) else {
             return Err(AgentError::Protocol("malformed SessionResume".into()));
         };
-        self.chan.discard_bulk(header.bulk_len)?;
         if !auth::verify_resume(secret, session_key, &r.proof) {
             return Err(AgentError::Protocol(
                 "a connection failed to prove it owns the session".into(),

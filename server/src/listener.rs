@@ -8,7 +8,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::RwLock;
 
@@ -25,7 +25,7 @@ use crate::metrics::{self, CountingChannel, Probe};
 use crate::occupancy::{Lease, Occupancy};
 use crate::peer::InstanceId;
 use crate::qos::{Lane, PortQos, SharedArbiter};
-use crate::resume::{Reconnection, Resumption, Route, Sessions};
+use crate::resume::{Reconnection, Reconnects, Resumption, Route, Sessions};
 use crate::tenant_memory::{MemoryAccount, TenantMemory};
 use crate::tenants::Tenants;
 
@@ -650,7 +650,13 @@ impl Gatekeeper {
                 let _live = LiveGuard::new(live);
                 let resume = session.map(|id| {
                     let (tx, rx) = std::sync::mpsc::channel();
-                    lease.add_session(self.sessions.register(id, &tenant, Route::Thread(tx)));
+                    let current = stream.try_clone().ok();
+                    lease.add_session(self.sessions.register(
+                        id,
+                        &tenant,
+                        Route::Thread(tx),
+                        current,
+                    ));
                     (id, rx)
                 });
                 let _lease = lease;
@@ -668,6 +674,7 @@ impl Gatekeeper {
                                 id,
                                 &tenant,
                                 Route::Process(ours),
+                                stream.try_clone().ok(),
                             ));
                             resume = Some((id, theirs));
                         }
@@ -779,23 +786,98 @@ pub fn serve_admitted(
 }
 
 /// How an agent thread waits for its client's next connection: the
-/// gatekeeper that admits it sends it over `rx`.
+/// gatekeeper that admits it sends it over a channel.
+struct ThreadReconnects {
+    rx: std::sync::mpsc::Receiver<Reconnection>,
+    /// A connection that came before the agent saw its old one end.
+    early: Option<Reconnection>,
+    setup: AgentSetup,
+}
+
+impl Reconnects for ThreadReconnects {
+    fn next(&mut self, deadline: Instant) -> Option<(Box<dyn Channel>, [u8; 32])> {
+        loop {
+            let (stream, admission) = match self.early.take() {
+                Some(early) => early,
+                None => {
+                    let left = deadline.checked_duration_since(Instant::now())?;
+                    self.rx.recv_timeout(left).ok()?
+                }
+            };
+            if let Some(opened) = reopen(stream, &admission, &self.setup) {
+                return Some(opened);
+            }
+        }
+    }
+
+    fn pending(&mut self) -> bool {
+        if self.early.is_none() {
+            self.early = self.rx.try_recv().ok();
+        }
+        self.early.is_some()
+    }
+}
+
 fn thread_resumption(
     session: [u8; 16],
     rx: std::sync::mpsc::Receiver<Reconnection>,
     setup: &AgentSetup,
 ) -> Resumption {
-    let setup = setup.clone();
     Resumption {
         session,
         grace: setup.limits.resume_grace,
-        reconnect: Box::new(move |deadline| loop {
-            let left = deadline.checked_duration_since(std::time::Instant::now())?;
-            let (stream, admission) = rx.recv_timeout(left).ok()?;
-            if let Some(opened) = reopen(stream, &admission, &setup) {
+        reconnects: Box::new(ThreadReconnects {
+            rx,
+            early: None,
+            setup: setup.clone(),
+        }),
+    }
+}
+
+/// How an agent process waits for its client's next connection: the
+/// listener passes it over a socket with the client's admission.
+struct ProcessReconnects {
+    socket: std::os::unix::net::UnixDatagram,
+    early: Option<(TcpStream, gate::Handover)>,
+    tenants: Option<Arc<Tenants>>,
+    setup: AgentSetup,
+}
+
+impl Reconnects for ProcessReconnects {
+    fn next(&mut self, deadline: Instant) -> Option<(Box<dyn Channel>, [u8; 32])> {
+        loop {
+            let (stream, handover) = match self.early.take() {
+                Some(early) => early,
+                None => match isolation::recv_reconnection(&self.socket, deadline) {
+                    Ok(Some(got)) => got,
+                    Ok(None) => return None,
+                    Err(e) => {
+                        tracing::warn!("cannot receive a resumed connection: {e}");
+                        return None;
+                    }
+                },
+            };
+            let admission = match handover.admission(self.tenants.as_deref()) {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::warn!("a resumed connection's admission: {e}");
+                    continue;
+                }
+            };
+            if let Some(opened) = reopen(stream, &admission, &self.setup) {
                 return Some(opened);
             }
-        }),
+        }
+    }
+
+    fn pending(&mut self) -> bool {
+        if self.early.is_none() {
+            let now = Instant::now();
+            self.early = isolation::recv_reconnection(&self.socket, now)
+                .ok()
+                .flatten();
+        }
+        self.early.is_some()
     }
 }
 
@@ -807,29 +889,14 @@ pub fn process_resumption(
     setup: &AgentSetup,
     tenants: Option<Arc<Tenants>>,
 ) -> Resumption {
-    let setup = setup.clone();
     Resumption {
         session,
         grace: setup.limits.resume_grace,
-        reconnect: Box::new(move |deadline| loop {
-            let (stream, handover) = match isolation::recv_reconnection(&socket, deadline) {
-                Ok(Some(got)) => got,
-                Ok(None) => return None,
-                Err(e) => {
-                    tracing::warn!("cannot receive a resumed connection: {e}");
-                    return None;
-                }
-            };
-            let admission = match handover.admission(tenants.as_deref()) {
-                Ok(a) => a,
-                Err(e) => {
-                    tracing::warn!("a resumed connection's admission: {e}");
-                    continue;
-                }
-            };
-            if let Some(opened) = reopen(stream, &admission, &setup) {
-                return Some(opened);
-            }
+        reconnects: Box::new(ProcessReconnects {
+            socket,
+            early: None,
+            tenants,
+            setup: setup.clone(),
         }),
     }
 }

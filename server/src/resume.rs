@@ -267,10 +267,16 @@ impl Channel for SessionChannel {
 pub type Reconnection = (TcpStream, Admission);
 
 /// Where a parked agent waits for its client's next connection, and how it
-/// turns it into a channel: the connection's session key comes with it,
-/// for the client's proof.
-pub type Reconnector =
-    Box<dyn FnMut(Instant) -> Option<(Box<dyn Channel>, [u8; 32])> + Send + 'static>;
+/// turns it into a channel (with the connection's session key, for the
+/// client's proof).
+pub trait Reconnects: Send {
+    /// Waits until `deadline` for the client's next connection, set up.
+    fn next(&mut self, deadline: Instant) -> Option<(Box<dyn Channel>, [u8; 32])>;
+
+    /// Whether the client has come back already: the agent then takes an
+    /// end of its old connection for a break, not for a goodbye.
+    fn pending(&mut self) -> bool;
+}
 
 /// What an agent needs to keep its session across connections.
 pub struct Resumption {
@@ -278,8 +284,8 @@ pub struct Resumption {
     pub session: [u8; 16],
     /// How long a session waits for its client after its connection broke.
     pub grace: Duration,
-    /// Waits for the next connection until a deadline.
-    pub reconnect: Reconnector,
+    /// Where its client's next connections come from.
+    pub reconnects: Box<dyn Reconnects>,
 }
 
 impl std::fmt::Debug for Resumption {
@@ -301,6 +307,9 @@ pub enum Route {
 struct Entry {
     tenant: String,
     route: Route,
+    /// The session's current connection, shut down when the client comes
+    /// back on a new one: the agent may not have seen the old one break.
+    current: Option<TcpStream>,
 }
 
 /// The listener's table of live sessions: id -> agent.
@@ -333,12 +342,19 @@ impl Sessions {
 
     /// Routes session `id` of `tenant` to `route` until the returned guard
     /// drops.
-    pub fn register(self: &Arc<Self>, id: [u8; 16], tenant: &str, route: Route) -> Registered {
+    pub fn register(
+        self: &Arc<Self>,
+        id: [u8; 16],
+        tenant: &str,
+        route: Route,
+        current: Option<TcpStream>,
+    ) -> Registered {
         self.live.lock().insert(
             id,
             Entry {
                 tenant: tenant.to_string(),
                 route,
+                current,
             },
         );
         Registered {
@@ -354,10 +370,16 @@ impl Sessions {
 
     /// Hands a new connection to the agent of session `id`.
     pub fn hand_over(&self, id: &[u8; 16], reconnection: Reconnection) -> Result<(), String> {
-        let live = self.live.lock();
-        let Some(entry) = live.get(id) else {
+        let mut live = self.live.lock();
+        let Some(entry) = live.get_mut(id) else {
             return Err("the session ended meanwhile".into());
         };
+        // An agent still reading its old connection wakes up; it finds the
+        // new one waiting and resumes on it.
+        if let Some(old) = entry.current.take() {
+            let _ = old.shutdown(std::net::Shutdown::Both);
+        }
+        entry.current = reconnection.0.try_clone().ok();
         match &entry.route {
             Route::Thread(tx) => tx
                 .send(reconnection)

@@ -60,6 +60,12 @@ struct State {
     every: Option<(Direction, u64, u32)>,
     /// Connection generation: bumping it cuts every live connection.
     generation: u64,
+    /// The next cut resets the clients' side only: the server's side stays
+    /// open and silent, as when a network breaks nearer the client.
+    client_side_only: bool,
+    /// Server-side sockets of connections cut on the client's side only,
+    /// held open until the proxy stops.
+    orphans: Vec<TcpStream>,
 }
 
 #[derive(Debug, Default)]
@@ -125,6 +131,15 @@ impl FaultProxy {
     /// Resets every connection now.
     pub fn cut_now(&self) {
         self.shared.lock().generation += 1;
+        self.shared.cuts.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Resets the clients' side of every connection now and leaves the
+    /// server's side open and silent: the server does not see the break.
+    pub fn cut_client_side_now(&self) {
+        let mut st = self.shared.lock();
+        st.client_side_only = true;
+        st.generation += 1;
         self.shared.cuts.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -265,9 +280,18 @@ fn pump(
 ) {
     let mut buf = vec![0u8; 64 << 10];
     let live = |shared: &Shared| shared.lock().generation == generation;
+    // Dropping both ends with SO_LINGER 0 resets them; on a cut of the
+    // clients' side only, the server's end is kept open instead.
+    let hold_server_side = |from: TcpStream, to: TcpStream| {
+        let mut st = shared.lock();
+        if st.client_side_only {
+            let server = if dir == Direction::Up { to } else { from };
+            st.orphans.push(server);
+        }
+    };
     loop {
         if !live(&shared) {
-            // Dropping both ends with SO_LINGER 0 resets them.
+            hold_server_side(from, to);
             return;
         }
         let n = match from.read(&mut buf) {
@@ -293,6 +317,7 @@ fn pump(
             }
         };
         if !live(&shared) {
+            hold_server_side(from, to);
             return;
         }
         let (k, then) = match judge(&shared, dir, n) {
