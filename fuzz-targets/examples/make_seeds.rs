@@ -191,6 +191,14 @@ fn handshake_seeds(dir: &Path) {
     hello.nonce = [1; PROOF_LEN];
     write(dir, "client-hello-body", &to_vec(&hello));
     write(dir, "client-hello", &handshake::encode_hello(&hello));
+    // A hello that resumes a session.
+    let mut resume = hello.clone();
+    resume.resume = [7; 16];
+    write(
+        dir,
+        "client-hello-resume",
+        &handshake::encode_hello(&resume),
+    );
     let server = ServerHello {
         version: handshake::PROTOCOL_VERSION,
         accepted: true,
