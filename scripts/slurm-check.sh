@@ -113,15 +113,23 @@ fail() {
     exit 1
 }
 
-# A TCP port on loopback that nothing listens on.
+# A TCP port on loopback that no socket uses. It is drawn below the kernel's
+# ephemeral range, where the outgoing connections of tests running beside
+# this one take their local ports; a probe sees listeners only.
 free_port() {
-    local port
+    local port low=32768
+    read -r low _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+    ((low > 11000)) || low=32768
     while :; do
-        port=$((20000 + RANDOM % 30000))
-        if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-            printf '%d\n' "$port"
-            return
+        port=$((10000 + RANDOM % (low - 10000)))
+        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+            continue
         fi
+        if command -v ss >/dev/null && [[ -n $(ss -Htan "( sport = :$port )" 2>/dev/null) ]]; then
+            continue
+        fi
+        printf '%d\n' "$port"
+        return
     done
 }
 
@@ -176,18 +184,41 @@ wait_for 10 "munged socket" test -S "$work/munge/munge.socket"
 
 # Two servers: A with two GPUs handed out one by one, B with one GPU handed
 # out as a whole server (an entry without `#gpu`).
-start_server() { # name, GPUs, port
-    "$bin/rcud-server" --backend emu --emu-gpus "$2" --emu-memory 1GiB \
-        --listen "127.0.0.1:$3" >"$work/log/rcud-server-$1.log" 2>&1 &
-    pids+=($!)
-}
+# A port can still be taken between the draw and the bind: a server that
+# could not listen is started again on another port.
 listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-server_port=$(free_port)
-start_server a 2 "$server_port"
-wait_for 30 "rcud-server A on port $server_port" listening "$server_port"
-server_b_port=$(free_port)
-start_server b 1 "$server_b_port"
-wait_for 30 "rcud-server B on port $server_b_port" listening "$server_b_port"
+started_port=
+start_server() { # name, GPUs; sets started_port
+    local try port pid log=$work/log/rcud-server-$1.log
+    for try in 1 2 3 4 5; do
+        port=$(free_port)
+        "$bin/rcud-server" --backend emu --emu-gpus "$2" --emu-memory 1GiB \
+            --listen "127.0.0.1:$port" >"$log" 2>&1 &
+        pid=$!
+        local deadline=$((SECONDS + 30))
+        while ((SECONDS < deadline)); do
+            if listening "$port"; then
+                pids+=("$pid")
+                started_port=$port
+                return
+            fi
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.2
+        done
+        if kill -0 "$pid" 2>/dev/null; then
+            kill "$pid" 2>/dev/null || true
+            fail "rcud-server $1 on port $port: not listening within 30 s"
+        fi
+        grep -q 'Address already in use' "$log" ||
+            fail "rcud-server $1 on port $port exited: $(tail -n 5 "$log")"
+        log "port $port was taken before rcud-server $1 bound it; drawing another (try $try)"
+    done
+    fail "rcud-server $1: five ports in a row were taken"
+}
+start_server a 2
+server_port=$started_port
+start_server b 1
+server_b_port=$started_port
 log "rcud-server A (emu, 2 GPUs) on 127.0.0.1:$server_port, B (1 GPU) on 127.0.0.1:$server_b_port"
 
 # The hook as operators install it, with its configuration beside it.
