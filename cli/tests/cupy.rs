@@ -365,11 +365,14 @@ fn cupy12_suite_subset() {
 /// serve in full, without the `*_loop` SVD tests: the same calls on larger
 /// stacks, 150 s more. `test_eigenvalue.py` covers `eigh`, `eigvalsh`
 /// (syevd and the batched Jacobi solver) and `eig`, `eigvals`
-/// (`cusolverDnXgeev`).
+/// (`cusolverDnXgeev`); `cupyx_tests/test_cusolver.py` the iterative
+/// refinement solvers (`gesv`, `gels`), `gesvdj`, `gesvda`, `syevj` and
+/// `csrlsvqr` (skipped: it wants SciPy, which is not installed).
 const LINALG_FILES: &[&str] = &[
-    "linalg_tests/test_solve.py",
-    "linalg_tests/test_decomposition.py",
-    "linalg_tests/test_eigenvalue.py",
+    "cupy_tests/linalg_tests/test_solve.py",
+    "cupy_tests/linalg_tests/test_decomposition.py",
+    "cupy_tests/linalg_tests/test_eigenvalue.py",
+    "cupyx_tests/test_cusolver.py",
 ];
 
 /// CuPy 13 only: the same libraries serve both wheels, and `cupy_math.py`
@@ -381,10 +384,7 @@ fn cupy13_linalg_suite_subset() {
     };
     let dir = "tests/python/cupy_suite";
     let ini = format!("{dir}/pytest.ini");
-    let files: Vec<String> = LINALG_FILES
-        .iter()
-        .map(|f| format!("{dir}/cupy_tests/{f}"))
-        .collect();
+    let files: Vec<String> = LINALG_FILES.iter().map(|f| format!("{dir}/{f}")).collect();
     let mut args = vec!["-c", &ini, "-m", "not slow", "-k", "not _loop", "-rfE"];
     args.extend(files.iter().map(String::as_str));
     let run = rcud_pytest(&py, &args, &[], SUITE_TIMEOUT);

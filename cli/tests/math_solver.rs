@@ -105,3 +105,53 @@ fn math_solver_sp_cudart_shared() {
 fn math_solver_sp_cudart_static() {
     run_solver_sp("math_solver_sp_cudart_static", "static");
 }
+
+/// The iterative-refinement solvers: `tests/cuda/math_solver_irs.cu`.
+fn run_solver_irs(test: &str, cudart: &str) {
+    let Some(env) = setup(test) else {
+        return;
+    };
+    let mut extra = math_args();
+    extra.extend([
+        "-lcusolver".to_string(),
+        "-cudart".to_string(),
+        cudart.to_string(),
+    ]);
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let bin = build_as(
+        env,
+        "math_solver_irs",
+        &format!("math_solver_irs_{cudart}"),
+        &extra,
+    );
+    let run = rcud_run(env, None, &bin, &[]);
+    run.assert_pass(None);
+    for pair in [
+        "DD", "DS", "DH", "DB", "DX", "SS", "SH", "SB", "SX", "ZZ", "ZC", "ZK", "ZE", "ZY", "CC",
+        "CK", "CE", "CY",
+    ] {
+        run.assert_line_starts(&format!("{pair}gesv: ok"));
+    }
+    for pair in ["DD", "DS", "DH", "DX", "SS", "SH", "ZK", "CY"] {
+        run.assert_line_starts(&format!("{pair}gels: ok"));
+    }
+    for line in [
+        "IRSXgesv: ok",
+        "fallback: ok",
+        "IRSXgels: ok",
+        "expert statuses: ok",
+        "statuses: ok",
+    ] {
+        run.assert_line_starts(line);
+    }
+}
+
+#[test]
+fn math_solver_irs_cudart_shared() {
+    run_solver_irs("math_solver_irs_cudart_shared", "shared");
+}
+
+#[test]
+fn math_solver_irs_cudart_static() {
+    run_solver_irs("math_solver_irs_cudart_static", "static");
+}

@@ -475,6 +475,13 @@ impl Run {
         }
     }
 
+    /// Some stdout line starts with `prefix`.
+    pub(crate) fn assert_line_starts(&self, prefix: &str) {
+        if !self.stdout.lines().any(|l| l.trim().starts_with(prefix)) {
+            self.fail(&format!("no stdout line starts with `{prefix}`"), None);
+        }
+    }
+
     /// Some stdout line contains `needle`.
     pub(crate) fn assert_contains(&self, needle: &str) {
         if !self.stdout.lines().any(|l| l.contains(needle)) {

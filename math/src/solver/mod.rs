@@ -8,6 +8,7 @@
 mod batched;
 pub mod dense;
 pub mod geev;
+pub mod irs;
 mod rf;
 mod sp;
 pub mod sparse;
@@ -81,6 +82,7 @@ impl State {
                 Ok(Reply::ok(Vec::new()))
             }
             call @ Call::Gesvda { .. } => Ok(Reply::ok(batched::gesvda(memory, &call)?)),
+            call @ Call::Irs { .. } => Ok(Reply::ok(irs::run(memory, &call)?)),
             call => {
                 if let Some(reply) = sp::run(&mut self.sp_infos, memory, &call) {
                     return Ok(self.within_budget(reply?, &call));
@@ -325,6 +327,7 @@ fn run(memory: &mut dyn DeviceMemory, call: Call) -> Result<(), Fault> {
         | Call::Syevj { .. }
         | Call::Gesvdj { .. }
         | Call::Gesvda { .. }
+        | Call::Irs { .. }
         | Call::SpLsv { .. }
         | Call::SpAnalysis { .. }
         | Call::SpBufferInfo { .. }

@@ -119,6 +119,18 @@ crate::wire_enum! {
         /// ‖A − U S Vᴴ‖_F of each matrix (`batch` f64), which cuSOLVER
         /// writes to the host.
         40 Gesvda { handle: u64, dtype: u8, jobz: i32, rank: i32, m: i32, n: i32, a: u64, lda: i32, stride_a: i64, s: u64, stride_s: i64, u: u64, ldu: i32, stride_u: i64, v: u64, ldv: i32, stride_v: i64, info: u64, batch: i32 },
+        /// The iterative-refinement solvers: `cusolverDn<t1><t2>gesv`
+        /// (`gels` 0: n×n A, `m` = `n`, pivots to `ipiv` unless it is 0) and
+        /// `cusolverDn<t1><t2>gels` (`gels` 1: least squares of an m×n A,
+        /// m ≥ n), and their expert forms `cusolverDnIRSXgesv`/`IRSXgels`.
+        /// `dtype` is the main precision (A, B and X), `lowest` the
+        /// `cusolverPrecType_t` the factorization runs in, `refine` the
+        /// `cusolverIRSRefinement_t`; `max_iters`, `tol` (0: the default)
+        /// and `fallback` are the `cusolverDnIRSParams_t`'s. Answers the
+        /// iteration count (i32, negative when the refinement did not
+        /// converge) and, with `history` 1, the residual norm after each
+        /// iteration (f64 each, the first one before any).
+        41 Irs { handle: u64, dtype: u8, lowest: i32, gels: u8, m: i32, n: i32, nrhs: i32, a: u64, lda: i32, ipiv: u64, b: u64, ldb: i32, x: u64, ldx: i32, info: u64, refine: i32, max_iters: i32, tol: f64, fallback: u8, history: u8 },
     }
 }
 
@@ -132,6 +144,55 @@ pub const SP_LU: u8 = 0;
 pub const SP_CHOL: u8 = 1;
 /// Householder QR.
 pub const SP_QR: u8 = 2;
+
+/// `cusolverPrecType_t`: the real precisions an IRS factorization may run
+/// in, and their complex twins (each the real one plus [`PREC_COMPLEX`]).
+pub const PREC_R_64F: i32 = 1203;
+/// `CUSOLVER_R_32F`.
+pub const PREC_R_32F: i32 = 1204;
+/// `CUSOLVER_R_16F`.
+pub const PREC_R_16F: i32 = 1205;
+/// `CUSOLVER_R_16BF`.
+pub const PREC_R_16BF: i32 = 1206;
+/// `CUSOLVER_R_TF32`.
+pub const PREC_R_TF32: i32 = 1207;
+/// `CUSOLVER_C_*` = `CUSOLVER_R_*` + 10.
+pub const PREC_COMPLEX: i32 = 10;
+
+/// `cusolverIRSRefinement_t`: not set (the expert API refuses it).
+pub const REFINE_NOT_SET: i32 = 1100;
+/// No refinement: the lowest precision's factorization and solve only.
+pub const REFINE_NONE: i32 = 1101;
+/// Classical iterative refinement.
+pub const REFINE_CLASSICAL: i32 = 1102;
+/// `CUSOLVER_IRS_REFINE_GMRES_NOPCOND`, the last value.
+pub const REFINE_LAST: i32 = 1106;
+
+/// The `cusolverPrecType_t` of `dtype` itself (S, D, C, Z).
+pub fn main_precision(dtype: u8) -> Option<i32> {
+    Some(match dtype {
+        0 => PREC_R_32F,
+        1 => PREC_R_64F,
+        2 => PREC_R_32F + PREC_COMPLEX,
+        3 => PREC_R_64F + PREC_COMPLEX,
+        _ => return None,
+    })
+}
+
+/// Whether an IRS solver of main precision `dtype` may factor in
+/// `lowest`: the same kind (real or complex), and no wider than the main
+/// precision (a float problem cannot factor in double).
+pub fn irs_lowest_allowed(dtype: u8, lowest: i32) -> bool {
+    let base = if is_complex(dtype) { PREC_COMPLEX } else { 0 };
+    let Some(real) = lowest.checked_sub(base) else {
+        return false;
+    };
+    match real {
+        PREC_R_64F => dtype == 1 || dtype == 3,
+        PREC_R_32F | PREC_R_16F | PREC_R_16BF | PREC_R_TF32 => element_size(dtype).is_some(),
+        _ => false,
+    }
+}
 
 /// `cublasOperation_t`: op(A) = A.
 pub const OP_N: i32 = 0;
@@ -858,6 +919,54 @@ impl Call {
                 }
                 ranges
             }
+            Call::Irs {
+                dtype,
+                lowest,
+                gels,
+                m,
+                n,
+                nrhs,
+                a,
+                lda,
+                ipiv,
+                b,
+                ldb,
+                x,
+                ldx,
+                info,
+                refine,
+                max_iters,
+                ..
+            } => {
+                let (m, n, nrhs, size) =
+                    (dim(m, "m")?, dim(n, "n")?, dim(nrhs, "nrhs")?, size(dtype)?);
+                if !irs_lowest_allowed(dtype, lowest) {
+                    return Err(InvalidValue("lowest precision"));
+                }
+                if !(REFINE_NONE..=REFINE_LAST).contains(&refine) {
+                    return Err(InvalidValue("refinement solver"));
+                }
+                if max_iters < 0 {
+                    return Err(InvalidValue("maximum iterations"));
+                }
+                match gels {
+                    0 if m != n => return Err(InvalidValue("gesv: m != n")),
+                    // cuSOLVER's IRS least squares takes tall matrices only.
+                    1 if m < n => return Err(InvalidValue("gels: m < n")),
+                    0 | 1 => {}
+                    _ => return Err(InvalidValue("gels")),
+                }
+                let mut ranges = vec![
+                    matrix(a, m, n, lda, size, "ldda")?,
+                    matrix(b, m, nrhs, ldb, size, "lddb")?,
+                    matrix(x, n, nrhs, ldx, size, "lddx")?,
+                    info_range(info),
+                ];
+                if ipiv != 0 {
+                    ranges.push(array(ipiv, n, 4, "dipiv")?);
+                }
+                ranges
+            }
             Call::Gesvd {
                 dtype,
                 jobu,
@@ -931,7 +1040,8 @@ impl Call {
             | Call::Syevj { handle, .. }
             | Call::Gesvdj { handle, .. }
             | Call::Geev { handle, .. }
-            | Call::Gesvda { handle, .. } => Some(handle),
+            | Call::Gesvda { handle, .. }
+            | Call::Irs { handle, .. } => Some(handle),
             Call::SpLsv { handle, .. }
             | Call::SpAnalysis { handle, .. }
             | Call::SpBufferInfo { handle, .. }

@@ -9,6 +9,7 @@
 //! device memory, as cuSOLVER's kernels leave them.
 
 mod dense;
+mod irs;
 mod jacobi;
 mod rf;
 mod sp;

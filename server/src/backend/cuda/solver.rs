@@ -67,6 +67,7 @@ fn dense(call: &Call) -> Option<(Precision, Dense)> {
         | Call::Syevj { .. }
         | Call::Gesvdj { .. }
         | Call::Gesvda { .. }
+        | Call::Irs { .. }
         | Call::SpLsv { .. }
         | Call::SpAnalysis { .. }
         | Call::SpBufferInfo { .. }
@@ -387,9 +388,10 @@ impl CudaDeviceContext {
                 | Call::Syevj { .. }
                 | Call::Gesvdj { .. }
                 | Call::Gesvda { .. }
+                | Call::Irs { .. }
         ) {
             tracing::info!(
-                "cuSOLVER's batched and Jacobi routines are not forwarded to the GPU yet"
+                "cuSOLVER's batched, Jacobi and iterative-refinement routines are not forwarded to the GPU yet"
             );
             return Ok(Reply::status(NOT_SUPPORTED));
         }
