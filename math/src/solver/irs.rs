@@ -34,6 +34,11 @@ const OVERFLOW: i32 = -2;
 /// exactly zero pivot, or R singular).
 const BREAKDOWN: i32 = -3;
 
+/// The most refinement steps one solve runs, whatever the params ask:
+/// each costs O(n²) and a history entry, and a client must not make the
+/// server loop (and remember) billions of them.
+const MAX_ITERS: usize = 10_000;
+
 /// A floating-point format the factorization may be held in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Precision {
@@ -540,7 +545,7 @@ pub(super) fn run(memory: &mut dyn DeviceMemory, call: &Call) -> Result<Vec<u8>,
         main: Precision::of_dtype(dtype),
         lowest: Precision::from_prec_type(lowest),
         refine: refine != REFINE_NONE,
-        max_iters: size(max_iters),
+        max_iters: size(max_iters).min(MAX_ITERS),
         tol: (tol > 0.0).then_some(tol),
         fallback: fallback != 0,
     };
