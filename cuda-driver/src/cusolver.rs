@@ -13,6 +13,10 @@
 //! client (rcud's wire protocol does not carry it), so each handle keeps a
 //! [`Workspace`] of the server's own, grown to the largest size asked.
 
+mod irs;
+
+pub use irs::Irs;
+
 use std::ffi::{c_int, c_schar, c_void};
 use std::fmt;
 use std::sync::Arc;
@@ -188,6 +192,8 @@ struct SolverApi {
     gesvd: [Gesvd; 4],
     /// `cusolverDnXgeev`, None where the library predates it.
     geev: Option<GeevApi>,
+    /// The iterative-refinement solvers, each where the library has it.
+    irs: irs::IrsApi,
     /// Keeps the code behind the pointers mapped; dropped last.
     _library: libloading::Library,
 }
@@ -244,6 +250,7 @@ impl SolverApi {
                         geev: optional(lib, "cusolverDnXgeev")?,
                     })
                 })(),
+                irs: irs::IrsApi::resolve(lib),
                 _library: library,
             })
         }

@@ -18,8 +18,7 @@ use std::sync::Mutex;
 
 use rcud_proto::math::solver::{
     element_size, irs_lowest_allowed, main_precision, Call, PREC_COMPLEX, PREC_R_16BF, PREC_R_16F,
-    PREC_R_32F, PREC_R_64F, PREC_R_TF32, REFINE_CLASSICAL, REFINE_LAST, REFINE_NONE,
-    REFINE_NOT_SET,
+    PREC_R_32F, PREC_R_64F, PREC_R_TF32, REFINE_CLASSICAL, REFINE_LAST, REFINE_NOT_SET,
 };
 
 use super::{handle_stream, run_now, Handle, Workspace, INTERNAL_ERROR, INVALID_VALUE, SUCCESS};
@@ -82,8 +81,9 @@ struct Infos {
     max_iters: c_int,
     residual_requested: bool,
     /// (iteration, residual norm) rows, in the main precision's real type:
-    /// f64 pairs, or f32 pairs for single-precision problems.
-    history: Vec<u8>,
+    /// f64 pairs, or f32 pairs for single-precision problems. None when the
+    /// server sent none (a GPU's cuSOLVER keeps its history to itself).
+    history: Option<Vec<u8>>,
 }
 
 /// The live objects, by id (the value the application holds).
@@ -380,18 +380,21 @@ pub extern "C" fn cusolverDnIRSInfosGetResidualHistory(
     guard(INTERNAL_ERROR, || {
         let ptr = with_objects(|o| {
             o.infos.get_mut(&(infos as u64)).map(|i| {
-                if i.residual_requested {
-                    Some(i.history.as_mut_ptr().cast::<c_void>())
+                if !i.residual_requested {
+                    // cuSOLVER refuses until residuals are asked for.
+                    Err(INVALID_VALUE)
                 } else {
-                    None
+                    match i.history.as_mut() {
+                        Some(rows) => Ok(rows.as_mut_ptr().cast::<c_void>()),
+                        None => Err(super::NOT_SUPPORTED),
+                    }
                 }
             })
         });
         match ptr {
             None => INFOS_NOT_INITIALIZED,
-            // cuSOLVER answers "not initialized" until residuals are asked for.
-            Some(None) => INVALID_VALUE,
-            Some(Some(p)) => match write_out(out, p) {
+            Some(Err(status)) => status,
+            Some(Ok(p)) => match write_out(out, p) {
                 Ok(()) => SUCCESS,
                 Err(_) => INVALID_VALUE,
             },
@@ -467,12 +470,9 @@ fn call(handle: u64, run: &Run, p: &Problem, info: u64, history: bool) -> Call {
         x: p.x.0 as u64,
         ldx: p.x.1,
         info,
-        // Every refinement solver but NONE runs classical refinement.
-        refine: if run.params.refine == REFINE_NONE {
-            REFINE_NONE
-        } else {
-            REFINE_CLASSICAL
-        },
+        // The emulated device runs every solver but NONE as classical
+        // refinement; a GPU runs the one asked for.
+        refine: run.params.refine,
         max_iters: run.params.max_iters,
         tol: run.params.tol,
         fallback: u8::from(run.params.fallback),
@@ -552,7 +552,7 @@ fn solve(
             if let Some(i) = o.infos.get_mut(&id) {
                 i.niters = count;
                 i.max_iters = run.params.max_iters;
-                i.history = rows;
+                i.history = (!norms.is_empty()).then_some(rows);
             }
         });
     }

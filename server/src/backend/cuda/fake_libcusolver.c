@@ -545,3 +545,192 @@ int cusolverDnXgeev(struct handle *h, struct params *p, int jobvl, int jobvr, lo
     *info = 0;
     return OK;
 }
+
+// ---------------------------------------------------------------------------
+// Iterative refinement: DDgesv and DHgesv by name, and the expert API. For a
+// diagonal A the solve is X = B / diag(A) (anything else: NOT_SUPPORTED);
+// the typed routines write ipiv = 1..n and niters 0 (DD) or 2 (DH), the
+// expert ones niters = the params' maximum minus one, so that a test sees
+// the settings arrived. Workspaces: 256 + 8·n·(n + nrhs) bytes, written.
+// ---------------------------------------------------------------------------
+static size_t irs_bytes(int n, int nrhs) { return 256 + 8 * (size_t)n * (size_t)(n + nrhs); }
+
+static int diagonal_solve(int m, int n, int nrhs, const double *a, int lda, const double *b, int ldb,
+                          double *x, int ldx) {
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++)
+            if (i != j && A_(i, j) != 0) return NOT_SUPPORTED;
+    for (int c = 0; c < nrhs; c++)
+        for (int i = 0; i < n; i++) x[(long)c * ldx + i] = B_(i, c) / A_(i, i);
+    return OK;
+}
+
+#define TYPED_GESV(P, ITERS)                                                                      \
+    int cusolverDn##P##gesv_bufferSize(struct handle *h, int n, int nrhs, void *a, int lda,       \
+                                       int *ipiv, void *b, int ldb, void *x, int ldx, void *work, \
+                                       size_t *bytes) {                                           \
+        (void)a, (void)ipiv, (void)b, (void)x, (void)work;                                        \
+        note("cusolverDn" #P "gesv_bufferSize", h, "n=%d nrhs=%d lda=%d ldb=%d ldx=%d", n, nrhs,  \
+             lda, ldb, ldx);                                                                      \
+        if (!h) return NOT_INITIALIZED;                                                           \
+        *bytes = irs_bytes(n, nrhs);                                                              \
+        return OK;                                                                                \
+    }                                                                                             \
+    int cusolverDn##P##gesv(struct handle *h, int n, int nrhs, double *a, int lda, int *ipiv,     \
+                            double *b, int ldb, double *x, int ldx, void *work, size_t bytes,     \
+                            int *iter, int *info) {                                               \
+        note("cusolverDn" #P "gesv", h, "n=%d nrhs=%d lda=%d ldb=%d ldx=%d bytes=%zu work=%p", n, \
+             nrhs, lda, ldb, ldx, bytes, work);                                                   \
+        int r = ready(h, NULL, 0, 0, 0);                                                          \
+        if (r) return r;                                                                          \
+        if (!work || bytes < irs_bytes(n, nrhs)) return INVALID_VALUE;                            \
+        memset(work, 0xA5, irs_bytes(n, nrhs));                                                   \
+        r = diagonal_solve(n, n, nrhs, a, lda, b, ldb, x, ldx);                                   \
+        if (r) return r;                                                                          \
+        for (int i = 0; i < n; i++) ipiv[i] = i + 1;                                              \
+        *iter = ITERS;                                                                            \
+        *info = 0;                                                                                \
+        return OK;                                                                                \
+    }
+TYPED_GESV(DD, 0)
+TYPED_GESV(DH, 2)
+
+#define IRS_MAGIC 0x1125
+struct irs_params {
+    int magic, main, lowest, refine, max_iters, fallback;
+    double tol;
+};
+struct irs_infos {
+    int magic;
+};
+
+int cusolverDnIRSParamsCreate(struct irs_params **out) {
+    struct irs_params *p = calloc(1, sizeof *p);
+    if (!p) return 2;
+    p->magic = IRS_MAGIC;
+    p->refine = 1100;
+    p->max_iters = 50;
+    p->fallback = 1;
+    *out = p;
+    note("cusolverDnIRSParamsCreate", NULL, "params=%p", (void *)p);
+    return OK;
+}
+
+int cusolverDnIRSParamsDestroy(struct irs_params *p) {
+    note("cusolverDnIRSParamsDestroy", NULL, "params=%p", (void *)p);
+    if (!p || p->magic != IRS_MAGIC) return 12;
+    p->magic = 0;
+    free(p);
+    return OK;
+}
+
+#define IRS_SET(NAME, FIELD, TYPE)                           \
+    int NAME(struct irs_params *p, TYPE v) {                 \
+        if (!p || p->magic != IRS_MAGIC) return 12;          \
+        p->FIELD = v;                                        \
+        return OK;                                           \
+    }
+IRS_SET(cusolverDnIRSParamsSetRefinementSolver, refine, int)
+IRS_SET(cusolverDnIRSParamsSetTol, tol, double)
+IRS_SET(cusolverDnIRSParamsSetMaxIters, max_iters, int)
+
+int cusolverDnIRSParamsSetSolverPrecisions(struct irs_params *p, int main, int lowest) {
+    if (!p || p->magic != IRS_MAGIC) return 12;
+    p->main = main;
+    p->lowest = lowest;
+    return OK;
+}
+
+int cusolverDnIRSParamsEnableFallback(struct irs_params *p) {
+    if (!p || p->magic != IRS_MAGIC) return 12;
+    p->fallback = 1;
+    return OK;
+}
+
+int cusolverDnIRSParamsDisableFallback(struct irs_params *p) {
+    if (!p || p->magic != IRS_MAGIC) return 12;
+    p->fallback = 0;
+    return OK;
+}
+
+int cusolverDnIRSInfosCreate(struct irs_infos **out) {
+    struct irs_infos *i = calloc(1, sizeof *i);
+    if (!i) return 2;
+    i->magic = IRS_MAGIC;
+    *out = i;
+    note("cusolverDnIRSInfosCreate", NULL, "infos=%p", (void *)i);
+    return OK;
+}
+
+int cusolverDnIRSInfosDestroy(struct irs_infos *i) {
+    note("cusolverDnIRSInfosDestroy", NULL, "infos=%p", (void *)i);
+    if (!i || i->magic != IRS_MAGIC) return 25;
+    i->magic = 0;
+    free(i);
+    return OK;
+}
+
+static int irs_valid(struct irs_params *p) {
+    if (!p || p->magic != IRS_MAGIC) return 12;
+    if (p->refine == 1100) return 15;
+    return OK;
+}
+
+static void note_params(const char *call, struct handle *h, struct irs_params *p, int m, int n,
+                        int nrhs) {
+    note(call, h, "params=%p main=%d lowest=%d refine=%d max_iters=%d tol=%g fallback=%d m=%d n=%d nrhs=%d",
+         (void *)p, p->main, p->lowest, p->refine, p->max_iters, p->tol, p->fallback, m, n, nrhs);
+}
+
+int cusolverDnIRSXgesv_bufferSize(struct handle *h, struct irs_params *p, int n, int nrhs,
+                                  size_t *bytes) {
+    int r = irs_valid(p);
+    if (r) return r;
+    note_params("cusolverDnIRSXgesv_bufferSize", h, p, n, n, nrhs);
+    if (!h) return NOT_INITIALIZED;
+    *bytes = irs_bytes(n, nrhs);
+    return OK;
+}
+
+int cusolverDnIRSXgels_bufferSize(struct handle *h, struct irs_params *p, int m, int n, int nrhs,
+                                  size_t *bytes) {
+    int r = irs_valid(p);
+    if (r) return r;
+    note_params("cusolverDnIRSXgels_bufferSize", h, p, m, n, nrhs);
+    if (!h) return NOT_INITIALIZED;
+    *bytes = irs_bytes(m, nrhs);
+    return OK;
+}
+
+static int irs_run(const char *call, struct handle *h, struct irs_params *p, struct irs_infos *i,
+                   int m, int n, int nrhs, double *a, int lda, double *b, int ldb, double *x,
+                   int ldx, void *work, size_t bytes, int *niters, int *info) {
+    int r = irs_valid(p);
+    if (r) return r;
+    note_params(call, h, p, m, n, nrhs);
+    r = ready(h, NULL, 0, 0, 0);
+    if (r) return r;
+    if (!i || i->magic != IRS_MAGIC) return 25;
+    if (!work || bytes < irs_bytes(m, nrhs)) return INVALID_VALUE;
+    memset(work, 0xA5, irs_bytes(m, nrhs));
+    if (p->main != 1203) return NOT_SUPPORTED;
+    r = diagonal_solve(m, n, nrhs, a, lda, b, ldb, x, ldx);
+    if (r) return r;
+    *niters = p->max_iters - 1;
+    *info = 0;
+    return OK;
+}
+
+int cusolverDnIRSXgesv(struct handle *h, struct irs_params *p, struct irs_infos *i, int n, int nrhs,
+                       double *a, int lda, double *b, int ldb, double *x, int ldx, void *work,
+                       size_t bytes, int *niters, int *info) {
+    return irs_run("cusolverDnIRSXgesv", h, p, i, n, n, nrhs, a, lda, b, ldb, x, ldx, work, bytes,
+                   niters, info);
+}
+
+int cusolverDnIRSXgels(struct handle *h, struct irs_params *p, struct irs_infos *i, int m, int n,
+                       int nrhs, double *a, int lda, double *b, int ldb, double *x, int ldx,
+                       void *work, size_t bytes, int *niters, int *info) {
+    return irs_run("cusolverDnIRSXgels", h, p, i, m, n, nrhs, a, lda, b, ldb, x, ldx, work, bytes,
+                   niters, info);
+}

@@ -332,6 +332,54 @@ fn dense(call: &Call) -> Option<(Precision, Dense)> {
     })
 }
 
+/// The IRS solve a checked [`Call::Irs`] describes.
+fn irs(call: &Call) -> Option<nv::Irs> {
+    let Call::Irs {
+        dtype,
+        lowest,
+        gels,
+        m,
+        n,
+        nrhs,
+        a,
+        lda,
+        ipiv,
+        b,
+        ldb,
+        x,
+        ldx,
+        info,
+        refine,
+        max_iters,
+        tol,
+        fallback,
+        ..
+    } = *call
+    else {
+        return None;
+    };
+    Some(nv::Irs {
+        main: Precision::from_dtype(dtype)?,
+        lowest,
+        gels: gels == 1,
+        m,
+        n,
+        nrhs,
+        a,
+        lda,
+        ipiv,
+        b,
+        ldb,
+        x,
+        ldx,
+        info,
+        refine,
+        max_iters,
+        tol,
+        fallback: fallback != 0,
+    })
+}
+
 impl CudaDeviceContext {
     /// Runs one cuSOLVER call (the library's calls on the `cuda` backend).
     pub(super) fn solver_call(&mut self, call: Call) -> Result<Reply, Failure> {
@@ -387,18 +435,12 @@ impl CudaDeviceContext {
                 | Call::PotrsBatched { .. }
                 | Call::Syevj { .. }
                 | Call::Gesvdj { .. }
-                | Call::Gesvda { .. }
-                | Call::Irs { .. }
         ) {
             tracing::info!(
-                "cuSOLVER's batched, Jacobi and iterative-refinement routines are not forwarded to the GPU yet"
+                "cuSOLVER's batched and Jacobi routines are not forwarded to the GPU yet"
             );
             return Ok(Reply::status(NOT_SUPPORTED));
         }
-        let Some((precision, op)) = dense(&call) else {
-            // `device_ranges` refused every other data type.
-            return Ok(Reply::status(INVALID_VALUE));
-        };
         // Empty ranges touch nothing, as on the emulated device.
         for (ptr, len) in ranges.into_iter().filter(|&(_, len)| len > 0) {
             if self.memory.check(ptr, len).is_err() {
@@ -410,6 +452,22 @@ impl CudaDeviceContext {
                 ));
             }
         }
+        if let Some(irs) = irs(&call) {
+            self.live()?;
+            let Some(h) = handle.and_then(|h| self.solver.handles.get_mut(&h)) else {
+                return Ok(Reply::status(NOT_INITIALIZED));
+            };
+            // The residual history is the emulated device's alone: the
+            // answer carries `niters` only.
+            return match h.run_irs(&irs) {
+                Ok(niters) => Ok(Reply::ok(niters.to_le_bytes().to_vec())),
+                Err(e) => self.solver_failed(e),
+            };
+        }
+        let Some((precision, op)) = dense(&call) else {
+            // `device_ranges` refused every other data type.
+            return Ok(Reply::status(INVALID_VALUE));
+        };
         self.live()?;
         let Some(h) = handle.and_then(|h| self.solver.handles.get_mut(&h)) else {
             return Ok(Reply::status(NOT_INITIALIZED));

@@ -635,3 +635,142 @@ fn fake_cusolver_xgeev_reaches_the_library() {
         "{lines:?}"
     );
 }
+
+#[allow(clippy::too_many_arguments)]
+fn irs(
+    handle: u64,
+    lowest: i32,
+    gels: u8,
+    (m, n): (i32, i32),
+    a: u64,
+    ipiv: u64,
+    b: u64,
+    x: u64,
+) -> Call {
+    Call::Irs {
+        handle,
+        dtype: D,
+        lowest,
+        gels,
+        m,
+        n,
+        nrhs: 1,
+        a,
+        lda: m,
+        ipiv,
+        b,
+        ldb: m,
+        x,
+        ldx: n,
+        info: x + 8 * n as u64,
+        refine: 1104,
+        max_iters: 7,
+        tol: 1e-9,
+        fallback: 0,
+        history: 1,
+    }
+}
+
+#[test]
+fn fake_cusolver_iterative_refinement_reaches_the_library() {
+    let test = "fake_cusolver_iterative_refinement_reaches_the_library";
+    let Some((b, log)) = fake_solver_backend(test) else {
+        return;
+    };
+    let mut ctx = b.open(0, 0).unwrap();
+    let ctx = ctx.as_mut();
+    let handle = create(ctx);
+    // A (3×3 diagonal, or 4×3 with a zero last row), B, X with devInfo
+    // after it, pivots.
+    let (a, rhs, x, ipiv) = (
+        ctx.malloc(96).unwrap(),
+        ctx.malloc(32).unwrap(),
+        ctx.malloc(24 + 4).unwrap(),
+        ctx.malloc(12).unwrap(),
+    );
+    put(
+        ctx,
+        a,
+        &f64s(&[2.0, 0.0, 0.0, 0.0, 4.0, 0.0, 0.0, 0.0, 8.0]),
+    );
+    put(ctx, rhs, &f64s(&[2.0, 2.0, 2.0, 0.0]));
+    // A typed gesv (pivots asked for) runs as that routine: DHgesv.
+    let reply = solver(ctx, irs(handle, 1205, 0, (3, 3), a, ipiv, rhs, x)).unwrap();
+    assert_eq!(reply.status, 0);
+    assert_eq!(reply.out, 2i32.to_le_bytes(), "niters of the typed routine");
+    assert!(close(&read_f64s(ctx, x, 3), &[1.0, 0.5, 0.25]));
+    assert_eq!(read_i32s(ctx, ipiv, 3), [1, 2, 3]);
+    // Without pivots, the expert API with the call's settings.
+    put(ctx, x, &[0; 24]);
+    let reply = solver(ctx, irs(handle, 1204, 0, (3, 3), a, 0, rhs, x)).unwrap();
+    assert_eq!(
+        (reply.status, reply.out.clone()),
+        (0, 6i32.to_le_bytes().to_vec())
+    );
+    assert!(close(&read_f64s(ctx, x, 3), &[1.0, 0.5, 0.25]));
+    // Least squares of a 4×3 A through IRSXgels.
+    put(
+        ctx,
+        a,
+        &f64s(&[2.0, 0.0, 0.0, 0.0, 0.0, 4.0, 0.0, 0.0, 0.0, 0.0, 8.0, 0.0]),
+    );
+    put(ctx, x, &[0; 24]);
+    let reply = solver(ctx, irs(handle, 1207, 1, (4, 3), a, 0, rhs, x)).unwrap();
+    assert_eq!(reply.status, 0);
+    assert!(close(&read_f64s(ctx, x, 3), &[1.0, 0.5, 0.25]));
+    // A typed routine the library lacks (DXgesv) is NOT_SUPPORTED.
+    put(
+        ctx,
+        a,
+        &f64s(&[2.0, 0.0, 0.0, 0.0, 4.0, 0.0, 0.0, 0.0, 8.0]),
+    );
+    assert_eq!(
+        status(ctx, irs(handle, 1207, 0, (3, 3), a, ipiv, rhs, x)),
+        NOT_SUPPORTED
+    );
+
+    let lines = log_lines(&log);
+    let typed = calls(&lines, "cusolverDnDHgesv");
+    assert_eq!(typed.len(), 1, "{lines:?}");
+    assert!(
+        typed[0].contains("n=3 nrhs=1 lda=3 ldb=3 ldx=3 bytes=352 "),
+        "{}",
+        typed[0]
+    );
+    // The workspace is the server's own.
+    let work = typed[0]
+        .split("work=")
+        .nth(1)
+        .unwrap()
+        .trim()
+        .trim_start_matches("0x");
+    assert!(ctx
+        .check(u64::from_str_radix(work, 16).unwrap(), 352)
+        .is_err());
+    let gesv = calls(&lines, "cusolverDnIRSXgesv");
+    let gels = calls(&lines, "cusolverDnIRSXgels");
+    assert_eq!((gesv.len(), gels.len()), (1, 1), "{lines:?}");
+    assert!(
+        gesv[0].contains(
+            "main=1203 lowest=1204 refine=1104 max_iters=7 tol=1e-09 fallback=0 m=3 n=3 nrhs=1"
+        ),
+        "{}",
+        gesv[0]
+    );
+    assert!(
+        gels[0].contains("lowest=1207 ") && gels[0].contains("m=4 n=3 "),
+        "{}",
+        gels[0]
+    );
+    // Each expert call's params and infos are made for it and destroyed.
+    for what in ["IRSParams", "IRSInfos"] {
+        let made = calls(&lines, &format!("cusolverDn{what}Create")).len();
+        let gone = calls(&lines, &format!("cusolverDn{what}Destroy")).len();
+        assert_eq!((made, gone), (2, 2), "{what}: {lines:?}");
+    }
+    // Out of the client's memory: refused before the library.
+    let before = log_lines(&log).len();
+    let f = solver(ctx, irs(handle, 1205, 0, (3, 3), a, ipiv, rhs, x + 8)).unwrap_err();
+    assert_eq!(f.code, CudaError::ILLEGAL_ADDRESS, "{f}");
+    assert_eq!(log_lines(&log).len(), before);
+}
