@@ -14,8 +14,10 @@
 //! [`Workspace`] of the server's own, grown to the largest size asked.
 
 mod irs;
+mod jacobi;
 
 pub use irs::Irs;
+pub use jacobi::{Jacobi, JacobiSettings};
 
 use std::ffi::{c_int, c_schar, c_void};
 use std::fmt;
@@ -194,6 +196,8 @@ struct SolverApi {
     geev: Option<GeevApi>,
     /// The iterative-refinement solvers, each where the library has it.
     irs: irs::IrsApi,
+    /// The Jacobi solvers and gesvda, each where the library has it.
+    jacobi: jacobi::JacobiApi,
     /// Keeps the code behind the pointers mapped; dropped last.
     _library: libloading::Library,
 }
@@ -251,6 +255,7 @@ impl SolverApi {
                     })
                 })(),
                 irs: irs::IrsApi::resolve(lib),
+                jacobi: jacobi::JacobiApi::resolve(lib),
                 _library: library,
             })
         }

@@ -734,3 +734,231 @@ int cusolverDnIRSXgels(struct handle *h, struct irs_params *p, struct irs_infos 
     return irs_run("cusolverDnIRSXgels", h, p, i, m, n, nrhs, a, lda, b, ldb, x, ldx, work, bytes,
                    niters, info);
 }
+
+// ---------------------------------------------------------------------------
+// Jacobi solvers and gesvda. The info objects keep their settings; every
+// call logs them. D computes on diagonal matrices only (syevj: W = diag(A),
+// V = I; gesvdj and gesvda: S = diag(A), U = V = I, h_R_nrmF = 0); the S, C
+// and Z forms exist (rcud resolves all four) and answer NOT_SUPPORTED.
+// Workspaces: lwork_of(m, n) elements, written.
+// ---------------------------------------------------------------------------
+#define JACOBI_MAGIC 0x5e77
+struct jacobi_info {
+    int magic, max_sweeps, sort;
+    double tol;
+};
+
+#define JACOBI_INFO(KIND)                                                            \
+    int cusolverDnCreate##KIND##Info(struct jacobi_info **out) {                     \
+        struct jacobi_info *i = calloc(1, sizeof *i);                                \
+        if (!i) return 2;                                                            \
+        i->magic = JACOBI_MAGIC;                                                     \
+        i->max_sweeps = 100;                                                         \
+        i->sort = 1;                                                                 \
+        *out = i;                                                                    \
+        note("cusolverDnCreate" #KIND "Info", NULL, "info=%p", (void *)i);           \
+        return OK;                                                                   \
+    }                                                                                \
+    int cusolverDnDestroy##KIND##Info(struct jacobi_info *i) {                       \
+        note("cusolverDnDestroy" #KIND "Info", NULL, "info=%p", (void *)i);          \
+        if (!i || i->magic != JACOBI_MAGIC) return INVALID_VALUE;                    \
+        i->magic = 0;                                                                \
+        free(i);                                                                     \
+        return OK;                                                                   \
+    }
+JACOBI_INFO(Syevj)
+JACOBI_INFO(Gesvdj)
+
+#define JACOBI_SET(NAME, FIELD, TYPE)                         \
+    int NAME(struct jacobi_info *i, TYPE v) {                 \
+        if (!i || i->magic != JACOBI_MAGIC) return INVALID_VALUE; \
+        i->FIELD = v;                                         \
+        return OK;                                            \
+    }
+JACOBI_SET(cusolverDnXsyevjSetTolerance, tol, double)
+JACOBI_SET(cusolverDnXsyevjSetMaxSweeps, max_sweeps, int)
+JACOBI_SET(cusolverDnXsyevjSetSortEig, sort, int)
+JACOBI_SET(cusolverDnXgesvdjSetTolerance, tol, double)
+JACOBI_SET(cusolverDnXgesvdjSetMaxSweeps, max_sweeps, int)
+JACOBI_SET(cusolverDnXgesvdjSetSortEig, sort, int)
+
+static int jacobi_ok(struct jacobi_info *i) { return i && i->magic == JACOBI_MAGIC; }
+
+// A diagonal m×n D matrix's diagonal into `d`, identities into the vector
+// matrices given (NULL: skipped); NOT_SUPPORTED for any other matrix.
+static int diagonal_decomposition(int m, int n, const double *a, int lda, double *d, double *u,
+                                  int ldu, int ucols, double *v, int ldv, int vcols) {
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++)
+            if (i != j && A_(i, j) != 0) return NOT_SUPPORTED;
+    for (int i = 0; i < (m < n ? m : n); i++) d[i] = A_(i, i);
+    if (u)
+        for (int j = 0; j < ucols; j++)
+            for (int i = 0; i < m; i++) u[(long)j * ldu + i] = i == j;
+    if (v)
+        for (int j = 0; j < vcols; j++)
+            for (int i = 0; i < n; i++) v[(long)j * ldv + i] = i == j;
+    return OK;
+}
+
+#define SYEVJ(P, NAME, T)                                                                          \
+    int cusolverDn##P##NAME##_bufferSize(struct handle *h, int jobz, int uplo, int n, T *a,       \
+                                         int lda, void *w, int *lwork, struct jacobi_info *i) {   \
+        (void)a, (void)w;                                                                          \
+        note("cusolverDn" #P #NAME "_bufferSize", h, "jobz=%d uplo=%d n=%d lda=%d", jobz, uplo, n, \
+             lda);                                                                                 \
+        if (!h) return NOT_INITIALIZED;                                                            \
+        if (!jacobi_ok(i)) return INVALID_VALUE;                                                   \
+        *lwork = lwork_of(n, n);                                                                   \
+        return OK;                                                                                 \
+    }                                                                                              \
+    int cusolverDn##P##NAME(struct handle *h, int jobz, int uplo, int n, T *a, int lda, void *w,  \
+                            T *work, int lwork, int *info, struct jacobi_info *i) {               \
+        note("cusolverDn" #P #NAME, h, "jobz=%d uplo=%d n=%d lda=%d tol=%g sweeps=%d sort=%d",    \
+             jobz, uplo, n, lda, jacobi_ok(i) ? i->tol : -1.0, jacobi_ok(i) ? i->max_sweeps : -1, \
+             jacobi_ok(i) ? i->sort : -1);                                                         \
+        int r = ready(h, work, lwork, lwork_of(n, n), sizeof(T));                                  \
+        if (r) return r;                                                                           \
+        if (!jacobi_ok(i)) return INVALID_VALUE;                                                   \
+        if (sizeof(T) != sizeof(double) || #P[0] != 'D') return NOT_SUPPORTED;                     \
+        r = diagonal_decomposition(n, n, (const double *)a, lda, w, jobz ? (double *)a : NULL,    \
+                                   lda, n, NULL, 1, 0);                                            \
+        if (r) return r;                                                                           \
+        *info = 0;                                                                                 \
+        return OK;                                                                                 \
+    }                                                                                              \
+    int cusolverDn##P##NAME##Batched_bufferSize(struct handle *h, int jobz, int uplo, int n,      \
+                                                T *a, int lda, void *w, int *lwork,               \
+                                                struct jacobi_info *i, int batch) {               \
+        (void)a, (void)w;                                                                          \
+        note("cusolverDn" #P #NAME "Batched_bufferSize", h, "n=%d batch=%d", n, batch);            \
+        if (!h) return NOT_INITIALIZED;                                                            \
+        if (!jacobi_ok(i)) return INVALID_VALUE;                                                   \
+        *lwork = lwork_of(n, n * batch);                                                           \
+        return OK;                                                                                 \
+    }                                                                                              \
+    int cusolverDn##P##NAME##Batched(struct handle *h, int jobz, int uplo, int n, T *a, int lda,  \
+                                     void *w, T *work, int lwork, int *info,                      \
+                                     struct jacobi_info *i, int batch) {                          \
+        note("cusolverDn" #P #NAME "Batched", h,                                                   \
+             "jobz=%d uplo=%d n=%d lda=%d batch=%d tol=%g sweeps=%d sort=%d", jobz, uplo, n, lda,  \
+             batch, jacobi_ok(i) ? i->tol : -1.0, jacobi_ok(i) ? i->max_sweeps : -1,              \
+             jacobi_ok(i) ? i->sort : -1);                                                         \
+        int r = ready(h, work, lwork, lwork_of(n, n * batch), sizeof(T));                          \
+        if (r) return r;                                                                           \
+        if (!jacobi_ok(i)) return INVALID_VALUE;                                                   \
+        if (sizeof(T) != sizeof(double) || #P[0] != 'D') return NOT_SUPPORTED;                     \
+        for (int k = 0; k < batch; k++) {                                                          \
+            double *ak = (double *)a + (long)k * lda * n;                                          \
+            r = diagonal_decomposition(n, n, ak, lda, (double *)w + (long)k * n,                  \
+                                       jobz ? ak : NULL, lda, n, NULL, 1, 0);                      \
+            if (r) return r;                                                                       \
+            info[k] = 0;                                                                           \
+        }                                                                                          \
+        return OK;                                                                                 \
+    }
+SYEVJ(S, syevj, float)
+SYEVJ(D, syevj, double)
+SYEVJ(C, heevj, float _Complex)
+SYEVJ(Z, heevj, double _Complex)
+
+#define GESVDJ(P, T)                                                                               \
+    int cusolverDn##P##gesvdj_bufferSize(struct handle *h, int jobz, int econ, int m, int n,      \
+                                         T *a, int lda, void *s, T *u, int ldu, T *v, int ldv,    \
+                                         int *lwork, struct jacobi_info *i) {                     \
+        (void)a, (void)s, (void)u, (void)v;                                                        \
+        note("cusolverDn" #P "gesvdj_bufferSize", h, "jobz=%d econ=%d m=%d n=%d lda=%d ldu=%d "   \
+             "ldv=%d", jobz, econ, m, n, lda, ldu, ldv);                                           \
+        if (!h) return NOT_INITIALIZED;                                                            \
+        if (!jacobi_ok(i)) return INVALID_VALUE;                                                   \
+        *lwork = lwork_of(m, n);                                                                   \
+        return OK;                                                                                 \
+    }                                                                                              \
+    int cusolverDn##P##gesvdj(struct handle *h, int jobz, int econ, int m, int n, T *a, int lda,  \
+                              void *s, T *u, int ldu, T *v, int ldv, T *work, int lwork,          \
+                              int *info, struct jacobi_info *i) {                                 \
+        note("cusolverDn" #P "gesvdj", h,                                                          \
+             "jobz=%d econ=%d m=%d n=%d lda=%d tol=%g sweeps=%d sort=%d", jobz, econ, m, n, lda,   \
+             jacobi_ok(i) ? i->tol : -1.0, jacobi_ok(i) ? i->max_sweeps : -1,                      \
+             jacobi_ok(i) ? i->sort : -1);                                                         \
+        int r = ready(h, work, lwork, lwork_of(m, n), sizeof(T));                                  \
+        if (r) return r;                                                                           \
+        if (!jacobi_ok(i)) return INVALID_VALUE;                                                   \
+        if (sizeof(T) != sizeof(double) || #P[0] != 'D') return NOT_SUPPORTED;                     \
+        int k = m < n ? m : n;                                                                     \
+        r = diagonal_decomposition(m, n, (const double *)a, lda, s, jobz ? (double *)u : NULL,    \
+                                   ldu, econ ? k : m, jobz ? (double *)v : NULL, ldv,              \
+                                   econ ? k : n);                                                  \
+        if (r) return r;                                                                           \
+        *info = 0;                                                                                 \
+        return OK;                                                                                 \
+    }                                                                                              \
+    int cusolverDn##P##gesvdjBatched_bufferSize(struct handle *h, int jobz, int m, int n, T *a,   \
+                                                int lda, void *s, T *u, int ldu, T *v, int ldv,   \
+                                                int *lwork, struct jacobi_info *i, int batch) {   \
+        (void)a, (void)s, (void)u, (void)v, (void)jobz, (void)ldu, (void)ldv, (void)lda;            \
+        note("cusolverDn" #P "gesvdjBatched_bufferSize", h, "m=%d n=%d batch=%d", m, n, batch);    \
+        if (!h) return NOT_INITIALIZED;                                                            \
+        if (!jacobi_ok(i)) return INVALID_VALUE;                                                   \
+        *lwork = lwork_of(m, n * batch);                                                           \
+        return OK;                                                                                 \
+    }                                                                                              \
+    int cusolverDn##P##gesvdjBatched(struct handle *h, int jobz, int m, int n, T *a, int lda,     \
+                                     void *s, T *u, int ldu, T *v, int ldv, T *work, int lwork,   \
+                                     int *info, struct jacobi_info *i, int batch) {               \
+        note("cusolverDn" #P "gesvdjBatched", h, "jobz=%d m=%d n=%d batch=%d sweeps=%d", jobz, m, \
+             n, batch, jacobi_ok(i) ? i->max_sweeps : -1);                                         \
+        int r = ready(h, work, lwork, lwork_of(m, n * batch), sizeof(T));                          \
+        if (r) return r;                                                                           \
+        if (!jacobi_ok(i)) return INVALID_VALUE;                                                   \
+        if (sizeof(T) != sizeof(double) || #P[0] != 'D') return NOT_SUPPORTED;                     \
+        int k = m < n ? m : n;                                                                     \
+        for (int b = 0; b < batch; b++) {                                                          \
+            r = diagonal_decomposition(                                                            \
+                m, n, (const double *)a + (long)b * lda * n, lda, (double *)s + (long)b * k,       \
+                jobz ? (double *)u + (long)b * ldu * m : NULL, ldu, m,                             \
+                jobz ? (double *)v + (long)b * ldv * n : NULL, ldv, n);                            \
+            if (r) return r;                                                                       \
+            info[b] = 0;                                                                           \
+        }                                                                                          \
+        return OK;                                                                                 \
+    }                                                                                              \
+    int cusolverDn##P##gesvdaStridedBatched_bufferSize(                                            \
+        struct handle *h, int jobz, int rank, int m, int n, const T *a, int lda, long long sa,     \
+        const void *s, long long ss, const T *u, int ldu, long long su, const T *v, int ldv,       \
+        long long sv, int *lwork, int batch) {                                                     \
+        (void)a, (void)s, (void)u, (void)v;                                                        \
+        note("cusolverDn" #P "gesvdaStridedBatched_bufferSize", h,                                 \
+             "jobz=%d rank=%d m=%d n=%d lda=%d sa=%lld ss=%lld ldu=%d su=%lld ldv=%d sv=%lld "     \
+             "batch=%d",                                                                           \
+             jobz, rank, m, n, lda, sa, ss, ldu, su, ldv, sv, batch);                              \
+        if (!h) return NOT_INITIALIZED;                                                            \
+        *lwork = lwork_of(m, n);                                                                   \
+        return OK;                                                                                 \
+    }                                                                                              \
+    int cusolverDn##P##gesvdaStridedBatched(                                                       \
+        struct handle *h, int jobz, int rank, int m, int n, const T *a, int lda, long long sa,     \
+        void *s, long long ss, T *u, int ldu, long long su, T *v, int ldv, long long sv, T *work,  \
+        int lwork, int *info, double *nrm, int batch) {                                            \
+        note("cusolverDn" #P "gesvdaStridedBatched", h, "jobz=%d rank=%d m=%d n=%d batch=%d",     \
+             jobz, rank, m, n, batch);                                                             \
+        int r = ready(h, work, lwork, lwork_of(m, n), sizeof(T));                                  \
+        if (r) return r;                                                                           \
+        if (sizeof(T) != sizeof(double) || #P[0] != 'D') return NOT_SUPPORTED;                     \
+        for (int b = 0; b < batch; b++) {                                                          \
+            double d[64];                                                                          \
+            if (n > 64) return NOT_SUPPORTED;                                                      \
+            r = diagonal_decomposition(m, n, (const double *)a + b * sa, lda, d,                   \
+                                       jobz ? (double *)u + b * su : NULL, ldu, rank,              \
+                                       jobz ? (double *)v + b * sv : NULL, ldv, rank);             \
+            if (r) return r;                                                                       \
+            for (int i = 0; i < rank; i++) ((double *)s)[b * ss + i] = d[i];                       \
+            info[b] = 0;                                                                           \
+            nrm[b] = 0;                                                                            \
+        }                                                                                          \
+        return OK;                                                                                 \
+    }
+GESVDJ(S, float)
+GESVDJ(D, double)
+GESVDJ(C, float _Complex)
+GESVDJ(Z, double _Complex)

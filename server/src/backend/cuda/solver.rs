@@ -59,7 +59,7 @@ impl SolverHandles {
 fn dense(call: &Call) -> Option<(Precision, Dense)> {
     let p = |dtype: u8| Precision::from_dtype(dtype);
     Some(match *call {
-        // Not forwarded yet: `solver_call` answers NOT_SUPPORTED.
+        // Answered by `solver_call` itself, or by `jacobi` and `irs`.
         Call::Create {}
         | Call::Destroy { .. }
         | Call::PotrfBatched { .. }
@@ -332,6 +332,127 @@ fn dense(call: &Call) -> Option<(Precision, Dense)> {
     })
 }
 
+/// The Jacobi or gesvda routine a checked call describes.
+fn jacobi(call: &Call) -> Option<(Precision, nv::Jacobi)> {
+    let p = |dtype: u8| Precision::from_dtype(dtype);
+    Some(match *call {
+        Call::Syevj {
+            dtype,
+            jobz,
+            uplo,
+            n,
+            a,
+            lda,
+            w,
+            info,
+            batch,
+            batched,
+            tol,
+            max_sweeps,
+            sort,
+            ..
+        } => (
+            p(dtype)?,
+            nv::Jacobi::Syevj {
+                jobz,
+                uplo,
+                n,
+                a,
+                lda,
+                w,
+                info,
+                batched: batched == 1,
+                batch,
+                settings: nv::JacobiSettings {
+                    tol,
+                    max_sweeps,
+                    sort,
+                },
+            },
+        ),
+        Call::Gesvdj {
+            dtype,
+            jobz,
+            econ,
+            m,
+            n,
+            a,
+            lda,
+            s,
+            u,
+            ldu,
+            v,
+            ldv,
+            info,
+            batch,
+            batched,
+            tol,
+            max_sweeps,
+            sort,
+            ..
+        } => (
+            p(dtype)?,
+            nv::Jacobi::Gesvdj {
+                jobz,
+                econ,
+                m,
+                n,
+                a,
+                lda,
+                s,
+                u,
+                ldu,
+                v,
+                ldv,
+                info,
+                batched: batched == 1,
+                batch,
+                settings: nv::JacobiSettings {
+                    tol,
+                    max_sweeps,
+                    sort,
+                },
+            },
+        ),
+        Call::Gesvda {
+            dtype,
+            jobz,
+            rank,
+            m,
+            n,
+            a,
+            lda,
+            stride_a,
+            s,
+            stride_s,
+            u,
+            ldu,
+            stride_u,
+            v,
+            ldv,
+            stride_v,
+            info,
+            batch,
+            ..
+        } => (
+            p(dtype)?,
+            nv::Jacobi::Gesvda {
+                jobz,
+                rank,
+                m,
+                n,
+                a: (a, lda, stride_a),
+                s: (s, stride_s),
+                u: (u, ldu, stride_u),
+                v: (v, ldv, stride_v),
+                info,
+                batch,
+            },
+        ),
+        _ => return None,
+    })
+}
+
 /// The IRS solve a checked [`Call::Irs`] describes.
 fn irs(call: &Call) -> Option<nv::Irs> {
     let Call::Irs {
@@ -429,15 +550,9 @@ impl CudaDeviceContext {
             tracing::info!("cuSOLVER's sparse API is not forwarded to the GPU");
             return Ok(Reply::status(NOT_SUPPORTED));
         }
-        if matches!(
-            call,
-            Call::PotrfBatched { .. }
-                | Call::PotrsBatched { .. }
-                | Call::Syevj { .. }
-                | Call::Gesvdj { .. }
-        ) {
+        if matches!(call, Call::PotrfBatched { .. } | Call::PotrsBatched { .. }) {
             tracing::info!(
-                "cuSOLVER's batched and Jacobi routines are not forwarded to the GPU yet"
+                "cuSOLVER's potrfBatched and potrsBatched are not forwarded to the GPU yet"
             );
             return Ok(Reply::status(NOT_SUPPORTED));
         }
@@ -451,6 +566,16 @@ impl CudaDeviceContext {
                     ),
                 ));
             }
+        }
+        if let Some((precision, op)) = jacobi(&call) {
+            self.live()?;
+            let Some(h) = handle.and_then(|h| self.solver.handles.get_mut(&h)) else {
+                return Ok(Reply::status(NOT_INITIALIZED));
+            };
+            return match h.run_jacobi(precision, &op) {
+                Ok(host) => Ok(Reply::ok(host)),
+                Err(e) => self.solver_failed(e),
+            };
         }
         if let Some(irs) = irs(&call) {
             self.live()?;

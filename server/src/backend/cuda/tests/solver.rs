@@ -774,3 +774,151 @@ fn fake_cusolver_iterative_refinement_reaches_the_library() {
     assert_eq!(f.code, CudaError::ILLEGAL_ADDRESS, "{f}");
     assert_eq!(log_lines(&log).len(), before);
 }
+
+#[test]
+fn fake_cusolver_jacobi_and_gesvda_reach_the_library() {
+    let test = "fake_cusolver_jacobi_and_gesvda_reach_the_library";
+    let Some((b, log)) = fake_solver_backend(test) else {
+        return;
+    };
+    let mut ctx = b.open(0, 0).unwrap();
+    let ctx = ctx.as_mut();
+    let handle = create(ctx);
+    // Two 3×3 diagonal matrices back to back, W/S (6 doubles), U and V
+    // (two 3×3 each), infos.
+    let (a, w, u, v, info) = (
+        ctx.malloc(144).unwrap(),
+        ctx.malloc(48).unwrap(),
+        ctx.malloc(144).unwrap(),
+        ctx.malloc(144).unwrap(),
+        ctx.malloc(8).unwrap(),
+    );
+    let diagonal = |ctx: &mut dyn DeviceContext| {
+        put(
+            ctx,
+            a,
+            &f64s(&[
+                3.0, 0.0, 0.0, 0.0, 2.0, 0.0, 0.0, 0.0, 1.0, //
+                6.0, 0.0, 0.0, 0.0, 5.0, 0.0, 0.0, 0.0, 4.0,
+            ]),
+        )
+    };
+    let syevj = |dtype: u8, batched: u8, batch: i32| Call::Syevj {
+        handle,
+        dtype,
+        jobz: 1,
+        uplo: 0,
+        n: 3,
+        a,
+        lda: 3,
+        w,
+        info,
+        batch,
+        batched,
+        tol: 1e-9,
+        max_sweeps: 7,
+        sort: 0,
+    };
+    diagonal(ctx);
+    assert_eq!(status(ctx, syevj(D, 0, 1)), 0);
+    assert_eq!(read_f64s(ctx, w, 3), [3.0, 2.0, 1.0]);
+    assert_eq!(
+        read_f64s(ctx, a, 9),
+        [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0],
+        "eigenvectors over A"
+    );
+    diagonal(ctx);
+    put(ctx, info, &[0xff; 8]);
+    assert_eq!(status(ctx, syevj(D, 1, 2)), 0);
+    assert_eq!(read_f64s(ctx, w, 6), [3.0, 2.0, 1.0, 6.0, 5.0, 4.0]);
+    assert_eq!(read_i32s(ctx, info, 2), [0, 0]);
+    // The library's own status for a form it does not compute.
+    assert_eq!(status(ctx, syevj(S, 0, 1)), NOT_SUPPORTED);
+
+    let gesvdj = |batched: u8, batch: i32| Call::Gesvdj {
+        handle,
+        dtype: D,
+        jobz: 1,
+        econ: 0,
+        m: 3,
+        n: 3,
+        a,
+        lda: 3,
+        s: w,
+        u,
+        ldu: 3,
+        v,
+        ldv: 3,
+        info,
+        batch,
+        batched,
+        tol: 0.0,
+        max_sweeps: 0,
+        sort: 1,
+    };
+    diagonal(ctx);
+    assert_eq!(status(ctx, gesvdj(0, 1)), 0);
+    assert_eq!(read_f64s(ctx, w, 3), [3.0, 2.0, 1.0]);
+    assert_eq!(status(ctx, gesvdj(1, 2)), 0);
+    assert_eq!(read_f64s(ctx, w, 6), [3.0, 2.0, 1.0, 6.0, 5.0, 4.0]);
+    assert_eq!(
+        read_f64s(ctx, v + 72, 9),
+        [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+    );
+
+    // gesvda answers h_R_nrmF, one double per matrix.
+    let reply = solver(
+        ctx,
+        Call::Gesvda {
+            handle,
+            dtype: D,
+            jobz: 1,
+            rank: 2,
+            m: 3,
+            n: 3,
+            a,
+            lda: 3,
+            stride_a: 9,
+            s: w,
+            stride_s: 2,
+            u,
+            ldu: 3,
+            stride_u: 9,
+            v,
+            ldv: 3,
+            stride_v: 9,
+            info,
+            batch: 2,
+        },
+    )
+    .unwrap();
+    assert_eq!((reply.status, reply.out), (0, f64s(&[0.0, 0.0])));
+    assert_eq!(read_f64s(ctx, w, 4), [3.0, 2.0, 6.0, 5.0]);
+
+    let lines = log_lines(&log);
+    let runs = calls(&lines, "cusolverDnDsyevj");
+    assert_eq!(runs.len(), 1, "{lines:?}");
+    assert!(
+        runs[0].contains("jobz=1 uplo=0 n=3 lda=3 tol=1e-09 sweeps=7 sort=0"),
+        "{}",
+        runs[0]
+    );
+    let batched = calls(&lines, "cusolverDnDsyevjBatched");
+    assert!(
+        batched[0].contains("batch=2 tol=1e-09 sweeps=7 sort=0"),
+        "{}",
+        batched[0]
+    );
+    // cuSOLVER's defaults where the wire says 0.
+    let g = calls(&lines, "cusolverDnDgesvdj");
+    assert!(g[0].contains("tol=0 sweeps=100 sort=1"), "{}", g[0]);
+    assert!(calls(&lines, "cusolverDnDgesvdjBatched")[0].contains("batch=2 sweeps=100"));
+    assert_eq!(calls(&lines, "cusolverDnDgesvdaStridedBatched").len(), 1);
+    // One info object per call, destroyed after it.
+    for kind in ["Syevj", "Gesvdj"] {
+        let made = calls(&lines, &format!("cusolverDnCreate{kind}Info")).len();
+        let gone = calls(&lines, &format!("cusolverDnDestroy{kind}Info")).len();
+        assert_eq!(made, gone, "{kind}: {lines:?}");
+        assert!(made >= 2, "{kind}: {lines:?}");
+    }
+}
