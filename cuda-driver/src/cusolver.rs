@@ -13,9 +13,11 @@
 //! client (rcud's wire protocol does not carry it), so each handle keeps a
 //! [`Workspace`] of the server's own, grown to the largest size asked.
 
+mod batched;
 mod irs;
 mod jacobi;
 
+pub use batched::Batched;
 pub use irs::Irs;
 pub use jacobi::{Jacobi, JacobiSettings};
 
@@ -198,6 +200,8 @@ struct SolverApi {
     irs: irs::IrsApi,
     /// The Jacobi solvers and gesvda, each where the library has it.
     jacobi: jacobi::JacobiApi,
+    /// The batched Cholesky, where the library has it.
+    batched: batched::BatchedApi,
     /// Keeps the code behind the pointers mapped; dropped last.
     _library: libloading::Library,
 }
@@ -256,6 +260,7 @@ impl SolverApi {
                 })(),
                 irs: irs::IrsApi::resolve(lib),
                 jacobi: jacobi::JacobiApi::resolve(lib),
+                batched: batched::BatchedApi::resolve(lib),
                 _library: library,
             })
         }

@@ -67,12 +67,12 @@ pub(super) enum Refusal {
 
 /// A device array of per-batch matrix pointers: each matrix `shape`
 /// (rows, columns) with leading dimension `ld` and `elem`-byte elements.
-struct PointerArray {
-    what: &'static str,
-    ptr: u64,
-    shape: (i64, i64),
-    ld: i64,
-    elem: u64,
+pub(super) struct PointerArray {
+    pub(super) what: &'static str,
+    pub(super) ptr: u64,
+    pub(super) shape: (i64, i64),
+    pub(super) ld: i64,
+    pub(super) elem: u64,
 }
 
 /// A device range a call touches.
@@ -1342,7 +1342,7 @@ impl CudaDeviceContext {
     /// memory, checks every matrix it names, and runs `call` with copies of
     /// the checked arrays in device memory of the server's own, which the
     /// client cannot change during the call (freed after it).
-    fn with_checked_arrays(
+    pub(super) fn with_checked_arrays(
         &mut self,
         arrays: &[PointerArray],
         batch: i32,
@@ -1427,7 +1427,7 @@ impl CudaDeviceContext {
 
 /// How a forwarded call ended when it did not succeed.
 #[derive(Debug)]
-enum Outcome {
+pub(super) enum Outcome {
     Refused(Refusal),
     Library(BlasError),
     Failed(Failure),

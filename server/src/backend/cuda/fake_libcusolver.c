@@ -962,3 +962,53 @@ GESVDJ(S, float)
 GESVDJ(D, double)
 GESVDJ(C, float _Complex)
 GESVDJ(Z, double _Complex)
+
+// ---------------------------------------------------------------------------
+// Batched Cholesky of diagonal D matrices (the factor: the square roots of
+// the diagonal); the S, C and Z forms exist and answer NOT_SUPPORTED. The
+// pointer arrays are logged, so that a test sees they are the server's.
+// ---------------------------------------------------------------------------
+#define POTRF_BATCHED(P, T)                                                                        \
+    int cusolverDn##P##potrfBatched(struct handle *h, int uplo, int n, T **arr, int lda, int *info, \
+                                    int batch) {                                                   \
+        note("cusolverDn" #P "potrfBatched", h, "uplo=%d n=%d lda=%d batch=%d Aarray=%p", uplo, n, \
+             lda, batch, (void *)arr);                                                             \
+        int r = ready(h, NULL, 0, 0, 0);                                                           \
+        if (r) return r;                                                                           \
+        if (#P[0] != 'D') return NOT_SUPPORTED;                                                    \
+        for (int k = 0; k < batch; k++) {                                                          \
+            double *a = (double *)arr[k];                                                          \
+            for (int j = 0; j < n; j++)                                                            \
+                for (int i = 0; i < n; i++)                                                        \
+                    if (i != j && A_(i, j) != 0) return NOT_SUPPORTED;                             \
+            info[k] = 0;                                                                           \
+            for (int i = 0; i < n; i++) {                                                          \
+                if (A_(i, i) <= 0) {                                                               \
+                    info[k] = i + 1;                                                               \
+                    break;                                                                         \
+                }                                                                                  \
+                A_(i, i) = sqrt(A_(i, i));                                                         \
+            }                                                                                      \
+        }                                                                                          \
+        return OK;                                                                                 \
+    }                                                                                              \
+    int cusolverDn##P##potrsBatched(struct handle *h, int uplo, int n, int nrhs, T **aarr, int lda, \
+                                    T **barr, int ldb, int *info, int batch) {                     \
+        note("cusolverDn" #P "potrsBatched", h,                                                    \
+             "uplo=%d n=%d nrhs=%d lda=%d ldb=%d batch=%d Aarray=%p Barray=%p", uplo, n, nrhs,     \
+             lda, ldb, batch, (void *)aarr, (void *)barr);                                         \
+        int r = ready(h, NULL, 0, 0, 0);                                                           \
+        if (r) return r;                                                                           \
+        if (#P[0] != 'D') return NOT_SUPPORTED;                                                    \
+        for (int k = 0; k < batch; k++) {                                                          \
+            double *a = (double *)aarr[k], *b = (double *)barr[k];                                 \
+            for (int c = 0; c < nrhs; c++)                                                         \
+                for (int i = 0; i < n; i++) B_(i, c) /= A_(i, i) * A_(i, i);                       \
+        }                                                                                          \
+        *info = 0;                                                                                 \
+        return OK;                                                                                 \
+    }
+POTRF_BATCHED(S, float)
+POTRF_BATCHED(D, double)
+POTRF_BATCHED(C, float _Complex)
+POTRF_BATCHED(Z, double _Complex)

@@ -19,6 +19,7 @@ use rcud_proto::math::solver::Call;
 use rcud_proto::ops::Failure;
 use rcud_proto::CudaError;
 
+use super::blas::{Outcome, PointerArray, Refusal};
 use super::library::LazyLibrary;
 use super::CudaDeviceContext;
 
@@ -550,11 +551,8 @@ impl CudaDeviceContext {
             tracing::info!("cuSOLVER's sparse API is not forwarded to the GPU");
             return Ok(Reply::status(NOT_SUPPORTED));
         }
-        if matches!(call, Call::PotrfBatched { .. } | Call::PotrsBatched { .. }) {
-            tracing::info!(
-                "cuSOLVER's potrfBatched and potrsBatched are not forwarded to the GPU yet"
-            );
-            return Ok(Reply::status(NOT_SUPPORTED));
+        if let Some(reply) = self.batched_cholesky(&call) {
+            return reply;
         }
         // Empty ranges touch nothing, as on the emulated device.
         for (ptr, len) in ranges.into_iter().filter(|&(_, len)| len > 0) {
@@ -601,6 +599,152 @@ impl CudaDeviceContext {
             Ok(()) => Ok(Reply::ok(Vec::new())),
             Err(e) => self.solver_failed(e),
         }
+    }
+
+    /// `potrfBatched` / `potrsBatched` (None for another call): every
+    /// matrix the pointer arrays name is checked against the client's
+    /// allocations, and cuSOLVER gets the server's copies of the arrays.
+    fn batched_cholesky(&mut self, call: &Call) -> Option<Result<Reply, Failure>> {
+        // The routine (its arrays filled in once staged) and, for each
+        // operand, (pointer array, rows, columns, leading dimension).
+        let (handle, dtype, template, operands) = match *call {
+            Call::PotrfBatched {
+                handle,
+                dtype,
+                uplo,
+                n,
+                a,
+                lda,
+                info,
+                batch,
+            } => (
+                handle,
+                dtype,
+                nv::Batched::Potrf {
+                    uplo,
+                    n,
+                    a: 0,
+                    lda,
+                    info,
+                    batch,
+                },
+                vec![(a, n, n, lda)],
+            ),
+            Call::PotrsBatched {
+                handle,
+                dtype,
+                uplo,
+                n,
+                nrhs,
+                a,
+                lda,
+                b,
+                ldb,
+                info,
+                batch,
+            } => (
+                handle,
+                dtype,
+                nv::Batched::Potrs {
+                    uplo,
+                    n,
+                    nrhs,
+                    a: 0,
+                    lda,
+                    b: 0,
+                    ldb,
+                    info,
+                    batch,
+                },
+                vec![(a, n, n, lda), (b, n, nrhs, ldb)],
+            ),
+            _ => return None,
+        };
+        // `device_ranges` refused every other data type.
+        let precision = Precision::from_dtype(dtype)?;
+        let elem = rcud_proto::math::solver::element_size(dtype)?;
+        let arrays: Vec<PointerArray> = operands
+            .iter()
+            .zip(["Aarray", "Barray"])
+            .map(|(&(ptr, rows, cols, ld), what)| PointerArray {
+                what,
+                ptr,
+                shape: (i64::from(rows), i64::from(cols)),
+                ld: i64::from(ld),
+                elem,
+            })
+            .collect();
+        let batch = match template {
+            nv::Batched::Potrf { batch, .. } | nv::Batched::Potrs { batch, .. } => batch,
+        };
+        // The server's copies of the arrays in place of the client's (one
+        // staged address per operand).
+        let staged_call = |staged: &[u64]| match template {
+            nv::Batched::Potrf {
+                uplo,
+                n,
+                lda,
+                info,
+                batch,
+                ..
+            } => nv::Batched::Potrf {
+                uplo,
+                n,
+                a: staged[0],
+                lda,
+                info,
+                batch,
+            },
+            nv::Batched::Potrs {
+                uplo,
+                n,
+                nrhs,
+                lda,
+                ldb,
+                info,
+                batch,
+                ..
+            } => nv::Batched::Potrs {
+                uplo,
+                n,
+                nrhs,
+                a: staged[0],
+                lda,
+                b: staged[1],
+                ldb,
+                info,
+                batch,
+            },
+        };
+        let mut ran = None;
+        let checked = self.with_checked_arrays(&arrays, batch, |ctx, staged| {
+            let Some(h) = ctx.solver.handles.get_mut(&handle) else {
+                ran = Some(Ok(Reply::status(NOT_INITIALIZED)));
+                return Ok(());
+            };
+            ran = Some(match h.run_batched(precision, &staged_call(staged)) {
+                Ok(()) => Ok(Reply::ok(Vec::new())),
+                Err(e) => ctx.solver_failed(e),
+            });
+            Ok(())
+        });
+        Some(match checked {
+            Ok(()) => ran.unwrap_or(Ok(Reply::status(INTERNAL_ERROR))),
+            // The dimensions passed `device_ranges`: a refusal here is a
+            // matrix outside the client's memory.
+            Err(Outcome::Refused(Refusal::Fault { what, ptr, len })) => Err(Failure::new(
+                CudaError::ILLEGAL_ADDRESS,
+                format!(
+                    "cuSOLVER {what}: {len} bytes at {ptr:#x} are outside the client's device memory"
+                ),
+            )),
+            Err(Outcome::Refused(Refusal::Status(_))) => Ok(Reply::status(INVALID_VALUE)),
+            Err(Outcome::Library(e)) => {
+                tracing::warn!("cuSOLVER batched Cholesky: {e}");
+                Ok(Reply::status(INTERNAL_ERROR))
+            }
+            Err(Outcome::Failed(f)) => Err(f),
+        })
     }
 
     fn solver_create(&mut self) -> Result<Reply, Failure> {

@@ -922,3 +922,82 @@ fn fake_cusolver_jacobi_and_gesvda_reach_the_library() {
         assert!(made >= 2, "{kind}: {lines:?}");
     }
 }
+
+#[test]
+fn fake_cusolver_batched_cholesky_gets_checked_copies_of_the_pointer_arrays() {
+    let test = "fake_cusolver_batched_cholesky_gets_checked_copies_of_the_pointer_arrays";
+    let Some((b, log)) = fake_solver_backend(test) else {
+        return;
+    };
+    let mut ctx = b.open(0, 0).unwrap();
+    let ctx = ctx.as_mut();
+    let handle = create(ctx);
+    // Two 2×2 diagonal matrices, two right-hand sides, the pointer arrays,
+    // infos.
+    let (m, rhs, arrays, info) = (
+        ctx.malloc(64).unwrap(),
+        ctx.malloc(32).unwrap(),
+        ctx.malloc(32).unwrap(),
+        ctx.malloc(8).unwrap(),
+    );
+    put(ctx, m, &f64s(&[4.0, 0.0, 0.0, 9.0, 16.0, 0.0, 0.0, 25.0]));
+    put(ctx, rhs, &f64s(&[8.0, 18.0, 32.0, 50.0]));
+    let pointers =
+        |ptrs: &[u64]| -> Vec<u8> { ptrs.iter().flat_map(|p| p.to_le_bytes()).collect() };
+    put(ctx, arrays, &pointers(&[m, m + 32, rhs, rhs + 16]));
+    let potrf = Call::PotrfBatched {
+        handle,
+        dtype: D,
+        uplo: 0,
+        n: 2,
+        a: arrays,
+        lda: 2,
+        info,
+        batch: 2,
+    };
+    assert_eq!(status(ctx, potrf.clone()), 0);
+    assert_eq!(
+        read_f64s(ctx, m, 8),
+        [2.0, 0.0, 0.0, 3.0, 4.0, 0.0, 0.0, 5.0]
+    );
+    assert_eq!(read_i32s(ctx, info, 2), [0, 0]);
+    let potrs = Call::PotrsBatched {
+        handle,
+        dtype: D,
+        uplo: 0,
+        n: 2,
+        nrhs: 1,
+        a: arrays,
+        lda: 2,
+        b: arrays + 16,
+        ldb: 2,
+        info,
+        batch: 2,
+    };
+    assert_eq!(status(ctx, potrs), 0);
+    assert!(close(&read_f64s(ctx, rhs, 4), &[2.0, 2.0, 2.0, 2.0]));
+
+    let lines = log_lines(&log);
+    let runs = calls(&lines, "cusolverDnDpotrfBatched");
+    assert_eq!(runs.len(), 1, "{lines:?}");
+    // cuSOLVER read a copy of the array in the server's memory.
+    let staged = runs[0]
+        .split("Aarray=")
+        .nth(1)
+        .unwrap()
+        .trim()
+        .trim_start_matches("0x");
+    let staged = u64::from_str_radix(staged, 16).unwrap();
+    assert_ne!(staged, arrays);
+    assert!(ctx.check(staged, 16).is_err(), "{}", runs[0]);
+    assert!(calls(&lines, "cusolverDnDpotrsBatched")[0].contains("nrhs=1 lda=2 ldb=2 batch=2"));
+
+    // A pointer in the array outside the client's memory faults before
+    // the library sees the call.
+    put(ctx, arrays, &pointers(&[m, m + 40]));
+    let before = log_lines(&log).len();
+    let f = solver(ctx, potrf).unwrap_err();
+    assert_eq!(f.code, CudaError::ILLEGAL_ADDRESS, "{f}");
+    assert!(f.message.contains("Aarray[1]"), "{f}");
+    assert_eq!(log_lines(&log).len(), before);
+}
