@@ -436,4 +436,40 @@ fn math(dir: &Path) {
         &to_vec(&solver::Call::Destroy { handle: 1 }),
     ));
     write(dir, "sparse-solver-handles", &seed);
+
+    // Iterative refinement: a 16×16 system from half precision with the
+    // residual history, then a least squares writing into the other
+    // client's buffer.
+    let irs = |gels: u8, m: i32, x: u64| solver::Call::Irs {
+        handle: 1,
+        dtype: 1,
+        lowest: solver::PREC_R_16F,
+        gels,
+        m,
+        n: 16,
+        nrhs: 1,
+        a: at(TAG_FIRST, 0),
+        lda: m,
+        ipiv: if gels == 0 { at(TAG_SECOND, 4096) } else { 0 },
+        b: at(TAG_SECOND, 0),
+        ldb: m,
+        x,
+        ldx: 16,
+        info: at(TAG_SECOND, 8192),
+        refine: solver::REFINE_CLASSICAL,
+        max_iters: 50,
+        tol: 0.0,
+        fallback: 1,
+        history: 1,
+    };
+    let mut seed = record(lib(Library::Solver), &to_vec(&solver::Call::Create {}));
+    seed.extend(record(
+        lib(Library::Solver),
+        &to_vec(&irs(0, 16, at(TAG_SECOND, 1024))),
+    ));
+    seed.extend(record(
+        lib(Library::Solver),
+        &to_vec(&irs(1, 24, at(TAG_VICTIM, 0))),
+    ));
+    write(dir, "solver-irs", &seed);
 }
