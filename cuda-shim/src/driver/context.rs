@@ -27,7 +27,9 @@ fn create(ctx: *mut u64, flags: c_uint, dev: c_int) -> Result<(), DriverError> {
     out(ctx, handle)
 }
 
-driver_fn! { cuCtxCreate_v2 (ctx: *mut u64, flags: c_uint, dev: c_int) {
+// The pre-CUDA 3.2/4.0 names have the same signatures: programs built
+// against old headers call them.
+driver_fn! { [cuCtxCreate_v2, cuCtxCreate] (ctx: *mut u64, flags: c_uint, dev: c_int) {
     create(ctx, flags, dev)
 } }
 
@@ -41,19 +43,19 @@ driver_fn! { cuCtxCreate_v4 (ctx: *mut u64, _params: *const std::ffi::c_void, fl
     create(ctx, flags, dev)
 } }
 
-driver_fn! { cuCtxDestroy_v2 (ctx: u64) {
+driver_fn! { [cuCtxDestroy_v2, cuCtxDestroy] (ctx: u64) {
     initialized()?;
     rt().context_info(ctx)?;
     super::export_tables::context_gone(ctx);
     Ok(rt().context_destroy(ctx)?)
 } }
 
-driver_fn! { cuCtxPushCurrent_v2 (ctx: u64) {
+driver_fn! { [cuCtxPushCurrent_v2, cuCtxPushCurrent] (ctx: u64) {
     initialized()?;
     Ok(rt().context_push(ctx)?)
 } }
 
-driver_fn! { cuCtxPopCurrent_v2 (ctx: *mut u64) {
+driver_fn! { [cuCtxPopCurrent_v2, cuCtxPopCurrent] (ctx: *mut u64) {
     initialized()?;
     let popped = rt().context_pop()?;
     if !ctx.is_null() {

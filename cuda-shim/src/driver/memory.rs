@@ -178,6 +178,12 @@ driver_fn! { cuMemAllocHost_v2 (pp: *mut *mut c_void, size: usize) {
     Ok(memory::host_alloc(pp, size, 0)?)
 } }
 
+// The pre-CUDA 3.2 form, with a 32-bit size.
+driver_fn! { cuMemAllocHost (pp: *mut *mut c_void, size: c_uint) {
+    context_device()?;
+    Ok(memory::host_alloc(pp, size as usize, 0)?)
+} }
+
 driver_fn! { cuMemHostAlloc (pp: *mut *mut c_void, size: usize, flags: c_uint) {
     context_device()?;
     Ok(memory::host_alloc(pp, size, flags)?)
@@ -188,7 +194,8 @@ driver_fn! { cuMemFreeHost (p: *mut c_void) {
     Ok(memory::free_host(p)?)
 } }
 
-driver_fn! { cuMemHostRegister_v2 (p: *mut c_void, size: usize, flags: c_uint) {
+// CUDA 6.5's name for the same call.
+driver_fn! { [cuMemHostRegister_v2, cuMemHostRegister] (p: *mut c_void, size: usize, flags: c_uint) {
     context_device()?;
     if p.is_null() || size == 0 {
         return Err(DriverError::INVALID_VALUE);

@@ -534,7 +534,8 @@ fn link_state<'a>(state: *mut c_void) -> Result<&'a mut LinkState, DriverError> 
     Ok(unsafe { &mut *(state as *mut LinkState) })
 }
 
-driver_fn! { cuLinkCreate_v2 (count: c_uint, options: *const c_int, values: *mut *mut c_void, state: *mut *mut c_void) {
+// The pre-CUDA 6.5 names (cuLinkCreate, ...) have the same signatures.
+driver_fn! { [cuLinkCreate_v2, cuLinkCreate] (count: c_uint, options: *const c_int, values: *mut *mut c_void, state: *mut *mut c_void) {
     context_device()?;
     let link = Box::new(LinkState { code: Vec::new(), logs: JitLogs::new(count, options, values), image: Vec::new(), error: None });
     out(state, Box::into_raw(link) as *mut c_void)
@@ -562,7 +563,7 @@ fn link_add(state: *mut c_void, kind: c_int, bytes: Vec<u8>, name: &str) -> Driv
     }
 }
 
-driver_fn! { cuLinkAddData_v2 (state: *mut c_void, kind: c_int, data: *mut c_void, size: usize, name: *const c_char, _count: c_uint, _options: *mut c_int, _values: *mut *mut c_void) {
+driver_fn! { [cuLinkAddData_v2, cuLinkAddData] (state: *mut c_void, kind: c_int, data: *mut c_void, size: usize, name: *const c_char, _count: c_uint, _options: *mut c_int, _values: *mut *mut c_void) {
     if data.is_null() {
         return Err(DriverError::INVALID_VALUE);
     }
@@ -578,7 +579,7 @@ driver_fn! { cuLinkAddData_v2 (state: *mut c_void, kind: c_int, data: *mut c_voi
     link_add(state, kind, bytes, name)
 } }
 
-driver_fn! { cuLinkAddFile_v2 (state: *mut c_void, kind: c_int, path: *const c_char, _count: c_uint, _options: *mut c_int, _values: *mut *mut c_void) {
+driver_fn! { [cuLinkAddFile_v2, cuLinkAddFile] (state: *mut c_void, kind: c_int, path: *const c_char, _count: c_uint, _options: *mut c_int, _values: *mut *mut c_void) {
     let name = c_str(path)?.to_string();
     if kind == JIT_INPUT_LIBRARY && name.contains("cudadevrt") {
         return link_add(state, kind, Vec::new(), &name);

@@ -2,8 +2,10 @@
 // -lcuda, no runtime): device queries, a context of its own, modules from PTX
 // text (cuModuleLoadData), from a fat binary file (cuModuleLoad) and from a fat
 // binary image in memory (cuModuleLoadFatBinary), launches with kernelParams,
-// with the `extra` parameter buffer and with cuLaunchKernelEx, and
-// `__device__` / `__constant__` variables through cuModuleGetGlobal.
+// with the `extra` parameter buffer, with cuLaunchKernelEx and with the
+// pre-CUDA 4.0 API (cuParamSet*, cuLaunchGrid), `__device__` / `__constant__`
+// variables through cuModuleGetGlobal, and entry points under their
+// pre-CUDA 4.0/6.5 names.
 //
 // Usage: d_vector_add KERNELS.ptx KERNELS-PTX.fatbin KERNELS-FULL.fatbin
 // (all three built from kernels.cu; the first fat binary holds only compute_80
@@ -20,6 +22,18 @@
 #include <string.h>
 
 #include "drv_check.h"
+
+// The entry points cuda.h renamed (cuCtxPopCurrent -> cuCtxPopCurrent_v2,
+// ...), under their old names, as binaries built against old headers call
+// them. The same signatures, but cuMemAllocHost's 32-bit size.
+CUresult CUDAAPI cuCtxPopCurrent_v1(CUcontext *pctx) __asm__("cuCtxPopCurrent");
+CUresult CUDAAPI cuCtxPushCurrent_v1(CUcontext ctx) __asm__("cuCtxPushCurrent");
+CUresult CUDAAPI cuLinkCreate_v1(unsigned int n, CUjit_option *options, void **values,
+                                 CUlinkState *state) __asm__("cuLinkCreate");
+CUresult CUDAAPI cuLinkAddData_v1(CUlinkState state, CUjitInputType type, void *data, size_t size,
+                                  const char *name, unsigned int n, CUjit_option *options,
+                                  void **values) __asm__("cuLinkAddData");
+CUresult CUDAAPI cuMemAllocHost_v1(void **pp, unsigned int bytes) __asm__("cuMemAllocHost");
 
 #define N 100003
 #define BLOCK 256
@@ -161,6 +175,47 @@ int main(int argc, char **argv) {
             EXPECT(h_c[i] == want, "axpy extra: y[%d] = %g, expected %g", i, h_c[i], want);
         }
         printf("axpy cuLaunchKernel(extra): ok\n");
+
+        // The pre-CUDA 4.0 launch API: y = 2 a + b.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+        CU_CHECK(cuMemcpyDtoD(d_c, d_b, sizeof h_b));
+        CU_CHECK(cuFuncSetBlockShape(axpy, BLOCK, 1, 1));
+        CU_CHECK(cuFuncSetSharedSize(axpy, 0));
+        CU_CHECK(cuParamSetSize(axpy, 24));
+        CU_CHECK(cuParamSeti(axpy, 0, N));
+        CU_CHECK(cuParamSetf(axpy, 4, 2.0f));
+        CU_CHECK(cuParamSetv(axpy, 8, &d_a, sizeof d_a));
+        CU_CHECK(cuParamSetv(axpy, 16, &d_c, sizeof d_c));
+        EXPECT(cuParamSetv(axpy, 20, &d_c, sizeof d_c) == CUDA_ERROR_INVALID_VALUE,
+               "a parameter past cuParamSetSize was accepted");
+        EXPECT(cuFuncSetBlockShape(axpy, 0, 1, 1) == CUDA_ERROR_INVALID_VALUE,
+               "an empty block shape was accepted");
+        CU_CHECK(cuLaunchGrid(axpy, grid_for(N), 1));
+        CU_CHECK(cuCtxSynchronize());
+        CU_CHECK(cuMemcpyDtoH(h_c, d_c, sizeof h_c));
+        for (int i = 0; i < N; i++)
+            EXPECT(h_c[i] == 2.0f * h_a[i] + h_b[i], "cuLaunchGrid: y[%d] = %g", i, h_c[i]);
+        // On a stream, and cuLaunch: one block of BLOCK threads.
+        CUstream s;
+        CU_CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+        CU_CHECK(cuMemcpyDtoD(d_c, d_b, sizeof h_b));
+        CU_CHECK(cuLaunchGridAsync(axpy, grid_for(N), 1, s));
+        CU_CHECK(cuStreamSynchronize(s));
+        CU_CHECK(cuMemcpyDtoH(h_c, d_c, sizeof h_c));
+        for (int i = 0; i < N; i++)
+            EXPECT(h_c[i] == 2.0f * h_a[i] + h_b[i], "cuLaunchGridAsync: y[%d] = %g", i, h_c[i]);
+        CU_CHECK(cuMemcpyDtoD(d_c, d_b, sizeof h_b));
+        CU_CHECK(cuLaunch(axpy));
+        CU_CHECK(cuCtxSynchronize());
+        CU_CHECK(cuMemcpyDtoH(h_c, d_c, sizeof h_c));
+        for (int i = 0; i < 2 * BLOCK; i++) {
+            float want = i < BLOCK ? 2.0f * h_a[i] + h_b[i] : h_b[i];
+            EXPECT(h_c[i] == want, "cuLaunch: y[%d] = %g, expected %g", i, h_c[i], want);
+        }
+        CU_CHECK(cuStreamDestroy(s));
+#pragma GCC diagnostic pop
+        printf("axpy cuParamSet*, cuLaunchGrid, cuLaunchGridAsync, cuLaunch: ok\n");
     }
     CU_CHECK(cuModuleUnload(fat_mod));
 
@@ -291,6 +346,35 @@ int main(int argc, char **argv) {
         CUresult r = cuOccupancyMaxPotentialBlockSizeWithFlags(&min_grid2, &block2, va, NULL, 0, 0, 8);
         EXPECT(r == CUDA_ERROR_INVALID_VALUE, "unknown occupancy flags gave %d", (int)r);
         printf("cuModuleGetFunctionCount, cuModuleEnumerateFunctions, occupancy with flags: ok\n");
+    }
+
+    // --- The pre-CUDA 4.0/6.5 names that old binaries call -------------------------
+    {
+        CUcontext popped = NULL, current = NULL;
+        CU_CHECK(cuCtxPopCurrent_v1(&popped));
+        EXPECT(popped == ctx, "cuCtxPopCurrent popped %p, not %p", (void *)popped, (void *)ctx);
+        CU_CHECK(cuCtxPushCurrent_v1(ctx));
+        CU_CHECK(cuCtxGetCurrent(&current));
+        EXPECT(current == ctx, "cuCtxPushCurrent did not make the context current");
+        char *text = read_file(ptx_path, NULL);
+        CUlinkState link;
+        void *cubin;
+        size_t cubin_size;
+        CU_CHECK(cuLinkCreate_v1(0, NULL, NULL, &link));
+        CU_CHECK(cuLinkAddData_v1(link, CU_JIT_INPUT_PTX, text, strlen(text) + 1, "kernels", 0, NULL,
+                                  NULL));
+        CU_CHECK(cuLinkComplete(link, &cubin, &cubin_size));
+        CUmodule linked;
+        CU_CHECK(cuModuleLoadData(&linked, cubin));
+        CU_CHECK(cuLinkDestroy(link));
+        free(text);
+        run_vector_add(linked, NULL, d_a, d_b, d_c, "cuLinkCreate (pre-6.5 names)");
+        CU_CHECK(cuModuleUnload(linked));
+        float *pinned;
+        CU_CHECK(cuMemAllocHost_v1((void **)&pinned, 4096));
+        pinned[0] = 1.0f;
+        CU_CHECK(cuMemFreeHost(pinned));
+        printf("cuCtxPopCurrent, cuCtxPushCurrent, cuLinkCreate, cuLinkAddData, cuMemAllocHost (old names): ok\n");
     }
 
     CU_CHECK(cuModuleUnload(ptx_mod));
