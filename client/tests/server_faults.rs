@@ -4,6 +4,7 @@
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -265,10 +266,13 @@ fn a_disconnected_client_leaves_nothing_allocated() {
     }
 }
 
-/// A TCP proxy whose connections can be cut, to play a server that dies.
+/// A TCP proxy whose connections can be cut, to play a server that dies:
+/// after the cut it accepts no connection (a client trying to resume its
+/// session finds nobody), until `revive`.
 struct CutProxy {
     addr: SocketAddr,
     live: Arc<Mutex<Vec<TcpStream>>>,
+    dead: Arc<AtomicBool>,
 }
 
 impl CutProxy {
@@ -276,9 +280,14 @@ impl CutProxy {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let live = Arc::new(Mutex::new(Vec::<TcpStream>::new()));
-        let conns = live.clone();
+        let dead = Arc::new(AtomicBool::new(false));
+        let (conns, gone) = (live.clone(), dead.clone());
         thread::spawn(move || {
             for client in listener.incoming().flatten() {
+                if gone.load(Ordering::SeqCst) {
+                    drop(client);
+                    continue;
+                }
                 let Ok(server) = TcpStream::connect(upstream) else {
                     continue;
                 };
@@ -290,13 +299,19 @@ impl CutProxy {
                 pump(server, client);
             }
         });
-        Self { addr, live }
+        Self { addr, live, dead }
     }
 
     fn cut(&self) {
+        self.dead.store(true, Ordering::SeqCst);
         for s in self.live.lock().unwrap().drain(..) {
             let _ = s.shutdown(Shutdown::Both);
         }
+    }
+
+    /// The server is back: new connections go through again.
+    fn revive(&self) {
+        self.dead.store(false, Ordering::SeqCst);
     }
 }
 
@@ -333,6 +348,7 @@ fn a_lost_server_gives_cuda_errors_not_hangs_and_reset_reconnects() {
     assert_eq!(rt.take_last_error(), CudaError::DEVICES_UNAVAILABLE);
     assert_eq!(rt.take_last_error(), CudaError::DEVICES_UNAVAILABLE);
 
+    proxy.revive();
     rt.reset().unwrap();
     let q = rt.malloc(64).unwrap();
     rt.memset(q, 0x5A, 64).unwrap();
