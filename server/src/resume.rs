@@ -374,19 +374,22 @@ impl Sessions {
         let Some(entry) = live.get_mut(id) else {
             return Err("the session ended meanwhile".into());
         };
-        // An agent still reading its old connection wakes up; it finds the
-        // new one waiting and resumes on it.
-        if let Some(old) = entry.current.take() {
-            let _ = old.shutdown(std::net::Shutdown::Both);
-        }
+        let old = entry.current.take();
         entry.current = reconnection.0.try_clone().ok();
-        match &entry.route {
+        let sent = match &entry.route {
             Route::Thread(tx) => tx
                 .send(reconnection)
                 .map_err(|_| "the session's agent has ended".to_string()),
             Route::Process(socket) => crate::isolation::send_reconnection(socket, reconnection)
                 .map_err(|e| format!("cannot reach the session's agent process: {e}")),
+        };
+        // An agent still reading its old connection wakes up and finds the
+        // new one waiting. Only now: woken before the new one is there, it
+        // would take the shut-down connection for a client that left.
+        if let Some(old) = old {
+            let _ = old.shutdown(std::net::Shutdown::Both);
         }
+        sent
     }
 
     /// Forgets every session: parked agents stop waiting (shutdown).
