@@ -12,38 +12,7 @@
 #include <complex>
 #include <vector>
 
-#include "check.h"
-
-typedef std::complex<double> cd;
-
-#define SOLVER(call)                                                                \
-    do {                                                                            \
-        cusolverStatus_t st_ = (call);                                              \
-        if (st_ != CUSOLVER_STATUS_SUCCESS) {                                       \
-            printf("FAIL: %s returned status %d at line %d\n", #call, (int)st_,     \
-                   __LINE__);                                                       \
-            fflush(stdout);                                                         \
-            exit(1);                                                                \
-        }                                                                           \
-    } while (0)
-
-#define EXPECT_STATUS(call, expected)                                               \
-    do {                                                                            \
-        cusolverStatus_t st_ = (call);                                              \
-        EXPECT(st_ == (expected), "%s returned %d, expected %d", #call, (int)st_,   \
-               (int)(expected));                                                    \
-    } while (0)
-
-// Host conversions between the element types and std::complex<double>.
-static cd to_c(float x) { return cd(x, 0); }
-static cd to_c(double x) { return cd(x, 0); }
-static cd to_c(cuComplex x) { return cd(x.x, x.y); }
-static cd to_c(cuDoubleComplex x) { return cd(x.x, x.y); }
-template <typename T> T from_c(cd z);
-template <> float from_c<float>(cd z) { return (float)z.real(); }
-template <> double from_c<double>(cd z) { return z.real(); }
-template <> cuComplex from_c<cuComplex>(cd z) { return make_cuComplex((float)z.real(), (float)z.imag()); }
-template <> cuDoubleComplex from_c<cuDoubleComplex>(cd z) { return make_cuDoubleComplex(z.real(), z.imag()); }
+#include "solver_check.h"
 
 // The functions of one element type, named as cuSOLVER names them.
 template <typename T> struct Sol;

@@ -335,12 +335,15 @@ fn compile(env: &Env, name: &str, out_name: &str, extra: &[&str]) -> Result<Path
     Ok(out)
 }
 
-/// The newest modification time of `src` and of the header every program
-/// includes.
+/// The newest modification time of `src` and of the shared headers the
+/// programs include.
 fn sources_time(src: &Path) -> Result<SystemTime, String> {
     let src_time = modified(src).ok_or_else(|| format!("{} does not exist", src.display()))?;
-    let header = repo_root().join("tests").join("cuda").join("check.h");
-    Ok(modified(&header).map_or(src_time, |h| h.max(src_time)))
+    let dir = repo_root().join("tests").join("cuda");
+    Ok(["check.h", "solver_check.h"]
+        .iter()
+        .filter_map(|h| modified(&dir.join(h)))
+        .fold(src_time, SystemTime::max))
 }
 
 /// The relocatable object of `src` compiled with `extra` less its `-cudart`
