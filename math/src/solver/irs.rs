@@ -162,15 +162,25 @@ pub struct Solution {
     pub history: Vec<f64>,
 }
 
+/// The larger of two norms, NaN if either is: `f64::max` drops a NaN, and
+/// a NaN residual would then pass for a converged one.
+fn largest(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.max(b)
+    }
+}
+
 /// ‖A‖∞: the largest row sum of absolute values.
 fn norm_inf(a: &Mat) -> f64 {
     (0..a.rows)
         .map(|i| (0..a.cols).map(|j| a[(i, j)].norm()).sum::<f64>())
-        .fold(0.0, f64::max)
+        .fold(0.0, largest)
 }
 
 fn column_max(m: &Mat, j: usize) -> f64 {
-    (0..m.rows).map(|i| m[(i, j)].norm()).fold(0.0, f64::max)
+    (0..m.rows).map(|i| m[(i, j)].norm()).fold(0.0, largest)
 }
 
 /// B − A X, in double.
@@ -277,7 +287,7 @@ fn refine_lu(
             break;
         }
         let r = residual(a, &x, b);
-        history.push((0..r.cols).map(|c| column_max(&r, c)).fold(0.0, f64::max));
+        history.push((0..r.cols).map(|c| column_max(&r, c)).fold(0.0, largest));
         // LAPACK's dsgesv test: ‖r‖∞ ≤ ‖x‖∞ · ‖A‖∞ · tol, column by column.
         let converged = (0..x.cols).all(|c| column_max(&r, c) <= column_max(&x, c) * cte);
         if converged || !settings.refine {
@@ -451,7 +461,7 @@ fn refine_least_squares(
             let g: Vec<C> = (0..n)
                 .map(|k| -(0..m).map(|i| a[(i, k)].conj() * rc[i]).sum::<C>())
                 .collect();
-            let max = |v: &[C]| v.iter().map(|z| z.norm()).fold(0.0, f64::max);
+            let max = |v: &[C]| v.iter().map(|z| z.norm()).fold(0.0, largest);
             // Step 0 is the first solve from x = 0, r = 0.
             if step > 0 {
                 if c == 0 {

@@ -1708,3 +1708,71 @@ fn a_client_cannot_pile_up_solver_objects_on_the_server() {
     assert_eq!(f.call(Call::RfDestroy { rf: 0 }), 0);
     assert_eq!(f.call(setup(OBJECTS as u64)), 0, "room again");
 }
+
+#[test]
+fn hostile_irs_calls_are_bounded_refused_or_fault() {
+    let mut f = Fixture::new();
+    let mut a = Mat::identity(4);
+    for (i, z) in a.data.iter_mut().enumerate() {
+        *z += C::new(0.1 * (i % 5) as f64, 0.0);
+    }
+    f.put(0, 1, &a);
+    f.put(1, 1, &Mat::identity(4));
+    let irs = |handle: u64, lowest: i32, max_iters: i32, x: u64| Call::Irs {
+        handle,
+        dtype: 1,
+        lowest,
+        gels: 0,
+        m: 4,
+        n: 4,
+        nrhs: 4,
+        a: at(0),
+        lda: 4,
+        ipiv: at(3),
+        b: at(1),
+        ldb: 4,
+        x,
+        ldx: 4,
+        info: at(15),
+        refine: rcud_proto::math::solver::REFINE_CLASSICAL,
+        max_iters,
+        tol: 1e-300,
+        fallback: 0,
+        history: 1,
+    };
+    // A refinement that cannot converge (a tolerance no residual meets), asked for 2³¹ steps: the server
+    // stops at its own bound, and the history is bounded with it.
+    let reply = f
+        .state
+        .call(&mut f.memory, irs(f.handle, 1205, i32::MAX, at(2)))
+        .expect("call");
+    assert_eq!(reply.status, 0);
+    let niters = i32::from_le_bytes(reply.out[..4].try_into().expect("niters"));
+    assert_eq!(niters, -10_000);
+    assert!(
+        reply.out.len() <= 4 + 8 * 10_001,
+        "{} bytes",
+        reply.out.len()
+    );
+    // A lowest precision wider than the main one, negative iterations.
+    assert_eq!(f.call(irs(f.handle, 1213, 50, at(2))), INVALID_VALUE);
+    assert_eq!(f.call(irs(f.handle, 1205, -1, at(2))), INVALID_VALUE);
+    // X past the end of the memory faults before anything is written.
+    let before = f.get(1, 1, 4, 4);
+    let err = f
+        .state
+        .call(&mut f.memory, irs(f.handle, 1205, 50, at(16) - 64))
+        .expect_err("outside the memory");
+    assert!(matches!(err, MathError::Fault(_)), "{err:?}");
+    assert_eq!(f.get(1, 1, 4, 4), before);
+    // A NaN in A is a breakdown, never a converged solution.
+    let mut nan = Mat::identity(4);
+    nan[(1, 2)] = C::new(f64::NAN, 0.0);
+    f.put(0, 1, &nan);
+    let reply = f
+        .state
+        .call(&mut f.memory, irs(f.handle, 1205, 50, at(2)))
+        .expect("call");
+    let niters = i32::from_le_bytes(reply.out[..4].try_into().expect("niters"));
+    assert!(niters < 0, "a NaN system converged in {niters} steps");
+}
