@@ -89,6 +89,7 @@ fn run_solver_sp(test: &str, cudart: &str) {
         "orderings: ok",
         "csrperm: ok",
         "cusolverRf: ok",
+        "cusolverRf batched: ok",
         "singular and bad arguments: ok",
         "use after destroy: ok",
     ] {

@@ -6,7 +6,8 @@
 // the low-level sparse LU on the host (factor, solve, zero pivot, extract,
 // checked as P*A*Q^T == L*U) in every element type; cusolverRf (setup from
 // the host and the device, refactor with new values, solve, extraction,
-// boost, settings and bad arguments).
+// boost, settings and bad arguments); cusolverRf's batched API (a batch
+// of systems checked against a CPU reference, new values, a zero pivot).
 #include <cuComplex.h>
 #include <cuda_runtime.h>
 #include <cusolverRf.h>
@@ -502,15 +503,21 @@ static double rf_residual(cusolverRfHandle_t rf, const Csr &a, int *d_P, int *d_
     return residual(a, x, bc);
 }
 
-static void run_rf(cusolverSpHandle_t h, cusparseMatDescr_t descr) {
-    // The sample's recipe: B = A(order, order), LU of B, P = order(Plu),
-    // Q = order(Qlu).
-    Csr a = weak_diagonal(8, false, 0);
+// The LU that sets an Rf object up, by the sample's recipe: B = A(order,
+// order), LU of B, P = order(Plu), Q = order(Qlu); L's unit diagonal is
+// not stored.
+struct RfLu {
+    int nnzL, nnzU;
+    std::vector<int> rl, cl, ru, cu, P, Q;
+    std::vector<double> vl, vu;
+};
+
+static RfLu rf_lu(cusolverSpHandle_t h, cusparseMatDescr_t descr, const Csr &a) {
     int n = a.n, nnz = (int)a.val.size();
     std::vector<int> order(n);
     SOLVER(cusolverSpXcsrsymrcmHost(h, n, nnz, descr, a.rowptr.data(), a.colind.data(), order.data()));
     Csr b = permute(a, order);
-    std::vector<double> bv = real_parts(b), av = real_parts(a);
+    std::vector<double> bv = real_parts(b);
     csrluInfoHost_t info;
     SOLVER(cusolverSpCreateCsrluInfoHost(&info));
     SOLVER(cusolverSpXcsrluAnalysisHost(h, n, nnz, descr, b.rowptr.data(), b.colind.data(), info));
@@ -520,17 +527,35 @@ static void run_rf(cusolverSpHandle_t h, cusparseMatDescr_t descr) {
     std::vector<char> buffer(work);
     SOLVER(cusolverSpDcsrluFactorHost(h, n, nnz, descr, bv.data(), b.rowptr.data(), b.colind.data(), info, 1.0,
                                       buffer.data()));
-    int nnzL, nnzU;
-    SOLVER(cusolverSpXcsrluNnzHost(h, &nnzL, &nnzU, info));
-    std::vector<int> Plu(n), Qlu(n), rl(n + 1), cl(nnzL), ru(n + 1), cu(nnzU), P(n), Q(n);
-    std::vector<double> vl(nnzL), vu(nnzU);
-    SOLVER(cusolverSpDcsrluExtractHost(h, Plu.data(), Qlu.data(), descr, vl.data(), rl.data(), cl.data(), descr,
-                                       vu.data(), ru.data(), cu.data(), info, buffer.data()));
+    RfLu f;
+    SOLVER(cusolverSpXcsrluNnzHost(h, &f.nnzL, &f.nnzU, info));
+    std::vector<int> Plu(n), Qlu(n);
+    f.rl.resize(n + 1);
+    f.cl.resize(f.nnzL);
+    f.ru.resize(n + 1);
+    f.cu.resize(f.nnzU);
+    f.vl.resize(f.nnzL);
+    f.vu.resize(f.nnzU);
+    f.P.resize(n);
+    f.Q.resize(n);
+    SOLVER(cusolverSpDcsrluExtractHost(h, Plu.data(), Qlu.data(), descr, f.vl.data(), f.rl.data(), f.cl.data(),
+                                       descr, f.vu.data(), f.ru.data(), f.cu.data(), info, buffer.data()));
     SOLVER(cusolverSpDestroyCsrluInfoHost(info));
     for (int i = 0; i < n; i++) {
-        P[i] = order[Plu[i]];
-        Q[i] = order[Qlu[i]];
+        f.P[i] = order[Plu[i]];
+        f.Q[i] = order[Qlu[i]];
     }
+    return f;
+}
+
+static void run_rf(cusolverSpHandle_t h, cusparseMatDescr_t descr) {
+    Csr a = weak_diagonal(8, false, 0);
+    int n = a.n, nnz = (int)a.val.size();
+    std::vector<double> av = real_parts(a);
+    RfLu f = rf_lu(h, descr, a);
+    int nnzL = f.nnzL, nnzU = f.nnzU;
+    std::vector<int> &rl = f.rl, &cl = f.cl, &ru = f.ru, &cu = f.cu, &P = f.P, &Q = f.Q;
+    std::vector<double> &vl = f.vl, &vu = f.vu;
 
     cusolverRfHandle_t rf;
     RF(cusolverRfCreate(&rf));
@@ -650,6 +675,152 @@ static void run_rf(cusolverSpHandle_t h, cusparseMatDescr_t descr) {
     printf("cusolverRf: ok\n");
 }
 
+// x from A x = b by dense Gaussian elimination with partial pivoting: the
+// CPU reference of the batched solves.
+static std::vector<double> dense_solve(const Csr &a, std::vector<double> b) {
+    int n = a.n;
+    std::vector<cd> d = dense(n, a.rowptr, a.colind, a.val, false);
+    std::vector<double> m(d.size());
+    for (size_t i = 0; i < d.size(); i++) m[i] = d[i].real();
+    for (int k = 0; k < n; k++) {
+        int piv = k;
+        for (int i = k + 1; i < n; i++)
+            if (std::abs(m[(size_t)i * n + k]) > std::abs(m[(size_t)piv * n + k])) piv = i;
+        for (int j = 0; j < n; j++) std::swap(m[(size_t)k * n + j], m[(size_t)piv * n + j]);
+        std::swap(b[k], b[piv]);
+        for (int i = k + 1; i < n; i++) {
+            double l = m[(size_t)i * n + k] / m[(size_t)k * n + k];
+            for (int j = k; j < n; j++) m[(size_t)i * n + j] -= l * m[(size_t)k * n + j];
+            b[i] -= l * b[k];
+        }
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        for (int j = i + 1; j < n; j++) b[i] -= m[(size_t)i * n + j] * b[j];
+        b[i] /= m[(size_t)i * n + i];
+    }
+    return b;
+}
+
+// Solves every member j < `upto` of the batch through a device array of
+// pointers and answers the largest max |x - x_ref| / max |x_ref|.
+static double rf_batch_error(cusolverRfHandle_t rf, const std::vector<Csr> &as, int upto, int *d_P, int *d_Q) {
+    int n = as[0].n, batch = (int)as.size();
+    std::vector<std::vector<double>> bs(batch);
+    std::vector<double *> xs(batch);
+    for (int j = 0; j < batch; j++) {
+        for (int i = 0; i < n; i++) bs[j].push_back(1 + ((i + 3 * j) % 7) * 0.5 - j * 0.25);
+        xs[j] = upload(bs[j]);
+    }
+    double **d_xs = upload(xs), *d_T;
+    CHECK(cudaMalloc(&d_T, 2 * batch * n * sizeof(double)));
+    RF(cusolverRfBatchSolve(rf, d_P, d_Q, 1, d_T, n, d_xs, n));
+    CHECK(cudaDeviceSynchronize());
+    double worst = 0;
+    for (int j = 0; j < batch; j++) {
+        std::vector<double> x(n);
+        CHECK(cudaMemcpy(x.data(), xs[j], n * sizeof(double), cudaMemcpyDeviceToHost));
+        CHECK(cudaFree(xs[j]));
+        if (j >= upto) continue;
+        std::vector<double> ref = dense_solve(as[j], bs[j]);
+        double err = 0, scale = 0;
+        for (int i = 0; i < n; i++) {
+            err = std::max(err, std::abs(x[i] - ref[i]));
+            scale = std::max(scale, std::abs(ref[i]));
+        }
+        worst = std::max(worst, err / scale);
+    }
+    CHECK(cudaFree(d_xs));
+    CHECK(cudaFree(d_T));
+    return worst;
+}
+
+// cusolverRf's batched API: four matrices on one pattern (the last all
+// zeros: a zero pivot), solved against a CPU reference; new values for all
+// four from the device; bad arguments.
+static void run_rf_batch(cusolverSpHandle_t h, cusparseMatDescr_t descr) {
+    const int batch = 4;
+    std::vector<Csr> as;
+    for (double shift : {0.0, 0.3, 0.7, 0.0}) as.push_back(weak_diagonal(8, false, shift));
+    for (auto &v : as[3].val) v = 0;
+    int n = as[0].n, nnz = (int)as[0].val.size();
+    RfLu f = rf_lu(h, descr, as[0]);
+    std::vector<std::vector<double>> vals;
+    std::vector<double *> h_vals;
+    for (auto &a : as) vals.push_back(real_parts(a));
+    for (auto &v : vals) h_vals.push_back(v.data());
+
+    cusolverRfHandle_t rf;
+    RF(cusolverRfCreate(&rf));
+    RF(cusolverRfSetMatrixFormat(rf, CUSOLVERRF_MATRIX_FORMAT_CSR, CUSOLVERRF_UNIT_DIAGONAL_ASSUMED_L));
+    EXPECT_STATUS(cusolverRfBatchRefactor(rf), CUSOLVER_STATUS_NOT_INITIALIZED);
+    EXPECT_STATUS(cusolverRfBatchAnalyze(NULL), CUSOLVER_STATUS_NOT_INITIALIZED);
+    std::vector<int> position(batch, 7);
+    EXPECT_STATUS(cusolverRfBatchZeroPivot(rf, position.data()), CUSOLVER_STATUS_NOT_INITIALIZED);
+    int *rp = as[0].rowptr.data(), *ci = as[0].colind.data();
+    EXPECT_STATUS(cusolverRfBatchSetupHost(0, n, nnz, rp, ci, h_vals.data(), f.nnzL, f.rl.data(), f.cl.data(),
+                                           f.vl.data(), f.nnzU, f.ru.data(), f.cu.data(), f.vu.data(), f.P.data(),
+                                           f.Q.data(), rf),
+                  CUSOLVER_STATUS_INVALID_VALUE);
+    RF(cusolverRfBatchSetupHost(batch, n, nnz, rp, ci, h_vals.data(), f.nnzL, f.rl.data(), f.cl.data(), f.vl.data(),
+                                f.nnzU, f.ru.data(), f.cu.data(), f.vu.data(), f.P.data(), f.Q.data(), rf));
+    RF(cusolverRfBatchAnalyze(rf));
+    RF(cusolverRfBatchRefactor(rf));
+    EXPECT_STATUS(cusolverRfBatchZeroPivot(rf, position.data()), CUSOLVER_STATUS_ZERO_PIVOT);
+    EXPECT(position[0] == -1 && position[1] == -1 && position[2] == -1 && position[3] >= 0 && position[3] < n,
+           "Rf batch zero pivots %d %d %d %d", position[0], position[1], position[2], position[3]);
+    int *d_P = upload(f.P), *d_Q = upload(f.Q);
+    double err = rf_batch_error(rf, as, 3, d_P, d_Q);
+    EXPECT(err < 1e-10, "Rf batch solve error %g", err);
+
+    // New values for all four (the fourth no longer singular), from the
+    // device.
+    std::vector<Csr> bs;
+    for (double shift : {1.5, 0.2, 0.9, 0.4}) bs.push_back(weak_diagonal(8, false, shift));
+    std::vector<double *> d_vals;
+    for (auto &b : bs) d_vals.push_back(upload(real_parts(b)));
+    double **d_array = upload(d_vals);
+    int *d_rp = upload(bs[0].rowptr), *d_ci = upload(bs[0].colind);
+    RF(cusolverRfBatchResetValues(batch, n, nnz, d_rp, d_ci, d_array, d_P, d_Q, rf));
+    RF(cusolverRfBatchRefactor(rf));
+    RF(cusolverRfBatchZeroPivot(rf, position.data()));
+    EXPECT(position[0] == -1 && position[1] == -1 && position[2] == -1 && position[3] == -1,
+           "Rf batch zero pivots after the reset %d %d %d %d", position[0], position[1], position[2], position[3]);
+    err = rf_batch_error(rf, bs, batch, d_P, d_Q);
+    EXPECT(err < 1e-10, "Rf batch refactor error %g", err);
+
+    // Bad arguments: another batch size or nnz, a host pointer among the
+    // values, nrhs 2, ldt < n, P and Q swapped, no position array. Nothing
+    // changes: the solves still match.
+    EXPECT_STATUS(cusolverRfBatchResetValues(batch - 1, n, nnz, d_rp, d_ci, d_array, d_P, d_Q, rf),
+                  CUSOLVER_STATUS_INVALID_VALUE);
+    EXPECT_STATUS(cusolverRfBatchResetValues(batch, n, nnz + 1, d_rp, d_ci, d_array, d_P, d_Q, rf),
+                  CUSOLVER_STATUS_INVALID_VALUE);
+    std::vector<double *> mixed(d_vals);
+    mixed[2] = h_vals[2];
+    double **d_mixed = upload(mixed);
+    EXPECT_STATUS(cusolverRfBatchResetValues(batch, n, nnz, d_rp, d_ci, d_mixed, d_P, d_Q, rf),
+                  CUSOLVER_STATUS_INVALID_VALUE);
+    EXPECT_STATUS(cusolverRfBatchResetValues(batch, n, nnz, d_rp, d_ci, d_array, d_Q, d_P, rf),
+                  CUSOLVER_STATUS_INVALID_VALUE);
+    double *d_T;
+    CHECK(cudaMalloc(&d_T, 2 * batch * n * sizeof(double)));
+    EXPECT_STATUS(cusolverRfBatchSolve(rf, d_P, d_Q, 2, d_T, n, d_mixed, n), CUSOLVER_STATUS_INVALID_VALUE);
+    EXPECT_STATUS(cusolverRfBatchSolve(rf, d_P, d_Q, 1, d_T, n - 1, d_array, n), CUSOLVER_STATUS_INVALID_VALUE);
+    EXPECT_STATUS(cusolverRfBatchSolve(rf, d_P, d_Q, 1, d_T, n, d_mixed, n), CUSOLVER_STATUS_INVALID_VALUE);
+    EXPECT_STATUS(cusolverRfBatchZeroPivot(rf, NULL), CUSOLVER_STATUS_INVALID_VALUE);
+    RF(cusolverRfBatchRefactor(rf));
+    err = rf_batch_error(rf, bs, batch, d_P, d_Q);
+    EXPECT(err < 1e-10, "Rf batch error after refused calls %g", err);
+
+    RF(cusolverRfDestroy(rf));
+    EXPECT_STATUS(cusolverRfBatchRefactor(rf), CUSOLVER_STATUS_NOT_INITIALIZED);
+    for (double *p : d_vals) CHECK(cudaFree(p));
+    for (void *p : {(void *)d_array, (void *)d_mixed, (void *)d_rp, (void *)d_ci, (void *)d_P, (void *)d_Q,
+                    (void *)d_T})
+        CHECK(cudaFree(p));
+    printf("cusolverRf batched: ok\n");
+}
+
 int main() {
     cusolverSpHandle_t h;
     SOLVER(cusolverSpCreate(&h));
@@ -708,6 +879,7 @@ int main() {
     run_lu<cuComplex>(h, descr, true);
     run_lu<cuDoubleComplex>(h, descr, true);
     run_rf(h, descr);
+    run_rf_batch(h, descr);
 
     // diag(1, 2, 0, 3): singular at 2; with tol 1.5, at 0.
     {

@@ -47,6 +47,9 @@ pub struct State {
     sp_infos: HashMap<u64, sparse::Info>,
     /// cusolverRf's objects, by the client's id.
     rfs: HashMap<u64, sparse::Refactor>,
+    /// cusolverRf's batched objects (`cusolverRfBatchSetupHost`), by the
+    /// client's id: one object per matrix of the batch.
+    rf_batches: HashMap<u64, Vec<sparse::Refactor>>,
 }
 
 impl State {
@@ -87,7 +90,7 @@ impl State {
                 if let Some(reply) = sp::run(&mut self.sp_infos, memory, &call) {
                     return Ok(self.within_budget(reply?, &call));
                 }
-                if let Some(reply) = rf::run(&mut self.rfs, memory, &call) {
+                if let Some(reply) = rf::run(&mut self.rfs, &mut self.rf_batches, memory, &call) {
                     return Ok(self.within_budget(reply?, &call));
                 }
                 match batched::run(memory, &call) {
@@ -114,8 +117,14 @@ impl State {
                 .rfs
                 .values()
                 .map(sparse::Refactor::bytes)
+                .sum::<usize>()
+            + self
+                .rf_batches
+                .values()
+                .flatten()
+                .map(sparse::Refactor::bytes)
                 .sum::<usize>();
-        let count = self.sp_infos.len() + self.rfs.len();
+        let count = self.sp_infos.len() + self.rfs.len() + self.rf_batches.len();
         if bytes <= OBJECT_BYTES && count <= OBJECTS {
             return reply;
         }
@@ -132,6 +141,9 @@ impl State {
             }
             Call::RfSetup { rf, .. } | Call::RfResetValues { rf, .. } => {
                 self.rfs.remove(&rf);
+            }
+            Call::RfBatchSetup { rf, .. } | Call::RfBatchResetValues { rf, .. } => {
+                self.rf_batches.remove(&rf);
             }
             _ => return reply,
         }
@@ -341,6 +353,10 @@ fn run(memory: &mut dyn DeviceMemory, call: Call) -> Result<(), Fault> {
         | Call::RfRefactor { .. }
         | Call::RfSolve { .. }
         | Call::RfExtract { .. }
+        | Call::RfBatchSetup { .. }
+        | Call::RfBatchResetValues { .. }
+        | Call::RfBatchRefactor { .. }
+        | Call::RfBatchSolve { .. }
         | Call::RfDestroy { .. } => Ok(()),
         Call::Getrf {
             dtype,

@@ -1677,6 +1677,162 @@ fn rf_calls_set_up_refactor_solve_and_extract() {
     assert_eq!(f.call(reset), NOT_INITIALIZED);
 }
 
+/// cusolverRfBatch*'s wire calls: three 2×2 matrices on one pattern set
+/// up, refactored (one with a zero pivot), solved through a device array
+/// of pointers, reset with new values; bad batches and pointers refused.
+#[test]
+fn rf_batch_calls_refactor_and_solve_each_matrix() {
+    let mut f = Fixture::new();
+    let put = |f: &mut Fixture, ptr: u64, bytes: Vec<u8>| {
+        f.memory.write(ptr, &bytes).expect("write");
+    };
+    let ints = |v: &[i32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let doubles = |v: &[f64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let pointers = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let read = |f: &Fixture, ptr: u64| -> Vec<f64> {
+        f.memory
+            .read(ptr, 16)
+            .expect("x")
+            .chunks_exact(8)
+            .map(|c| f64::from_le_bytes(c.try_into().expect("8")))
+            .collect()
+    };
+    // Three right-hand sides in one region.
+    let (x0, x1, x2) = (at(15), at(15) + 16, at(15) + 32);
+    // A_j = [[0, a], [b, c]] (entries (0,1), (1,0), (1,1)); P = [1, 0].
+    put(&mut f, at(0), ints(&[0, 1, 3]));
+    put(&mut f, at(1), ints(&[1, 0, 1]));
+    put(&mut f, at(2), doubles(&[2.0, 1.0, 1.0]));
+    put(&mut f, at(10), doubles(&[4.0, 2.0, 1.0]));
+    put(&mut f, at(12), doubles(&[0.0, 1.0, 1.0]));
+    put(&mut f, at(13), pointers(&[at(2), at(10), at(12)]));
+    put(&mut f, at(3), ints(&[0, 0, 0]));
+    put(&mut f, at(4), ints(&[0, 2, 3]));
+    put(&mut f, at(5), ints(&[0, 1, 1]));
+    put(&mut f, at(6), doubles(&[1.0, 1.0, 2.0]));
+    put(&mut f, at(7), ints(&[1, 0]));
+    put(&mut f, at(8), ints(&[0, 1]));
+    let setup = |batch: i32, values: u64| Call::RfBatchSetup {
+        rf: 9,
+        batch,
+        n: 2,
+        nnz_a: 3,
+        a: [at(0), at(1), values],
+        nnz_l: 0,
+        l: [at(3), at(9), at(9)],
+        nnz_u: 3,
+        u: [at(4), at(5), at(6)],
+        p: at(7),
+        q: at(8),
+        diag: 2,
+    };
+    let refactor = Call::RfBatchRefactor {
+        rf: 9,
+        zero: 0.0,
+        boost: 0.0,
+    };
+    let solve = |batch: i32| Call::RfBatchSolve {
+        rf: 9,
+        batch,
+        n: 2,
+        p: at(7),
+        q: at(8),
+        nrhs: 1,
+        temp: at(11),
+        ldt: 2,
+        xf: at(14),
+        ldxf: 2,
+    };
+    // Before the setup, and a batch of none.
+    assert_eq!(f.call(refactor.clone()), NOT_INITIALIZED);
+    assert_eq!(f.call(setup(0, at(13))), INVALID_VALUE);
+    let reply = f
+        .state
+        .call(&mut f.memory, setup(3, at(13)))
+        .expect("setup");
+    assert_eq!((reply.status, reply.out), (0, vec![3, 0, 0, 0, 0, 0, 0, 0]));
+    let reply = f
+        .state
+        .call(&mut f.memory, refactor.clone())
+        .expect("refactor");
+    assert_eq!(reply.status, 0);
+    let mut pivots = ints(&[-1, -1, 1]);
+    pivots.push(0);
+    assert_eq!(reply.out, pivots, "the third matrix's U(1,1) is 0");
+    // b_0 = (2, 2) and b_1 = (4, 3): x = (1, 1) for both.
+    put(&mut f, x0, doubles(&[2.0, 2.0]));
+    put(&mut f, x1, doubles(&[4.0, 3.0]));
+    put(&mut f, x2, doubles(&[1.0, 1.0]));
+    put(&mut f, at(14), pointers(&[x0, x1, x2]));
+    assert_eq!(f.call(solve(3)), 0);
+    for ptr in [x0, x1] {
+        let x = read(&f, ptr);
+        assert!(x.iter().all(|v| (v - 1.0).abs() < 1e-15), "{ptr:#x}: {x:?}");
+    }
+    // New values for all three: A_2 = [[0, 2], [1, 1]] too.
+    put(&mut f, at(12), doubles(&[2.0, 1.0, 1.0]));
+    let reset = |batch: i32, values: u64| Call::RfBatchResetValues {
+        rf: 9,
+        batch,
+        n: 2,
+        nnz_a: 3,
+        a: [at(0), at(1), values],
+        p: at(7),
+        q: at(8),
+    };
+    assert_eq!(f.call(reset(3, at(13))), 0);
+    let reply = f
+        .state
+        .call(&mut f.memory, refactor.clone())
+        .expect("refactor");
+    let mut none = ints(&[-1, -1, -1]);
+    none.push(0);
+    assert_eq!(reply.out, none);
+    put(&mut f, x2, doubles(&[2.0, 2.0]));
+    assert_eq!(f.call(solve(3)), 0);
+    let x = read(&f, x2);
+    assert!(x.iter().all(|v| (v - 1.0).abs() < 1e-15), "{x:?}");
+    // Another batch size, a pointer outside memory (nothing changes), a
+    // P that is not the setup's, the single API on a batched object.
+    assert_eq!(f.call(reset(2, at(13))), INVALID_VALUE);
+    assert_eq!(f.call(solve(4)), INVALID_VALUE);
+    put(&mut f, at(13) + 64, pointers(&[at(2), BASE - 64, at(12)]));
+    assert!(f.state.call(&mut f.memory, reset(3, at(13) + 64)).is_err());
+    put(&mut f, at(14), pointers(&[x0, x1, BASE - 64]));
+    put(&mut f, x0, doubles(&[2.0, 2.0]));
+    assert!(f.state.call(&mut f.memory, solve(3)).is_err());
+    assert_eq!(read(&f, x0), [2.0, 2.0], "nothing written");
+    put(&mut f, at(8) + 64, ints(&[0, 1]));
+    let wrong_p = Call::RfBatchResetValues {
+        rf: 9,
+        batch: 3,
+        n: 2,
+        nnz_a: 3,
+        a: [at(0), at(1), at(13)],
+        p: at(8) + 64,
+        q: at(8),
+    };
+    assert_eq!(f.call(wrong_p), INVALID_VALUE);
+    assert_eq!(
+        f.call(Call::RfRefactor {
+            rf: 9,
+            zero: 0.0,
+            boost: 0.0
+        }),
+        NOT_INITIALIZED
+    );
+    // A batch whose copies would pass the server's bound is refused
+    // before they are made.
+    let huge = 1 << 23;
+    f.memory.bytes.resize(17 * 0x1_0000 + huge * 8, 0);
+    f.memory
+        .write(at(17), &pointers(&vec![at(2); huge]))
+        .expect("pointer array");
+    assert_eq!(f.call(setup(huge as i32, at(17))), ALLOC_FAILED);
+    assert_eq!(f.call(Call::RfDestroy { rf: 9 }), 0);
+    assert_eq!(f.call(refactor), NOT_INITIALIZED);
+}
+
 #[test]
 fn a_client_cannot_pile_up_solver_objects_on_the_server() {
     let mut f = Fixture::new();

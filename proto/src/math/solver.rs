@@ -112,6 +112,23 @@ crate::wire_enum! {
         29 RfExtract { rf: u64, n: i32, diag: i32, nnz_l: i32, l: [u64; 3], nnz_u: i32, u: [u64; 3] },
         /// `cusolverRfDestroy`: forgets `rf`.
         30 RfDestroy { rf: u64 },
+        /// `cusolverRfBatchSetupHost`: [`Call::RfSetup`] for `batch`
+        /// matrices A_j sharing A's pattern, L, U, P and Q; `a[2]` is a
+        /// device array of `batch` device pointers, each to A_j's `nnz_a`
+        /// values (the client stages the host arrays). Answers as
+        /// [`Call::RfSetup`].
+        31 RfBatchSetup { rf: u64, batch: i32, n: i32, nnz_a: i32, a: [u64; 3], nnz_l: i32, l: [u64; 3], nnz_u: i32, u: [u64; 3], p: u64, q: u64, diag: i32 },
+        /// `cusolverRfBatchResetValues`: the batch's new values, `a[2]` a
+        /// device array of `batch` device pointers.
+        32 RfBatchResetValues { rf: u64, batch: i32, n: i32, nnz_a: i32, a: [u64; 3], p: u64, q: u64 },
+        /// `cusolverRfBatchRefactor`: answers, per matrix, the first pivot
+        /// at most `zero` (`batch` i32, -1: none), then whether any pivot
+        /// was replaced by `boost` (u8).
+        33 RfBatchRefactor { rf: u64, zero: f64, boost: f64 },
+        /// `cusolverRfBatchSolve` (nrhs 1): `xf` is a device array of
+        /// `batch` device pointers, each to one right-hand side solved in
+        /// place; `temp` (n×2`batch`, `ldt` ≥ n) is checked, not used.
+        34 RfBatchSolve { rf: u64, batch: i32, n: i32, p: u64, q: u64, nrhs: i32, temp: u64, ldt: i32, xf: u64, ldxf: i32 },
         /// `cusolverDn?gesvdaStridedBatched`: the `rank` largest singular
         /// values (and with `jobz` 1 their left and right vectors: U m×rank,
         /// V itself n×rank) of `batch` m×n matrices (m ≥ n), each operand
@@ -336,6 +353,27 @@ fn rf_csr(n: u64, nnz: i32, [rowptr, colind, val]: [u64; 3]) -> Result<[Range; 3
     ])
 }
 
+/// A cusolverRf batch size: at least 1.
+fn rf_batch(batch: i32) -> Result<u64, InvalidValue> {
+    match dim(batch, "batchSize")? {
+        0 => Err(InvalidValue("batchSize")),
+        batch => Ok(batch),
+    }
+}
+
+/// The ranges of a batched Rf CSR matrix: row offsets, columns and the
+/// device array of `batch` pointers to values (the values themselves are
+/// checked where the pointers are read: on the device).
+fn rf_batch_csr(
+    n: u64,
+    nnz: i32,
+    [rowptr, colind, values]: [u64; 3],
+    batch: u64,
+) -> Result<[Range; 3], InvalidValue> {
+    let [rowptr, colind, _] = rf_csr(n, nnz, [rowptr, colind, 0])?;
+    Ok([rowptr, colind, array(values, batch, 8, "csrValA_array")?])
+}
+
 /// A CSR index base (`cusparseIndexBase_t`): 0 or 1.
 fn sp_base(base: i32) -> Result<(), InvalidValue> {
     if base == 0 || base == 1 {
@@ -365,7 +403,69 @@ impl Call {
             | Call::SpZeroPivot { .. }
             | Call::SpInfoDestroy { .. }
             | Call::RfRefactor { .. }
+            | Call::RfBatchRefactor { .. }
             | Call::RfDestroy { .. } => Vec::new(),
+            Call::RfBatchSetup {
+                batch,
+                n,
+                nnz_a,
+                a,
+                nnz_l,
+                l,
+                nnz_u,
+                u,
+                p,
+                q,
+                ..
+            } => {
+                let (n, batch) = (dim(n, "n")?, rf_batch(batch)?);
+                let mut ranges = vec![array(p, n, 4, "P")?, array(q, n, 4, "Q")?];
+                ranges.extend(rf_batch_csr(n, nnz_a, a, batch)?);
+                for (nnz, m) in [(nnz_l, l), (nnz_u, u)] {
+                    ranges.extend(rf_csr(n, nnz, m)?);
+                }
+                ranges
+            }
+            Call::RfBatchResetValues {
+                batch,
+                n,
+                nnz_a,
+                a,
+                p,
+                q,
+                ..
+            } => {
+                let (n, batch) = (dim(n, "n")?, rf_batch(batch)?);
+                let mut ranges = vec![array(p, n, 4, "P")?, array(q, n, 4, "Q")?];
+                ranges.extend(rf_batch_csr(n, nnz_a, a, batch)?);
+                ranges
+            }
+            Call::RfBatchSolve {
+                batch,
+                n,
+                p,
+                q,
+                nrhs,
+                temp,
+                ldt,
+                xf,
+                ldxf,
+                ..
+            } => {
+                if nrhs != 1 {
+                    return Err(InvalidValue("nrhs"));
+                }
+                let (n, batch) = (dim(n, "n")?, rf_batch(batch)?);
+                // The right-hand sides are checked where the pointers are
+                // read: on the device.
+                matrix(0, n, 1, ldxf, 8, "ldxf")?;
+                vec![
+                    array(p, n, 4, "P")?,
+                    array(q, n, 4, "Q")?,
+                    matrix(temp, n, batch.saturating_mul(2), ldt, 8, "ldt")?,
+                    array(xf, batch, 8, "XF_array")?,
+                ]
+            }
             Call::RfSetup {
                 n,
                 nnz_a,
@@ -1024,6 +1124,10 @@ impl Call {
             | Call::RfRefactor { .. }
             | Call::RfSolve { .. }
             | Call::RfExtract { .. }
+            | Call::RfBatchSetup { .. }
+            | Call::RfBatchResetValues { .. }
+            | Call::RfBatchRefactor { .. }
+            | Call::RfBatchSolve { .. }
             | Call::RfDestroy { .. } => None,
             Call::Destroy { handle }
             | Call::Getrf { handle, .. }

@@ -36,6 +36,8 @@ pub(crate) const EXECUTION_FAILED: c_int = 6;
 pub(crate) const INTERNAL_ERROR: c_int = 7;
 /// `CUSOLVER_STATUS_NOT_SUPPORTED`: what a function rcud does not implement returns.
 pub(crate) const NOT_SUPPORTED: c_int = 9;
+/// `CUSOLVER_STATUS_ZERO_PIVOT`: `cusolverRfBatchZeroPivot` found one.
+pub(crate) const ZERO_PIVOT: c_int = 10;
 
 /// `cusolverDnHandle_t`.
 pub(crate) type Handle = *mut c_void;

@@ -21,6 +21,7 @@ use rcud_proto::math::Library;
 
 use super::{
     EXECUTION_FAILED, INTERNAL_ERROR, INVALID_VALUE, NOT_INITIALIZED, NOT_SUPPORTED, SUCCESS,
+    ZERO_PIVOT,
 };
 use crate::ffi::write_out;
 use crate::math::guard;
@@ -73,6 +74,9 @@ struct Rf {
     solve_alg: c_int,
     /// The setup's counts.
     setup: Option<Counts>,
+    /// A batched setup's counts and, per matrix, the last batched
+    /// refactorization's zero pivot (-1: none).
+    batch: Option<(Counts, Vec<c_int>)>,
     boosted: bool,
     bundled: Option<HostFactor>,
     split: Option<(HostFactor, HostFactor)>,
@@ -255,7 +259,7 @@ pub extern "C" fn cusolverRfDestroy(handle: Handle) -> c_int {
                 crate::cudart::memory::cudaFree(ptr as *mut c_void);
             }
         }
-        if rf.setup.is_some() {
+        if rf.setup.is_some() || rf.batch.is_some() {
             sync(&Call::RfDestroy { rf: handle as u64 })?;
         }
         Ok(())
@@ -396,6 +400,7 @@ fn record_setup(handle: Handle, n: c_int, nnz_a: c_int, reply: &[u8]) -> Status 
     };
     with_rf(handle, |rf| {
         rf.setup = Some(counts);
+        rf.batch = None;
         rf.boosted = false;
         Ok(())
     })
@@ -543,7 +548,8 @@ pub extern "C" fn cusolverRfRefactor(handle: Handle) -> c_int {
             zero,
             boost,
         })?;
-        // The first zero pivot (word 0) is for the batched API's report.
+        // Word 0, the first zero pivot, is what cusolverRfBatchRefactor
+        // answers per matrix; a single matrix has no report of it.
         let boosted = reply.get(4).copied().ok_or(INTERNAL_ERROR)? != 0;
         with_rf(handle, |rf| {
             rf.boosted = boosted;
@@ -732,5 +738,258 @@ pub extern "C" fn cusolverRfAccessBundledFactorsDevice(
         out(rowptr, ptrs[0] as *mut c_int)?;
         out(colind, ptrs[1] as *mut c_int)?;
         out(val, ptrs[2] as *mut f64)
+    })
+}
+
+/// The batched setup's counts and batch size, or NOT_INITIALIZED before
+/// one.
+fn batch_set_up(handle: Handle) -> Result<(Counts, usize), c_int> {
+    with_rf(handle, |rf| {
+        rf.batch
+            .as_ref()
+            .map(|(counts, pivots)| (*counts, pivots.len()))
+            .ok_or(NOT_INITIALIZED)
+    })
+}
+
+/// Checks the device array `array` of `size` device pointers, and that each
+/// names `bytes` inside the application's allocations: the server would
+/// fault on another (cuSOLVER reads them on the device; rcud answers
+/// INVALID_VALUE rather than a sticky illegal address).
+fn check_members(array: u64, size: usize, bytes: u64) -> Status {
+    let span = u64::try_from(size)
+        .ok()
+        .and_then(|s| s.checked_mul(8))
+        .ok_or(INVALID_VALUE)?;
+    if !crate::math::is_device_range(array, span) {
+        return Err(INVALID_VALUE);
+    }
+    let pointers: Vec<u64> = download(array, size)?;
+    if bytes > 0 {
+        if let Some(&bad) = pointers
+            .iter()
+            .find(|&&ptr| !crate::math::is_device_range(ptr, bytes))
+        {
+            tracing::warn!(
+                target: "rcud::cusolver",
+                "cusolverRfBatch: pointer {bad:#x}+{bytes} is outside the application's allocations"
+            );
+            return Err(INVALID_VALUE);
+        }
+    }
+    Ok(())
+}
+
+/// Bytes of `count` doubles.
+fn doubles(count: c_int) -> Result<u64, c_int> {
+    u64::try_from(count)
+        .ok()
+        .and_then(|c| c.checked_mul(8))
+        .ok_or(INVALID_VALUE)
+}
+
+/// A batch size as cusolverRf takes it: at least 1.
+fn batch_size(batch: c_int) -> Result<usize, c_int> {
+    match usize::try_from(batch) {
+        Ok(size) if size >= 1 => Ok(size),
+        _ => Err(INVALID_VALUE),
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn cusolverRfBatchSetupHost(
+    batch: c_int,
+    n: c_int,
+    nnz_a: c_int,
+    rowptr_a: *const c_int,
+    colind_a: *const c_int,
+    val_a_array: *const *const f64,
+    nnz_l: c_int,
+    rowptr_l: *const c_int,
+    colind_l: *const c_int,
+    val_l: *const f64,
+    nnz_u: c_int,
+    rowptr_u: *const c_int,
+    colind_u: *const c_int,
+    val_u: *const f64,
+    p: *const c_int,
+    q: *const c_int,
+    handle: Handle,
+) -> c_int {
+    run(|| {
+        let diag = setup_checks(handle, n, [nnz_a, nnz_l, nnz_u])?;
+        let size = batch_size(batch)?;
+        if val_a_array.is_null() {
+            return Err(INVALID_VALUE);
+        }
+        // SAFETY: the application passes `batchSize` host pointers.
+        let values = unsafe { std::slice::from_raw_parts(val_a_array, size) };
+        // As cusolverRfSetupHost: the arrays are staged in device memory,
+        // with a device array of the batch's device pointers.
+        let rows = n.checked_add(1).ok_or(INVALID_VALUE)?;
+        let mut staged = Staged(Vec::new());
+        let members = values
+            .iter()
+            .map(|&v| staged.upload(v, nnz_a))
+            .collect::<Result<Vec<u64>, c_int>>()?;
+        let count = c_int::try_from(members.len()).map_err(|_| INVALID_VALUE)?;
+        let a = [
+            staged.upload(rowptr_a, rows)?,
+            staged.upload(colind_a, nnz_a)?,
+            staged.upload(members.as_ptr(), count)?,
+        ];
+        let mut csr = |nnz, rowptr, colind, val| -> Result<[u64; 3], c_int> {
+            Ok([
+                staged.upload(rowptr, rows)?,
+                staged.upload(colind, nnz)?,
+                staged.upload(val, nnz)?,
+            ])
+        };
+        let l = csr(nnz_l, rowptr_l, colind_l, val_l)?;
+        let u = csr(nnz_u, rowptr_u, colind_u, val_u)?;
+        let call = Call::RfBatchSetup {
+            rf: handle as u64,
+            batch,
+            n,
+            nnz_a,
+            a,
+            nnz_l,
+            l,
+            nnz_u,
+            u,
+            p: staged.upload(p, n)?,
+            q: staged.upload(q, n)?,
+            diag,
+        };
+        let reply = sync(&call)?;
+        let counts = Counts {
+            n,
+            nnz_a,
+            nnz_m: word(&reply, 0)?,
+            lower: word(&reply, 4)?,
+        };
+        with_rf(handle, |rf| {
+            rf.setup = None;
+            rf.batch = Some((counts, vec![-1; size]));
+            rf.boosted = false;
+            Ok(())
+        })
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cusolverRfBatchAnalyze(handle: Handle) -> c_int {
+    // As cusolverRfAnalyze: the batched setup has the pattern.
+    run(|| batch_set_up(handle).map(drop))
+}
+
+#[no_mangle]
+pub extern "C" fn cusolverRfBatchResetValues(
+    batch: c_int,
+    n: c_int,
+    nnz_a: c_int,
+    rowptr_a: *const c_int,
+    colind_a: *const c_int,
+    val_a_array: *const *const f64,
+    p: *const c_int,
+    q: *const c_int,
+    handle: Handle,
+) -> c_int {
+    run(|| {
+        let (counts, size) = batch_set_up(handle)?;
+        if batch_size(batch)? != size || n != counts.n || nnz_a != counts.nnz_a {
+            return Err(INVALID_VALUE);
+        }
+        check_members(val_a_array as u64, size, doubles(nnz_a)?)?;
+        sync(&Call::RfBatchResetValues {
+            rf: handle as u64,
+            batch,
+            n,
+            nnz_a,
+            a: [rowptr_a as u64, colind_a as u64, val_a_array as u64],
+            p: p as u64,
+            q: q as u64,
+        })
+        .map(drop)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cusolverRfBatchRefactor(handle: Handle) -> c_int {
+    run(|| {
+        let (_, size) = batch_set_up(handle)?;
+        let (zero, boost) = with_rf(handle, |rf| Ok((rf.zero, rf.boost)))?;
+        let reply = sync(&Call::RfBatchRefactor {
+            rf: handle as u64,
+            zero,
+            boost,
+        })?;
+        let pivots = (0..size)
+            .map(|i| word(&reply, 4 * i))
+            .collect::<Result<Vec<c_int>, c_int>>()?;
+        let boosted = reply.get(4 * size).copied().ok_or(INTERNAL_ERROR)? != 0;
+        with_rf(handle, |rf| {
+            rf.boosted = boosted;
+            if let Some((_, last)) = rf.batch.as_mut() {
+                *last = pivots;
+            }
+            Ok(())
+        })
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cusolverRfBatchSolve(
+    handle: Handle,
+    p: *const c_int,
+    q: *const c_int,
+    nrhs: c_int,
+    temp: *mut f64,
+    ldt: c_int,
+    xf_array: *const *mut f64,
+    ldxf: c_int,
+) -> c_int {
+    run(|| {
+        let (counts, size) = batch_set_up(handle)?;
+        if nrhs != 1 || ldt < counts.n || ldxf < counts.n {
+            return Err(INVALID_VALUE);
+        }
+        check_members(xf_array as u64, size, doubles(counts.n)?)?;
+        sync(&Call::RfBatchSolve {
+            rf: handle as u64,
+            batch: c_int::try_from(size).map_err(|_| INTERNAL_ERROR)?,
+            n: counts.n,
+            p: p as u64,
+            q: q as u64,
+            nrhs,
+            temp: temp as u64,
+            ldt,
+            xf: xf_array as u64,
+            ldxf,
+        })
+        .map(drop)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cusolverRfBatchZeroPivot(handle: Handle, position: *mut c_int) -> c_int {
+    run(|| {
+        let pivots = with_rf(handle, |rf| {
+            rf.batch
+                .as_ref()
+                .map(|(_, pivots)| pivots.clone())
+                .ok_or(NOT_INITIALIZED)
+        })?;
+        if position.is_null() {
+            return Err(INVALID_VALUE);
+        }
+        // SAFETY: the application passes a host array of `batchSize` ints.
+        let out = unsafe { std::slice::from_raw_parts_mut(position, pivots.len()) };
+        out.copy_from_slice(&pivots);
+        if pivots.iter().any(|&at| at >= 0) {
+            Err(ZERO_PIVOT)
+        } else {
+            Ok(())
+        }
     })
 }

@@ -470,6 +470,17 @@ impl Refactor {
         Ok(())
     }
 
+    /// A copy with A's `values` (the setup's pattern, P and Q): another
+    /// member of a `cusolverRfBatchSetupHost` batch.
+    pub fn with_values(&self, values: Vec<C>) -> Result<Self, SpError> {
+        if values.len() != self.a.nnz() {
+            return Err(SpError::Invalid("nnz"));
+        }
+        let mut other = self.clone();
+        other.a_values = values;
+        Ok(other)
+    }
+
     /// `cusolverRfRefactor`: L and U of P A Qᵀ on the fixed pattern, no
     /// pivoting. A pivot of magnitude at most `zero` is reported and, when
     /// `boost` is positive, replaced by `boost`.

@@ -82,6 +82,10 @@ fn dense(call: &Call) -> Option<(Precision, Dense)> {
         | Call::RfRefactor { .. }
         | Call::RfSolve { .. }
         | Call::RfExtract { .. }
+        | Call::RfBatchSetup { .. }
+        | Call::RfBatchResetValues { .. }
+        | Call::RfBatchRefactor { .. }
+        | Call::RfBatchSolve { .. }
         | Call::RfDestroy { .. } => return None,
         Call::Geev {
             dtype,
@@ -522,6 +526,10 @@ impl CudaDeviceContext {
             | Call::RfRefactor { .. }
             | Call::RfSolve { .. }
             | Call::RfExtract { .. }
+            | Call::RfBatchSetup { .. }
+            | Call::RfBatchResetValues { .. }
+            | Call::RfBatchRefactor { .. }
+            | Call::RfBatchSolve { .. }
             | Call::RfDestroy { .. } => {
                 tracing::info!("cusolverRf is not forwarded to the GPU");
                 return Ok(Reply::status(NOT_SUPPORTED));
