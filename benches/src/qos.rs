@@ -1,6 +1,11 @@
 //! `rcud bench qos`: clients sharing one server, with and without QoS, in
 //! one run. Two embedded servers on loopback, alike but for `--qos-link`;
-//! the same clients run against each in turn:
+//! the same clients run against each in turn. Both pace their bulk chunks
+//! as a port of `--port-rate` would (`--qos-port-rate`): arbitration decides
+//! shares only where the port, not the CPUs, is the bottleneck. "QoS off"
+//! is that paced port as one FIFO queue of copies (a NIC's send queue
+//! without arbitration); "QoS on" is the table's arbitration of it.
+//! `--port-rate off` compares the unpaced server without QoS instead.
 //!
 //! - two bulk clients of weights 3:1 (`class=db` at 3 and 1 GB/s) copying
 //!   host to device as fast as they can: their share of the bytes;
@@ -35,9 +40,13 @@ pub(crate) struct QosArgs {
     /// Bytes of each bulk copy.
     #[arg(long, default_value = "8MiB")]
     copy: bytesize::ByteSize,
-    /// The QoS server's port rate (`--qos-link`).
+    /// The QoS server's link rate for its table (`--qos-link`).
     #[arg(long, default_value = "40Gb/s")]
     link: String,
+    /// The rate both servers pace bulk chunks at (`--qos-port-rate`), or
+    /// `off`: unpaced, and "QoS off" is then a server without QoS.
+    #[arg(long, default_value = "250MB/s", value_parser = parse_port_rate)]
+    port_rate: PortRate,
     /// Directions of the bulk copies, comma-separated.
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Direction::H2d, Direction::D2h])]
     direction: Vec<Direction>,
@@ -46,11 +55,30 @@ pub(crate) struct QosArgs {
     latency_class: String,
 }
 
+/// A `--port-rate`: bytes per second, or none.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PortRate(Option<f64>);
+
+fn parse_port_rate(s: &str) -> Result<PortRate, String> {
+    if s.eq_ignore_ascii_case("off") {
+        return Ok(PortRate(None));
+    }
+    match rcud_qos::service::parse_bandwidth(s) {
+        Ok(rate) if rate >= 1e3 => Ok(PortRate(Some(rate))),
+        Ok(_) => Err("a port rate below 1 kB/s".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 #[derive(Debug, Serialize)]
 struct Row {
     scenario: &'static str,
     client: String,
     qos: bool,
+    /// What "QoS off" / "on" was: `fifo`, `table`, `none`.
+    arbitration: &'static str,
+    /// The rate both servers paced bulk chunks at, GB/s; none: unpaced.
+    port_gb_per_s: Option<f64>,
     /// Bulk clients: GB/s moved.
     gb_per_s: Option<f64>,
     /// Bulk clients: this client's bytes over the other's.
@@ -62,19 +90,34 @@ struct Row {
     bound_us: Option<f64>,
 }
 
-fn server(qos: Option<&str>) -> BenchResult<ServerHandle> {
+/// A server with the table of a `qos` link, or without QoS; both with
+/// bulk chunks paced at `port` (without QoS, in FIFO order).
+fn server(qos: Option<&str>, port: PortRate) -> BenchResult<ServerHandle> {
     let backend = select_backend(BackendKind::Emu, &EmuSettings::default())?;
     // Loopback clients only, no tenants: the bench's own.
     let mut server = Server::bind("127.0.0.1:0", backend)?;
-    if let Some(link) = qos {
-        let rate = rcud_qos::service::parse_bandwidth(link)?;
-        let config = TableConfig::new(Link {
-            bytes_per_second: rate,
-            mtu: 2048,
-        });
-        server = server.with_qos(PortQos::new(config)?);
+    match (qos, port.0) {
+        (Some(link), rate) => {
+            let link = rcud_qos::service::parse_bandwidth(link)?;
+            let config = TableConfig::new(Link {
+                bytes_per_second: link,
+                mtu: 2048,
+            });
+            server = server.with_qos(PortQos::paced(config, rate)?);
+        }
+        (None, Some(rate)) => server = server.with_qos(PortQos::fifo(rate, 2048)?),
+        (None, None) => {}
     }
     Ok(server.spawn()?)
+}
+
+/// What a run's arbitration was.
+fn arbitration(qos: bool, port: PortRate) -> &'static str {
+    match (qos, port.0) {
+        (true, _) => "table",
+        (false, Some(_)) => "fifo",
+        (false, None) => "none",
+    }
 }
 
 /// The reply of a call, or its transport or CUDA failure.
@@ -173,6 +216,8 @@ fn shares(addr: &str, args: &QosArgs, way: Direction, qos: bool) -> BenchResult<
             },
             client: (*class).to_string(),
             qos,
+            arbitration: arbitration(qos, args.port_rate),
+            port_gb_per_s: args.port_rate.0.map(|r| r / 1e9),
             gb_per_s: Some(bytes as f64 / secs / 1e9),
             share_ratio: Some(bytes as f64 / moved[1 - i].max(1) as f64),
             p50_us: None,
@@ -202,8 +247,11 @@ fn latency(addr: &str, args: &QosArgs, qos: bool) -> BenchResult<Row> {
         let t = Instant::now();
         done(s.call(&req::MemcpyDtoH { src: ptr, len: 4 }, &[], &mut word))?;
         samples.push(t.elapsed().as_secs_f64() * 1e6);
-        // A small call every 2 ms: latency-sensitive, not bandwidth-hungry.
-        std::thread::sleep(Duration::from_millis(2));
+        // A small call every 2 to 3 ms: latency-sensitive, not
+        // bandwidth-hungry. The jitter keeps the calls from locking onto
+        // the paced port's chunk boundaries (2 ms is two chunks at 250 MB/s).
+        let jitter = (samples.len() as u64).wrapping_mul(7919) % 1000;
+        std::thread::sleep(Duration::from_micros(2000 + jitter));
     }
     stop.store(true, Ordering::Relaxed);
     noisy
@@ -216,6 +264,8 @@ fn latency(addr: &str, args: &QosArgs, qos: bool) -> BenchResult<Row> {
         scenario: "small calls beside bulk",
         client: args.latency_class.clone(),
         qos,
+        arbitration: arbitration(qos, args.port_rate),
+        port_gb_per_s: args.port_rate.0.map(|r| r / 1e9),
         gb_per_s: None,
         share_ratio: None,
         p50_us: Some(at(0.5)),
@@ -225,8 +275,8 @@ fn latency(addr: &str, args: &QosArgs, qos: bool) -> BenchResult<Row> {
 }
 
 pub(crate) fn run(args: &QosArgs, format: Format) -> BenchResult<ExitCode> {
-    let plain = server(None)?;
-    let arbitrated = server(Some(&args.link))?;
+    let plain = server(None, args.port_rate)?;
+    let arbitrated = server(Some(&args.link), args.port_rate)?;
     let mut rows = Vec::new();
     // Interleaved, so that both servers see the same machine.
     for &way in &args.direction {
@@ -236,6 +286,20 @@ pub(crate) fn run(args: &QosArgs, format: Format) -> BenchResult<ExitCode> {
     }
     for (handle, qos) in [(&plain, false), (&arbitrated, true)] {
         rows.push(latency(&handle.addr().to_string(), args, qos)?);
+    }
+    if matches!(format, Format::Table | Format::Markdown) {
+        match args.port_rate.0 {
+            Some(rate) => println!(
+                "port paced at {:.2} GB/s on both servers; QoS off: one FIFO queue of copies, \
+                 QoS on: the table of a {} link",
+                rate / 1e9,
+                args.link
+            ),
+            None => println!(
+                "port not paced; QoS off: no arbitration, QoS on: the table of a {} link",
+                args.link
+            ),
+        }
     }
     emit(format, &rows, || {
         let mut t = Table::new(&[
@@ -253,7 +317,11 @@ pub(crate) fn run(args: &QosArgs, format: Format) -> BenchResult<ExitCode> {
             t.push(vec![
                 r.scenario.into(),
                 r.client.clone(),
-                if r.qos { "on" } else { "off" }.into(),
+                match (r.qos, r.arbitration) {
+                    (true, _) => "on".into(),
+                    (false, "fifo") => "off (FIFO)".into(),
+                    (false, _) => "off".into(),
+                },
                 f(r.gb_per_s, 2),
                 f(r.share_ratio, 2),
                 f(r.p50_us, 0),

@@ -16,6 +16,16 @@
 //! connections of one lane, the one furthest behind its weighted share goes
 //! first. The arbiter is work conserving: a lane with nothing waiting is
 //! skipped.
+//!
+//! Arbitration decides shares only where the port is the bottleneck. With a
+//! port rate ([`PortQos::paced`], `rcud-server --qos-port-rate`), the
+//! arbiter models the port as a link of that line rate: a bulk grant no
+//! longer holds the port while its agent moves the chunk, it books the
+//! chunk's time on the link (a virtual clock in the shared words) and the
+//! next chunk is granted when the link is free again. Connections that keep
+//! a chunk waiting then get the table's shares, whatever their clients'
+//! pace. [`PortQos::fifo`] is the same paced port without QoS: one queue of
+//! copies in arrival order, each copy's chunks going out back to back.
 
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,6 +38,10 @@ use rcud_qos::arbiter::{ArbEntry, Arbiter, ArbiterConfig, Discipline, Waiting, S
 use rcud_qos::class::TrafficClass;
 use rcud_qos::service::ServiceRequest;
 use rcud_shm::SharedWords;
+
+/// How long one chunk may wait for a paced port at most before its waiter
+/// looks again.
+const MAX_WAIT: Duration = Duration::from_millis(5);
 
 /// What the arbiter hands out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,7 +101,20 @@ const SLOT_GRANTED: u64 = 1;
 const SLOT_HOLDING: u64 = 2;
 const SLOT_VTIME: u64 = 3;
 const SLOT_WORDS: u64 = SLOT_RES + RESOURCES * 4;
-const WORDS: u64 = SLOT_BASE + MAX_SLOTS as u64 * SLOT_WORDS;
+// The paced port: its rate in bytes per second (0: not paced), when it is
+// free again (CLOCK_MONOTONIC nanoseconds), whether it is one FIFO queue
+// rather than the tables, and the FIFO's last ticket.
+const PORT_RATE: u64 = SLOT_BASE + MAX_SLOTS as u64 * SLOT_WORDS;
+const PORT_FREE: u64 = PORT_RATE + 1;
+const FIFO: u64 = PORT_RATE + 2;
+const TICKET: u64 = PORT_RATE + 3;
+const WORDS: u64 = PORT_RATE + 4;
+
+// What a slot's `granted` word says.
+/// A grant that holds the resource until it is given back.
+const GRANT_HELD: u64 = 1;
+/// A grant of paced port time, already booked: nothing to give back.
+const GRANT_BOOKED: u64 = 2;
 
 /// Bytes of turns a connection keeps while idle (see [`SharedArbiter::acquire`]).
 const IDLE_CREDIT: u64 = 64 * CHUNK as u64;
@@ -218,6 +245,29 @@ impl SharedArbiter {
         self.set(GENERATION, self.get(GENERATION) + 1);
     }
 
+    /// Paces bulk grants at `bytes_per_second` (`None`: one chunk on the
+    /// port at a time, as fast as agents move them), and hands turns out
+    /// in arrival order rather than by the tables when `fifo`.
+    fn set_port(&self, bytes_per_second: Option<f64>, fifo: bool) {
+        let _held = self.lock();
+        let rate = bytes_per_second.map_or(0, |b| b.clamp(1.0, 1e15) as u64);
+        self.set(PORT_RATE, rate);
+        self.set(PORT_FREE, 0);
+        self.set(FIFO, u64::from(fifo));
+    }
+
+    /// The paced port's rate, bytes per second.
+    fn port_rate(&self, r: Resource) -> Option<u64> {
+        match (r, self.get(PORT_RATE)) {
+            (Resource::Bulk, rate) if rate > 0 => Some(rate),
+            _ => None,
+        }
+    }
+
+    fn fifo(&self) -> bool {
+        self.get(FIFO) != 0
+    }
+
     fn config(&self) -> ArbiterConfig {
         let read = |base: u64, len: u64| -> Vec<ArbEntry> {
             (0..len.min(64))
@@ -260,13 +310,13 @@ impl SharedArbiter {
         self.set(Self::slot(slot, SLOT_ACTIVE), 0);
         for r in [Resource::Bulk, Resource::Launch] {
             let owed = self.get(Self::slot_res(slot, r, SLOT_HOLDING))
-                + self.get(Self::slot_res(slot, r, SLOT_GRANTED));
+                + u64::from(self.get(Self::slot_res(slot, r, SLOT_GRANTED)) == GRANT_HELD);
             let in_flight = self.get(Self::res(r, RES_IN_FLIGHT));
             self.set(Self::res(r, RES_IN_FLIGHT), in_flight.saturating_sub(owed));
             for f in 0..4 {
                 self.set(Self::slot_res(slot, r, f), 0);
             }
-            self.dispatch(&held, r);
+            self.dispatch(&held, r, now_ns());
         }
     }
 
@@ -275,25 +325,17 @@ impl SharedArbiter {
     pub fn acquire(&self, slot: u32, r: Resource, bytes: u32) -> Grant<'_> {
         let units = bytes.div_ceil(UNIT).max(1);
         let mut held = self.lock();
-        let vl = self.get(Self::slot(slot, SLOT_VL)).min(15);
-        let clock = self.get(Self::res(r, RES_CLOCK + vl));
-        let vtime = Self::slot_res(slot, r, SLOT_VTIME);
-        // A connection that was idle keeps at most IDLE_CREDIT of its
-        // share: the round trip between two copies costs it nothing, but
-        // a long idle spell earns no burst later.
-        let share = self.get(Self::slot(slot, SLOT_SHARE)).max(1);
-        let floor = clock.saturating_sub(IDLE_CREDIT / u64::from(UNIT) * VTIME_SCALE / share);
-        if self.get(vtime) < floor {
-            self.set(vtime, floor);
-        }
-        self.set(Self::slot_res(slot, r, SLOT_WAITING), u64::from(units));
+        self.enqueue(&held, slot, r, units);
         loop {
             let granted = Self::slot_res(slot, r, SLOT_GRANTED);
-            if self.get(granted) != 0 {
+            let grant = self.get(granted);
+            if grant != 0 {
                 self.set(granted, 0);
                 self.set(Self::slot_res(slot, r, SLOT_WAITING), 0);
-                let holding = Self::slot_res(slot, r, SLOT_HOLDING);
-                self.set(holding, self.get(holding) + 1);
+                if grant == GRANT_HELD {
+                    let holding = Self::slot_res(slot, r, SLOT_HOLDING);
+                    self.set(holding, self.get(holding) + 1);
+                }
                 drop(held);
                 return Grant {
                     arbiter: self,
@@ -302,16 +344,48 @@ impl SharedArbiter {
                     next: 0,
                 };
             }
-            self.dispatch(&held, r);
+            let now = now_ns();
+            self.dispatch(&held, r, now);
             if self.get(granted) != 0 {
                 continue;
             }
+            // A paced port frees itself: whoever waits looks again then.
+            let timeout = match self.port_rate(r) {
+                Some(_) => Duration::from_nanos(self.get(PORT_FREE).saturating_sub(now))
+                    .clamp(Duration::from_micros(1), MAX_WAIT),
+                None => MAX_WAIT,
+            };
             let seen = self.words.sequence(Self::res(r, RES_WAKE));
             drop(held);
-            self.words
-                .wait(Self::res(r, RES_WAKE), seen, Duration::from_millis(5));
+            self.words.wait(Self::res(r, RES_WAKE), seen, timeout);
             held = self.lock();
         }
+    }
+
+    /// Marks `units` of `r` waiting on `slot`, with its place: in a FIFO, a
+    /// new ticket unless its copy's previous chunk left one; otherwise its
+    /// virtual time, of which an idle connection keeps at most
+    /// IDLE_CREDIT of its share (the round trip between two copies costs
+    /// it nothing, but a long idle spell earns no burst later).
+    fn enqueue(&self, _held: &Locked<'_>, slot: u32, r: Resource, units: u32) {
+        let waiting = Self::slot_res(slot, r, SLOT_WAITING);
+        let vtime = Self::slot_res(slot, r, SLOT_VTIME);
+        if self.fifo() {
+            if self.get(waiting) == 0 {
+                let ticket = self.get(TICKET) + 1;
+                self.set(TICKET, ticket);
+                self.set(vtime, ticket);
+            }
+        } else {
+            let vl = self.get(Self::slot(slot, SLOT_VL)).min(15);
+            let clock = self.get(Self::res(r, RES_CLOCK + vl));
+            let share = self.get(Self::slot(slot, SLOT_SHARE)).max(1);
+            let floor = clock.saturating_sub(IDLE_CREDIT / u64::from(UNIT) * VTIME_SCALE / share);
+            if self.get(vtime) < floor {
+                self.set(vtime, floor);
+            }
+        }
+        self.set(waiting, u64::from(units));
     }
 
     fn release(&self, slot: u32, r: Resource, next: u32) {
@@ -329,12 +403,14 @@ impl SharedArbiter {
             let f = Self::res(r, RES_IN_FLIGHT);
             self.set(f, self.get(f).saturating_sub(1));
         }
-        self.dispatch(&held, r);
+        self.dispatch(&held, r, now_ns());
     }
 
-    /// Grants `r` to waiting connections while it has room (one at a time:
-    /// the port sends one chunk, the device runs one client's kernel).
-    fn dispatch(&self, _held: &Locked<'_>, r: Resource) {
+    /// Grants `r` to waiting connections while it has room: one at a time
+    /// (the port sends one chunk, the device runs one client's kernel), or,
+    /// on a paced port, whenever the link is free at `now` (nanoseconds of
+    /// CLOCK_MONOTONIC), booking each chunk's time on it.
+    fn dispatch(&self, _held: &Locked<'_>, r: Resource, now: u64) {
         let mut local = self.local.lock();
         let generation = self.get(GENERATION);
         if local.as_ref().map(|(g, _)| *g) != Some(generation) {
@@ -349,8 +425,10 @@ impl SharedArbiter {
         let Some((_, arbiter)) = local.as_mut() else {
             return;
         };
+        let rate = self.port_rate(r);
+        let fifo = self.fifo();
         let mut woke = false;
-        while self.get(Self::res(r, RES_IN_FLIGHT)) == 0 {
+        while rate.is_some() || self.get(Self::res(r, RES_IN_FLIGHT)) == 0 {
             // Per lane, the waiting connection furthest behind its share.
             let mut waiting: Waiting = [None; 16];
             let mut first: [Option<(u64, u32)>; 16] = [None; 16];
@@ -373,6 +451,19 @@ impl SharedArbiter {
             }
             if waiting.iter().all(Option::is_none) {
                 break;
+            }
+            if rate.is_some() && now < self.get(PORT_FREE) {
+                break;
+            }
+            if fifo {
+                // The oldest ticket, whatever its lane.
+                let Some((_, s)) = first.iter().flatten().min().copied() else {
+                    break;
+                };
+                let units = self.get(Self::slot_res(s, r, SLOT_WAITING));
+                self.grant(s, r, rate, units, now);
+                woke = true;
+                continue;
             }
             let mut state = [0i64; STATE_WORDS];
             for (k, w) in state.iter_mut().enumerate() {
@@ -398,14 +489,57 @@ impl SharedArbiter {
                 vtime.saturating_add(units * VTIME_SCALE / share),
             );
             self.set(Self::res(r, RES_CLOCK + vl as u64), vtime);
-            self.set(Self::slot_res(s, r, SLOT_GRANTED), 1);
-            let f = Self::res(r, RES_IN_FLIGHT);
-            self.set(f, self.get(f) + 1);
+            self.grant(s, r, rate, units, now);
             woke = true;
         }
         if woke {
             self.words.wake(Self::res(r, RES_WAKE));
         }
+    }
+
+    /// Grants `units` of `r` to `slot`: on a paced port, the link's time
+    /// for them from when it was free, when the waiter who saw it free is
+    /// late by less than one chunk's time (what a late wake-up lost is made
+    /// up, the link does not idle for it), or else from `now` (after an
+    /// idle spell, no burst); otherwise the resource until the grant is
+    /// given back.
+    fn grant(&self, slot: u32, r: Resource, rate: Option<u64>, units: u64, now: u64) {
+        match rate {
+            Some(rate) => {
+                let time =
+                    |bytes: u64| (u128::from(bytes) * 1_000_000_000 / u128::from(rate)) as u64;
+                let slack = time(CHUNK as u64);
+                let free = self.get(PORT_FREE);
+                let from = if now.saturating_sub(free) <= slack {
+                    free
+                } else {
+                    now
+                };
+                self.set(
+                    PORT_FREE,
+                    from.saturating_add(time(units * u64::from(UNIT))),
+                );
+                self.set(Self::slot_res(slot, r, SLOT_GRANTED), GRANT_BOOKED);
+            }
+            None => {
+                self.set(Self::slot_res(slot, r, SLOT_GRANTED), GRANT_HELD);
+                let f = Self::res(r, RES_IN_FLIGHT);
+                self.set(f, self.get(f) + 1);
+            }
+        }
+    }
+}
+
+/// Now, in nanoseconds of CLOCK_MONOTONIC: the same clock in every process
+/// of the machine, for the paced port's virtual clock.
+fn now_ns() -> u64 {
+    match nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC) {
+        Ok(t) => (t.tv_sec() as u64)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(t.tv_nsec() as u64),
+        // CLOCK_MONOTONIC does not fail on Linux; a port that never frees
+        // would be worse than one that never waits.
+        Err(_) => u64::MAX,
     }
 }
 
@@ -498,6 +632,10 @@ impl Lane {
 pub struct PortQos {
     shared: Arc<SharedArbiter>,
     state: Mutex<PortState>,
+    /// Bulk chunks paced at this rate, bytes per second.
+    port_rate: Option<f64>,
+    /// One queue in arrival order: no classes, no tables.
+    fifo: bool,
 }
 
 #[derive(Debug)]
@@ -572,10 +710,42 @@ impl Drop for QosTicket {
 }
 
 impl PortQos {
-    /// The QoS of a port with table settings `config`.
+    /// The QoS of a port with table settings `config`: one chunk on the
+    /// port at a time, as fast as the agents move them.
     pub fn new(config: TableConfig) -> io::Result<Arc<Self>> {
+        Self::build(config, None, false)
+    }
+
+    /// The QoS of a port with table settings `config` whose bulk chunks go
+    /// out at `bytes_per_second` (`None`: as [`PortQos::new`]).
+    pub fn paced(config: TableConfig, bytes_per_second: Option<f64>) -> io::Result<Arc<Self>> {
+        Self::build(config, bytes_per_second, false)
+    }
+
+    /// A port without QoS whose bulk chunks go out at `bytes_per_second`:
+    /// every connection is admitted whatever its class, copies queue in
+    /// arrival order and each goes out whole before the next (a NIC's send
+    /// queue without arbitration).
+    pub fn fifo(bytes_per_second: f64, mtu: u32) -> io::Result<Arc<Self>> {
+        let link = rcud_qos::admission::Link {
+            bytes_per_second,
+            mtu,
+        };
+        Self::build(TableConfig::new(link), Some(bytes_per_second), true)
+    }
+
+    fn build(config: TableConfig, port_rate: Option<f64>, fifo: bool) -> io::Result<Arc<Self>> {
+        if let Some(rate) = port_rate {
+            if !(rate.is_finite() && rate >= 1.0) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("a port rate of {rate} bytes per second"),
+                ));
+            }
+        }
         let table = Table::new(config).map_err(|e| io::Error::other(e.to_string()))?;
         let shared = Arc::new(SharedArbiter::create()?);
+        shared.set_port(port_rate, fifo);
         shared.publish(&arbiter_config(&table));
         Ok(Arc::new(Self {
             shared,
@@ -583,7 +753,19 @@ impl PortQos {
                 table,
                 free: (0..MAX_SLOTS).rev().collect(),
             }),
+            port_rate,
+            fifo,
         }))
+    }
+
+    /// The rate bulk chunks are paced at, bytes per second.
+    pub fn port_rate(&self) -> Option<f64> {
+        self.port_rate
+    }
+
+    /// Whether the port is one FIFO queue, without QoS.
+    pub fn is_fifo(&self) -> bool {
+        self.fifo
     }
 
     /// The arbiter, for agents of this process and to hand to agent
@@ -623,6 +805,17 @@ impl PortQos {
         };
         let mut state = self.state.lock();
         let slot = state.free.pop().ok_or(QosRefusal::Full)?;
+        if self.fifo {
+            // No classes: one lane, in arrival order.
+            self.shared.open_slot(slot, low_vl(TrafficClass::Be), 1);
+            drop(state);
+            return Ok(QosTicket {
+                port: self.clone(),
+                slot,
+                connection: None,
+                class,
+            });
+        }
         let admitted = match class.admission(state.table.config()) {
             None => Ok(None),
             Some(request) => request
@@ -779,6 +972,216 @@ mod tests {
         // Alone, best effort takes everything (work conserving).
         let alone = race(&port, &["class=be"], Duration::from_millis(200));
         assert!(alone[0] > 0);
+    }
+
+    /// A paced port at `rate` bytes per second, driven by a virtual clock
+    /// rather than the machine's: what the arbiter grants is all there is.
+    struct Sim<'a> {
+        arbiter: &'a SharedArbiter,
+        now: u64,
+    }
+
+    impl Sim<'_> {
+        /// `slot` asks for `bytes` (a new copy, or a small call).
+        fn ask(&self, slot: u32, bytes: u32) {
+            let held = self.arbiter.lock();
+            self.arbiter
+                .enqueue(&held, slot, Resource::Bulk, bytes.div_ceil(UNIT));
+        }
+
+        /// `slot`'s copy goes on with `bytes` more, as [`Grant::then`] says.
+        fn then(&self, slot: u32, bytes: u32) {
+            let _held = self.arbiter.lock();
+            self.arbiter.set(
+                SharedArbiter::slot_res(slot, Resource::Bulk, SLOT_WAITING),
+                u64::from(bytes.div_ceil(UNIT)),
+            );
+        }
+
+        /// Lets the arbiter decide at the current time; returns who got a
+        /// grant (taking it, as the waiter's `acquire` does).
+        fn step(&mut self, slots: &[u32]) -> Vec<u32> {
+            let held = self.arbiter.lock();
+            self.arbiter.dispatch(&held, Resource::Bulk, self.now);
+            let mut got = Vec::new();
+            for &s in slots {
+                let granted = SharedArbiter::slot_res(s, Resource::Bulk, SLOT_GRANTED);
+                if self.arbiter.get(granted) != 0 {
+                    assert_eq!(self.arbiter.get(granted), GRANT_BOOKED);
+                    self.arbiter.set(granted, 0);
+                    self.arbiter
+                        .set(SharedArbiter::slot_res(s, Resource::Bulk, SLOT_WAITING), 0);
+                    got.push(s);
+                }
+            }
+            got
+        }
+
+        /// When the link is free again.
+        fn free(&self) -> u64 {
+            self.arbiter.get(PORT_FREE)
+        }
+    }
+
+    const RATE: f64 = 1e9;
+
+    /// Nanoseconds one chunk takes on the paced port.
+    fn chunk_ns() -> u64 {
+        (CHUNK as f64 / RATE * 1e9) as u64
+    }
+
+    /// Chunks each of `classes` gets out of `total` on a paced port when
+    /// every one always has its next chunk waiting, in copies of 32 chunks.
+    fn always_ready(port: &Arc<PortQos>, classes: &[&str], total: u64) -> Vec<u64> {
+        const COPY: u64 = 32;
+        let tickets: Vec<QosTicket> = classes
+            .iter()
+            .map(|c| port.admit(c, None).unwrap())
+            .collect();
+        let slots: Vec<u32> = tickets.iter().map(QosTicket::slot).collect();
+        let mut sim = Sim {
+            arbiter: port.arbiter(),
+            now: 1_000_000,
+        };
+        for &s in &slots {
+            sim.ask(s, CHUNK as u32);
+        }
+        let mut got = vec![0u64; slots.len()];
+        let mut last = sim.now;
+        while got.iter().sum::<u64>() < total {
+            let granted = sim.step(&slots);
+            assert!(granted.len() <= 1, "two chunks on the link at once");
+            for s in granted {
+                let i = slots.iter().position(|&x| x == s).unwrap();
+                got[i] += 1;
+                // Ready again at once: the copy's next chunk, or the
+                // client's next copy.
+                if got[i] / COPY * COPY == got[i] {
+                    sim.ask(s, CHUNK as u32);
+                } else {
+                    sim.then(s, CHUNK as u32);
+                }
+            }
+            // The link is busy exactly one chunk time per chunk.
+            assert!(sim.free() >= last, "the port's clock went back");
+            last = sim.free();
+            sim.now = sim.free();
+        }
+        got
+    }
+
+    #[test]
+    fn a_paced_port_gives_always_ready_bulk_connections_of_weights_three_to_one_three_to_one() {
+        let port = PortQos::paced(TableConfig::new(Link::gbps(100.0, 2048)), Some(RATE)).unwrap();
+        let got = always_ready(
+            &port,
+            &["class=db,bandwidth=3GB/s", "class=db,bandwidth=1GB/s"],
+            4000,
+        );
+        let ratio = got[0] as f64 / got[1] as f64;
+        assert!((ratio / 3.0 - 1.0).abs() < 0.05, "{got:?}: {ratio}");
+        let fifo = PortQos::fifo(RATE, 2048).unwrap();
+        let got = always_ready(
+            &fifo,
+            &["class=db,bandwidth=3GB/s", "class=db,bandwidth=1GB/s"],
+            4000,
+        );
+        // The same on a FIFO port without QoS: whole copies alternate.
+        assert!(got[0].abs_diff(got[1]) <= 32, "{got:?}");
+    }
+
+    /// How long (virtual ns) each of a DBTS client's small calls waits on a
+    /// paced port beside a bulk client copying 8 MiB at a time without
+    /// pause; the calls come at odd moments, mid-chunk.
+    fn small_call_waits(port: &Arc<PortQos>) -> Vec<u64> {
+        let bulk = port.admit("class=be", None).unwrap();
+        let dbts = port
+            .admit("class=dbts,bandwidth=100MB/s,latency=2ms", None)
+            .unwrap();
+        let slots = [bulk.slot(), dbts.slot()];
+        let copy_chunks = 32;
+        let mut sim = Sim {
+            arbiter: port.arbiter(),
+            now: 1_000_000,
+        };
+        sim.ask(bulk.slot(), CHUNK as u32);
+        let mut left = copy_chunks;
+        let mut next_call = sim.now + 777_777;
+        let mut asked = None;
+        let mut waits = Vec::new();
+        while waits.len() < 200 {
+            if asked.is_none() && next_call <= sim.free().max(sim.now) {
+                sim.now = next_call;
+                sim.ask(dbts.slot(), 4);
+                asked = Some(next_call);
+            }
+            for s in sim.step(&slots) {
+                if s == dbts.slot() {
+                    let at = asked.take().unwrap();
+                    waits.push(sim.now - at);
+                    // The next call 2 ms and a bit after its reply.
+                    next_call = sim.now + 2_000_000 + (waits.len() as u64 * 104_729) % 700_000;
+                } else {
+                    left -= 1;
+                    if left > 0 {
+                        sim.then(bulk.slot(), CHUNK as u32);
+                    } else {
+                        // The client's next copy follows at once.
+                        left = copy_chunks;
+                        sim.ask(bulk.slot(), CHUNK as u32);
+                    }
+                }
+            }
+            sim.now = sim.free().max(sim.now);
+            if asked.is_none() && next_call < sim.now {
+                sim.now = next_call;
+            }
+        }
+        waits
+    }
+
+    #[test]
+    fn on_a_paced_port_a_dbts_call_waits_one_chunk_at_most_beside_a_saturating_bulk_client() {
+        let port = PortQos::paced(TableConfig::new(Link::gbps(100.0, 2048)), Some(RATE)).unwrap();
+        let waits = small_call_waits(&port);
+        let worst = waits.iter().max().copied().unwrap();
+        // The chunk on the link when the call comes, and the call's own
+        // 64-byte unit.
+        assert!(
+            worst <= chunk_ns() + 1_000,
+            "{worst} ns > one chunk ({} ns)",
+            chunk_ns()
+        );
+        assert!(waits.iter().any(|&w| w > 0));
+        // Without QoS the call queues behind the rest of the copy.
+        let fifo = PortQos::fifo(RATE, 2048).unwrap();
+        let mut waits = small_call_waits(&fifo);
+        waits.sort_unstable();
+        let p99 = waits[waits.len() * 99 / 100];
+        assert!(p99 > 10 * chunk_ns(), "{p99} ns");
+    }
+
+    #[test]
+    fn a_paced_port_paces_real_agents_and_keeps_the_shares() {
+        // 128 MB/s: a chunk is 2 ms on the link, far longer than the
+        // threads' own work, so each has its next chunk waiting in time.
+        let rate = 128e6;
+        let port = PortQos::paced(TableConfig::new(Link::gbps(100.0, 2048)), Some(rate)).unwrap();
+        let started = Instant::now();
+        let sent = race(
+            &port,
+            &["class=db,bandwidth=3GB/s", "class=db,bandwidth=1GB/s"],
+            Duration::from_millis(800),
+        );
+        let secs = started.elapsed().as_secs_f64();
+        let total: u64 = sent.iter().sum();
+        // Never faster than the link (the first chunk after idle is free).
+        assert!(
+            total as f64 <= rate * secs + 2.0 * CHUNK as f64,
+            "{total} bytes in {secs} s"
+        );
+        let ratio = sent[0] as f64 / sent[1] as f64;
+        assert!((ratio / 3.0 - 1.0).abs() < 0.15, "{sent:?}: {ratio}");
     }
 
     #[test]

@@ -135,6 +135,12 @@ struct Args {
     /// MTU of the QoS port, for the table's slot times.
     #[arg(long, default_value_t = 2048, requires = "qos_link")]
     qos_mtu: u32,
+    /// Paces bulk chunks as a link of this rate would (e.g. `1GB/s`):
+    /// arbitration decides shares only when the port is the bottleneck.
+    /// With `--qos-link`, the table shares this rate; without it, the port
+    /// is one FIFO queue of copies, without QoS (to compare against).
+    #[arg(long, value_parser = parse_link)]
+    qos_port_rate: Option<f64>,
     /// Agent process: the listener's table of tenants' memory, `FD:TENANTS`.
     #[arg(long = "tenant-memory", hide = true, requires = "agent_fd")]
     tenant_memory: Option<String>,
@@ -387,16 +393,35 @@ fn listener_main(args: &Args) -> ExitCode {
             bytes_per_second,
             mtu: args.qos_mtu,
         };
-        match PortQos::new(rcud_qos::admission::TableConfig::new(link)) {
+        let config = rcud_qos::admission::TableConfig::new(link);
+        match PortQos::paced(config, args.qos_port_rate) {
             Ok(port) => {
                 tracing::info!(
-                    "QoS on: {:.2} GB/s port, classes by tenant (qos) or client (RCUD_QOS)",
-                    bytes_per_second / 1e9
+                    "QoS on: {:.2} GB/s port, classes by tenant (qos) or client (RCUD_QOS){}",
+                    bytes_per_second / 1e9,
+                    match args.qos_port_rate {
+                        Some(rate) => format!(", bulk chunks paced at {:.2} GB/s", rate / 1e9),
+                        None => String::new(),
+                    }
                 );
                 server = server.with_qos(port);
             }
             Err(e) => {
                 eprintln!("rcud-server: cannot set up QoS: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else if let Some(rate) = args.qos_port_rate {
+        match PortQos::fifo(rate, args.qos_mtu) {
+            Ok(port) => {
+                tracing::info!(
+                    "QoS off: bulk chunks paced at {:.2} GB/s, copies in arrival order",
+                    rate / 1e9
+                );
+                server = server.with_qos(port);
+            }
+            Err(e) => {
+                eprintln!("rcud-server: cannot set up the paced port: {e}");
                 return ExitCode::FAILURE;
             }
         }
