@@ -914,8 +914,10 @@ fn open_link(server: &str, link: &Link, resume: [u8; 16]) -> Result<OpenedLink, 
             let mut link = tls
                 .connect(stream, server, Instant::now() + HANDSHAKE_TIMEOUT)
                 .map_err(|e| security_err(e.to_string()))?;
-            let exporter = link.exporter().map_err(|e| security_err(e.to_string()))?;
-            handshake::client_bind(&mut link, &authenticated.session_key, &exporter)
+            let binding = link
+                .channel_binding()
+                .map_err(|e| security_err(e.to_string()))?;
+            handshake::client_bind(&mut link, &authenticated.session_key, &binding)
                 .map_err(|e| security_err(e.to_string()))?;
             bootstrap::establish(link, kind, bootstrap::Role::Client, &opts)
         }

@@ -4,8 +4,8 @@
 //! an HMAC-SHA-256 over both nonces, the tenant's name and its role, so a
 //! proof can be neither replayed on another connection nor reflected back to
 //! its sender. The secret itself never crosses the wire. After a TLS
-//! handshake the client also proves the session key over the TLS exporter
-//! value ([`binding_proof`]), which ties the authentication to that TLS
+//! handshake the client also proves the session key over the TLS session's
+//! channel binding ([`binding_proof`]), which ties the authentication to that TLS
 //! session: a man in the middle that relayed the challenge–response cannot
 //! use it on a TLS session of its own.
 
@@ -22,8 +22,8 @@ pub const PROOF_LEN: usize = 32;
 /// TLS, so a secret must resist an offline guessing attack.
 pub const MIN_SECRET_LEN: usize = 16;
 
-/// Label of the TLS exporter value that [`binding_proof`] covers.
-pub const TLS_EXPORTER_LABEL: &[u8] = b"EXPORTER-rcud-session-binding";
+/// Label hashed into the TLS channel binding that [`binding_proof`] covers.
+pub const TLS_BINDING_LABEL: &[u8] = b"rcud TLS 1.3 channel binding v2";
 
 /// A tenant's name and secret, as a client presents them.
 #[derive(Clone, PartialEq, Eq)]
@@ -214,14 +214,14 @@ pub fn verify_resume(
         .is_ok()
 }
 
-fn binding_mac(session_key: &[u8; PROOF_LEN], exporter: &[u8]) -> HmacSha256 {
-    mac(session_key, &[b"rcud-binding-v1", exporter])
+fn binding_mac(session_key: &[u8; PROOF_LEN], binding: &[u8]) -> HmacSha256 {
+    mac(session_key, &[b"rcud-binding-v2", binding])
 }
 
 /// The client's proof, inside TLS, that the TLS session is its own: a MAC of
-/// the session's exporter value under the session key.
-pub fn binding_proof(session_key: &[u8; PROOF_LEN], exporter: &[u8]) -> [u8; PROOF_LEN] {
-    binding_mac(session_key, exporter)
+/// the session's channel binding under the session key.
+pub fn binding_proof(session_key: &[u8; PROOF_LEN], binding: &[u8]) -> [u8; PROOF_LEN] {
+    binding_mac(session_key, binding)
         .finalize()
         .into_bytes()
         .into()
@@ -230,10 +230,10 @@ pub fn binding_proof(session_key: &[u8; PROOF_LEN], exporter: &[u8]) -> [u8; PRO
 /// Checks a binding proof in constant time.
 pub fn verify_binding(
     session_key: &[u8; PROOF_LEN],
-    exporter: &[u8],
+    binding: &[u8],
     candidate: &[u8; PROOF_LEN],
 ) -> bool {
-    binding_mac(session_key, exporter)
+    binding_mac(session_key, binding)
         .verify_slice(candidate)
         .is_ok()
 }
@@ -294,11 +294,11 @@ mod tests {
     #[test]
     fn binding_depends_on_the_key_and_the_tls_session() {
         let k = session_key(b"0123456789abcdef", "alice", &CN, &SN);
-        let b = binding_proof(&k, b"exporter A");
-        assert!(verify_binding(&k, b"exporter A", &b));
-        assert!(!verify_binding(&k, b"exporter B", &b));
+        let b = binding_proof(&k, b"binding A");
+        assert!(verify_binding(&k, b"binding A", &b));
+        assert!(!verify_binding(&k, b"binding B", &b));
         let other = session_key(b"0123456789abcdef", "alice", &SN, &CN);
-        assert!(!verify_binding(&other, b"exporter A", &b));
+        assert!(!verify_binding(&other, b"binding A", &b));
     }
 
     #[test]

@@ -275,13 +275,13 @@ pub fn client_exchange<S: Read + Write>(
 }
 
 /// The client's side of step 5, on the TLS stream: proves that this TLS
-/// session (its `exporter` value) belongs to the authenticated client.
+/// session (its channel binding) belongs to the authenticated client.
 pub fn client_bind<S: Read + Write>(
     stream: &mut S,
     session_key: &[u8; PROOF_LEN],
-    exporter: &[u8],
+    binding: &[u8],
 ) -> Result<(), HandshakeError> {
-    let proof = auth::binding_proof(session_key, exporter);
+    let proof = auth::binding_proof(session_key, binding);
     write_message(stream, &ClientProof { proof })?;
     let verdict: Verdict = read_message(stream)?;
     if !verdict.accepted {

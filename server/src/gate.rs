@@ -363,9 +363,9 @@ pub fn bind_tls(
     admission: &Admission,
 ) -> Result<TlsLink, GateError> {
     let mut link = tls.accept(stream, Instant::now() + SETUP_DEADLINE)?;
-    let exporter = link.exporter()?;
+    let binding = link.channel_binding()?;
     let proof: ClientProof = handshake::read_message(&mut link)?;
-    if !auth::verify_binding(&admission.session_key, &exporter, &proof.proof) {
+    if !auth::verify_binding(&admission.session_key, &binding, &proof.proof) {
         let why = "the TLS session is not bound to the authenticated client".to_string();
         handshake::write_message(&mut link, &refused(&why))?;
         return Err(GateError::Refused(why));

@@ -367,8 +367,8 @@ impl Conn {
         let mut link = tls
             .connect(stream, addr, deadline)
             .map_err(|e| failed(&e))?;
-        let exporter = link.exporter().map_err(|e| failed(&e))?;
-        handshake::client_bind(&mut link, &auth.session_key, &exporter).map_err(|e| failed(&e))?;
+        let binding = link.channel_binding().map_err(|e| failed(&e))?;
+        handshake::client_bind(&mut link, &auth.session_key, &binding).map_err(|e| failed(&e))?;
         let opts = TcpOptions {
             read_timeout: Some(Duration::from_secs(30)),
             ..TcpOptions::default()

@@ -15,18 +15,23 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::UnbufferedClientConnection;
 use rustls::crypto::{ring as provider, CryptoProvider};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::{
-    ClientConfig, ClientConnection, DigitallySignedStruct, ServerConfig, ServerConnection,
-};
+use rustls::server::UnbufferedServerConnection;
+use rustls::{ClientConfig, DigitallySignedStruct, ServerConfig};
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 
-use rcud_proto::auth::TLS_EXPORTER_LABEL;
+use rcud_proto::auth::TLS_BINDING_LABEL;
 
 use crate::deadline::Deadline;
+
+mod handshake;
+mod record;
+
+pub use record::TlsLink;
 
 /// A byte stream a channel runs over: a TCP socket, or TLS on one.
 pub trait Link: Read + Write + Send + fmt::Debug + 'static {
@@ -130,12 +135,14 @@ impl ServerTls {
         key: PrivateKeyDer<'static>,
     ) -> Result<Self, TlsError> {
         let mut config = ServerConfig::builder_with_provider(crypto())
-            .with_safe_default_protocol_versions()?
+            .with_protocol_versions(&[&rustls::version::TLS13])?
             .with_no_client_auth()
             .with_single_cert(chain, key)?;
         // Session tickets would be written while the channel polls the socket
         // without blocking; clients reconnect rarely enough to do without.
         config.send_tls13_tickets = 0;
+        // The record layer (`record`) seals and opens records itself.
+        config.enable_secret_extraction = true;
         Ok(Self {
             config: Arc::new(config),
         })
@@ -145,11 +152,8 @@ impl ServerTls {
     /// before `deadline`.
     pub fn accept(&self, socket: TcpStream, deadline: Instant) -> Result<TlsLink, TlsError> {
         let peer = peer_of(&socket);
-        let mut conn = ServerConnection::new(self.config.clone())?;
-        conn.set_buffer_limit(Some(TLS_SEND_BUFFER));
-        let mut stream = rustls::StreamOwned::new(conn, BufferedSocket::new(socket));
-        complete(&mut stream.conn, &mut stream.sock, &peer, deadline)?;
-        Ok(TlsLink::Server(stream))
+        let conn = UnbufferedServerConnection::new(self.config.clone())?;
+        establish(conn, socket, &peer, deadline)
     }
 }
 
@@ -210,9 +214,9 @@ impl fmt::Debug for ClientTls {
 impl ClientTls {
     /// Settings that trust `trust`.
     pub fn new(trust: &Trust) -> Result<Self, TlsError> {
-        let builder =
-            ClientConfig::builder_with_provider(crypto()).with_safe_default_protocol_versions()?;
-        let config = match trust {
+        let builder = ClientConfig::builder_with_provider(crypto())
+            .with_protocol_versions(&[&rustls::version::TLS13])?;
+        let mut config = match trust {
             Trust::Ca(path) => {
                 let mut roots = rustls::RootCertStore::empty();
                 for cert in certificates(path)? {
@@ -231,6 +235,7 @@ impl ClientTls {
                 }))
                 .with_no_client_auth(),
         };
+        config.enable_secret_extraction = true;
         Ok(Self {
             config: Arc::new(config),
         })
@@ -254,55 +259,91 @@ impl ClientTls {
             peer: addr.into(),
             why: format!("`{host}` is not a valid server name: {e}"),
         })?;
-        let mut conn = ClientConnection::new(self.config.clone(), name)?;
-        conn.set_buffer_limit(Some(TLS_SEND_BUFFER));
-        let mut stream = rustls::StreamOwned::new(conn, BufferedSocket::new(socket));
-        complete(&mut stream.conn, &mut stream.sock, addr, deadline)?;
-        Ok(TlsLink::Client(stream))
+        let conn = UnbufferedClientConnection::new(self.config.clone(), name)?;
+        establish(conn, socket, addr, deadline)
     }
 }
 
-/// Drives a handshake to its end before `deadline`, turning rustls' errors
-/// into a sentence. The socket's own timeouts are restored afterwards.
-fn complete<C, D>(
-    conn: &mut C,
-    buffered: &mut BufferedSocket,
+/// Runs a handshake on `socket` before `deadline`, turning rustls' and the
+/// socket's errors into a sentence, and hands the session to the record
+/// layer. The socket's own timeouts are restored afterwards.
+fn establish<C: handshake::Unbuffered>(
+    conn: C,
+    mut socket: TcpStream,
     peer: &str,
     deadline: Instant,
-) -> Result<(), TlsError>
-where
-    C: std::ops::DerefMut<Target = rustls::ConnectionCommon<D>>,
-{
-    // The handshake reads little, and must not read past its own records
-    // into a buffer the deadline does not cover: it runs unbuffered.
-    debug_assert!(buffered.is_empty());
-    let sock = &mut buffered.sock;
-    let timeouts = (sock.read_timeout(), sock.write_timeout());
-    let mut io = Deadline::until(sock, deadline);
-    while conn.is_handshaking() {
-        conn.complete_io(&mut io).map_err(|e| {
-            let why = match e.kind() {
-                io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset => {
+) -> Result<TlsLink, TlsError> {
+    let failed = |why: String| TlsError::Handshake {
+        peer: peer.into(),
+        why,
+    };
+    let timeouts = (socket.read_timeout(), socket.write_timeout());
+    let finished =
+        handshake::run(conn, &mut Deadline::until(&mut socket, deadline)).map_err(|e| {
+            failed(match e {
+                handshake::Failure::Closed => {
                     "the peer closed the connection (does it speak TLS?)".to_string()
                 }
-                io::ErrorKind::InvalidData => format!("{e} (does the peer speak TLS?)"),
-                io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => {
-                    "the peer took too long".to_string()
+                handshake::Failure::Tls(e @ rustls::Error::InvalidMessage(_)) => {
+                    format!("{e} (does the peer speak TLS?)")
                 }
-                _ => e.to_string(),
-            };
-            TlsError::Handshake {
-                peer: peer.into(),
-                why,
-            }
+                handshake::Failure::Tls(e) => e.to_string(),
+                handshake::Failure::Io(e) => match e.kind() {
+                    io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset => {
+                        "the peer closed the connection (does it speak TLS?)".to_string()
+                    }
+                    io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => {
+                        "the peer took too long".to_string()
+                    }
+                    _ => e.to_string(),
+                },
+            })
         })?;
-    }
     if let (Ok(read), Ok(write)) = timeouts {
         // Best effort: the socket works either way, with the deadline's.
-        let _ = sock.set_read_timeout(read);
-        let _ = sock.set_write_timeout(write);
+        let _ = socket.set_read_timeout(read);
+        let _ = socket.set_write_timeout(write);
     }
-    Ok(())
+    let binding = channel_binding(&finished.secrets, &finished.schedule);
+    TlsLink::new(record::Established {
+        sock: socket,
+        schedule: finished.schedule,
+        secrets: finished.secrets,
+        leftover: finished.leftover,
+        early_plaintext: finished.early_plaintext,
+        binding,
+    })
+    .map_err(|e| failed(e.to_string()))
+}
+
+/// The value the handshake's proofs are bound to: a hash of the session's
+/// first traffic keys, client to server then server to client. Only the
+/// two ends know them, and they differ in every session, so a proof made in
+/// one session is worthless in another.
+fn channel_binding(secrets: &rustls::ExtractedSecrets, schedule: &record::Schedule) -> [u8; 32] {
+    fn key_and_iv(s: &rustls::ConnectionTrafficSecrets) -> (&[u8], &[u8]) {
+        match s {
+            rustls::ConnectionTrafficSecrets::Aes128Gcm { key, iv }
+            | rustls::ConnectionTrafficSecrets::Aes256Gcm { key, iv }
+            | rustls::ConnectionTrafficSecrets::Chacha20Poly1305 { key, iv } => {
+                (key.as_ref(), iv.as_ref())
+            }
+            _ => (&[], &[]),
+        }
+    }
+    let (to_server, to_client) = match schedule {
+        record::Schedule::Client(_) => (&secrets.tx.1, &secrets.rx.1),
+        record::Schedule::Server(_) => (&secrets.rx.1, &secrets.tx.1),
+    };
+    let mut h = Sha256::new();
+    h.update(TLS_BINDING_LABEL);
+    for s in [to_server, to_client] {
+        let (key, iv) = key_and_iv(s);
+        h.update((key.len() as u32).to_be_bytes());
+        h.update(key);
+        h.update(iv);
+    }
+    h.finalize().into()
 }
 
 fn peer_of(socket: &TcpStream) -> String {
@@ -310,127 +351,6 @@ fn peer_of(socket: &TcpStream) -> String {
         .peer_addr()
         .map(|a| a.to_string())
         .unwrap_or_else(|_| "?".into())
-}
-
-/// A socket read through a large buffer. rustls reads at most 4 KiB per
-/// call; without the buffer a 32 MB copy would cost thousands of system
-/// calls more than plain TCP.
-#[derive(Debug)]
-pub struct BufferedSocket {
-    sock: TcpStream,
-    buf: Box<[u8]>,
-    start: usize,
-    end: usize,
-}
-
-/// Encrypted bytes rustls may hold before they are written: large, so a
-/// bulk chunk goes out in few system calls.
-const TLS_SEND_BUFFER: usize = 1 << 20;
-
-/// Bytes read from the socket at once.
-const TLS_READ_BUFFER: usize = 256 << 10;
-
-impl BufferedSocket {
-    fn new(sock: TcpStream) -> Self {
-        Self {
-            sock,
-            buf: vec![0u8; TLS_READ_BUFFER].into_boxed_slice(),
-            start: 0,
-            end: 0,
-        }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.start == self.end
-    }
-}
-
-impl Read for BufferedSocket {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        if self.is_empty() {
-            // On an error (a non-blocking poll that found nothing) the
-            // buffer stays empty.
-            let n = self.sock.read(&mut self.buf)?;
-            (self.start, self.end) = (0, n);
-        }
-        let n = (self.end - self.start).min(out.len());
-        out[..n].copy_from_slice(&self.buf[self.start..self.start + n]);
-        self.start += n;
-        Ok(n)
-    }
-}
-
-impl Write for BufferedSocket {
-    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        self.sock.write(data)
-    }
-
-    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
-        self.sock.write_vectored(bufs)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.sock.flush()
-    }
-}
-
-/// A TLS session on a TCP socket, either end.
-#[derive(Debug)]
-pub enum TlsLink {
-    /// The server's end.
-    Server(rustls::StreamOwned<ServerConnection, BufferedSocket>),
-    /// The client's end.
-    Client(rustls::StreamOwned<ClientConnection, BufferedSocket>),
-}
-
-impl TlsLink {
-    /// The session's exporter value for the handshake's binding proof.
-    pub fn exporter(&self) -> Result<[u8; 32], TlsError> {
-        let mut out = [0u8; 32];
-        match self {
-            TlsLink::Server(s) => s
-                .conn
-                .export_keying_material(&mut out, TLS_EXPORTER_LABEL, None),
-            TlsLink::Client(s) => s
-                .conn
-                .export_keying_material(&mut out, TLS_EXPORTER_LABEL, None),
-        }?;
-        Ok(out)
-    }
-}
-
-impl Read for TlsLink {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            TlsLink::Server(s) => s.read(buf),
-            TlsLink::Client(s) => s.read(buf),
-        }
-    }
-}
-
-impl Write for TlsLink {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            TlsLink::Server(s) => s.write(buf),
-            TlsLink::Client(s) => s.write(buf),
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        match self {
-            TlsLink::Server(s) => s.flush(),
-            TlsLink::Client(s) => s.flush(),
-        }
-    }
-}
-
-impl Link for TlsLink {
-    fn socket(&self) -> &TcpStream {
-        match self {
-            TlsLink::Server(s) => &s.sock.sock,
-            TlsLink::Client(s) => &s.sock.sock,
-        }
-    }
 }
 
 /// Trusts exactly one certificate, by fingerprint, whatever its names and
@@ -499,6 +419,7 @@ impl ServerCertVerifier for PinnedCertificate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use std::net::TcpListener;
     use std::time::Duration;
 
@@ -512,7 +433,7 @@ mod tests {
         trust: Trust,
         chain: Vec<CertificateDer<'static>>,
         key: PrivateKeyDer<'static>,
-    ) -> Result<(), TlsError> {
+    ) -> Result<[u8; 32], TlsError> {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let server = ServerTls::from_der(chain, key).unwrap();
@@ -525,7 +446,7 @@ mod tests {
                     l.read_exact(&mut b).unwrap();
                     l.write_all(&b).unwrap();
                     l.flush().unwrap();
-                    l.exporter().unwrap()
+                    l.channel_binding().unwrap()
                 })
         });
         let client = ClientTls::new(&trust)?;
@@ -547,17 +468,19 @@ mod tests {
         let mut b = [0u8; 5];
         link.read_exact(&mut b).unwrap();
         assert_eq!(&b, b"hello");
-        let ours = link.exporter().unwrap();
+        let ours = link.channel_binding().unwrap();
         let theirs = t.join().unwrap().unwrap();
-        assert_eq!(ours, theirs, "both ends derive the same exporter value");
-        Ok(())
+        assert_eq!(ours, theirs, "both ends derive the same channel binding");
+        Ok(ours)
     }
 
     #[test]
     fn a_pinned_certificate_is_trusted_and_another_is_not() {
         let (chain, key, _) = self_signed("localhost");
         let pin = parse_pin(&fingerprint(&chain[0])).unwrap();
-        handshake(Trust::Pin(pin), chain.clone(), key.clone_key()).unwrap();
+        let one = handshake(Trust::Pin(pin), chain.clone(), key.clone_key()).unwrap();
+        let two = handshake(Trust::Pin(pin), chain.clone(), key.clone_key()).unwrap();
+        assert_ne!(one, two, "every session has its own binding");
         let err = handshake(Trust::Pin([0; 32]), chain, key).unwrap_err();
         assert!(err.to_string().contains("not the pinned one"), "{err}");
     }
@@ -573,6 +496,182 @@ mod tests {
         assert!(handshake(Trust::Ca(ca), other, other_key).is_err());
     }
 
+    /// Bytes that differ at every position, so a misplaced record shows.
+    fn pattern(len: usize, seed: u32) -> Vec<u8> {
+        let mut x = seed.wrapping_mul(2_654_435_761) | 1;
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                x as u8
+            })
+            .collect()
+    }
+
+    fn pinned_pair() -> (ServerTls, ClientTls) {
+        let (chain, key, _) = self_signed("localhost");
+        let pin = parse_pin(&fingerprint(&chain[0])).unwrap();
+        (
+            ServerTls::from_der(chain, key).unwrap(),
+            ClientTls::new(&Trust::Pin(pin)).unwrap(),
+        )
+    }
+
+    fn soon() -> Instant {
+        Instant::now() + Duration::from_secs(10)
+    }
+
+    /// rustls' own buffered stream: a standard TLS 1.3 peer.
+    fn standard_server(
+        tls: &ServerTls,
+        sock: TcpStream,
+    ) -> rustls::StreamOwned<rustls::ServerConnection, TcpStream> {
+        let conn = rustls::ServerConnection::new(tls.config.clone()).unwrap();
+        let mut stream = rustls::StreamOwned::new(conn, sock);
+        while stream.conn.is_handshaking() {
+            stream.conn.complete_io(&mut stream.sock).unwrap();
+        }
+        stream
+    }
+
+    #[test]
+    fn the_record_layer_speaks_standard_tls_both_ways_across_key_updates() {
+        let (server, client) = pinned_pair();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let data = pattern((1 << 20) + 7, 1);
+        let expect = data.clone();
+        let peer = std::thread::spawn(move || {
+            let (sock, _) = listener.accept().unwrap();
+            let mut s = standard_server(&server, sock);
+            let mut got = vec![0u8; expect.len()];
+            s.read_exact(&mut got).unwrap();
+            assert!(got == expect, "the standard peer reads what we sealed");
+            // Its own key update, asked of a record layer it does not know.
+            s.conn.refresh_traffic_keys().unwrap();
+            for piece in got.chunks(300_001) {
+                s.write_all(piece).unwrap();
+            }
+            s.flush().unwrap();
+            let mut tail = [0u8; 4];
+            s.read_exact(&mut tail).unwrap();
+            tail
+        });
+        let sock = TcpStream::connect(addr).unwrap();
+        let mut link = client
+            .connect(sock, &format!("localhost:{}", addr.port()), soon())
+            .unwrap();
+        // A key update every three records: dozens within the megabyte.
+        link.rekey_after(3);
+        for piece in data.chunks(70_000) {
+            link.write_all(piece).unwrap();
+        }
+        link.flush().unwrap();
+        let mut back = vec![0u8; data.len()];
+        link.read_exact(&mut back).unwrap();
+        assert!(back == data, "we open what the standard peer sealed");
+        link.write_all(b"done").unwrap();
+        link.flush().unwrap();
+        assert_eq!(&peer.join().unwrap(), b"done");
+    }
+
+    #[test]
+    fn data_sent_with_the_clients_finished_is_not_lost() {
+        let (server, _) = pinned_pair();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let first = pattern(40_000, 2);
+        let expect = first.clone();
+        let srv = std::thread::spawn(move || {
+            let (sock, _) = listener.accept().unwrap();
+            let mut link = server.accept(sock, soon()).unwrap();
+            let mut got = vec![0u8; expect.len()];
+            link.read_exact(&mut got).unwrap();
+            assert!(got == expect);
+            link.write_all(b"ok").unwrap();
+            link.flush().unwrap();
+        });
+        // rustls' client sends data written before the handshake's end
+        // right behind its Finished, in the same flight.
+        let config = rustls::ClientConfig::builder_with_provider(crypto())
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .unwrap()
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AnyCertificate(crypto())))
+            .with_no_client_auth();
+        let name = ServerName::try_from("localhost").unwrap();
+        let conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
+        let mut s = rustls::StreamOwned::new(conn, TcpStream::connect(addr).unwrap());
+        s.conn.set_buffer_limit(None);
+        s.conn.writer().write_all(&first).unwrap();
+        let mut ok = [0u8; 2];
+        s.read_exact(&mut ok).unwrap();
+        assert_eq!(&ok, b"ok");
+        srv.join().unwrap();
+    }
+
+    #[test]
+    fn partial_and_forged_records_are_waited_for_and_refused() {
+        let (server, _) = pinned_pair();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let srv = std::thread::spawn(move || {
+            let (sock, _) = listener.accept().unwrap();
+            let mut link = server.accept(sock, soon()).unwrap();
+            // Half a record: a non-blocking read waits for the rest.
+            let mut hello = [0u8; 5];
+            link.socket().set_nonblocking(true).unwrap();
+            let early = link.read(&mut hello).unwrap_err();
+            assert_eq!(early.kind(), io::ErrorKind::WouldBlock);
+            link.socket().set_nonblocking(false).unwrap();
+            link.write_all(b"go").unwrap();
+            link.flush().unwrap();
+            link.read_exact(&mut hello).unwrap();
+            assert_eq!(&hello, b"hello");
+            // A record changed on the way fails authentication.
+            let mut more = [0u8; 5];
+            let forged = link.read_exact(&mut more).unwrap_err();
+            assert_eq!(forged.kind(), io::ErrorKind::InvalidData);
+            assert!(forged.to_string().contains("authentication"), "{forged}");
+        });
+        let config = rustls::ClientConfig::builder_with_provider(crypto())
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .unwrap()
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AnyCertificate(crypto())))
+            .with_no_client_auth();
+        let name = ServerName::try_from("localhost").unwrap();
+        let mut conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
+        let mut sock = TcpStream::connect(addr).unwrap();
+        while conn.is_handshaking() {
+            conn.complete_io(&mut sock).unwrap();
+        }
+        let mut sealed = |data: &[u8]| {
+            conn.writer().write_all(data).unwrap();
+            let mut wire = Vec::new();
+            while conn.wants_write() {
+                conn.write_tls(&mut wire).unwrap();
+            }
+            wire
+        };
+        let hello = sealed(b"hello");
+        sock.write_all(&hello[..9]).unwrap();
+        let mut go = Vec::new();
+        while go.len() < 10 {
+            let mut b = [0u8; 64];
+            let n = sock.read(&mut b).unwrap();
+            assert!(n > 0);
+            go.extend_from_slice(&b[..n]);
+        }
+        sock.write_all(&hello[9..]).unwrap();
+        let mut forged = sealed(b"world");
+        let last = forged.len() - 1;
+        forged[last] ^= 1;
+        sock.write_all(&forged).unwrap();
+        srv.join().unwrap();
+    }
+
     #[test]
     fn pins_parse_with_or_without_colons() {
         let hex = "ab".repeat(32);
@@ -581,5 +680,44 @@ mod tests {
         assert_eq!(parse_pin(&colons).unwrap(), [0xab; 32]);
         assert!(parse_pin("abc").is_err());
         assert!(parse_pin(&"zz".repeat(32)).is_err());
+    }
+
+    /// Accepts any certificate (tests of the record layer only).
+    #[derive(Debug)]
+    struct AnyCertificate(Arc<CryptoProvider>);
+
+    impl ServerCertVerifier for AnyCertificate {
+        fn verify_server_cert(
+            &self,
+            _: &CertificateDer<'_>,
+            _: &[CertificateDer<'_>],
+            _: &ServerName<'_>,
+            _: &[u8],
+            _: UnixTime,
+        ) -> Result<ServerCertVerified, rustls::Error> {
+            Ok(ServerCertVerified::assertion())
+        }
+
+        fn verify_tls12_signature(
+            &self,
+            _: &[u8],
+            _: &CertificateDer<'_>,
+            _: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            Ok(HandshakeSignatureValid::assertion())
+        }
+
+        fn verify_tls13_signature(
+            &self,
+            _: &[u8],
+            _: &CertificateDer<'_>,
+            _: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            Ok(HandshakeSignatureValid::assertion())
+        }
+
+        fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+            self.0.signature_verification_algorithms.supported_schemes()
+        }
     }
 }
