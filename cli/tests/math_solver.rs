@@ -85,6 +85,18 @@ fn run_solver_sp(test: &str, cudart: &str) {
             run.assert_line(&format!("{t} {what}: ok"));
         }
     }
+    for t in ["D", "Z"] {
+        for what in [
+            "csrlsqvqr",
+            "csreigvsi",
+            "csreigs",
+            "csrzfd",
+            "csrcholDiag",
+            "sparse extras bad arguments",
+        ] {
+            run.assert_line(&format!("{t} {what}: ok"));
+        }
+    }
     for line in [
         "orderings: ok",
         "csrperm: ok",

@@ -7,7 +7,12 @@
 // checked as P*A*Q^T == L*U) in every element type; cusolverRf (setup from
 // the host and the device, refactor with new values, solve, extraction,
 // boost, settings and bad arguments); cusolverRf's batched API (a batch
-// of systems checked against a CPU reference, new values, a zero pivot).
+// of systems checked against a CPU reference, new values, a zero pivot);
+// in D and Z, csrlsqvqrHost (full rank and rank deficient, against the
+// normal equations), csreigvsi and csreigvsiHost (against a known
+// spectrum), csreigsHost (counts in boxes), csrzfdHost (zeros on the
+// diagonal, structural singularity) and csrcholDiag (against a dense
+// Cholesky), with their bad arguments; symmdq among the orderings.
 #include <cuComplex.h>
 #include <cuda_runtime.h>
 #include <cusolverRf.h>
@@ -821,6 +826,299 @@ static void run_rf_batch(cusolverSpHandle_t h, cusparseMatDescr_t descr) {
     printf("cusolverRf batched: ok\n");
 }
 
+// ---- csrlsqvqrHost, csreigvsi(Host), csreigsHost, csrzfdHost, csrcholDiag ----
+
+template <typename T> struct Ex;
+#define EX_TYPE(T, R, P, CORNER)                                                                                         \
+    template <> struct Ex<T> {                                                                                           \
+        static cusolverStatus_t lsq(cusolverSpHandle_t h, int m, int n, int nnz, cusparseMatDescr_t d, const T *v,       \
+                                    const int *rp, const int *ci, const T *b, R tol, int *rank, T *x, int *p, R *mn) {  \
+            return cusolverSp##P##csrlsqvqrHost(h, m, n, nnz, d, v, rp, ci, b, tol, rank, x, p, mn);                     \
+        }                                                                                                                \
+        static cusolverStatus_t vsiH(cusolverSpHandle_t h, int m, int nnz, cusparseMatDescr_t d, const T *v,             \
+                                     const int *rp, const int *ci, T mu0, const T *x0, int maxite, R eps, T *mu, T *x) { \
+            return cusolverSp##P##csreigvsiHost(h, m, nnz, d, v, rp, ci, mu0, x0, maxite, eps, mu, x);                   \
+        }                                                                                                                \
+        static cusolverStatus_t vsi(cusolverSpHandle_t h, int m, int nnz, cusparseMatDescr_t d, const T *v,              \
+                                    const int *rp, const int *ci, T mu0, const T *x0, int maxite, R eps, T *mu, T *x) {  \
+            return cusolverSp##P##csreigvsi(h, m, nnz, d, v, rp, ci, mu0, x0, maxite, eps, mu, x);                       \
+        }                                                                                                                \
+        static cusolverStatus_t eigs(cusolverSpHandle_t h, int m, int nnz, cusparseMatDescr_t d, const T *v,             \
+                                     const int *rp, const int *ci, CORNER lb, CORNER ru, int *num) {                     \
+            return cusolverSp##P##csreigsHost(h, m, nnz, d, v, rp, ci, lb, ru, num);                                     \
+        }                                                                                                                \
+        static cusolverStatus_t zfd(cusolverSpHandle_t h, int n, int nnz, cusparseMatDescr_t d, const T *v,              \
+                                    const int *rp, const int *ci, int *p, int *numnz) {                                  \
+            return cusolverSp##P##csrzfdHost(h, n, nnz, d, v, rp, ci, p, numnz);                                         \
+        }                                                                                                                \
+        static cusolverStatus_t diag(cusolverSpHandle_t h, csrcholInfo_t i, R *out) {                                    \
+            return cusolverSp##P##csrcholDiag(h, i, out);                                                                \
+        }                                                                                                                \
+    };
+EX_TYPE(double, double, D, cuDoubleComplex)
+EX_TYPE(cuDoubleComplex, double, Z, cuDoubleComplex)
+
+// A rectangular CSR matrix from dense rows (zeros left out), values as T.
+template <typename T> struct Rect {
+    int m, n;
+    std::vector<int> rowptr, colind;
+    std::vector<T> val;
+    std::vector<std::vector<cd>> dense;
+    int nnz() const { return (int)val.size(); }
+};
+
+template <typename T> static Rect<T> rect(const std::vector<std::vector<cd>> &rows) {
+    Rect<T> a;
+    a.m = (int)rows.size();
+    a.n = (int)rows[0].size();
+    a.dense = rows;
+    a.rowptr.push_back(0);
+    for (auto &row : rows) {
+        for (int j = 0; j < a.n; j++)
+            if (row[j] != cd(0, 0)) {
+                a.colind.push_back(j);
+                a.val.push_back(from_c<T>(row[j]));
+            }
+        a.rowptr.push_back((int)a.colind.size());
+    }
+    return a;
+}
+
+template <typename T> static std::vector<cd> rect_mv(const Rect<T> &a, const std::vector<cd> &x) {
+    std::vector<cd> y(a.m);
+    for (int i = 0; i < a.m; i++)
+        for (int j = 0; j < a.n; j++) y[i] += a.dense[i][j] * x[j];
+    return y;
+}
+
+static double norm2(const std::vector<cd> &v) {
+    double s = 0;
+    for (auto &z : v) s += std::norm(z);
+    return std::sqrt(s);
+}
+
+// Hermitian tridiagonal: 2 on the diagonal, -w above, -conj(w) below, |w| = 1:
+// eigenvalues 2 - 2 cos(k pi / (n + 1)), k = 1..n.
+static std::vector<std::vector<cd>> tridiag(int n, cd w) {
+    std::vector<std::vector<cd>> rows(n, std::vector<cd>(n));
+    for (int i = 0; i < n; i++) {
+        rows[i][i] = 2;
+        if (i + 1 < n) rows[i][i + 1] = -w;
+        if (i > 0) rows[i][i - 1] = -std::conj(w);
+    }
+    return rows;
+}
+
+template <typename T> static void run_extras(cusolverSpHandle_t h, cusparseMatDescr_t descr, bool complex) {
+    typedef Sp<T> S;
+    const double pi = 3.14159265358979323846;
+
+    // csrlsqvqrHost: a full-rank 12x5 and a rank-4 12x5 (column 4 = column 0
+    // + column 1), checked by the normal equations, p, rank and min_norm.
+    for (int deficient = 0; deficient <= 1; deficient++) {
+        int m = 12, n = 5;
+        std::vector<std::vector<cd>> rows(m, std::vector<cd>(n));
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < 4; j++)
+                if ((i + 2 * j) % 3 == 0 || i == j) rows[i][j] = cd(1.0 + i - 0.5 * j, complex ? 0.3 * i * j : 0);
+        for (int i = 0; i < m; i++)
+            rows[i][4] = deficient ? rows[i][0] + rows[i][1] : cd(i % 4 == 1 ? 2.0 + i : 0, complex ? 0.25 : 0);
+        Rect<T> a = rect<T>(rows);
+        std::vector<T> b(m), x(n);
+        for (int i = 0; i < m; i++) b[i] = from_c<T>(cd(1.0 + i, complex ? -0.5 * i : 0));
+        std::vector<int> p(n, -1);
+        int rank = -1;
+        double min_norm = -1;
+        SOLVER(Ex<T>::lsq(h, m, n, a.nnz(), descr, a.val.data(), a.rowptr.data(), a.colind.data(), b.data(), 1e-10,
+                          &rank, x.data(), p.data(), &min_norm));
+        EXPECT(rank == (deficient ? 4 : 5), "%s csrlsqvqrHost rank %d", S::name(), rank);
+        EXPECT(is_perm(p, n), "%s csrlsqvqrHost p", S::name());
+        std::vector<cd> xc = as_c(x), r = rect_mv(a, xc);
+        for (int i = 0; i < m; i++) r[i] -= to_c(b[i]);
+        EXPECT(std::fabs(norm2(r) - min_norm) < 1e-9 * norm2(as_c(b)), "%s csrlsqvqrHost min_norm %g vs %g", S::name(),
+               min_norm, norm2(r));
+        double ne = 0;
+        for (int j = 0; j < n; j++) {
+            cd s = 0;
+            for (int i = 0; i < m; i++) s += std::conj(rows[i][j]) * r[i];
+            ne = std::max(ne, std::abs(s));
+        }
+        EXPECT(ne < 1e-8, "%s csrlsqvqrHost normal equations %g", S::name(), ne);
+        if (deficient) {
+            cd along = xc[0] + xc[1] - xc[4];
+            EXPECT(std::abs(along) < 1e-9, "%s csrlsqvqrHost not the minimum-norm solution", S::name());
+        }
+    }
+    printf("%s csrlsqvqr: ok\n", S::name());
+
+    // csreigvsi, host and device: the eigenvalue nearest mu0 of a Hermitian
+    // tridiagonal matrix with a known spectrum.
+    int n = 20;
+    cd w = complex ? cd(0.6, 0.8) : cd(1, 0);
+    Rect<T> t = rect<T>(tridiag(n, w));
+    auto lambda = [&](int k) { return 2 - 2 * std::cos(k * pi / (n + 1)); };
+    std::vector<T> x0(n, from_c<T>(cd(1, 0))), x(n);
+    {
+        struct {
+            double mu0;
+            int k;
+        } cases[] = {{0.05, 1}, {lambda(6) + 0.02, 6}, {3.99, 20}};
+        T *d_val = upload(t.val), *d_x0 = upload(x0), *d_mu, *d_x;
+        int *d_rp = upload(t.rowptr), *d_ci = upload(t.colind);
+        CHECK(cudaMalloc(&d_mu, sizeof(T)));
+        CHECK(cudaMalloc(&d_x, n * sizeof(T)));
+        for (auto &c : cases) {
+            for (int device = 0; device <= 1; device++) {
+                T mu;
+                if (device) {
+                    SOLVER(Ex<T>::vsi(h, n, t.nnz(), descr, d_val, d_rp, d_ci, from_c<T>(cd(c.mu0, 0)), d_x0, 100, 1e-12,
+                                      d_mu, d_x));
+                    CHECK(cudaMemcpy(&mu, d_mu, sizeof(T), cudaMemcpyDeviceToHost));
+                    CHECK(cudaMemcpy(x.data(), d_x, n * sizeof(T), cudaMemcpyDeviceToHost));
+                } else {
+                    SOLVER(Ex<T>::vsiH(h, n, t.nnz(), descr, t.val.data(), t.rowptr.data(), t.colind.data(),
+                                       from_c<T>(cd(c.mu0, 0)), x0.data(), 100, 1e-12, &mu, x.data()));
+                }
+                cd m = to_c(mu);
+                EXPECT(std::abs(m - lambda(c.k)) < 1e-8, "%s csreigvsi%s mu %g%+gi, expected %g", S::name(),
+                       device ? "" : "Host", m.real(), m.imag(), lambda(c.k));
+                std::vector<cd> xc = as_c(x), r = rect_mv(t, xc);
+                for (int i = 0; i < n; i++) r[i] -= m * xc[i];
+                EXPECT(norm2(r) < 1e-7 && std::fabs(norm2(xc) - 1) < 1e-9, "%s csreigvsi%s residual %g", S::name(),
+                       device ? "" : "Host", norm2(r));
+            }
+        }
+        // maxite <= 0 and a device pointer outside the allocations.
+        EXPECT_STATUS(Ex<T>::vsi(h, n, t.nnz(), descr, d_val, d_rp, d_ci, from_c<T>(cd(0, 0)), d_x0, 0, 1e-12, d_mu, d_x),
+                      CUSOLVER_STATUS_INVALID_VALUE);
+        EXPECT_STATUS(Ex<T>::vsiH(h, n, t.nnz(), descr, t.val.data(), t.rowptr.data(), t.colind.data(),
+                                  from_c<T>(cd(0, 0)), x0.data(), -1, 1e-12, x.data(), x.data()),
+                      CUSOLVER_STATUS_INVALID_VALUE);
+        EXPECT_STATUS(Ex<T>::vsi(h, n, t.nnz(), descr, d_val, d_rp, d_ci, from_c<T>(cd(0, 0)), d_x0, 10, 1e-12, d_mu,
+                                 reinterpret_cast<T *>(0x1000)),
+                      CUSOLVER_STATUS_INVALID_VALUE);
+        EXPECT_STATUS(Ex<T>::vsi(NULL, n, t.nnz(), descr, d_val, d_rp, d_ci, from_c<T>(cd(0, 0)), d_x0, 10, 1e-12, d_mu,
+                                 d_x),
+                      CUSOLVER_STATUS_NOT_INITIALIZED);
+        CHECK(cudaFree(d_val));
+        CHECK(cudaFree(d_x0));
+        CHECK(cudaFree(d_mu));
+        CHECK(cudaFree(d_x));
+        CHECK(cudaFree(d_rp));
+        CHECK(cudaFree(d_ci));
+    }
+    printf("%s csreigvsi: ok\n", S::name());
+
+    // csreigsHost: eigenvalues of the tridiagonal matrix in boxes.
+    {
+        double boxes[][2] = {{0, 1.1}, {1.5, 3.0}, {-1, 5}, {3.999, 5}};
+        for (auto &box : boxes) {
+            int expect = 0;
+            for (int k = 1; k <= n; k++) expect += lambda(k) >= box[0] && lambda(k) <= box[1];
+            int found = -1;
+            SOLVER(Ex<T>::eigs(h, n, t.nnz(), descr, t.val.data(), t.rowptr.data(), t.colind.data(),
+                               make_cuDoubleComplex(box[0], -0.5), make_cuDoubleComplex(box[1], 0.5), &found));
+            EXPECT(found == expect, "%s csreigsHost [%g, %g]: %d, expected %d", S::name(), box[0], box[1], found, expect);
+        }
+    }
+    printf("%s csreigs: ok\n", S::name());
+
+    // csrzfdHost: zeros on the diagonal (one stored), then a structurally
+    // singular matrix.
+    {
+        cd o = complex ? cd(1, 1) : cd(1, 0);
+        std::vector<std::vector<cd>> rows = {
+            {0, o, 2.0 * o, 0}, {3.0 * o, 0, 0, 0}, {0, 4.0 * o, 0, 5.0 * o}, {0, 0, 6.0 * o, 0}};
+        Rect<T> a = rect<T>(rows);
+        // Store A(0, 0) = 0 explicitly.
+        a.colind.insert(a.colind.begin(), 0);
+        a.val.insert(a.val.begin(), from_c<T>(cd(0, 0)));
+        for (int i = 1; i <= 4; i++) a.rowptr[i]++;
+        std::vector<int> p(4, -1);
+        int numnz = -1;
+        SOLVER(Ex<T>::zfd(h, 4, a.nnz(), descr, a.val.data(), a.rowptr.data(), a.colind.data(), p.data(), &numnz));
+        EXPECT(numnz == 4 && is_perm(p, 4), "%s csrzfdHost numnz %d", S::name(), numnz);
+        for (int j = 0; j < 4; j++) EXPECT(rows[p[j]][j] != cd(0, 0), "%s csrzfdHost: A(P, :)(%d, %d) is zero", S::name(), j, j);
+        Rect<T> s = rect<T>({{o, o, 0}, {o, o, 0}, {0, 0, 0}});
+        std::vector<int> q(3, -1);
+        SOLVER(Ex<T>::zfd(h, 3, s.nnz(), descr, s.val.data(), s.rowptr.data(), s.colind.data(), q.data(), &numnz));
+        EXPECT(numnz == 2 && is_perm(q, 3), "%s csrzfdHost structurally singular numnz %d", S::name(), numnz);
+    }
+    printf("%s csrzfd: ok\n", S::name());
+
+    // csrcholDiag: the diagonal of L against a dense Cholesky on the host.
+    {
+        Csr a = lap2d(4, complex);
+        int m = a.n, nnz = (int)a.val.size();
+        std::vector<T> val;
+        for (auto &v : a.val) val.push_back(from_c<T>(v));
+        std::vector<std::vector<cd>> l(m, std::vector<cd>(m));
+        for (int i = 0; i < m; i++)
+            for (int k = a.rowptr[i]; k < a.rowptr[i + 1]; k++) l[i][a.colind[k]] = a.val[k];
+        for (int j = 0; j < m; j++) {
+            double d = l[j][j].real();
+            for (int k = 0; k < j; k++) d -= std::norm(l[j][k]);
+            l[j][j] = std::sqrt(d);
+            for (int i = j + 1; i < m; i++) {
+                cd s = l[i][j];
+                for (int k = 0; k < j; k++) s -= l[i][k] * std::conj(l[j][k]);
+                l[i][j] = s / l[j][j];
+            }
+        }
+        T *d_val = upload(val);
+        int *d_rp = upload(a.rowptr), *d_ci = upload(a.colind);
+        double *d_diag;
+        CHECK(cudaMalloc(&d_diag, m * sizeof(double)));
+        csrcholInfo_t info;
+        SOLVER(cusolverSpCreateCsrcholInfo(&info));
+        EXPECT_STATUS(Ex<T>::diag(h, info, d_diag), CUSOLVER_STATUS_INVALID_VALUE);
+        SOLVER(cusolverSpXcsrcholAnalysis(h, m, nnz, descr, d_rp, d_ci, info));
+        size_t internal = 0, work = 0;
+        SOLVER(S::cholBuf(h, m, nnz, descr, d_val, d_rp, d_ci, info, &internal, &work));
+        void *d_work;
+        CHECK(cudaMalloc(&d_work, work));
+        SOLVER(S::cholFac(h, m, nnz, descr, d_val, d_rp, d_ci, info, d_work));
+        SOLVER(Ex<T>::diag(h, info, d_diag));
+        std::vector<double> diag(m);
+        CHECK(cudaMemcpy(diag.data(), d_diag, m * sizeof(double), cudaMemcpyDeviceToHost));
+        for (int i = 0; i < m; i++)
+            EXPECT(std::fabs(diag[i] - l[i][i].real()) < 1e-12, "%s csrcholDiag[%d] %g vs %g", S::name(), i, diag[i],
+                   l[i][i].real());
+        EXPECT_STATUS(Ex<T>::diag(h, info, NULL), CUSOLVER_STATUS_INVALID_VALUE);
+        SOLVER(cusolverSpDestroyCsrcholInfo(info));
+        CHECK(cudaFree(d_work));
+        CHECK(cudaFree(d_diag));
+        CHECK(cudaFree(d_val));
+        CHECK(cudaFree(d_rp));
+        CHECK(cudaFree(d_ci));
+    }
+    printf("%s csrcholDiag: ok\n", S::name());
+
+    // Bad arguments: m < n, a null handle, a general-only descriptor.
+    {
+        Rect<T> wide = rect<T>(std::vector<std::vector<cd>>{{cd(1), cd(2)}});
+        std::vector<T> b(1), x(2);
+        int rank, p[2];
+        double mn;
+        EXPECT_STATUS(Ex<T>::lsq(h, 1, 2, wide.nnz(), descr, wide.val.data(), wide.rowptr.data(), wide.colind.data(),
+                                 b.data(), 0, &rank, x.data(), p, &mn),
+                      CUSOLVER_STATUS_INVALID_VALUE);
+        int found;
+        EXPECT_STATUS(Ex<T>::eigs(NULL, n, t.nnz(), descr, t.val.data(), t.rowptr.data(), t.colind.data(),
+                                  make_cuDoubleComplex(0, 0), make_cuDoubleComplex(1, 1), &found),
+                      CUSOLVER_STATUS_NOT_INITIALIZED);
+        cusparseMatDescr_t sym;
+        EXPECT(cusparseCreateMatDescr(&sym) == CUSPARSE_STATUS_SUCCESS, "cusparseCreateMatDescr");
+        cusparseSetMatType(sym, CUSPARSE_MATRIX_TYPE_SYMMETRIC);
+        int numnz;
+        std::vector<int> q(n);
+        EXPECT_STATUS(Ex<T>::zfd(h, n, t.nnz(), sym, t.val.data(), t.rowptr.data(), t.colind.data(), q.data(), &numnz),
+                      CUSOLVER_STATUS_MATRIX_TYPE_NOT_SUPPORTED);
+        cusparseDestroyMatDescr(sym);
+    }
+    printf("%s sparse extras bad arguments: ok\n", S::name());
+}
+
 int main() {
     cusolverSpHandle_t h;
     SOLVER(cusolverSpCreate(&h));
@@ -851,6 +1149,8 @@ int main() {
     EXPECT(is_perm(q, n), "symamd: not a permutation");
     SOLVER(cusolverSpXcsrmetisndHost(h, n, nnz, descr, scrambled.rowptr.data(), scrambled.colind.data(), NULL, q.data()));
     EXPECT(is_perm(q, n), "metisnd: not a permutation");
+    SOLVER(cusolverSpXcsrsymmdqHost(h, n, nnz, descr, scrambled.rowptr.data(), scrambled.colind.data(), q.data()));
+    EXPECT(is_perm(q, n), "symmdq: not a permutation");
     printf("orderings: ok\n");
 
     // csrperm: B = A(p, p) with the map of its values.
@@ -878,6 +1178,8 @@ int main() {
     run_lu<double>(h, descr, false);
     run_lu<cuComplex>(h, descr, true);
     run_lu<cuDoubleComplex>(h, descr, true);
+    run_extras<double>(h, descr, false);
+    run_extras<cuDoubleComplex>(h, descr, true);
     run_rf(h, descr);
     run_rf_batch(h, descr);
 

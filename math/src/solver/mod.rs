@@ -253,7 +253,7 @@ pub fn encode(dtype: u8, z: C, out: &mut Vec<u8>) {
 }
 
 /// Writes real values in `dtype`'s real type (float for S and C).
-fn write_reals(
+pub(crate) fn write_reals(
     memory: &mut dyn DeviceMemory,
     ptr: u64,
     dtype: u8,
@@ -347,6 +347,8 @@ fn run(memory: &mut dyn DeviceMemory, call: Call) -> Result<(), Fault> {
         | Call::SpFactor { .. }
         | Call::SpZeroPivot { .. }
         | Call::SpSolve { .. }
+        | Call::SpCholDiag { .. }
+        | Call::SpEigvsi { .. }
         | Call::SpInfoDestroy { .. }
         | Call::RfSetup { .. }
         | Call::RfResetValues { .. }

@@ -8,7 +8,7 @@ use num_complex::Complex64 as C;
 use rcud_proto::math::solver::{element_size, Call, SP_CHOL, SP_LU, SP_QR};
 
 use super::sparse::{self, Csr, Info, Method, Pattern, SpError};
-use super::{decode, encode, read_ints, INVALID_VALUE};
+use super::{decode, encode, read_ints, write_reals, INVALID_VALUE};
 use crate::{DeviceMemory, Fault, MathError, Reply};
 
 /// `CUSOLVER_STATUS_ALLOC_FAILED`: the band would exceed the memory bound.
@@ -233,6 +233,59 @@ pub(super) fn run(
                 }
                 Err(error) => status(error),
             })
+        })(),
+        Call::SpCholDiag {
+            info,
+            dtype,
+            n,
+            diag,
+            ..
+        } => (|| {
+            let Some(entry) = infos.get(&info).filter(|i| matches_dims(i, n, n, None)) else {
+                return Ok(Reply::status(INVALID_VALUE));
+            };
+            Ok(match entry.chol_diag() {
+                Ok(values) => {
+                    write_reals(memory, diag, dtype, &values)?;
+                    Reply::ok(Vec::new())
+                }
+                Err(error) => status(error),
+            })
+        })(),
+        Call::SpEigvsi {
+            dtype,
+            m,
+            nnz,
+            base,
+            val,
+            rowptr,
+            colind,
+            mu0_re,
+            mu0_im,
+            x0,
+            maxite,
+            eps,
+            mu,
+            x,
+            ..
+        } => (|| {
+            let pattern = match read_pattern(memory, (m, m, nnz, base), rowptr, colind)? {
+                Ok(pattern) => pattern,
+                Err(error) => return Ok(status(error)),
+            };
+            let values = read_values(memory, val, len(nnz), dtype)?;
+            let start = read_values(memory, x0, len(m), dtype)?;
+            let a = Csr { pattern, values };
+            Ok(
+                match sparse::eigvsi(&a, C::new(mu0_re, mu0_im), &start, maxite, eps) {
+                    Ok((value, vector)) => {
+                        write_values(memory, mu, &[value], dtype)?;
+                        write_values(memory, x, &vector, dtype)?;
+                        Reply::ok(Vec::new())
+                    }
+                    Err(error) => status(error),
+                },
+            )
         })(),
         Call::SpInfoDestroy { info } => Ok(match infos.remove(&info) {
             Some(_) => Reply::ok(Vec::new()),

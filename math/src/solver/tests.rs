@@ -1932,3 +1932,104 @@ fn hostile_irs_calls_are_bounded_refused_or_fault() {
     let niters = i32::from_le_bytes(reply.out[..4].try_into().expect("niters"));
     assert!(niters < 0, "a NaN system converged in {niters} steps");
 }
+
+/// The tridiagonal tridiag(−1, 2, −1) of order n in CSR at slots 0 (values,
+/// doubles), 1 (row offsets) and 2 (columns); answers nnz.
+fn put_tridiagonal(f: &mut Fixture, n: usize) -> i32 {
+    let (mut rowptr, mut colind, mut values) = (vec![0i32], Vec::new(), Vec::new());
+    for i in 0..n {
+        for j in i.saturating_sub(1)..(i + 2).min(n) {
+            colind.push(j as i32);
+            values.extend_from_slice(&(if i == j { 2.0f64 } else { -1.0 }).to_le_bytes());
+        }
+        rowptr.push(colind.len() as i32);
+    }
+    f.memory.write(at(0), &values).expect("values");
+    write_ints(&mut f.memory, at(1), &rowptr).expect("offsets");
+    write_ints(&mut f.memory, at(2), &colind).expect("columns");
+    colind.len() as i32
+}
+
+#[test]
+fn sparse_eigvsi_and_chol_diag_on_the_device() {
+    let n = 16;
+    let mut f = Fixture::new();
+    let nnz = put_tridiagonal(&mut f, n);
+    let ones: Vec<u8> = (0..n).flat_map(|_| 1.0f64.to_le_bytes()).collect();
+    f.memory.write(at(3), &ones).expect("x0");
+    let handle = f.handle;
+    let eigvsi = |maxite: i32, x: u64| Call::SpEigvsi {
+        handle,
+        dtype: 1,
+        m: n as i32,
+        nnz,
+        base: 0,
+        val: at(0),
+        rowptr: at(1),
+        colind: at(2),
+        mu0_re: 0.0,
+        mu0_im: 0.0,
+        x0: at(3),
+        maxite,
+        eps: 1e-12,
+        mu: at(4),
+        x,
+    };
+    let (good, no_steps) = (eigvsi(100, at(5)), eigvsi(0, at(5)));
+    assert_eq!(
+        past_deadline(&mut f, good.clone()),
+        Err(crate::deadline::Expired)
+    );
+    assert_eq!(f.call(good), 0);
+    let mu = f.reals(4, 1, 1)[0];
+    let lambda1 = 2.0 - 2.0 * (std::f64::consts::PI / (n + 1) as f64).cos();
+    assert!((mu - lambda1).abs() < 1e-9, "{mu} vs {lambda1}");
+    assert_eq!(f.call(no_steps), INVALID_VALUE);
+    // x past the memory: refused before anything is written.
+    let outside = eigvsi(100, at(16));
+    assert!(f.state.call(&mut f.memory, outside).is_err());
+
+    // csrcholDiag after the analysis and factor of the same matrix.
+    let info = 0x7010;
+    let (h, m) = (f.handle, n as i32);
+    let diag = |n: i32| Call::SpCholDiag {
+        handle: h,
+        info,
+        dtype: 1,
+        n,
+        diag: at(6),
+    };
+    assert_eq!(f.call(diag(m)), INVALID_VALUE, "no analysis yet");
+    let analysis = Call::SpAnalysis {
+        handle: h,
+        info,
+        method: rcud_proto::math::solver::SP_CHOL,
+        m,
+        n: m,
+        nnz,
+        base: 0,
+        rowptr: at(1),
+        colind: at(2),
+    };
+    assert_eq!(f.call(analysis), 0);
+    assert_eq!(f.call(diag(m)), INVALID_VALUE, "no factor yet");
+    let factor = Call::SpFactor {
+        handle: h,
+        info,
+        dtype: 1,
+        m,
+        n: m,
+        nnz,
+        val: at(0),
+        b: 0,
+        x: 0,
+    };
+    assert_eq!(f.call(factor), 0);
+    assert_eq!(f.call(diag(m - 1)), INVALID_VALUE, "n differs");
+    assert_eq!(f.call(diag(m)), 0);
+    // L(k,k) of tridiag(−1, 2, −1) is sqrt((k + 2) / (k + 1)).
+    for (k, l) in f.reals(6, 1, n).into_iter().enumerate() {
+        let expect = ((k + 2) as f64 / (k + 1) as f64).sqrt();
+        assert!((l - expect).abs() < 1e-12, "L({k},{k}) = {l}");
+    }
+}

@@ -129,6 +129,14 @@ crate::wire_enum! {
         /// `batch` device pointers, each to one right-hand side solved in
         /// place; `temp` (n×2`batch`, `ldt` ≥ n) is checked, not used.
         34 RfBatchSolve { rf: u64, batch: i32, n: i32, p: u64, q: u64, nrhs: i32, temp: u64, ldt: i32, xf: u64, ldxf: i32 },
+        /// `cusolverSp?csrcholDiag`: the diagonal of the factored
+        /// Cholesky info's L, `n` reals (S, D: `dtype`'s own; C, Z: their
+        /// real parts' type) to `diag`; `n` must be the analysis's.
+        35 SpCholDiag { handle: u64, info: u64, dtype: u8, n: i32, diag: u64 },
+        /// `cusolverSp?csreigvsi`: the shift-inverse power method on the
+        /// m×m CSR A from `x0`: the eigenvalue nearest `mu0` to `mu` (one
+        /// element of `dtype`) and its eigenvector to `x` (m elements).
+        36 SpEigvsi { handle: u64, dtype: u8, m: i32, nnz: i32, base: i32, val: u64, rowptr: u64, colind: u64, mu0_re: f64, mu0_im: f64, x0: u64, maxite: i32, eps: f64, mu: u64, x: u64 },
         /// `cusolverDn?gesvdaStridedBatched`: the `rank` largest singular
         /// values (and with `jobz` 1 their left and right vectors: U m×rank,
         /// V itself n×rank) of `batch` m×n matrices (m ≥ n), each operand
@@ -613,6 +621,38 @@ impl Call {
                     ranges.push(array(x, n, size, "x")?);
                 }
                 ranges
+            }
+            Call::SpCholDiag { dtype, n, diag, .. } => {
+                let real = real_size(dtype).ok_or(InvalidValue("data type"))?;
+                vec![array(diag, dim(n, "n")?, real, "diag")?]
+            }
+            Call::SpEigvsi {
+                dtype,
+                m,
+                nnz,
+                base,
+                val,
+                rowptr,
+                colind,
+                x0,
+                maxite,
+                mu,
+                x,
+                ..
+            } => {
+                let (m, nnz, size) = (dim(m, "m")?, dim(nnz, "nnz")?, size(dtype)?);
+                sp_base(base)?;
+                if maxite <= 0 {
+                    return Err(InvalidValue("maxite"));
+                }
+                vec![
+                    array(val, nnz, size, "csrVal")?,
+                    array(rowptr, m + 1, 4, "csrRowPtr")?,
+                    array(colind, nnz, 4, "csrColInd")?,
+                    array(x0, m, size, "x0")?,
+                    array(mu, 1, size, "mu")?,
+                    array(x, m, size, "x")?,
+                ]
             }
             Call::SpSolve {
                 dtype, m, n, b, x, ..
@@ -1152,7 +1192,9 @@ impl Call {
             | Call::SpSetup { handle, .. }
             | Call::SpFactor { handle, .. }
             | Call::SpZeroPivot { handle, .. }
-            | Call::SpSolve { handle, .. } => Some(handle),
+            | Call::SpSolve { handle, .. }
+            | Call::SpCholDiag { handle, .. }
+            | Call::SpEigvsi { handle, .. } => Some(handle),
         }
     }
 }

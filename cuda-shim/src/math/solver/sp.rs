@@ -30,6 +30,7 @@ use num_complex::Complex64 as C;
 /// `CUSOLVER_STATUS_MATRIX_TYPE_NOT_SUPPORTED`.
 const MATRIX_TYPE_NOT_SUPPORTED: c_int = 8;
 
+mod extra;
 mod lu;
 
 type Status = Result<(), c_int>;
@@ -485,7 +486,9 @@ fn lsv_device(handle: Handle, method: u8, dtype: u8, a: &Lsv) -> c_int {
 /// factor here, device ones live on the server under the same id.
 enum Entry {
     Host(Box<Info>),
-    Device(Method),
+    /// A server info for its method, and the rows of its last analysis
+    /// (0 before one).
+    Device(Method, c_int),
     Lu(Box<lu::LuInfo>),
 }
 
@@ -517,13 +520,13 @@ fn destroy_info(info: *mut c_void, host: bool, method: Method) -> c_int {
     run(|| {
         let removed = with_infos(|_, table| match table.get(&(info as u64)) {
             Some(Entry::Host(i)) if host && i.method() == method => table.remove(&(info as u64)),
-            Some(Entry::Device(m)) if !host && *m == method => table.remove(&(info as u64)),
+            Some(Entry::Device(m, _)) if !host && *m == method => table.remove(&(info as u64)),
             _ => None,
         });
         match removed {
             None => Err(INVALID_VALUE),
             Some(Entry::Host(_) | Entry::Lu(_)) => Ok(()),
-            Some(Entry::Device(_)) => {
+            Some(Entry::Device(..)) => {
                 // The server holds it only after an analysis; either way it is gone.
                 let _ = crate::math::call(
                     0,
@@ -551,7 +554,15 @@ fn with_host_info<R>(
 /// Checks that `info` is a device info made for `method`.
 fn device_info(info: *mut c_void, method: Method) -> Status {
     with_infos(|_, table| match table.get(&(info as u64)) {
-        Some(Entry::Device(m)) if *m == method => Ok(()),
+        Some(Entry::Device(m, _)) if *m == method => Ok(()),
+        _ => Err(INVALID_VALUE),
+    })
+}
+
+/// The rows of the device info `info` made for `method`, once analyzed.
+fn device_rows(info: *mut c_void, method: Method) -> Result<c_int, c_int> {
+    with_infos(|_, table| match table.get(&(info as u64)) {
+        Some(&Entry::Device(m, rows)) if m == method && rows > 0 => Ok(rows),
         _ => Err(INVALID_VALUE),
     })
 }
@@ -571,7 +582,7 @@ macro_rules! info_objects {
             let entry = if $host {
                 Entry::Host(Box::new(Info::new($method)))
             } else {
-                Entry::Device($method)
+                Entry::Device($method, 0)
             };
             create_info(info, entry)
         }
@@ -626,8 +637,13 @@ fn analysis(
                 rowptr: rowptr as u64,
                 colind: colind as u64,
             },
-        )
-        .map(drop)
+        )?;
+        with_infos(|_, table| {
+            if let Some(Entry::Device(_, rows)) = table.get_mut(&(info as u64)) {
+                *rows = m;
+            }
+        });
+        Ok(())
     })
 }
 

@@ -193,6 +193,13 @@ impl Factor {
         (self.band.data.len() + self.tau.len()) * 16 + self.swaps.len() * 8
     }
 
+    /// The pivots' sizes, one per step: Cholesky's diagonal of L, LU's
+    /// |U(k,k)|, QR's |R(k,k)|; 0 from a step the factorization could not
+    /// complete on.
+    pub fn pivots(&self) -> &[f64] {
+        &self.pivots
+    }
+
     /// The first step whose pivot is at most `tol`, if any.
     pub fn zero_pivot(&self, tol: f64) -> Option<usize> {
         self.pivots.iter().position(|&p| p.is_nan() || p <= tol)

@@ -111,6 +111,17 @@ impl Info {
         Ok(factor.solve(b))
     }
 
+    /// `?csrcholDiag`: the diagonal of L (A = L Lᴴ; rcud's Cholesky does
+    /// not reorder, so P is the identity). Cholesky infos only, after a
+    /// factor; entries from the first step that was not positive definite
+    /// on are 0.
+    pub fn chol_diag(&self) -> Result<Vec<f64>, SpError> {
+        if self.method != Method::Cholesky {
+            return Err(SpError::Invalid("not a Cholesky info"));
+        }
+        Ok(self.factor.as_ref().ok_or(ORDER)?.pivots().to_vec())
+    }
+
     /// Rows and columns of the analyzed pattern.
     pub fn dims(&self) -> Option<(usize, usize)> {
         self.pattern.as_ref().map(|p| (p.m, p.n))

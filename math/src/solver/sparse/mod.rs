@@ -13,6 +13,7 @@
 //! solvers do.
 
 mod band;
+mod extra;
 mod info;
 mod lu;
 mod order;
@@ -20,6 +21,7 @@ mod order;
 mod tests;
 
 pub use band::{band_bytes, Band, Factor, Method};
+pub use extra::{eigs, eigvsi, lsqvqr, matvec, symmdq, zfd, LeastSquares};
 pub use info::Info;
 pub use lu::{CsrFactor, PivotReport, Refactor, SparseLu, UnitDiagonal};
 pub use order::{metisnd, symamd, symrcm};

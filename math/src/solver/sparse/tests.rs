@@ -568,3 +568,303 @@ fn refactor_on_the_fixed_pattern_solves_new_values() {
     assert_eq!(report.zero_pivot, Some(0));
     assert!(report.boosted);
 }
+
+// ---- csrlsqvqr, csreigvsi, csreigs, csrzfd, csrsymmdq, csrcholDiag ----
+
+/// A CSR matrix from dense rows (zeros left out).
+fn csr_of(rows: &[Vec<C>]) -> Csr {
+    let n = rows.first().map_or(0, Vec::len);
+    let (mut rowptr, mut colind, mut values) = (vec![0], Vec::new(), Vec::new());
+    for row in rows {
+        for (j, &v) in row.iter().enumerate() {
+            if v != C::new(0.0, 0.0) {
+                colind.push(j);
+                values.push(v);
+            }
+        }
+        rowptr.push(colind.len());
+    }
+    Csr {
+        pattern: Pattern {
+            m: rows.len(),
+            n,
+            rowptr,
+            colind,
+        },
+        values,
+    }
+}
+
+fn c(re: f64, im: f64) -> C {
+    C::new(re, im)
+}
+
+/// Aᴴ (A x − b): zero at a least-squares solution.
+fn normal_residual(a: &Csr, x: &[C], b: &[C]) -> f64 {
+    let d = dense_of(a);
+    let r: Vec<C> = matvec(a, x).iter().zip(b).map(|(u, v)| u - v).collect();
+    (0..a.pattern.n)
+        .map(|j| {
+            d.iter()
+                .zip(&r)
+                .map(|(row, ri)| row[j].conj() * ri)
+                .sum::<C>()
+                .norm()
+        })
+        .fold(0.0, f64::max)
+}
+
+#[test]
+fn lsqvqr_matches_the_normal_equations() {
+    // 7×4 complex, full rank.
+    let rows: Vec<Vec<C>> = (0..7)
+        .map(|i| {
+            (0..4)
+                .map(|j| {
+                    if (i + 2 * j) % 3 == 0 || i == j {
+                        c(1.0 + i as f64 - j as f64 * 0.5, 0.3 * (i * j) as f64)
+                    } else {
+                        c(0.0, 0.0)
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let a = csr_of(&rows);
+    let b: Vec<C> = (0..7).map(|i| c(1.0 + i as f64, -0.5 * i as f64)).collect();
+    let ls = lsqvqr(&a, &b, 1e-12).unwrap();
+    assert_eq!(ls.rank, 4);
+    assert!(is_permutation(&ls.p, 4));
+    assert!(normal_residual(&a, &ls.x, &b) < 1e-9);
+    let r: Vec<C> = matvec(&a, &ls.x)
+        .iter()
+        .zip(&b)
+        .map(|(u, v)| u - v)
+        .collect();
+    let norm = r.iter().map(|z| z.norm_sqr()).sum::<f64>().sqrt();
+    assert!((ls.min_norm - norm).abs() < 1e-12 && norm > 1e-3);
+    // The dense reference: solve AᴴA x = Aᴴb.
+    let d = dense_of(&a);
+    let mut g = crate::solver::dense::Mat::zeros(4, 4);
+    let mut rhs = crate::solver::dense::Mat::zeros(4, 1);
+    for i in 0..4 {
+        for j in 0..4 {
+            g[(i, j)] = d.iter().map(|row| row[i].conj() * row[j]).sum();
+        }
+        rhs[(i, 0)] = d.iter().zip(&b).map(|(row, bk)| row[i].conj() * bk).sum();
+    }
+    let (ipiv, info) = crate::solver::dense::getrf(&mut g, true);
+    assert_eq!(info, 0);
+    crate::solver::dense::getrs(crate::solver::dense::Op::N, &g, Some(&ipiv), &mut rhs);
+    for j in 0..4 {
+        assert!((rhs[(j, 0)] - ls.x[j]).norm() < 1e-9, "x[{j}]");
+    }
+    // m < n is refused.
+    let wide = csr_of(&[vec![c(1.0, 0.0), c(2.0, 0.0)]]);
+    assert!(lsqvqr(&wide, &[c(1.0, 0.0)], 0.0).is_err());
+}
+
+#[test]
+fn lsqvqr_rank_deficient_gives_the_minimum_norm_solution() {
+    // Column 3 = column 0 + column 1: rank 3, null vector (1, 1, 0, −1).
+    let rows: Vec<Vec<C>> = [
+        [1.0, 0.0, 2.0],
+        [0.0, 1.0, 0.0],
+        [3.0, 0.0, 1.0],
+        [0.0, 2.0, 0.0],
+        [1.0, 1.0, 1.0],
+        [0.0, 0.0, 4.0],
+    ]
+    .iter()
+    .map(|r| {
+        vec![
+            c(r[0], 0.0),
+            c(r[1], 0.0),
+            c(r[2], 0.0),
+            c(r[0] + r[1], 0.0),
+        ]
+    })
+    .collect();
+    let a = csr_of(&rows);
+    let b: Vec<C> = (0..6).map(|i| c((i * i) as f64 - 2.0, 0.0)).collect();
+    let ls = lsqvqr(&a, &b, 1e-10).unwrap();
+    assert_eq!(ls.rank, 3);
+    assert!(is_permutation(&ls.p, 4));
+    assert!(normal_residual(&a, &ls.x, &b) < 1e-9);
+    // Minimum norm: x ⟂ the null space.
+    let along = ls.x[0] + ls.x[1] - ls.x[3];
+    assert!(along.norm() < 1e-9, "{along}");
+    assert!(ls.x.iter().all(|v| v.im.abs() < 1e-12));
+}
+
+/// The 1-D Laplacian tridiag(−1, 2, −1) of order n.
+fn lap1d(n: usize) -> Csr {
+    let rows: Vec<Vec<C>> = (0..n)
+        .map(|i| {
+            (0..n)
+                .map(|j| match i.abs_diff(j) {
+                    0 => c(2.0, 0.0),
+                    1 => c(-1.0, 0.0),
+                    _ => c(0.0, 0.0),
+                })
+                .collect()
+        })
+        .collect();
+    csr_of(&rows)
+}
+
+#[test]
+fn eigvsi_finds_the_eigenvalue_nearest_the_shift() {
+    let n = 12;
+    let a = lap1d(n);
+    let lambda = |k: usize| 2.0 - 2.0 * (k as f64 * std::f64::consts::PI / (n + 1) as f64).cos();
+    let x0 = vec![c(1.0, 0.0); n];
+    for (mu0, k) in [(0.0, 1), (lambda(5) + 0.01, 5), (4.0, n)] {
+        let (mu, x) = eigvsi(&a, c(mu0, 0.0), &x0, 200, 1e-12).unwrap();
+        assert!((mu.re - lambda(k)).abs() < 1e-9, "{mu} vs {}", lambda(k));
+        let r: f64 = matvec(&a, &x)
+            .iter()
+            .zip(&x)
+            .map(|(u, v)| (u - mu * v).norm())
+            .fold(0.0, f64::max);
+        assert!(r < 1e-8);
+    }
+    // Complex triangular: the eigenvalues are the diagonal.
+    let diag = [c(1.0, 1.0), c(2.0, 0.0), c(3.0, -1.0), c(5.0, 0.0)];
+    let rows: Vec<Vec<C>> = (0..4)
+        .map(|i| {
+            (0..4)
+                .map(|j| match (j as usize).wrapping_sub(i) {
+                    0 => diag[i],
+                    1 => c(0.5, 0.25),
+                    _ => c(0.0, 0.0),
+                })
+                .collect()
+        })
+        .collect();
+    let t = csr_of(&rows);
+    let (mu, _) = eigvsi(&t, c(2.9, -0.8), &[c(1.0, 0.0); 4], 100, 1e-12).unwrap();
+    assert!((mu - diag[2]).norm() < 1e-9, "{mu}");
+    // A shift on an eigenvalue still converges; bad input is refused.
+    let (mu, _) = eigvsi(&t, diag[1], &[c(1.0, 0.0); 4], 100, 1e-12).unwrap();
+    assert!((mu - diag[1]).norm() < 1e-6, "{mu}");
+    assert!(eigvsi(&t, c(0.0, 0.0), &[c(1.0, 0.0); 4], 0, 1e-12).is_err());
+    assert!(eigvsi(&t, c(0.0, 0.0), &[c(0.0, 0.0); 4], 10, 1e-12).is_err());
+}
+
+#[test]
+fn eigs_counts_against_dense_eigenvalues() {
+    let a = lap2d(4);
+    let mut d = crate::solver::dense::Mat::zeros(16, 16);
+    for (i, row) in dense_of(&a).iter().enumerate() {
+        for (j, &v) in row.iter().enumerate() {
+            d[(i, j)] = v;
+        }
+    }
+    let (w, _) = crate::solver::dense::syevd(crate::solver::dense::Uplo::Lower, &d, false).unwrap();
+    for (lo, hi) in [(0.0, 2.5), (2.5, 5.0), (-1.0, 9.0), (3.1, 3.2)] {
+        let expect = w.iter().filter(|&&l| lo <= l && l <= hi).count();
+        assert_eq!(
+            eigs(&a, c(lo, -0.5), c(hi, 0.5)).unwrap(),
+            expect,
+            "[{lo}, {hi}]"
+        );
+    }
+    // Complex: diagonal 1+i, 2, 3−i, 5 (triangular).
+    let rows = vec![
+        vec![c(1.0, 1.0), c(1.0, 0.0), c(0.0, 0.0), c(0.0, 0.0)],
+        vec![c(0.0, 0.0), c(2.0, 0.0), c(1.0, 0.0), c(0.0, 0.0)],
+        vec![c(0.0, 0.0), c(0.0, 0.0), c(3.0, -1.0), c(1.0, 0.0)],
+        vec![c(0.0, 0.0), c(0.0, 0.0), c(0.0, 0.0), c(5.0, 0.0)],
+    ];
+    let t = csr_of(&rows);
+    assert_eq!(eigs(&t, c(0.5, -2.0), c(3.5, 0.5)).unwrap(), 2);
+    assert_eq!(eigs(&t, c(0.0, -2.0), c(6.0, 2.0)).unwrap(), 4);
+    assert!(eigs(&t, c(1.0, 0.0), c(0.0, 1.0)).is_err());
+}
+
+/// Whether A(p, :) has `numnz` nonzero diagonal entries.
+fn diagonal_nonzeros(a: &Csr, p: &[usize]) -> usize {
+    let d = dense_of(a);
+    (0..p.len())
+        .filter(|&j| d[p[j]][j] != C::new(0.0, 0.0))
+        .count()
+}
+
+#[test]
+fn zfd_permutes_zeros_off_the_diagonal() {
+    // Zeros on the diagonal (one stored explicitly); MC21 must augment.
+    let rows = vec![
+        vec![c(0.0, 0.0), c(1.0, 0.0), c(2.0, 0.0), c(0.0, 0.0)],
+        vec![c(3.0, 0.0), c(0.0, 0.0), c(0.0, 0.0), c(0.0, 0.0)],
+        vec![c(0.0, 0.0), c(4.0, 0.0), c(0.0, 0.0), c(5.0, 0.0)],
+        vec![c(0.0, 0.0), c(0.0, 0.0), c(6.0, 0.0), c(0.0, 0.0)],
+    ];
+    let mut a = csr_of(&rows);
+    // Store A(0, 0) = 0 explicitly.
+    a.pattern.colind.insert(0, 0);
+    a.values.insert(0, c(0.0, 0.0));
+    for r in &mut a.pattern.rowptr[1..] {
+        *r += 1;
+    }
+    let (p, numnz) = zfd(&a).unwrap();
+    assert!(is_permutation(&p, 4));
+    assert_eq!(numnz, 4);
+    assert_eq!(diagonal_nonzeros(&a, &p), 4);
+    // The augmenting path case of the notes: r0 {c0, c1}, r1 {c0}, r2 {c1, c2}.
+    let rows = vec![
+        vec![c(1.0, 0.0), c(1.0, 0.0), c(0.0, 0.0)],
+        vec![c(1.0, 0.0), c(0.0, 0.0), c(0.0, 0.0)],
+        vec![c(0.0, 0.0), c(1.0, 0.0), c(1.0, 0.0)],
+    ];
+    let b = csr_of(&rows);
+    let (p, numnz) = zfd(&b).unwrap();
+    assert_eq!((p.clone(), numnz), (vec![1, 0, 2], 3));
+    assert_eq!(diagonal_nonzeros(&b, &p), 3);
+    // Structurally singular: an empty row and column.
+    let rows = vec![
+        vec![c(1.0, 0.0), c(1.0, 0.0), c(0.0, 0.0)],
+        vec![c(1.0, 0.0), c(1.0, 0.0), c(0.0, 0.0)],
+        vec![c(0.0, 0.0), c(0.0, 0.0), c(0.0, 0.0)],
+    ];
+    let s = csr_of(&rows);
+    let (p, numnz) = zfd(&s).unwrap();
+    assert!(is_permutation(&p, 3));
+    assert_eq!(numnz, 2);
+    assert_eq!(diagonal_nonzeros(&s, &p), 2);
+}
+
+#[test]
+fn symmdq_is_a_minimum_degree_permutation() {
+    let a = lap2d(5);
+    let p = symmdq(&a.pattern);
+    assert!(is_permutation(&p, 25));
+    assert_eq!(p, symamd(&a.pattern));
+}
+
+#[test]
+fn chol_diag_is_the_diagonal_of_l() {
+    let a = lap2d(3);
+    let mut info = Info::new(Method::Cholesky);
+    assert!(info.chol_diag().is_err(), "before the analysis");
+    info.analysis(a.pattern.clone()).unwrap();
+    assert!(info.chol_diag().is_err(), "before the factor");
+    info.factor(Some(a.values.clone())).unwrap();
+    let diag = info.chol_diag().unwrap();
+    let mut d = crate::solver::dense::Mat::zeros(9, 9);
+    for (i, row) in dense_of(&a).iter().enumerate() {
+        for (j, &v) in row.iter().enumerate() {
+            d[(i, j)] = v;
+        }
+    }
+    assert_eq!(
+        crate::solver::dense::potrf(crate::solver::dense::Uplo::Lower, &mut d),
+        0
+    );
+    for (k, &l) in diag.iter().enumerate() {
+        assert!((l - d[(k, k)].re).abs() < 1e-12);
+    }
+    let det: f64 = diag.iter().map(|l| l * l).product();
+    assert!(det > 0.0);
+    assert!(Info::new(Method::Qr).chol_diag().is_err());
+}

@@ -76,6 +76,8 @@ fn dense(call: &Call) -> Option<(Precision, Dense)> {
         | Call::SpFactor { .. }
         | Call::SpZeroPivot { .. }
         | Call::SpSolve { .. }
+        | Call::SpCholDiag { .. }
+        | Call::SpEigvsi { .. }
         | Call::SpInfoDestroy { .. }
         | Call::RfSetup { .. }
         | Call::RfResetValues { .. }
@@ -555,6 +557,8 @@ impl CudaDeviceContext {
                 | Call::SpFactor { .. }
                 | Call::SpZeroPivot { .. }
                 | Call::SpSolve { .. }
+                | Call::SpCholDiag { .. }
+                | Call::SpEigvsi { .. }
         ) {
             tracing::info!("cuSOLVER's sparse API is not forwarded to the GPU");
             return Ok(Reply::status(NOT_SUPPORTED));
