@@ -38,7 +38,7 @@ pub(crate) struct QosArgs {
     #[arg(long, default_value_t = 3.0)]
     seconds: f64,
     /// Bytes of each bulk copy.
-    #[arg(long, default_value = "8MiB")]
+    #[arg(long, default_value = "2MiB")]
     copy: bytesize::ByteSize,
     /// The QoS server's link rate for its table (`--qos-link`).
     #[arg(long, default_value = "40Gb/s")]
@@ -174,7 +174,11 @@ fn bulk(mut s: Session, len: usize, way: Direction, stop: &AtomicBool) -> BenchR
             ))
             .map(drop)?,
         }
-        moved += len as u64;
+        // A copy that ends after the window closed would credit a client
+        // with bytes it moved alone on the port once the other had stopped.
+        if !stop.load(Ordering::Relaxed) {
+            moved += len as u64;
+        }
     }
     Ok(moved)
 }
@@ -196,6 +200,8 @@ fn shares(addr: &str, args: &QosArgs, way: Direction, qos: bool) -> BenchResult<
     let started = Instant::now();
     std::thread::sleep(Duration::from_secs_f64(args.seconds));
     stop.store(true, Ordering::Relaxed);
+    // The window the counted copies ended in.
+    let secs = started.elapsed().as_secs_f64();
     let moved: Vec<u64> = workers
         .into_iter()
         .map(|w| {
@@ -204,7 +210,6 @@ fn shares(addr: &str, args: &QosArgs, way: Direction, qos: bool) -> BenchResult<
                 .map_err(Into::into)
         })
         .collect::<BenchResult<_>>()?;
-    let secs = started.elapsed().as_secs_f64();
     Ok(classes
         .iter()
         .zip(&moved)

@@ -300,6 +300,15 @@ impl SharedArbiter {
         }
         self.set(Self::slot(slot, SLOT_VL), u64::from(vl));
         self.set(Self::slot(slot, SLOT_SHARE), share.max(1));
+        // A new connection starts at its lane's virtual time, as a new flow
+        // of start-time fair queueing does: starting at zero, it would get
+        // the idle credit of `enqueue`, which buys a low share a burst worth
+        // more of its lane's time than a high one's.
+        let lane = u64::from(vl).min(15);
+        for r in [Resource::Bulk, Resource::Launch] {
+            let clock = self.get(Self::res(r, RES_CLOCK + lane));
+            self.set(Self::slot_res(slot, r, SLOT_VTIME), clock);
+        }
         self.set(Self::slot(slot, SLOT_ACTIVE), 1);
     }
 
@@ -1088,6 +1097,19 @@ mod tests {
         );
         // The same on a FIFO port without QoS: whole copies alternate.
         assert!(got[0].abs_diff(got[1]) <= 32, "{got:?}");
+    }
+
+    #[test]
+    fn connections_that_join_a_busy_lane_start_even_and_get_their_shares() {
+        let port = PortQos::paced(TableConfig::new(Link::gbps(100.0, 2048)), Some(RATE)).unwrap();
+        let classes = ["class=db,bandwidth=3GB/s", "class=db,bandwidth=1GB/s"];
+        // The lane's virtual time moves on while others use it ...
+        always_ready(&port, &classes, 4000);
+        // ... and two new connections start from it: neither inherits an
+        // idle credit that buys the smaller share a burst.
+        let got = always_ready(&port, &classes, 400);
+        let ratio = got[0] as f64 / got[1] as f64;
+        assert!((ratio / 3.0 - 1.0).abs() < 0.05, "{got:?}: {ratio}");
     }
 
     /// How long (virtual ns) each of a DBTS client's small calls waits on a
