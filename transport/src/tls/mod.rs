@@ -535,6 +535,18 @@ mod tests {
         stream
     }
 
+    /// rustls' own client, trusting any certificate: a standard TLS 1.3 peer.
+    fn standard_client() -> rustls::ClientConnection {
+        let config = rustls::ClientConfig::builder_with_provider(crypto())
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .unwrap()
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AnyCertificate(crypto())))
+            .with_no_client_auth();
+        let name = ServerName::try_from("localhost").unwrap();
+        rustls::ClientConnection::new(Arc::new(config), name).unwrap()
+    }
+
     #[test]
     fn the_record_layer_speaks_standard_tls_both_ways_across_key_updates() {
         let (server, client) = pinned_pair();
@@ -594,14 +606,7 @@ mod tests {
         });
         // rustls' client sends data written before the handshake's end
         // right behind its Finished, in the same flight.
-        let config = rustls::ClientConfig::builder_with_provider(crypto())
-            .with_protocol_versions(&[&rustls::version::TLS13])
-            .unwrap()
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AnyCertificate(crypto())))
-            .with_no_client_auth();
-        let name = ServerName::try_from("localhost").unwrap();
-        let conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
+        let conn = standard_client();
         let mut s = rustls::StreamOwned::new(conn, TcpStream::connect(addr).unwrap());
         s.conn.set_buffer_limit(None);
         s.conn.writer().write_all(&first).unwrap();
@@ -635,14 +640,7 @@ mod tests {
             assert_eq!(forged.kind(), io::ErrorKind::InvalidData);
             assert!(forged.to_string().contains("authentication"), "{forged}");
         });
-        let config = rustls::ClientConfig::builder_with_provider(crypto())
-            .with_protocol_versions(&[&rustls::version::TLS13])
-            .unwrap()
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AnyCertificate(crypto())))
-            .with_no_client_auth();
-        let name = ServerName::try_from("localhost").unwrap();
-        let mut conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
+        let mut conn = standard_client();
         let mut sock = TcpStream::connect(addr).unwrap();
         while conn.is_handshaking() {
             conn.complete_io(&mut sock).unwrap();
