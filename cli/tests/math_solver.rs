@@ -81,7 +81,14 @@ fn run_solver_sp(test: &str, cudart: &str) {
     let run = rcud_run(env, None, &bin, &[]);
     run.assert_pass(None);
     for t in ["S", "D", "C", "Z"] {
-        for what in ["csrlsvHost", "csrlsv", "csrchol", "csrqr", "csrluHost"] {
+        for what in [
+            "csrlsvHost",
+            "csrlsv",
+            "csrchol",
+            "csrqr",
+            "csrluHost",
+            "csrqrsvBatched",
+        ] {
             run.assert_line(&format!("{t} {what}: ok"));
         }
     }

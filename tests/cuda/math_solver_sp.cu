@@ -1,6 +1,7 @@
 // cuSOLVER's sparse API: orderings (symrcm, symamd, metisnd) and csrperm on
 // a scrambled 2-D Laplacian; csrlsvlu/qr/chol (host and device) and the
-// low-level Cholesky and QR (host and device) in every element type, each
+// low-level Cholesky and QR (host and device) and the batched QR
+// (csrqrsvBatched: square and least-squares systems) in every element type, each
 // checked by its residual on the host; the singularity of a singular
 // matrix; the statuses of bad handles, sizes, descriptors and reorderings;
 // the low-level sparse LU on the host (factor, solve, zero pivot, extract,
@@ -208,6 +209,16 @@ template <typename T> struct Sp;
                                            int *cl, cusparseMatDescr_t du, T *vu, int *ru, int *cu, csrluInfoHost_t i,  \
                                            void *w) {                                                                    \
             return cusolverSp##P##csrluExtractHost(h, p, q, dl, vl, rl, cl, du, vu, ru, cu, i, w);                       \
+        }                                                                                                                \
+        static cusolverStatus_t qrBufBatched(cusolverSpHandle_t h, int m, int n, int nnz, cusparseMatDescr_t d,         \
+                                             const T *v, const int *rp, const int *ci, int batch, csrqrInfo_t i,        \
+                                             size_t *a, size_t *b) {                                                     \
+            return cusolverSp##P##csrqrBufferInfoBatched(h, m, n, nnz, d, v, rp, ci, batch, i, a, b);                    \
+        }                                                                                                                \
+        static cusolverStatus_t qrsvBatched(cusolverSpHandle_t h, int m, int n, int nnz, cusparseMatDescr_t d,          \
+                                            const T *v, const int *rp, const int *ci, const T *b, T *x, int batch,      \
+                                            csrqrInfo_t i, void *w) {                                                    \
+            return cusolverSp##P##csrqrsvBatched(h, m, n, nnz, d, v, rp, ci, b, x, batch, i, w);                         \
         }                                                                                                                \
     };
 SP_TYPE(float, float, S, 1e-4)
@@ -1119,6 +1130,120 @@ template <typename T> static void run_extras(cusolverSpHandle_t h, cusparseMatDe
     printf("%s sparse extras bad arguments: ok\n", S::name());
 }
 
+// ---- batched QR: XcsrqrAnalysisBatched, csrqrBufferInfoBatched, csrqrsvBatched ----
+
+// A tall m×n CSR matrix (m = n + n/2): a shifted Laplacian on top and a
+// sparse block below, with values that depend on the system `j`.
+static Csr tall(int k, int j, bool complex, int *rows) {
+    Csr a = lap2d(k, complex);
+    int n = a.n, extra = n / 2;
+    for (auto &v : a.val) v *= 1.0 + 0.1 * j;
+    for (int i = 0; i < extra; i++) {
+        a.colind.push_back(i);
+        a.val.push_back(cd(1.0 + j, complex ? 0.25 * j : 0));
+        a.colind.push_back(n - 1 - i);
+        a.val.push_back(cd(-0.5, complex ? 0.5 : 0));
+        a.rowptr.push_back((int)a.colind.size());
+    }
+    *rows = n + extra;
+    return a;
+}
+
+// max |Aᴴ (A x - b)| / (max |Aᴴ b|): zero exactly at the least-squares solution.
+static double normal_residual(const Csr &a, int m, int n, const std::vector<cd> &x, const std::vector<cd> &b) {
+    std::vector<cd> r(m), g(n, 0), gb(n, 0);
+    for (int i = 0; i < m; i++) {
+        cd s = 0;
+        for (int k = a.rowptr[i]; k < a.rowptr[i + 1]; k++) s += a.val[k] * x[a.colind[k]];
+        r[i] = s - b[i];
+        for (int k = a.rowptr[i]; k < a.rowptr[i + 1]; k++) {
+            g[a.colind[k]] += std::conj(a.val[k]) * r[i];
+            gb[a.colind[k]] += std::conj(a.val[k]) * b[i];
+        }
+    }
+    double num = 0, den = 0;
+    for (int c = 0; c < n; c++) {
+        num = std::max(num, std::abs(g[c]));
+        den = std::max(den, std::abs(gb[c]));
+    }
+    return num / den;
+}
+
+template <typename T> static void run_qr_batched(cusolverSpHandle_t h, cusparseMatDescr_t descr, bool complex) {
+    typedef Sp<T> S;
+    const int batch = 5;
+    for (int shape = 0; shape < 2; shape++) { // square, then tall (least squares)
+        std::vector<Csr> as;
+        int m = 0;
+        for (int j = 0; j < batch; j++) {
+            if (shape == 0) {
+                as.push_back(lap2d(6, complex));
+                for (auto &v : as.back().val) v *= 1.0 + 0.1 * j;
+                m = as.back().n;
+            } else {
+                as.push_back(tall(6, j, complex, &m));
+            }
+        }
+        int n = as[0].n, nnz = (int)as[0].val.size();
+        std::vector<T> val, b, x(n * batch);
+        for (int j = 0; j < batch; j++) {
+            for (auto &v : as[j].val) val.push_back(from_c<T>(v));
+            for (int i = 0; i < m; i++) b.push_back(from_c<T>(cd(1.0 + 0.01 * i - 0.1 * j, complex ? 0.3 : 0)));
+        }
+        T *d_val = upload(val), *d_b = upload(b), *d_x;
+        int *d_rp = upload(as[0].rowptr), *d_ci = upload(as[0].colind);
+        CHECK(cudaMalloc(&d_x, x.size() * sizeof(T)));
+        csrqrInfo_t info;
+        SOLVER(cusolverSpCreateCsrqrInfo(&info));
+        // Before the analysis there are no sizes.
+        size_t internal = 0, work = 0;
+        EXPECT_STATUS(S::qrBufBatched(h, m, n, nnz, descr, d_val, d_rp, d_ci, batch, info, &internal, &work),
+                      CUSOLVER_STATUS_INVALID_VALUE);
+        SOLVER(cusolverSpXcsrqrAnalysisBatched(h, m, n, nnz, descr, d_rp, d_ci, info));
+        SOLVER(S::qrBufBatched(h, m, n, nnz, descr, d_val, d_rp, d_ci, batch, info, &internal, &work));
+        size_t internal1 = 0, work1 = 0;
+        SOLVER(S::qrBufBatched(h, m, n, nnz, descr, d_val, d_rp, d_ci, 1, info, &internal1, &work1));
+        EXPECT(work1 > 0 && work == batch * work1 && internal == batch * internal1,
+               "%s csrqrBufferInfoBatched sizes %zu/%zu for %d, %zu/%zu for one", S::name(), internal, work, batch,
+               internal1, work1);
+        void *buffer;
+        CHECK(cudaMalloc(&buffer, work));
+        SOLVER(S::qrsvBatched(h, m, n, nnz, descr, d_val, d_rp, d_ci, d_b, d_x, batch, info, buffer));
+        std::vector<cd> xs = download(d_x, n * batch);
+        for (int j = 0; j < batch; j++) {
+            Csr a_t = as[j];
+            a_t.val = as_c(std::vector<T>(val.begin() + j * nnz, val.begin() + (j + 1) * nnz));
+            std::vector<cd> xj(xs.begin() + j * n, xs.begin() + (j + 1) * n);
+            std::vector<cd> bj = as_c(std::vector<T>(b.begin() + j * m, b.begin() + (j + 1) * m));
+            double r = shape == 0 ? residual(a_t, xj, bj) : normal_residual(a_t, m, n, xj, bj);
+            EXPECT(r < 100 * S::eps(), "%s csrqrsvBatched shape %d system %d residual %g", S::name(), shape, j, r);
+        }
+        // Bad arguments leave x alone.
+        EXPECT_STATUS(S::qrsvBatched(h, m, n, nnz, descr, d_val, d_rp, d_ci, d_b, d_x, 0, info, buffer),
+                      CUSOLVER_STATUS_INVALID_VALUE);
+        EXPECT_STATUS(S::qrsvBatched(h, m + 1, n, nnz, descr, d_val, d_rp, d_ci, d_b, d_x, batch, info, buffer),
+                      CUSOLVER_STATUS_INVALID_VALUE);
+        EXPECT_STATUS(S::qrsvBatched(h, m, n, nnz, descr, d_val, d_rp, d_ci, d_b, d_x, batch, info, NULL),
+                      CUSOLVER_STATUS_INVALID_VALUE);
+        EXPECT_STATUS(S::qrsvBatched(NULL, m, n, nnz, descr, d_val, d_rp, d_ci, d_b, d_x, batch, info, buffer),
+                      CUSOLVER_STATUS_NOT_INITIALIZED);
+        std::vector<cd> again = download(d_x, n * batch);
+        EXPECT(again == xs, "%s csrqrsvBatched: a refused call changed x", S::name());
+        // One system more than the operands hold: refused before the server touches memory.
+        EXPECT_STATUS(S::qrsvBatched(h, m, n, nnz, descr, d_val, d_rp, d_ci, d_b, d_x, batch + 1, info, buffer),
+                      CUSOLVER_STATUS_INVALID_VALUE);
+        EXPECT(download(d_x, n * batch) == xs, "%s csrqrsvBatched: an overlong batch changed x", S::name());
+        SOLVER(cusolverSpDestroyCsrqrInfo(info));
+        CHECK(cudaFree(buffer));
+        CHECK(cudaFree(d_val));
+        CHECK(cudaFree(d_b));
+        CHECK(cudaFree(d_x));
+        CHECK(cudaFree(d_rp));
+        CHECK(cudaFree(d_ci));
+    }
+    printf("%s csrqrsvBatched: ok\n", S::name());
+}
+
 int main() {
     cusolverSpHandle_t h;
     SOLVER(cusolverSpCreate(&h));
@@ -1180,6 +1305,10 @@ int main() {
     run_lu<cuDoubleComplex>(h, descr, true);
     run_extras<double>(h, descr, false);
     run_extras<cuDoubleComplex>(h, descr, true);
+    run_qr_batched<float>(h, descr, false);
+    run_qr_batched<double>(h, descr, false);
+    run_qr_batched<cuComplex>(h, descr, true);
+    run_qr_batched<cuDoubleComplex>(h, descr, true);
     run_rf(h, descr);
     run_rf_batch(h, descr);
 

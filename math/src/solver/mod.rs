@@ -349,6 +349,7 @@ fn run(memory: &mut dyn DeviceMemory, call: Call) -> Result<(), Fault> {
         | Call::SpSolve { .. }
         | Call::SpCholDiag { .. }
         | Call::SpEigvsi { .. }
+        | Call::SpQrsvBatched { .. }
         | Call::SpInfoDestroy { .. }
         | Call::RfSetup { .. }
         | Call::RfResetValues { .. }

@@ -287,6 +287,52 @@ pub(super) fn run(
                 },
             )
         })(),
+        Call::SpQrsvBatched {
+            info,
+            dtype,
+            m,
+            n,
+            nnz,
+            val,
+            b,
+            x,
+            batch,
+            ..
+        } => (|| {
+            let Some(entry) = infos
+                .get_mut(&info)
+                .filter(|i| i.method() == Method::Qr && matches_dims(i, m, n, Some(nnz)))
+            else {
+                return Ok(Reply::status(INVALID_VALUE));
+            };
+            let size = element_size(dtype).unwrap_or(8);
+            // Offsets of system j's operands, in bytes (the ranges were
+            // checked as a whole, so none of these overflows).
+            let at = |base: u64, count: i32, j: u64| base + j * len(count) as u64 * size;
+            // Every system is solved before any x is written, so that an
+            // error leaves x as it was (cuSOLVER reports one status for the
+            // whole batch).
+            let mut solutions = Vec::with_capacity(len(batch));
+            for j in 0..len(batch) as u64 {
+                if crate::deadline::passed() {
+                    break;
+                }
+                let values = read_values(memory, at(val, nnz, j), len(nnz), dtype)?;
+                let rhs = read_values(memory, at(b, m, j), len(m), dtype)?;
+                let solved = entry
+                    .setup(values, C::new(0.0, 0.0))
+                    .and_then(|()| entry.factor(None))
+                    .and_then(|()| entry.solve(&rhs));
+                match solved {
+                    Ok(sol) => solutions.push(sol),
+                    Err(error) => return Ok(status(error)),
+                }
+            }
+            for (j, sol) in solutions.iter().enumerate() {
+                write_values(memory, at(x, n, j as u64), sol, dtype)?;
+            }
+            Ok(Reply::ok(Vec::new()))
+        })(),
         Call::SpInfoDestroy { info } => Ok(match infos.remove(&info) {
             Some(_) => Reply::ok(Vec::new()),
             None => Reply::status(INVALID_VALUE),

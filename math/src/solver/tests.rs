@@ -2033,3 +2033,71 @@ fn sparse_eigvsi_and_chol_diag_on_the_device() {
         assert!((l - expect).abs() < 1e-12, "L({k},{k}) = {l}");
     }
 }
+
+#[test]
+fn sparse_qr_batched_solves_each_system_with_its_own_values() {
+    let n = 8usize;
+    let batch = 3usize;
+    let mut f = Fixture::new();
+    // The pattern of tridiag(−1, 2, −1); system j's values are (j + 1)
+    // times it, and its right-hand side is all ones.
+    let nnz = put_tridiagonal(&mut f, n);
+    let one = f.memory.read(at(0), nnz as u64 * 8).expect("values");
+    let mut values = Vec::new();
+    for j in 0..batch {
+        for c in one.chunks_exact(8) {
+            let v = f64::from_le_bytes(c.try_into().expect("8"));
+            values.extend_from_slice(&(v * (j + 1) as f64).to_le_bytes());
+        }
+    }
+    f.memory.write(at(3), &values).expect("batched values");
+    let ones: Vec<u8> = (0..n * batch).flat_map(|_| 1.0f64.to_le_bytes()).collect();
+    f.memory.write(at(4), &ones).expect("b");
+    let (h, m, info) = (f.handle, n as i32, 0x7020);
+    let solve = |batch: i32, m: i32| Call::SpQrsvBatched {
+        handle: h,
+        info,
+        dtype: 1,
+        m,
+        n: n as i32,
+        nnz,
+        val: at(3),
+        b: at(4),
+        x: at(5),
+        batch,
+    };
+    assert_eq!(f.call(solve(3, m)), INVALID_VALUE, "no analysis yet");
+    let analysis = Call::SpAnalysis {
+        handle: h,
+        info,
+        method: rcud_proto::math::solver::SP_QR,
+        m,
+        n: m,
+        nnz,
+        base: 0,
+        rowptr: at(1),
+        colind: at(2),
+    };
+    assert_eq!(f.call(analysis), 0);
+    assert_eq!(f.call(solve(3, m + 1)), INVALID_VALUE, "m differs");
+    assert_eq!(
+        past_deadline(&mut f, solve(3, m)),
+        Err(crate::deadline::Expired)
+    );
+    assert_eq!(f.call(solve(3, m)), 0);
+    // tridiag(−1, 2, −1) x = 1 has x_i = (i + 1)(n − i) / 2; system j's
+    // solution is that over j + 1.
+    let x = f.reals(5, 1, n * batch);
+    for j in 0..batch {
+        for i in 0..n {
+            let expect = ((i + 1) * (n - i)) as f64 / 2.0 / (j + 1) as f64;
+            let got = x[j * n + i];
+            assert!(
+                (got - expect).abs() < 1e-12,
+                "system {j} x[{i}] = {got}, expected {expect}"
+            );
+        }
+    }
+    // Operands past the memory: refused before anything is written.
+    assert!(f.state.call(&mut f.memory, solve(1 << 20, m)).is_err());
+}

@@ -137,6 +137,12 @@ crate::wire_enum! {
         /// m×m CSR A from `x0`: the eigenvalue nearest `mu0` to `mu` (one
         /// element of `dtype`) and its eigenvector to `x` (m elements).
         36 SpEigvsi { handle: u64, dtype: u8, m: i32, nnz: i32, base: i32, val: u64, rowptr: u64, colind: u64, mu0_re: f64, mu0_im: f64, x0: u64, maxite: i32, eps: f64, mu: u64, x: u64 },
+        /// `cusolverSp?csrqrsvBatched`: `batch` systems that share the
+        /// analysed QR `info`'s pattern (m×n, m ≥ n), each with its own
+        /// values (`nnz` apart at `val`) and right-hand side (`m` apart at
+        /// `b`): x (`n` apart at `x`) solves each in the least-squares
+        /// sense, exactly when m = n.
+        37 SpQrsvBatched { handle: u64, info: u64, dtype: u8, m: i32, n: i32, nnz: i32, val: u64, b: u64, x: u64, batch: i32 },
         /// `cusolverDn?gesvdaStridedBatched`: the `rank` largest singular
         /// values (and with `jobz` 1 their left and right vectors: U m×rank,
         /// V itself n×rank) of `batch` m×n matrices (m ≥ n), each operand
@@ -652,6 +658,27 @@ impl Call {
                     array(x0, m, size, "x0")?,
                     array(mu, 1, size, "mu")?,
                     array(x, m, size, "x")?,
+                ]
+            }
+            Call::SpQrsvBatched {
+                dtype,
+                m,
+                n,
+                nnz,
+                val,
+                b,
+                x,
+                batch,
+                ..
+            } => {
+                let (m, n, nnz, size) =
+                    (dim(m, "m")?, dim(n, "n")?, dim(nnz, "nnz")?, size(dtype)?);
+                let batch = dim(batch, "batchSize")?;
+                let times = |count: u64, what| count.checked_mul(batch).ok_or(InvalidValue(what));
+                vec![
+                    array(val, times(nnz, "csrVal")?, size, "csrVal")?,
+                    array(b, times(m, "b")?, size, "b")?,
+                    array(x, times(n, "x")?, size, "x")?,
                 ]
             }
             Call::SpSolve {
@@ -1194,7 +1221,8 @@ impl Call {
             | Call::SpZeroPivot { handle, .. }
             | Call::SpSolve { handle, .. }
             | Call::SpCholDiag { handle, .. }
-            | Call::SpEigvsi { handle, .. } => Some(handle),
+            | Call::SpEigvsi { handle, .. }
+            | Call::SpQrsvBatched { handle, .. } => Some(handle),
         }
     }
 }

@@ -173,6 +173,23 @@ impl Staged {
         Ok(ptr)
     }
 
+    /// Device copies of a host CSR matrix of `rows` rows and `nnz` entries
+    /// (zero-based, double values): row offsets, columns, values.
+    fn upload_csr(
+        &mut self,
+        (rows, nnz): (c_int, c_int),
+        rowptr: *const c_int,
+        colind: *const c_int,
+        val: *const f64,
+    ) -> Result<[u64; 3], c_int> {
+        let offsets = rows.checked_add(1).ok_or(INVALID_VALUE)?;
+        Ok([
+            self.upload(rowptr, offsets)?,
+            self.upload(colind, nnz)?,
+            self.upload(val, nnz)?,
+        ])
+    }
+
     /// A CSR matrix's three device arrays of `nnz` entries.
     fn csr(&mut self, n: c_int, nnz: c_int) -> Result<[u64; 3], c_int> {
         let rows = usize::try_from(n).map_err(|_| INVALID_VALUE)? + 1;
@@ -429,18 +446,10 @@ pub extern "C" fn cusolverRfSetupHost(
         let diag = setup_checks(handle, n, [nnz_a, nnz_l, nnz_u])?;
         // A frame is bounded and factors are not: the arrays go to device
         // memory first, and the setup reads them there.
-        let rows = n.checked_add(1).ok_or(INVALID_VALUE)?;
         let mut staged = Staged(Vec::new());
-        let mut csr = |nnz, rowptr, colind, val| -> Result<[u64; 3], c_int> {
-            Ok([
-                staged.upload(rowptr, rows)?,
-                staged.upload(colind, nnz)?,
-                staged.upload(val, nnz)?,
-            ])
-        };
-        let a = csr(nnz_a, rowptr_a, colind_a, val_a)?;
-        let l = csr(nnz_l, rowptr_l, colind_l, val_l)?;
-        let u = csr(nnz_u, rowptr_u, colind_u, val_u)?;
+        let a = staged.upload_csr((n, nnz_a), rowptr_a, colind_a, val_a)?;
+        let l = staged.upload_csr((n, nnz_l), rowptr_l, colind_l, val_l)?;
+        let u = staged.upload_csr((n, nnz_u), rowptr_u, colind_u, val_u)?;
         let call = Call::RfSetup {
             rf: handle as u64,
             n,
@@ -838,15 +847,8 @@ pub extern "C" fn cusolverRfBatchSetupHost(
             staged.upload(colind_a, nnz_a)?,
             staged.upload(members.as_ptr(), count)?,
         ];
-        let mut csr = |nnz, rowptr, colind, val| -> Result<[u64; 3], c_int> {
-            Ok([
-                staged.upload(rowptr, rows)?,
-                staged.upload(colind, nnz)?,
-                staged.upload(val, nnz)?,
-            ])
-        };
-        let l = csr(nnz_l, rowptr_l, colind_l, val_l)?;
-        let u = csr(nnz_u, rowptr_u, colind_u, val_u)?;
+        let l = staged.upload_csr((n, nnz_l), rowptr_l, colind_l, val_l)?;
+        let u = staged.upload_csr((n, nnz_u), rowptr_u, colind_u, val_u)?;
         let call = Call::RfBatchSetup {
             rf: handle as u64,
             batch,

@@ -30,6 +30,7 @@ use num_complex::Complex64 as C;
 /// `CUSOLVER_STATUS_MATRIX_TYPE_NOT_SUPPORTED`.
 const MATRIX_TYPE_NOT_SUPPORTED: c_int = 8;
 
+mod batched;
 mod extra;
 mod lu;
 

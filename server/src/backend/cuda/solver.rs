@@ -78,6 +78,7 @@ fn dense(call: &Call) -> Option<(Precision, Dense)> {
         | Call::SpSolve { .. }
         | Call::SpCholDiag { .. }
         | Call::SpEigvsi { .. }
+        | Call::SpQrsvBatched { .. }
         | Call::SpInfoDestroy { .. }
         | Call::RfSetup { .. }
         | Call::RfResetValues { .. }
@@ -559,6 +560,7 @@ impl CudaDeviceContext {
                 | Call::SpSolve { .. }
                 | Call::SpCholDiag { .. }
                 | Call::SpEigvsi { .. }
+                | Call::SpQrsvBatched { .. }
         ) {
             tracing::info!("cuSOLVER's sparse API is not forwarded to the GPU");
             return Ok(Reply::status(NOT_SUPPORTED));
