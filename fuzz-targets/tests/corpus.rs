@@ -280,9 +280,7 @@ fn agent_ops_corpus() {
     eprintln!("agent_ops corpus: {before:?} -> {after:?}");
     assert!(after.operations - before.operations >= 1000, "{after:?}");
     assert!(after.modules_loaded > before.modules_loaded, "{after:?}");
-    // The checked-in corpus predates the target's last input format and no
-    // longer reaches a launch; `a_structured_session_runs_kernels` covers
-    // kernels through this target until the corpus is regenerated.
+    assert!(after.kernels_run > before.kernels_run, "{after:?}");
     assert!(after.bytes_checked > before.bytes_checked, "{after:?}");
 }
 
