@@ -241,7 +241,7 @@ ret;
 #[test]
 fn hostile_kernels_fault_alike() {
     type Expected = fn(&KernelError) -> bool;
-    let cases: [(&str, Expected); 5] = [
+    let cases: [(&str, Expected); 7] = [
         // Lanes 16.. store past the end of the 64 KiB buffer.
         (
             "mul.wide.u32 %rd2, %r1, 4096; add.s64 %rd3, %rd1, %rd2; st.global.u32 [%rd3], %r1;",
@@ -260,6 +260,20 @@ fn hostile_kernels_fault_alike() {
         ("ld.global.u32 %r2, [0];", |e| {
             matches!(e, KernelError::IllegalAddress(_))
         }),
+        // Loads run lane by lane inside compiled segments: lane 0 faults
+        // (misaligned) at the second load, lane 16 (out of bounds) at the
+        // first, which is the fault the interpreter raises.
+        (
+            "mul.wide.u32 %rd2, %r1, 4096; add.s64 %rd2, %rd1, %rd2; \
+             ld.global.u32 %r2, [%rd2]; ld.global.u32 %r3, [%rd1+2]; add.u32 %r2, %r2, %r3;",
+            |e| matches!(e, KernelError::IllegalAddress(_)),
+        ),
+        // Shared memory too: past its end in lanes 8.., misaligned later.
+        (
+            ".shared .align 4 .b8 sm[4096]; mov.u32 %r3, sm; shl.b32 %r2, %r1, 9; add.u32 %r2, %r2, %r3; \
+             ld.shared.u32 %r3, [%r2]; ld.shared.u32 %r2, [sm+2];",
+            |e| matches!(e, KernelError::IllegalAddress(_)),
+        ),
     ];
     for (tail, expected) in cases {
         let ptx = hostile(tail);
@@ -273,4 +287,19 @@ fn hostile_kernels_fault_alike() {
         );
         assert!(a == b, "{tail}: {:?} vs {:?}", a.result, b.result);
     }
+}
+
+/// A guarded load inside a compiled segment touches memory only in the
+/// lanes whose guard holds: lanes 16.. would read past the buffer.
+#[test]
+fn guarded_loads_check_only_their_lanes() {
+    let ptx = hostile(
+        "setp.lt.u32 %p1, %r1, 16; mul.wide.u32 %rd2, %r1, 4096; add.s64 %rd2, %rd1, %rd2; \
+         @%p1 ld.global.u32 %r2, [%rd2]; add.u32 %r2, %r2, 1; st.global.u32 [%rd3], %r2;",
+    );
+    let t = Duration::from_secs(5);
+    let a = run(&ptx, "h", Engine::Interp, [1, 1, 1], [32, 1, 1], 3, 0, t);
+    let b = run(&ptx, "h", Engine::Jit, [1, 1, 1], [32, 1, 1], 3, 0, t);
+    assert!(a.result.is_ok(), "{:?}", a.result);
+    assert!(a == b, "{:?} vs {:?}", a.result, b.result);
 }

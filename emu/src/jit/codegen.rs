@@ -3,10 +3,15 @@
 //! A function becomes one native function `fn(state, pc) -> u64` that
 //! dispatches on `pc` to the unit starting there:
 //! - a *segment*: consecutive lane-local instructions (integer and float
-//!   arithmetic, compares, selects, predicate logic, moves), run lane by
-//!   lane with the lane's values kept in registers;
-//! - a *memory* instruction (`ld`/`st` of one element), run in two passes:
-//!   every lane's address checked first, then every lane's access;
+//!   arithmetic, compares, selects, predicate logic, moves, and loads from
+//!   global, constant, shared and parameter memory), run lane by lane with
+//!   the lane's values kept in registers. Loads have no side effects, so a
+//!   lane may run its loads before the next lane runs its own; a load that
+//!   would fault ends the segment with [`super::FAULT`] and the fault the
+//!   interpreter would have raised first (lowest pc, then lowest lane);
+//! - a *memory* instruction (stores, and loads through generic addresses),
+//!   run in two passes: every lane's address checked first, then every
+//!   lane's access;
 //! - a *branch*, taken when all running lanes agree;
 //! - anything else: a return to the interpreter at that instruction.
 //!
@@ -25,7 +30,7 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Switch, Variab
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{Linkage, Module};
 
-use super::{JitState, YIELD};
+use super::{JitState, FAULT, YIELD};
 use crate::ptx::ir::{
     BoolOp, Cmp, Ft, Function, Int1, Int2, Iw, Mad, Msp, Op, PredOp, Rnd, Sreg, F2, GUARD_NEG,
     NONE, P, R,
@@ -105,6 +110,13 @@ fn is_wide(w: Iw) -> bool {
     matches!(w, Iw::U32 | Iw::S32 | Iw::U64 | Iw::S64)
 }
 
+/// Loads a segment runs itself: in these spaces a failed check is always
+/// a fault (a generic address may also name local memory, which compiled
+/// code leaves to the interpreter).
+fn lane_load(sp: Msp) -> bool {
+    matches!(sp, Msp::Global | Msp::Const | Msp::Shared | Msp::Param)
+}
+
 /// Which kind of unit an operation makes.
 fn kind(op: &Op) -> Kind {
     match *op {
@@ -180,14 +192,14 @@ fn kind(op: &Op) -> Kind {
         },
         Op::Ld {
             sp, size, n: 1, d, ..
-        } if matches!(
-            sp,
-            Msp::Global | Msp::Const | Msp::Shared | Msp::Param | Msp::Generic
-        ) && matches!(size, 1 | 2 | 4 | 8)
-            && d[0] != NONE =>
-        {
-            Kind::Mem
-        }
+        } if lane_load(sp) && matches!(size, 1 | 2 | 4 | 8) && d[0] != NONE => Kind::Lane,
+        Op::Ld {
+            sp: Msp::Generic,
+            size,
+            n: 1,
+            d,
+            ..
+        } if matches!(size, 1 | 2 | 4 | 8) && d[0] != NONE => Kind::Mem,
         Op::St { sp, size, n: 1, .. }
             if matches!(sp, Msp::Global | Msp::Shared | Msp::Generic)
                 && matches!(size, 1 | 2 | 4 | 8) =>
@@ -211,6 +223,9 @@ mod off {
     pub(super) const GBASE: i32 = offset_of!(JitState, gbase) as i32;
     pub(super) const GLEN: i32 = offset_of!(JitState, glen) as i32;
     pub(super) const GPTR: i32 = offset_of!(JitState, gptr) as i32;
+    pub(super) const GBASE2: i32 = offset_of!(JitState, gbase2) as i32;
+    pub(super) const GLEN2: i32 = offset_of!(JitState, glen2) as i32;
+    pub(super) const GPTR2: i32 = offset_of!(JitState, gptr2) as i32;
     pub(super) const LOOKUP: i32 = offset_of!(JitState, lookup) as i32;
     pub(super) const TID: i32 = offset_of!(JitState, tid) as i32;
     pub(super) const SREGS: i32 = offset_of!(JitState, sregs) as i32;
@@ -219,6 +234,8 @@ mod off {
     pub(super) const THREADS: i32 = offset_of!(JitState, threads) as i32;
     pub(super) const BUDGET: i32 = offset_of!(JitState, budget) as i32;
     pub(super) const SCRATCH: i32 = offset_of!(JitState, scratch) as i32;
+    pub(super) const FAULT_LANE: i32 = offset_of!(JitState, fault_lane) as i32;
+    pub(super) const FAULT_ADDR: i32 = offset_of!(JitState, fault_addr) as i32;
 }
 
 /// Compiles `f`; an error when the compiler takes none of it.
@@ -498,6 +515,12 @@ struct LaneRegs {
     /// Predicate bits of this lane (i32, 0 or 1).
     bits: HashMap<P, Value>,
     pdirty: Vec<P>,
+    /// The instruction being compiled.
+    pc: u32,
+    /// With loads in the segment: the lowest pc at which a lane's load
+    /// faulted (`u32::MAX`: none), and the block that goes on with the next
+    /// lane.
+    fault: Option<(Variable, Block)>,
 }
 
 thread_local! {
@@ -641,6 +664,13 @@ impl Gen {
         let body = b.create_block();
         let next = b.create_block();
         let done = b.create_block();
+        let loads = (s..e).any(|pc| matches!(f.code[pc as usize].op, Op::Ld { .. }));
+        let fault = loads.then(|| {
+            let v = b.declare_var(types::I32);
+            let none = b.ins().iconst(types::I32, i64::from(u32::MAX));
+            b.def_var(v, none);
+            (v, next)
+        });
         let zero = b.ins().iconst(types::I64, 0);
         b.ins().jump(head, &[zero.into()]);
 
@@ -665,8 +695,11 @@ impl Gen {
             dirty: Vec::new(),
             bits: HashMap::new(),
             pdirty: Vec::new(),
+            pc: s,
+            fault,
         };
         for pc in s..e {
+            lr.pc = pc;
             let inst = &f.code[pc as usize];
             let g = if inst.guard == NONE {
                 None
@@ -699,8 +732,95 @@ impl Gen {
         b.ins().jump(head, &[l1.into()]);
 
         b.switch_to_block(done);
+        if let Some((v, _)) = fault {
+            let at = b.use_var(v);
+            let faulted = b.ins().icmp_imm(IntCC::NotEqual, at, i64::from(u32::MAX));
+            let raise = b.create_block();
+            let fine = b.create_block();
+            b.ins().brif(faulted, raise, &[], fine, &[]);
+            b.switch_to_block(raise);
+            let at = b.ins().uextend(types::I64, at);
+            let r = b.ins().bor_imm(at, FAULT as i64);
+            b.ins().jump(self.exit, &[r.into()]);
+            b.switch_to_block(fine);
+        }
         self.count(b, i64::from(e - s));
         Ok(())
+    }
+
+    /// One lane's load (`g`: its guard bit): the value, or a fault recorded
+    /// for this lane, which then stops (its registers are not written
+    /// back: the launch fails).
+    #[allow(clippy::too_many_arguments)]
+    fn lane_load(
+        &self,
+        b: &mut FunctionBuilder,
+        lr: &mut LaneRegs,
+        g: Option<Value>,
+        (sp, size, signed): (Msp, u8, bool),
+        d: R,
+        base: R,
+        off: i64,
+    ) -> Result<(), String> {
+        let (fault_pc, next_lane) = lr.fault.ok_or("a load outside a segment with loads")?;
+        let addr = if base == NONE {
+            b.ins().iconst(types::I64, off)
+        } else {
+            let v = self.read(b, lr, base)?;
+            b.ins().iadd_imm(v, off)
+        };
+        let join = b.create_block();
+        b.append_block_param(join, types::I64);
+        if let Some(g) = g {
+            let old = self.read(b, lr, d)?;
+            let go = b.create_block();
+            b.ins().brif(g, go, &[], join, &[old.into()]);
+            b.switch_to_block(go);
+        }
+        let host = self.host_address(b, sp, addr, i64::from(size))?;
+        let bad = b.ins().icmp_imm(IntCC::Equal, host, 0);
+        let fault = b.create_block();
+        let ok = b.create_block();
+        b.ins().brif(bad, fault, &[], ok, &[]);
+
+        // The first fault in the interpreter's order: a lower pc, or the
+        // same pc in a lower lane (lanes run in ascending order).
+        b.switch_to_block(fault);
+        let pc = i64::from(lr.pc);
+        let at = b.use_var(fault_pc);
+        let first = b.ins().icmp_imm(IntCC::UnsignedGreaterThan, at, pc);
+        let record = b.create_block();
+        b.ins().brif(first, record, &[], next_lane, &[]);
+        b.switch_to_block(record);
+        let fl = MemFlags::trusted();
+        b.ins().store(fl, lr.lane, self.state, off::FAULT_LANE);
+        b.ins().store(fl, addr, self.state, off::FAULT_ADDR);
+        let pc = b.ins().iconst(types::I32, pc);
+        b.def_var(fault_pc, pc);
+        b.ins().jump(next_lane, &[]);
+
+        b.switch_to_block(ok);
+        let ty = match size {
+            1 => types::I8,
+            2 => types::I16,
+            4 => types::I32,
+            _ => types::I64,
+        };
+        // Checked above; shared and parameter memory have no alignment
+        // promise on the host, and other threads write global memory.
+        let v = b.ins().load(ty, MemFlags::new().with_notrap(), host, 0);
+        let v = if ty == types::I64 {
+            v
+        } else if signed {
+            b.ins().sextend(types::I64, v)
+        } else {
+            b.ins().uextend(types::I64, v)
+        };
+        b.ins().jump(join, &[v.into()]);
+
+        b.switch_to_block(join);
+        let v = b.block_params(join)[0];
+        self.write(b, lr, d, None, v)
     }
 
     fn lane_op(
@@ -712,6 +832,17 @@ impl Gen {
     ) -> Result<(), String> {
         match *op {
             Op::Nop => {}
+            Op::Ld {
+                sp,
+                size,
+                signed,
+                n: 1,
+                d,
+                base,
+                off,
+            } if lane_load(sp) => {
+                return self.lane_load(b, lr, g, (sp, size, signed), d[0], base, off);
+            }
             Op::Mov { d, a } => {
                 let v = self.read(b, lr, a)?;
                 self.write(b, lr, d, g, v)?;
@@ -1137,11 +1268,52 @@ impl Gen {
         Ok(b.block_params(res)[0])
     }
 
-    /// Global memory: the cached allocation inline, else the lookup helper.
+    /// Global memory: the two cached allocations inline, else the lookup
+    /// helper.
     fn global(&self, b: &mut FunctionBuilder, addr: Value, size: i64, res: Block) {
+        let second = b.create_block();
+        self.cached(
+            b,
+            addr,
+            size,
+            (off::GBASE, off::GLEN, off::GPTR),
+            res,
+            second,
+        );
+        b.switch_to_block(second);
+        let miss = b.create_block();
+        self.cached(
+            b,
+            addr,
+            size,
+            (off::GBASE2, off::GLEN2, off::GPTR2),
+            res,
+            miss,
+        );
+        b.switch_to_block(miss);
+        let sz = b.ins().iconst(types::I64, size);
+        let call = b
+            .ins()
+            .call_indirect(self.lookup_sig, self.lookup_fn, &[self.state, addr, sz]);
+        let h = b.inst_results(call)[0];
+        b.ins().jump(res, &[h.into()]);
+    }
+
+    /// The host address of `addr` in the cached allocation whose base,
+    /// length and host pointer are at `fields` of the state, to `res`; to
+    /// `miss` when the access is not inside it or not aligned.
+    fn cached(
+        &self,
+        b: &mut FunctionBuilder,
+        addr: Value,
+        size: i64,
+        (base, len, ptr): (i32, i32, i32),
+        res: Block,
+        miss: Block,
+    ) {
         let fl = MemFlags::trusted();
-        let gbase = b.ins().load(types::I64, fl, self.state, off::GBASE);
-        let glen = b.ins().load(types::I64, fl, self.state, off::GLEN);
+        let gbase = b.ins().load(types::I64, fl, self.state, base);
+        let glen = b.ins().load(types::I64, fl, self.state, len);
         let o = b.ins().isub(addr, gbase);
         // off < len && len - off >= size && addr % size == 0
         let inside = b.ins().icmp(IntCC::UnsignedLessThan, o, glen);
@@ -1154,18 +1326,10 @@ impl Gen {
         let ok = b.ins().band(inside, fits);
         let ok = b.ins().band(ok, aligned);
         let hit = b.create_block();
-        let miss = b.create_block();
         b.ins().brif(ok, hit, &[], miss, &[]);
         b.switch_to_block(hit);
-        let gptr = b.ins().load(types::I64, fl, self.state, off::GPTR);
+        let gptr = b.ins().load(types::I64, fl, self.state, ptr);
         let h = b.ins().iadd(gptr, o);
-        b.ins().jump(res, &[h.into()]);
-        b.switch_to_block(miss);
-        let sz = b.ins().iconst(types::I64, size);
-        let call = b
-            .ins()
-            .call_indirect(self.lookup_sig, self.lookup_fn, &[self.state, addr, sz]);
-        let h = b.inst_results(call)[0];
         b.ins().jump(res, &[h.into()]);
     }
 

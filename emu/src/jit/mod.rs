@@ -198,6 +198,11 @@ pub(crate) struct JitState {
     pub(crate) gbase: u64,
     pub(crate) glen: u64,
     pub(crate) gptr: *mut u8,
+    /// The one reached before it (a kernel that reads one buffer and
+    /// writes another alternates between two).
+    pub(crate) gbase2: u64,
+    pub(crate) glen2: u64,
+    pub(crate) gptr2: *mut u8,
     /// Finds the allocation holding an access (see [`lookup`]).
     pub(crate) lookup: extern "C" fn(*mut JitState, u64, u64) -> *mut u8,
     pub(crate) view: *const MemoryView<'static>,
@@ -217,13 +222,22 @@ pub(crate) struct JitState {
     /// Host addresses of one memory instruction's lanes, checked before any
     /// lane's access.
     pub(crate) scratch: [u64; 32],
+    /// The lane and address of the load that faulted, when the result has
+    /// [`FAULT`] set.
+    pub(crate) fault_lane: u64,
+    pub(crate) fault_addr: u64,
 }
 
 /// Set in the value compiled code returns when the warp must yield.
 pub(crate) const YIELD: u64 = 1 << 32;
+/// Set in the value compiled code returns when a load faulted: the pc is
+/// the load's, and the lane and address are in the state. It is the fault
+/// the interpreter would raise first: the lowest lane at the lowest pc.
+pub(crate) const FAULT: u64 = 1 << 33;
 
 /// Looks up the allocation holding `[addr, addr + size)`, which must be
-/// aligned to `size`, and makes it the cached one; the host address of
+/// aligned to `size`, and makes it the cached one (the previous one becomes
+/// the second); the host address of
 /// `addr`, or null when the access would fault.
 pub(crate) extern "C" fn lookup(state: *mut JitState, addr: u64, size: u64) -> *mut u8 {
     // SAFETY: compiled code passes the state pointer it was called with,
@@ -244,6 +258,9 @@ pub(crate) extern "C" fn lookup(state: *mut JitState, addr: u64, size: u64) -> *
     let Some(first) = r.atomic_u8(r.base()) else {
         return std::ptr::null_mut();
     };
+    st.gbase2 = st.gbase;
+    st.glen2 = st.glen;
+    st.gptr2 = st.gptr;
     st.gbase = r.base();
     st.glen = r.len();
     st.gptr = first.as_ptr();

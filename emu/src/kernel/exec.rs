@@ -1648,7 +1648,9 @@ pub(crate) fn run<'m>(
 
 /// Runs the kernel's compiled code from `pc` on the warp's state (converged
 /// on `mask`); returns the compiled code's result: the pc to resume at, with
-/// [`crate::jit::YIELD`] when the budget ran out at a taken branch.
+/// [`crate::jit::YIELD`] when the budget ran out at a taken branch, or the
+/// pc of a load that faulted with [`crate::jit::FAULT`], and then the
+/// faulting lane and address.
 #[allow(clippy::too_many_arguments)]
 fn run_compiled<'m>(
     j: &crate::jit::Compiled,
@@ -1665,7 +1667,7 @@ fn run_compiled<'m>(
     budget: u64,
     executed: &mut u64,
     threads: &mut u64,
-) -> u64 {
+) -> (u64, usize, u64) {
     let sr = |s: Sreg| special(cx, ctaid, worker, tid, wid, s, 0);
     let (gbase, glen, gptr) = match *mem.cache {
         Some(reg) => match reg.atomic_u8(reg.base()) {
@@ -1684,6 +1686,9 @@ fn run_compiled<'m>(
         gbase,
         glen,
         gptr,
+        gbase2: 0,
+        glen2: 0,
+        gptr2: std::ptr::null_mut(),
         lookup: crate::jit::lookup,
         view: (mem.view as *const MemoryView<'m>).cast::<MemoryView<'static>>(),
         tid: tid as *const [[u32; 32]; 3],
@@ -1705,6 +1710,8 @@ fn run_compiled<'m>(
         threads: *threads,
         budget,
         scratch: [0; 32],
+        fault_lane: 0,
+        fault_addr: 0,
     };
     // SAFETY: the compiled code reads and writes only through the pointers
     // in `st`, within bounds the compiler proved from the function's slot
@@ -1715,7 +1722,7 @@ fn run_compiled<'m>(
     let res = unsafe { j.run(&mut st, pc) };
     *executed = st.executed;
     *threads = st.threads;
-    res
+    (res, (st.fault_lane & 31) as usize, st.fault_addr)
 }
 
 /// Executes instructions of the current frame until control leaves it.
@@ -1837,7 +1844,7 @@ fn step<'m>(
     loop {
         if let Some(j) = jit {
             if !jit_returned && !ctl.split && n_exec < budget && j.is_entry(pc) {
-                let res = run_compiled(
+                let (res, fault_lane, fault_addr) = run_compiled(
                     j,
                     cx,
                     env.ctaid,
@@ -1855,6 +1862,20 @@ fn step<'m>(
                 );
                 pc = res as u32;
                 jit_returned = true;
+                if res & crate::jit::FAULT != 0 {
+                    // A load the compiled code checked and refused: the
+                    // interpreter's own fault for that lane and address.
+                    if let Some(&Inst {
+                        op: Op::Ld { sp, size, .. },
+                        ..
+                    }) = code.get(pc as usize)
+                    {
+                        fail!(mem.fault(sp, fault_addr, size, fault_lane));
+                    }
+                    let mut e = Exc::new(ExcKind::Unsupported, fault_lane);
+                    e.msg = "compiled code reported a fault outside a load".into();
+                    fail!(e)
+                }
                 if res & crate::jit::YIELD != 0 {
                     leave!(Ev::Yield);
                 }
