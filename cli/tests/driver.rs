@@ -498,3 +498,90 @@ fn d_vmm_wait_times_out() {
         ],
     );
 }
+
+// ---------------------------------------------------------------------------
+// d_legacy_v1: the pre-CUDA 3.2 entry points that can work
+// ---------------------------------------------------------------------------
+
+/// The unversioned (v1) sizes, arrays and array copies, with 32-bit sizes and
+/// the v1 copy structures, agree with the `_v2` forms; a 32-bit device
+/// pointer in a copy structure fails as `_v2` fails for no allocation.
+#[test]
+fn d_legacy_v1() {
+    let Some(env) = setup("d_legacy_v1") else {
+        return;
+    };
+    let bin = build_driver_program(env, "d_legacy_v1", "d_legacy_v1.c", &[]);
+    let run = run(env, None, &[], &[], &bin, &[]);
+    assert_lines(
+        &run,
+        &[
+            "cuDeviceTotalMem: v1 = min(v2, 2^32 - 1): ok",
+            "cuDeviceTotalMem(bad device) -> CUDA_ERROR_INVALID_DEVICE",
+            "cuMemGetInfo: v1 = min(v2, 2^32 - 1): ok",
+            "cuMemGetInfo(NULL) -> CUDA_ERROR_INVALID_VALUE",
+            "1-D cuArrayCreate, cuArrayGetDescriptor: ok",
+            "1-D cuMemcpyHtoA, AtoH, AtoA, HtoAAsync, AtoHAsync: ok",
+            "cuMemcpyHtoA(past the end) -> CUDA_ERROR_INVALID_VALUE",
+            "2-D cuArrayCreate, cuArray3DGetDescriptor: ok",
+            "2-D cuMemcpy2D, cuMemcpy2DUnaligned, cuMemcpy2DAsync: ok",
+            "3-D cuArray3DCreate, cuArray3DGetDescriptor: ok",
+            "cuMemcpy3D, cuMemcpy3DAsync (host, 2-D and 3-D arrays): ok",
+            "cuMemcpy2D(32-bit device pointer) -> CUDA_ERROR_INVALID_VALUE",
+            "cuMemcpy2DAsync(32-bit device pointer) -> CUDA_ERROR_INVALID_VALUE",
+            "cuMemcpy3D(32-bit device pointer) -> CUDA_ERROR_INVALID_VALUE",
+            "cuMemcpyDtoH_v2(no allocation) -> CUDA_ERROR_INVALID_VALUE",
+            "cuArrayCreate(NULL descriptor) -> CUDA_ERROR_INVALID_VALUE",
+            "cuMemAlloc (v1) -> CUDA_ERROR_NOT_SUPPORTED",
+        ],
+    );
+}
+
+// ---------------------------------------------------------------------------
+// d_texref: texture and surface references over hand-written PTX
+// ---------------------------------------------------------------------------
+
+/// `.global .texref` / `.global .surfref` in non-unified mode: linear,
+/// pitched 2-D and array bindings, filtering, addressing, normalized
+/// coordinates, integer reads, a surface write, Get after Set and the error
+/// codes (see `tests/cuda/driver/d_texref.c`).
+#[test]
+fn d_texref() {
+    let Some(env) = setup("d_texref") else {
+        return;
+    };
+    let bin = build_driver_program(env, "d_texref", "d_texref.c", &strings(&["-lm"]));
+    let run = run(env, None, &[], &[], &bin, &[]);
+    assert_lines(
+        &run,
+        &[
+            "1-D linear memory (cuTexRefSetAddress, tex.1d): ok",
+            "misaligned cuTexRefSetAddress: byte offset 8: ok",
+            "cuTexRefGetArray(&array, tex) -> CUDA_ERROR_INVALID_VALUE",
+            "cuTexRefSetAddress(past the allocation) -> CUDA_ERROR_INVALID_VALUE",
+            "2-D pitched memory (cuTexRefSetAddress2D), linear filter, clamp: ok",
+            "2-D point filter, border addressing: ok",
+            "cuTexRefSetAddress2D(misaligned pointer) -> CUDA_ERROR_INVALID_VALUE",
+            "cuTexRefSetAddress2D(pitch below a row) -> CUDA_ERROR_INVALID_VALUE",
+            "cuTexRefSetAddress2D(NULL descriptor) -> CUDA_ERROR_INVALID_VALUE",
+            "cuTexRefSetArray(flags 0) -> CUDA_ERROR_INVALID_VALUE",
+            "CUDA array (cuTexRefSetArray), normalized coordinates, wrap: ok",
+            "CUDA array, linear filter: ok",
+            "CUDA array, CU_TRSF_READ_AS_INTEGER: ok",
+            "cuSurfRefGetArray(nothing bound) -> CUDA_ERROR_INVALID_VALUE",
+            "cuSurfRefSetArray(array without CUDA_ARRAY3D_SURFACE_LDST) -> CUDA_ERROR_INVALID_VALUE",
+            "surface reference (cuSurfRefSetArray, sust.b.2d): ok",
+            "cuTexRefCreate, every Get after its Set: ok",
+            "cuTexRefGetBorderColor(NULL, tex) -> CUDA_ERROR_INVALID_VALUE",
+            "cuModuleGetTexRef(no such name) -> CUDA_ERROR_NOT_FOUND",
+            "cuModuleGetTexRef(a plain variable) -> CUDA_ERROR_NOT_FOUND",
+            "cuModuleGetSurfRef(a texture reference) -> CUDA_ERROR_NOT_FOUND",
+            "cuModuleGetTexRef(NULL) -> CUDA_ERROR_INVALID_VALUE",
+            "cuModuleGetTexRef(NULL name) -> CUDA_ERROR_INVALID_VALUE",
+            "cuModuleGetGlobal(a texture reference) -> CUDA_ERROR_NOT_FOUND",
+            "cuParamSetTexRef(texture unit 0) -> CUDA_ERROR_INVALID_VALUE",
+            "module references: ok",
+            "cuTexRefGetFilterMode(reference of an unloaded module) -> CUDA_ERROR_INVALID_HANDLE",
+        ],
+    );
+}

@@ -25,6 +25,7 @@ fn launch(
         return Err(DriverError::INVALID_HANDLE);
     }
     let args = kernel_args(params, extra)?;
+    super::texref::before_launch(function)?;
     let node = || crate::cudart::graph::launch_node(function, &config, args);
     if capture::record(config.stream, node)? {
         return Ok(());

@@ -47,10 +47,12 @@ mod interop;
 
 pub(crate) use init::{lookup as proc_lookup, DRIVER_VERSION};
 mod launch;
+mod legacy;
 mod memory;
 mod mempool;
 pub(crate) mod module;
 mod stream;
+mod texref;
 mod texture;
 mod vmm;
 

@@ -103,7 +103,9 @@ driver_fn! { cuModuleLoadDataEx (module: *mut u64, image: *const c_void, count: 
 
 driver_fn! { cuModuleUnload (module: u64) {
     initialized()?;
-    Ok(rt().module_unload(module)?)
+    rt().module_unload(module)?;
+    super::texref::module_unloaded(module);
+    Ok(())
 } }
 
 driver_fn! { cuModuleGetFunction (function: *mut u64, module: u64, name: *const c_char) {

@@ -37,7 +37,7 @@ const TRSF_SEAMLESS_CUBEMAP: c_uint = 0x40;
 /// `cudaMemcpyDefault`: the addresses say the direction.
 const COPY_DEFAULT: c_int = 4;
 
-fn format_of(format: c_uint, channels: c_uint) -> Result<Format, DriverError> {
+pub(super) fn format_of(format: c_uint, channels: c_uint) -> Result<Format, DriverError> {
     let &(_, bits, kind) = FORMATS
         .iter()
         .find(|f| f.0 == format)
@@ -45,7 +45,7 @@ fn format_of(format: c_uint, channels: c_uint) -> Result<Format, DriverError> {
     Format::new(channels, bits, kind).map_err(|_| DriverError::INVALID_VALUE)
 }
 
-fn format_code(f: Format) -> c_uint {
+pub(super) fn format_code(f: Format) -> c_uint {
     FORMATS
         .iter()
         .find(|e| e.1 == u32::from(f.bits) && e.2 == f.kind)

@@ -518,7 +518,7 @@ pub(crate) fn array_linear(handle: u64, offset: u64, len: u64) -> Result<u64, Cu
     }
 }
 
-fn require_emulated(device: usize, what: &str) -> Result<(), CudaError> {
+pub(crate) fn require_emulated(device: usize, what: &str) -> Result<(), CudaError> {
     let props = rt().props(device as i32)?;
     if props.name != rcud_proto::device::EMULATED_DEVICE_NAME {
         tracing::warn!(

@@ -28,6 +28,7 @@ pub use limits::{
     ParseLimits, BYTES_PER_TEXT_BYTE, MAX_BLOCK_NESTING, MAX_FUNC_INSTS, MAX_FUNC_SLOTS,
     MAX_PTX_TEXT, MAX_REG_RANGE, MIN_BUDGET, PARSE_TIMEOUT,
 };
+pub use parser::opaque_var_name;
 pub use types::{Space, Ty};
 
 use ir::{Callee, DevRt, Function};

@@ -67,6 +67,13 @@ pub(crate) struct Init {
     pub(crate) relocs: Vec<(u64, String, i64)>,
 }
 
+/// The name of the module variable holding the handle of the `.texref`,
+/// `.surfref` or `.samplerref` (`kind`) named `name`: `texref.name`, which
+/// no PTX identifier can spell.
+pub fn opaque_var_name(kind: &str, name: &str) -> String {
+    format!("{kind}.{name}")
+}
+
 /// A variable declaration (`.global`, `.const`, `.shared`, `.local`, `.param`).
 #[derive(Debug, Clone)]
 pub(crate) struct VarDecl {
@@ -565,6 +572,8 @@ impl<'a, 'b> Parser<'a, 'b> {
         let mut ty = None;
         let mut space = space;
         let mut pointer = false;
+        // `.texref`, `.surfref`, `.samplerref`: an opaque handle.
+        let mut opaque = None;
         while let Some(word) = self.peek_ident() {
             if !word.starts_with('.') {
                 break;
@@ -588,6 +597,10 @@ impl<'a, 'b> Parser<'a, 'b> {
                             self.next()?;
                         }
                     }
+                }
+                ".texref" | ".surfref" | ".samplerref" => {
+                    ty = Some(Ty::B64);
+                    opaque = Some(&word[1..]);
                 }
                 w => {
                     if let Some(t) = Ty::from_suffix(&w[1..]) {
@@ -619,6 +632,25 @@ impl<'a, 'b> Parser<'a, 'b> {
                 }
                 self.budget.tick(line)?;
             }
+            // A module-scope `.texref`/`.surfref` (non-unified mode) is a
+            // variable holding a texture or surface object handle, under a
+            // name no PTX identifier can have (`texref.tex1`): a kernel's
+            // `tex`/`suld`/`sust` on `tex1` loads the handle from it, and
+            // the driver's cuModuleGetTexRef finds it, while
+            // cuModuleGetGlobal does not. A parameter of such a type is an
+            // 8-byte handle.
+            let name = match opaque {
+                Some(kind) if space != Space::Param => {
+                    if !dims.is_empty() || self.is_punct('=') {
+                        return Err(PtxError::unsupported_decl(
+                            line,
+                            &format!(".{kind} arrays or initializers"),
+                        ));
+                    }
+                    opaque_var_name(kind, name)
+                }
+                _ => name.to_string(),
+            };
             // `.reg .b32 %r<10>` style ranges are handled by `reg_decl`.
             let init = if self.eat_punct('=') {
                 let mut init = Init::default();
@@ -629,7 +661,7 @@ impl<'a, 'b> Parser<'a, 'b> {
             };
             let v = VarDecl {
                 space,
-                name: name.to_string(),
+                name,
                 align,
                 ty,
                 vec,

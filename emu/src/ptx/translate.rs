@@ -2397,19 +2397,30 @@ impl Tr<'_, '_> {
 }
 
 impl Tr<'_, '_> {
-    /// The handle of a texture or surface instruction: a 64-bit register,
-    /// or a `.param .u64` (read here). `.texref`/`.surfref` variables
-    /// (non-unified mode) are not supported.
-    fn image_handle(&mut self, name: &str) -> Result<R, PtxError> {
+    /// The handle of a texture or surface instruction (`surface`: `suld`,
+    /// `sust`, `suq`): a 64-bit register, a `.param .u64` (read here), or a
+    /// module-scope `.texref`/`.surfref` (non-unified mode), whose variable
+    /// (see [`super::opaque_var_name`]) holds the handle of the texture or
+    /// surface object the driver bound to it (0, an invalid handle, until
+    /// one is bound).
+    fn image_handle(&mut self, name: &str, surface: bool) -> Result<R, PtxError> {
         if let Some(Binding::Reg(Some(r))) = self.lookup(name) {
             return Ok(r);
         }
         let is_param = self.kparams.contains_key(name)
             || matches!(self.lookup(name), Some(Binding::Frame { .. }));
-        if !is_param {
+        let (operand, space) = if is_param {
+            (Operand::Addr(Some(name.to_string()), 0), Space::Param)
+        } else if self.lookup(name).is_none() {
+            let var = super::opaque_var_name(if surface { "surfref" } else { "texref" }, name);
+            if !self.m.syms.contains_key(var.as_str()) {
+                return self.unsupported();
+            }
+            (Operand::Addr(Some(var), 0), Space::Global)
+        } else {
             return self.unsupported();
-        }
-        let (sp, base, off) = self.addr(&Operand::Addr(Some(name.to_string()), 0), Space::Param)?;
+        };
+        let (sp, base, off) = self.addr(&operand, space)?;
         let d = self.new_slot();
         self.emit(Op::Ld {
             sp,
@@ -2473,7 +2484,7 @@ impl Tr<'_, '_> {
             if !valid || !has("b32") || o.len() > 2 + usize::from(has("level")) {
                 return self.unsupported();
             }
-            let handle = self.image_handle(name)?;
+            let handle = self.image_handle(name, surface)?;
             let d = self.dst(&o[0])?;
             let lod = match o.get(2) {
                 Some(level) => Lod::Level(self.src(level, Ty::S32)?),
@@ -2588,7 +2599,7 @@ impl Tr<'_, '_> {
                 }
             }
         };
-        let handle = self.image_handle(name)?;
+        let handle = self.image_handle(name, matches!(base, "suld" | "sust"))?;
         let float_coords = matches!(
             kind,
             ImageKind::Tex {
