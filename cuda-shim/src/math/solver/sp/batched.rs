@@ -19,16 +19,7 @@ pub extern "C" fn cusolverSpXcsrqrAnalysisBatched(
     colind: *const c_int,
     info: *mut c_void,
 ) -> c_int {
-    analysis(
-        handle,
-        false,
-        Method::Qr,
-        (m, n, nnz),
-        descr,
-        rowptr,
-        colind,
-        info,
-    )
+    super::cusolverSpXcsrqrAnalysis(handle, m, n, nnz, descr, rowptr, colind, info)
 }
 
 /// The operands both batched routines check alike.
