@@ -20,6 +20,8 @@ use std::mem::size_of;
 use std::os::raw::{c_int, c_uint};
 use std::ptr;
 
+use super::graph::Memcpy3D;
+use super::memory::Memcpy2D;
 use super::{context_device, out, rt, CuResult, DriverError, DriverResult};
 use crate::abi::texture::{Array3DDescriptor, ArrayDescriptor};
 
@@ -217,39 +219,16 @@ pub struct Memcpy2DV1 {
     height: c_uint,
 }
 
-/// `CUDA_MEMCPY2D` (`_v2`), as `cuMemcpy2D_v2` reads it
-/// ([`super::memory::Memcpy2D`], whose fields are private to its module).
-#[repr(C)]
-struct Memcpy2DV2 {
-    src_x_in_bytes: usize,
-    src_y: usize,
-    src_memory_type: c_uint,
-    src_host: *const c_void,
-    src_device: u64,
-    src_array: *mut c_void,
-    src_pitch: usize,
-    dst_x_in_bytes: usize,
-    dst_y: usize,
-    dst_memory_type: c_uint,
-    dst_host: *mut c_void,
-    dst_device: u64,
-    dst_array: *mut c_void,
-    dst_pitch: usize,
-    width_in_bytes: usize,
-    height: usize,
-}
-
-const _: () = assert!(size_of::<Memcpy2DV2>() == size_of::<super::memory::Memcpy2D>());
 const _: () = assert!(size_of::<Memcpy2DV1>() == 96);
-const _: () = assert!(size_of::<Memcpy2DV2>() == 128);
+const _: () = assert!(size_of::<Memcpy2D>() == 128);
 
 /// The `_v2` structure of `p`, or `None` for NULL.
-fn memcpy_2d(p: *const Memcpy2DV1) -> Result<Option<Memcpy2DV2>, DriverError> {
+fn memcpy_2d(p: *const Memcpy2DV1) -> Result<Option<Memcpy2D>, DriverError> {
     let Some(p) = input(p) else {
         return Ok(None);
     };
     context_device()?;
-    Ok(Some(Memcpy2DV2 {
+    Ok(Some(Memcpy2D {
         src_x_in_bytes: p.src_x_in_bytes as usize,
         src_y: p.src_y as usize,
         src_memory_type: p.src_memory_type,
@@ -269,21 +248,16 @@ fn memcpy_2d(p: *const Memcpy2DV1) -> Result<Option<Memcpy2DV2>, DriverError> {
     }))
 }
 
-/// The pointer `cuMemcpy2D_v2` takes: a [`Memcpy2DV2`] is a `CUDA_MEMCPY2D`.
-fn as_2d(p: &Option<Memcpy2DV2>) -> *const super::memory::Memcpy2D {
-    or_null(p).cast()
-}
-
 driver_fn! { cuMemcpy2D (p: *const Memcpy2DV1) {
-    status(super::memory::cuMemcpy2D_v2(as_2d(&memcpy_2d(p)?)))
+    status(super::memory::cuMemcpy2D_v2(or_null(&memcpy_2d(p)?)))
 } }
 
 driver_fn! { cuMemcpy2DUnaligned (p: *const Memcpy2DV1) {
-    status(super::memory::cuMemcpy2DUnaligned_v2(as_2d(&memcpy_2d(p)?)))
+    status(super::memory::cuMemcpy2DUnaligned_v2(or_null(&memcpy_2d(p)?)))
 } }
 
 driver_fn! { cuMemcpy2DAsync (p: *const Memcpy2DV1, stream: Stream) {
-    status(super::memory::cuMemcpy2DAsync_v2(as_2d(&memcpy_2d(p)?), stream))
+    status(super::memory::cuMemcpy2DAsync_v2(or_null(&memcpy_2d(p)?), stream))
 } }
 
 /// `CUDA_MEMCPY3D_v1`.
@@ -316,48 +290,16 @@ pub struct Memcpy3DV1 {
     depth: c_uint,
 }
 
-/// `CUDA_MEMCPY3D` (`_v2`), as `cuMemcpy3D_v2` reads it
-/// ([`super::graph::Memcpy3D`], whose fields are private to its module).
-#[repr(C)]
-struct Memcpy3DV2 {
-    src_x_in_bytes: usize,
-    src_y: usize,
-    src_z: usize,
-    src_lod: usize,
-    src_memory_type: c_uint,
-    src_host: *const c_void,
-    src_device: u64,
-    src_array: *mut c_void,
-    reserved0: *mut c_void,
-    src_pitch: usize,
-    src_height: usize,
-    dst_x_in_bytes: usize,
-    dst_y: usize,
-    dst_z: usize,
-    dst_lod: usize,
-    dst_memory_type: c_uint,
-    dst_host: *mut c_void,
-    dst_device: u64,
-    dst_array: *mut c_void,
-    reserved1: *mut c_void,
-    dst_pitch: usize,
-    dst_height: usize,
-    width_in_bytes: usize,
-    height: usize,
-    depth: usize,
-}
-
-const _: () = assert!(size_of::<Memcpy3DV2>() == size_of::<super::graph::Memcpy3D>());
 const _: () = assert!(size_of::<Memcpy3DV1>() == 144);
-const _: () = assert!(size_of::<Memcpy3DV2>() == 200);
+const _: () = assert!(size_of::<Memcpy3D>() == 200);
 
 /// The `_v2` structure of `p`, or `None` for NULL.
-fn memcpy_3d(p: *const Memcpy3DV1) -> Result<Option<Memcpy3DV2>, DriverError> {
+fn memcpy_3d(p: *const Memcpy3DV1) -> Result<Option<Memcpy3D>, DriverError> {
     let Some(p) = input(p) else {
         return Ok(None);
     };
     context_device()?;
-    Ok(Some(Memcpy3DV2 {
+    Ok(Some(Memcpy3D {
         src_x_in_bytes: p.src_x_in_bytes as usize,
         src_y: p.src_y as usize,
         src_z: p.src_z as usize,
@@ -386,17 +328,12 @@ fn memcpy_3d(p: *const Memcpy3DV1) -> Result<Option<Memcpy3DV2>, DriverError> {
     }))
 }
 
-/// The pointer `cuMemcpy3D_v2` takes: a [`Memcpy3DV2`] is a `CUDA_MEMCPY3D`.
-fn as_3d(p: &Option<Memcpy3DV2>) -> *const super::graph::Memcpy3D {
-    or_null(p).cast()
-}
-
 driver_fn! { cuMemcpy3D (p: *const Memcpy3DV1) {
-    status(super::memory::cuMemcpy3D_v2(as_3d(&memcpy_3d(p)?)))
+    status(super::memory::cuMemcpy3D_v2(or_null(&memcpy_3d(p)?)))
 } }
 
 driver_fn! { cuMemcpy3DAsync (p: *const Memcpy3DV1, stream: Stream) {
-    status(super::memory::cuMemcpy3DAsync_v2(as_3d(&memcpy_3d(p)?), stream))
+    status(super::memory::cuMemcpy3DAsync_v2(or_null(&memcpy_3d(p)?), stream))
 } }
 
 #[cfg(test)]

@@ -286,22 +286,22 @@ driver_fn! { [cuMemcpyPeerAsync, cuMemcpyPeerAsync_ptsz] (dst: u64, dst_ctx: u64
 /// `CUDA_MEMCPY2D`.
 #[repr(C)]
 pub struct Memcpy2D {
-    src_x_in_bytes: usize,
-    src_y: usize,
-    src_memory_type: c_uint,
-    src_host: *const c_void,
-    src_device: u64,
-    src_array: *mut c_void,
-    src_pitch: usize,
-    dst_x_in_bytes: usize,
-    dst_y: usize,
-    dst_memory_type: c_uint,
-    dst_host: *mut c_void,
-    dst_device: u64,
-    dst_array: *mut c_void,
-    dst_pitch: usize,
-    width_in_bytes: usize,
-    height: usize,
+    pub(super) src_x_in_bytes: usize,
+    pub(super) src_y: usize,
+    pub(super) src_memory_type: c_uint,
+    pub(super) src_host: *const c_void,
+    pub(super) src_device: u64,
+    pub(super) src_array: *mut c_void,
+    pub(super) src_pitch: usize,
+    pub(super) dst_x_in_bytes: usize,
+    pub(super) dst_y: usize,
+    pub(super) dst_memory_type: c_uint,
+    pub(super) dst_host: *mut c_void,
+    pub(super) dst_device: u64,
+    pub(super) dst_array: *mut c_void,
+    pub(super) dst_pitch: usize,
+    pub(super) width_in_bytes: usize,
+    pub(super) height: usize,
 }
 
 /// The address and row pitch of one end of a 2-D copy: (x, y) into its
